@@ -1,0 +1,142 @@
+//! Assembles the service: shared state, the router, the listener, and graceful shutdown.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use sqlx::postgres::PgConnectOptions;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::{Config, Secret};
+use crate::domain::ValidationContext;
+use crate::store::{PoolSettings, Store, StoreError};
+use crate::tools::builtin_tool_names;
+
+/// What every handler shares. Cheap to clone.
+#[derive(Clone)]
+pub struct AppState {
+    pub store: Store,
+    pub config: Arc<Config>,
+    /// What crew specs are checked against: built-in tools, configured providers.
+    pub validation: Arc<ValidationContext>,
+    /// The OpenAPI document, rendered once.
+    pub openapi_json: Arc<str>,
+    /// Cancelled when the service shuts down.
+    pub shutdown: CancellationToken,
+}
+
+impl AppState {
+    pub fn new(store: Store, config: Config) -> Self {
+        let validation = ValidationContext {
+            builtin_tools: builtin_tool_names(),
+            providers: config.providers.keys().cloned().collect(),
+        };
+        let openapi_json = crate::http::openapi().to_pretty_json().unwrap_or_else(|e| {
+            tracing::error!(error = %e, "the OpenAPI document does not serialize");
+            "{}".to_owned()
+        });
+        Self {
+            store,
+            config: Arc::new(config),
+            validation: Arc::new(validation),
+            openapi_json: openapi_json.into(),
+            shutdown: CancellationToken::new(),
+        }
+    }
+}
+
+/// Why the service could not start or stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error("invalid DATABASE_URL: {0}")]
+    DatabaseUrl(sqlx::Error),
+    #[error("database: {0}")]
+    Store(#[from] StoreError),
+    #[error("cannot listen on {addr}: {source}")]
+    Bind { addr: std::net::SocketAddr, source: std::io::Error },
+    #[error("server error: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Connect to the database (lazily: the pool reconnects on its own).
+pub fn connect(database_url: &Secret, max_connections: u32) -> Result<Store, ServeError> {
+    let options: PgConnectOptions = database_url.expose().parse().map_err(ServeError::DatabaseUrl)?;
+    let settings = PoolSettings { max_connections, acquire_timeout: Duration::from_secs(5) };
+    Ok(Store::connect_lazy(options, &settings))
+}
+
+/// Apply migrations, retrying while the database is starting (up to `patience`).
+pub async fn migrate_when_up(store: &Store, patience: Duration) -> Result<(), ServeError> {
+    let deadline = tokio::time::Instant::now() + patience;
+    let mut delay = Duration::from_millis(250);
+    loop {
+        match store.migrate().await {
+            Ok(()) => return Ok(()),
+            Err(StoreError::Database(error)) if tokio::time::Instant::now() + delay < deadline => {
+                tracing::warn!(%error, retry_in_ms = delay.as_millis() as u64, "database not reachable yet");
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(Duration::from_secs(5));
+            }
+            Err(error) => return Err(error.into()),
+        }
+    }
+}
+
+/// Run the API until SIGTERM or Ctrl-C, then drain in-flight requests for the grace period.
+pub async fn serve(config: Config) -> Result<(), ServeError> {
+    let store = connect(&config.database_url, config.db_max_connections)?;
+    migrate_when_up(&store, Duration::from_secs(60)).await?;
+    let bind = config.bind;
+    let grace = config.shutdown_grace;
+    let listener = TcpListener::bind(bind).await.map_err(|source| ServeError::Bind { addr: bind, source })?;
+    let open = config.api_keys.is_empty();
+    let state = AppState::new(store, config);
+    if open && !bind.ip().is_loopback() {
+        tracing::warn!(%bind, "no API keys configured: the API is open to anyone who can reach this address");
+    } else if open {
+        tracing::warn!(%bind, "no API keys configured: the API is open, listening on loopback only");
+    }
+    tracing::info!(addr = %listener.local_addr()?, "agentd listening");
+    let shutdown = state.shutdown.clone();
+    tokio::spawn(watch_signals(shutdown.clone()));
+    let server = axum::serve(listener, crate::http::router(state))
+        .with_graceful_shutdown(shutdown.clone().cancelled_owned());
+    tokio::select! {
+        result = server => result?,
+        () = async { shutdown.cancelled().await; tokio::time::sleep(grace).await } => {
+            tracing::warn!(grace_s = grace.as_secs(), "grace period over; closing remaining connections");
+        }
+    }
+    tracing::info!("agentd stopped");
+    Ok(())
+}
+
+/// Cancel `token` on SIGTERM or Ctrl-C.
+async fn watch_signals(token: CancellationToken) {
+    let ctrl_c = async {
+        if let Err(error) = tokio::signal::ctrl_c().await {
+            tracing::error!(%error, "cannot listen for Ctrl-C");
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(error) => {
+                tracing::error!(%error, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {}
+        () = terminate => {}
+    }
+    tracing::info!("shutdown requested; draining");
+    token.cancel();
+}

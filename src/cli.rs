@@ -1,0 +1,153 @@
+//! The command line: `agentd [serve]`, `agentd migrate`, `agentd openapi`, with flags that fall
+//! back to environment variables.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::config::{self, ApiKeys, Config, ConfigError, FileConfig, Secret};
+
+#[derive(Debug, Parser)]
+#[command(name = "agentd", version, about = "Runs CrewAI-style crews of LLM agents, durably, on Postgres")]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    /// Settings of `serve`, the default command.
+    #[command(flatten)]
+    serve: ServeArgs,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the API (the default). Applies pending migrations first.
+    Serve(ServeArgs),
+    /// Apply pending database migrations and exit.
+    Migrate(DatabaseArgs),
+    /// Print the OpenAPI document.
+    Openapi,
+}
+
+#[derive(Debug, Clone, Args)]
+struct DatabaseArgs {
+    /// Postgres connection URL.
+    #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
+    database_url: Option<String>,
+}
+
+#[derive(Debug, Clone, Args)]
+struct ServeArgs {
+    #[command(flatten)]
+    database: DatabaseArgs,
+    /// Address to listen on.
+    #[arg(long, env = "AGENTD_BIND", default_value = "127.0.0.1:8080")]
+    bind: SocketAddr,
+    /// Comma-separated API keys; with none, the API is open.
+    #[arg(long, env = "AGENTD_API_KEYS", hide_env_values = true)]
+    api_keys: Option<String>,
+    /// TOML file with LLM providers and limits.
+    #[arg(long, env = "AGENTD_CONFIG")]
+    config: Option<PathBuf>,
+    /// Largest number of database connections of this replica.
+    #[arg(long, env = "AGENTD_DB_MAX_CONNECTIONS", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    db_max_connections: u32,
+    /// Seconds in-flight requests get to finish after SIGTERM.
+    #[arg(long, env = "AGENTD_SHUTDOWN_GRACE_S", default_value_t = 30)]
+    shutdown_grace_s: u64,
+}
+
+impl DatabaseArgs {
+    fn url(&self) -> Result<Secret, ConfigError> {
+        self.database_url
+            .clone()
+            .map(Secret::new)
+            .ok_or_else(|| ConfigError::Invalid("DATABASE_URL (or --database-url) is required".into()))
+    }
+}
+
+impl ServeArgs {
+    fn into_config(self) -> Result<Config, ConfigError> {
+        let file = match &self.config {
+            Some(path) => FileConfig::load(path)?,
+            None => FileConfig::default(),
+        };
+        let providers = config::providers(&file, |name| std::env::var(name).ok())?;
+        Ok(Config {
+            bind: self.bind,
+            database_url: self.database.url()?,
+            db_max_connections: self.db_max_connections,
+            api_keys: ApiKeys::parse(self.api_keys.as_deref().unwrap_or_default()),
+            providers,
+            default_model: file.default_model.unwrap_or_else(|| "openai/gpt-4o-mini".into()),
+            shutdown_grace: Duration::from_secs(self.shutdown_grace_s),
+        })
+    }
+}
+
+/// Parse the command line and run the chosen command.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Some(Command::Openapi) => print_openapi(),
+        Some(Command::Migrate(args)) => run_async(migrate(args)),
+        Some(Command::Serve(args)) => run_async(serve(args)),
+        None => run_async(serve(cli.serve)),
+    }
+}
+
+fn print_openapi() -> ExitCode {
+    match crate::http::openapi().to_pretty_json() {
+        Ok(json) => {
+            println!("{json}");
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!("agentd: cannot render the OpenAPI document: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+fn run_async(task: impl std::future::Future<Output = Result<(), BoxError>>) -> ExitCode {
+    init_tracing();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("agentd: cannot start the async runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(task) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            tracing::error!(%error, "agentd failed");
+            eprintln!("agentd: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn serve(args: ServeArgs) -> Result<(), BoxError> {
+    let config = args.into_config()?;
+    crate::app::serve(config).await?;
+    Ok(())
+}
+
+async fn migrate(args: DatabaseArgs) -> Result<(), BoxError> {
+    let url = args.url()?;
+    let store = crate::app::connect(&url, 2)?;
+    crate::app::migrate_when_up(&store, Duration::from_secs(60)).await?;
+    tracing::info!("migrations applied");
+    Ok(())
+}
+
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,sqlx=warn,tower_http=info"));
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+}

@@ -1,0 +1,239 @@
+//! Typed settings: where to listen, the database, API keys and LLM providers. Built from the
+//! command line (with environment fallbacks) and the optional `AGENTD_CONFIG` TOML file.
+//! Secrets are wrapped in [`Secret`], whose `Debug` never shows them.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::Path;
+
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+
+/// The provider used for a bare model name and configured from `OPENAI_*`.
+pub const DEFAULT_PROVIDER: &str = "openai";
+const OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
+
+/// A string that must never reach a log, an event or an error body.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(value: impl Into<String>) -> Self {
+        Self(value.into())
+    }
+
+    /// The secret itself, for the one place that must send it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret(***)")
+    }
+}
+
+/// The API keys clients must present; stored as SHA-256 digests and compared in constant time.
+#[derive(Clone, Default)]
+pub struct ApiKeys {
+    digests: Vec<[u8; 32]>,
+}
+
+impl fmt::Debug for ApiKeys {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ApiKeys({} configured)", self.digests.len())
+    }
+}
+
+impl ApiKeys {
+    /// Keys from a comma-separated list; blanks are ignored.
+    pub fn parse(list: &str) -> Self {
+        let digests = list
+            .split(',')
+            .map(str::trim)
+            .filter(|k| !k.is_empty())
+            .map(|k| Sha256::digest(k.as_bytes()).into())
+            .collect();
+        Self { digests }
+    }
+
+    /// No keys: the API is open.
+    pub fn is_empty(&self) -> bool {
+        self.digests.is_empty()
+    }
+
+    /// Is `candidate` one of the keys? Compares against every key, in constant time per key,
+    /// whatever matches, so timing says nothing about the keys.
+    pub fn accepts(&self, candidate: &str) -> bool {
+        let digest: [u8; 32] = Sha256::digest(candidate.as_bytes()).into();
+        self.digests.iter().fold(subtle::Choice::from(0), |found, key| found | key.ct_eq(&digest)).into()
+    }
+}
+
+/// An OpenAI-compatible LLM provider.
+#[derive(Debug, Clone)]
+pub struct ProviderConfig {
+    pub name: String,
+    pub base_url: String,
+    pub api_key: Option<Secret>,
+    /// Requests per minute this replica may send.
+    pub rpm: Option<u32>,
+    /// Tokens per minute this replica may use.
+    pub tpm: Option<u32>,
+    /// Whether the provider accepts native `tools`.
+    pub native_tools: bool,
+}
+
+/// Everything `agentd serve` needs.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub bind: SocketAddr,
+    pub database_url: Secret,
+    pub db_max_connections: u32,
+    pub api_keys: ApiKeys,
+    /// Configured providers by name; always holds [`DEFAULT_PROVIDER`].
+    pub providers: BTreeMap<String, ProviderConfig>,
+    /// The model of agents that name none.
+    pub default_model: String,
+    /// How long in-flight requests may take to finish after SIGTERM.
+    pub shutdown_grace: std::time::Duration,
+}
+
+/// The `AGENTD_CONFIG` file.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileConfig {
+    #[serde(default)]
+    pub default_model: Option<String>,
+    #[serde(default)]
+    pub providers: BTreeMap<String, FileProvider>,
+}
+
+/// A provider in the `AGENTD_CONFIG` file.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileProvider {
+    pub base_url: String,
+    /// The environment variable that holds the key (the key itself never goes in the file).
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+    #[serde(default)]
+    pub rpm: Option<u32>,
+    #[serde(default)]
+    pub tpm: Option<u32>,
+    #[serde(default = "default_native_tools")]
+    pub native_tools: bool,
+}
+
+fn default_native_tools() -> bool {
+    true
+}
+
+/// A setting that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {path}: {source}")]
+    Read { path: String, source: std::io::Error },
+    #[error("invalid config file {path}: {message}")]
+    Parse { path: String, message: String },
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl FileConfig {
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let shown = path.display().to_string();
+        let text = std::fs::read_to_string(path)
+            .map_err(|source| ConfigError::Read { path: shown.clone(), source })?;
+        toml::from_str(&text).map_err(|e| ConfigError::Parse { path: shown, message: e.to_string() })
+    }
+}
+
+/// Build the provider table: `openai` from `OPENAI_BASE_URL` / `OPENAI_API_KEY`, then the file's
+/// providers (which may redefine `openai`). `env` reads an environment variable.
+pub fn providers(
+    file: &FileConfig,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<BTreeMap<String, ProviderConfig>, ConfigError> {
+    let mut providers = BTreeMap::new();
+    let openai = ProviderConfig {
+        name: DEFAULT_PROVIDER.into(),
+        base_url: env("OPENAI_BASE_URL").unwrap_or_else(|| OPENAI_BASE_URL.into()),
+        api_key: env("OPENAI_API_KEY").map(Secret::new),
+        rpm: None,
+        tpm: None,
+        native_tools: true,
+    };
+    providers.insert(openai.name.clone(), openai);
+    for (name, p) in &file.providers {
+        if name.is_empty() || name.contains('/') {
+            return Err(ConfigError::Invalid(format!(
+                "provider name '{name}' must be non-empty and contain no '/'"
+            )));
+        }
+        url::Url::parse(&p.base_url)
+            .map_err(|e| ConfigError::Invalid(format!("providers.{name}.base_url: {e}")))?;
+        if p.rpm == Some(0) || p.tpm == Some(0) {
+            return Err(ConfigError::Invalid(format!("providers.{name}: rpm and tpm must be at least 1")));
+        }
+        let provider = ProviderConfig {
+            name: name.clone(),
+            base_url: p.base_url.clone(),
+            api_key: p.api_key_env.as_deref().and_then(&env).map(Secret::new),
+            rpm: p.rpm,
+            tpm: p.tpm,
+            native_tools: p.native_tools,
+        };
+        providers.insert(name.clone(), provider);
+    }
+    Ok(providers)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn api_keys_accept_only_configured_keys() {
+        let keys = ApiKeys::parse(" alpha, ,beta ");
+        assert!(keys.accepts("alpha"));
+        assert!(keys.accepts("beta"));
+        assert!(!keys.accepts("gamma"));
+        assert!(!keys.accepts(""));
+        assert!(ApiKeys::parse(" , ").is_empty());
+    }
+
+    #[test]
+    fn secrets_do_not_show_in_debug() {
+        let shown = format!("{:?} {:?}", Secret::new("sk-123"), ApiKeys::parse("sk-456"));
+        assert!(!shown.contains("sk-"), "{shown}");
+    }
+
+    #[test]
+    fn file_providers_read_their_key_from_the_named_variable() {
+        let file: FileConfig = toml::from_str(
+            r#"[providers.groq]
+               base_url = "https://api.groq.com/openai/v1"
+               api_key_env = "GROQ_API_KEY"
+               rpm = 30
+               native_tools = false"#,
+        )
+        .expect("valid toml");
+        let env = |name: &str| (name == "GROQ_API_KEY").then(|| "gsk".to_owned());
+        let providers = providers(&file, env).expect("valid providers");
+        let groq = &providers["groq"];
+        assert_eq!(groq.api_key.as_ref().map(Secret::expose), Some("gsk"));
+        assert_eq!((groq.rpm, groq.native_tools), (Some(30), false));
+        assert_eq!(providers["openai"].base_url, OPENAI_BASE_URL);
+    }
+
+    #[test]
+    fn bad_provider_settings_are_rejected() {
+        let file: FileConfig = toml::from_str("[providers.x]\nbase_url = \"not a url\"").expect("toml");
+        assert!(providers(&file, |_| None).is_err());
+        assert!(toml::from_str::<FileConfig>("[providers.x]\nbase_url = \"http://a\"\nkey = \"k\"").is_err());
+    }
+}

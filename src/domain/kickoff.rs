@@ -1,0 +1,159 @@
+//! A kickoff request: which crew (inline spec or registered name), its inputs and metadata, and
+//! turning it into a validated new run.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+use utoipa::ToSchema;
+
+use super::crew::CrewSpec;
+use super::validate::{check_crew_name, validate_crew, validate_inputs, FieldError, ValidationContext};
+use super::RunId;
+
+/// The body of `POST /v1/kickoffs`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct KickoffRequest {
+    /// A crew spec, or the name of a registered crew.
+    #[schema(value_type = CrewRef)]
+    pub crew: Value,
+    /// Values for the crew's `{placeholders}`.
+    #[serde(default)]
+    #[schema(value_type = Object)]
+    pub inputs: Map<String, Value>,
+    /// Free-form data kept with the run.
+    #[serde(default)]
+    #[schema(value_type = Object)]
+    pub metadata: Map<String, Value>,
+}
+
+/// The `crew` of a kickoff: a spec or a registered crew's name.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum CrewRef {
+    Name(String),
+    Spec(Box<CrewSpec>),
+}
+
+impl CrewRef {
+    /// Read the `crew` field, reporting errors under `crew`.
+    pub fn parse(value: &Value) -> Result<Self, Vec<FieldError>> {
+        match value {
+            Value::String(name) => match check_crew_name(name) {
+                Ok(()) => Ok(CrewRef::Name(name.clone())),
+                Err(message) => Err(vec![FieldError::new("crew", message)]),
+            },
+            Value::Object(_) => CrewSpec::from_json(value.clone())
+                .map(|spec| CrewRef::Spec(Box::new(spec)))
+                .map_err(|errors| errors.into_iter().map(|e| e.under("crew")).collect()),
+            _ => Err(vec![FieldError::new(
+                "crew",
+                "must be a crew spec object or the name of a registered crew",
+            )]),
+        }
+    }
+}
+
+impl CrewSpec {
+    /// Deserialize a spec from JSON, naming the path of the field that does not fit.
+    pub fn from_json(value: Value) -> Result<Self, Vec<FieldError>> {
+        serde_path_to_error::deserialize(value).map_err(|e| {
+            let field = e.path().to_string();
+            let field = if field == "." { String::new() } else { field };
+            vec![FieldError::new(field, e.into_inner().to_string())]
+        })
+    }
+}
+
+/// A validated run, ready to be stored.
+#[derive(Debug, Clone)]
+pub struct NewRun {
+    pub id: RunId,
+    pub crew: CrewSpec,
+    pub inputs: Map<String, Value>,
+    pub metadata: Map<String, Value>,
+}
+
+/// Validate a crew with its inputs and make the run that will execute them.
+pub fn prepare_run(
+    crew: CrewSpec,
+    inputs: Map<String, Value>,
+    metadata: Map<String, Value>,
+    ctx: &ValidationContext,
+) -> Result<NewRun, Vec<FieldError>> {
+    let mut errors: Vec<FieldError> = match validate_crew(&crew, ctx) {
+        Ok(()) => Vec::new(),
+        Err(errors) => errors.into_iter().map(|e| e.under("crew")).collect(),
+    };
+    if let Err(missing) = validate_inputs(&crew, &inputs) {
+        errors.extend(missing);
+    }
+    if errors.is_empty() {
+        Ok(NewRun { id: RunId::new(), crew, inputs, metadata })
+    } else {
+        Err(errors)
+    }
+}
+
+/// A digest of a JSON request body that ignores key order and whitespace, so that "the same body"
+/// means the same JSON value.
+pub fn request_fingerprint(body: &Value) -> Vec<u8> {
+    let mut hasher = Sha256::new();
+    hash_canonical(body, &mut hasher);
+    hasher.finalize().to_vec()
+}
+
+fn hash_canonical(value: &Value, hasher: &mut Sha256) {
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            hasher.update(b"{");
+            for key in keys {
+                hasher.update(Value::String(key.clone()).to_string().as_bytes());
+                hasher.update(b":");
+                hash_canonical(&map[key], hasher);
+                hasher.update(b",");
+            }
+            hasher.update(b"}");
+        }
+        Value::Array(items) => {
+            hasher.update(b"[");
+            for item in items {
+                hash_canonical(item, hasher);
+                hasher.update(b",");
+            }
+            hasher.update(b"]");
+        }
+        scalar => hasher.update(scalar.to_string().as_bytes()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn fingerprint_ignores_key_order_but_not_values() {
+        let a = json!({"crew": "c", "inputs": {"x": 1, "y": [1, 2]}});
+        let b = json!({"inputs": {"y": [1, 2], "x": 1}, "crew": "c"});
+        let c = json!({"inputs": {"y": [2, 1], "x": 1}, "crew": "c"});
+        assert_eq!(request_fingerprint(&a), request_fingerprint(&b));
+        assert_ne!(request_fingerprint(&a), request_fingerprint(&c));
+    }
+
+    #[test]
+    fn crew_errors_carry_the_full_path() {
+        let value = json!({"name": "c", "agents": [{"name": "a", "role": 3}], "tasks": []});
+        let errors = CrewRef::parse(&value).expect_err("invalid");
+        assert_eq!(errors[0].field, "crew.agents[0].role");
+    }
+
+    #[test]
+    fn crew_of_another_type_is_rejected() {
+        let errors = CrewRef::parse(&json!(42)).expect_err("invalid");
+        assert_eq!(errors[0].field, "crew");
+    }
+}

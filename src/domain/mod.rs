@@ -1,0 +1,18 @@
+//! The domain: crew specs, runs, tasks, messages, tool calls and events, with the validation and
+//! `{input}` interpolation rules of the API contract. Plain data and pure functions: nothing here
+//! knows about HTTP or SQL, so the engine, the store and the API share one vocabulary.
+
+pub mod crew;
+pub mod event;
+pub mod ids;
+pub mod interpolate;
+pub mod kickoff;
+pub mod run;
+pub mod schema;
+pub mod validate;
+
+pub use crew::{AgentSpec, CrewSpec, HttpToolSpec, LlmSpec, Process, TaskSpec, ToolCalling, ToolSpec};
+pub use event::{Event, EventType};
+pub use ids::RunId;
+pub use run::{ErrorKind, Run, RunError, RunStatus, TaskOutput, TaskRun, TaskStatus, Usage};
+pub use validate::{FieldError, ValidationContext};

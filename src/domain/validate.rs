@@ -1,0 +1,304 @@
+//! The rules a crew spec and its inputs must follow before a run is accepted. Every violation is
+//! reported, each with the JSON path of the offending field, so a client fixes them in one go.
+
+use std::collections::{BTreeSet, HashMap};
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+use utoipa::ToSchema;
+
+use super::crew::{AgentSpec, CrewSpec, LlmSpec, Process, TaskSpec, ToolSpec};
+use super::interpolate::required_inputs;
+use super::schema::{check_schema, schema_type};
+
+/// One problem with one field of a request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+pub struct FieldError {
+    /// JSON path of the field, e.g. `crew.tasks[0].agent`.
+    pub field: String,
+    pub message: String,
+}
+
+impl FieldError {
+    pub fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
+        Self { field: field.into(), message: message.into() }
+    }
+
+    /// The same error under a parent path (`crew` + `agents[0]` → `crew.agents[0]`).
+    pub fn under(mut self, parent: &str) -> Self {
+        self.field = join_path(parent, &self.field);
+        self
+    }
+}
+
+/// Join a parent path and a child path the way JSON paths read.
+pub fn join_path(parent: &str, child: &str) -> String {
+    match (parent.is_empty(), child.is_empty() || child == ".") {
+        (true, _) => child.to_owned(),
+        (false, true) => parent.to_owned(),
+        (false, false) if child.starts_with('[') => format!("{parent}{child}"),
+        (false, false) => format!("{parent}.{child}"),
+    }
+}
+
+/// What the server knows that a spec may refer to.
+#[derive(Debug, Clone)]
+pub struct ValidationContext {
+    /// Names of the built-in tools.
+    pub builtin_tools: Vec<String>,
+    /// Names of the configured LLM providers.
+    pub providers: Vec<String>,
+}
+
+const MAX_NAME_LEN: usize = 100;
+const MAX_ITER_LIMIT: u32 = 1_000;
+const MAX_TOOL_TIMEOUT_MS: u64 = 300_000;
+
+/// Check a whole crew spec; `Ok` or every violation found.
+pub fn validate_crew(crew: &CrewSpec, ctx: &ValidationContext) -> Result<(), Vec<FieldError>> {
+    let mut v = Validator { ctx, errors: Vec::new() };
+    v.crew(crew);
+    if v.errors.is_empty() {
+        Ok(())
+    } else {
+        Err(v.errors)
+    }
+}
+
+/// Check that `inputs` fills every placeholder of the crew; one error per missing name.
+pub fn validate_inputs(crew: &CrewSpec, inputs: &Map<String, Value>) -> Result<(), Vec<FieldError>> {
+    let mut errors: Vec<FieldError> = required_inputs(crew)
+        .into_iter()
+        .filter(|name| !inputs.contains_key(name))
+        .map(|name| {
+            let message = format!("missing input '{name}' used as {{{name}}} in the crew");
+            FieldError::new(format!("inputs.{name}"), message)
+        })
+        .collect();
+    errors.extend(
+        inputs
+            .iter()
+            .filter(|(_, value)| value.is_null())
+            .map(|(name, _)| FieldError::new(format!("inputs.{name}"), "must not be null")),
+    );
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors)
+    }
+}
+
+/// Is `name` a valid crew name (it appears in URLs)?
+pub fn check_crew_name(name: &str) -> Result<(), String> {
+    let ok = !name.is_empty()
+        && name.len() <= MAX_NAME_LEN
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    if ok {
+        Ok(())
+    } else {
+        Err(format!("must be 1 to {MAX_NAME_LEN} characters of letters, digits, '-', '_' or '.'"))
+    }
+}
+
+struct Validator<'a> {
+    ctx: &'a ValidationContext,
+    errors: Vec<FieldError>,
+}
+
+impl Validator<'_> {
+    fn error(&mut self, field: impl Into<String>, message: impl Into<String>) {
+        self.errors.push(FieldError::new(field, message));
+    }
+
+    fn crew(&mut self, crew: &CrewSpec) {
+        if let Err(message) = check_crew_name(&crew.name) {
+            self.error("name", message);
+        }
+        if crew.agents.is_empty() {
+            self.error("agents", "a crew needs at least one agent");
+        }
+        if crew.tasks.is_empty() {
+            self.error("tasks", "a crew needs at least one task");
+        }
+        self.positive(crew.max_rpm, "max_rpm");
+        match (&crew.process, &crew.manager_llm) {
+            (Process::Hierarchical, None) => {
+                self.error("manager_llm", "the hierarchical process needs a manager_llm")
+            }
+            (_, Some(llm)) => self.llm(llm, "manager_llm"),
+            (Process::Sequential, None) => {}
+        }
+        let declared = self.tools(&crew.tools);
+        let mut known: Vec<&str> = self.ctx.builtin_tools.iter().map(String::as_str).collect();
+        known.extend(declared.iter().map(String::as_str));
+        self.unique(crew.agents.iter().map(|a| a.name.as_str()), "agents", "agent");
+        for (i, agent) in crew.agents.iter().enumerate() {
+            self.agent(agent, &format!("agents[{i}]"), &known);
+        }
+        self.unique(crew.tasks.iter().map(|t| t.name.as_str()), "tasks", "task");
+        for (i, task) in crew.tasks.iter().enumerate() {
+            self.task(crew, i, task, &known);
+        }
+    }
+
+    fn unique<'s>(&mut self, names: impl Iterator<Item = &'s str>, list: &str, what: &str) {
+        let mut seen = HashMap::new();
+        for (i, name) in names.enumerate() {
+            if let Some(first) = seen.insert(name, i) {
+                self.error(
+                    format!("{list}[{i}].name"),
+                    format!("duplicate {what} name '{name}' (first at {list}[{first}])"),
+                );
+            }
+        }
+    }
+
+    fn name(&mut self, name: &str, path: &str) {
+        if name.trim().is_empty() {
+            self.error(path, "must not be empty");
+        } else if name.len() > MAX_NAME_LEN {
+            self.error(path, format!("must be at most {MAX_NAME_LEN} characters"));
+        }
+    }
+
+    fn text(&mut self, text: &str, path: &str) {
+        if text.trim().is_empty() {
+            self.error(path, "must not be empty");
+        }
+    }
+
+    fn positive(&mut self, value: Option<u32>, path: &str) {
+        if value == Some(0) {
+            self.error(path, "must be at least 1");
+        }
+    }
+
+    fn agent(&mut self, agent: &AgentSpec, path: &str, known_tools: &[&str]) {
+        self.name(&agent.name, &format!("{path}.name"));
+        self.text(&agent.role, &format!("{path}.role"));
+        self.text(&agent.goal, &format!("{path}.goal"));
+        self.text(&agent.backstory, &format!("{path}.backstory"));
+        if let Some(llm) = &agent.llm {
+            self.llm(llm, &format!("{path}.llm"));
+        }
+        self.tool_refs(&agent.tools, &format!("{path}.tools"), known_tools);
+        if !(1..=MAX_ITER_LIMIT).contains(&agent.max_iter) {
+            self.error(format!("{path}.max_iter"), format!("must be between 1 and {MAX_ITER_LIMIT}"));
+        }
+        self.positive(agent.max_rpm, &format!("{path}.max_rpm"));
+    }
+
+    fn llm(&mut self, llm: &LlmSpec, path: &str) {
+        let (model_path, model) = match llm {
+            LlmSpec::Model(model) => (path.to_owned(), model.as_str()),
+            LlmSpec::Detailed(options) => {
+                if let Some(t) = options.temperature {
+                    if !(0.0..=2.0).contains(&t) {
+                        self.error(format!("{path}.temperature"), "must be between 0 and 2");
+                    }
+                }
+                self.positive(options.max_tokens, &format!("{path}.max_tokens"));
+                (format!("{path}.model"), options.model.as_str())
+            }
+        };
+        let bare = match model.split_once('/') {
+            Some((provider, rest)) => {
+                if !self.ctx.providers.iter().any(|p| p == provider) {
+                    let configured = self.ctx.providers.join(", ");
+                    let message = format!("unknown provider '{provider}' (configured: {configured})");
+                    self.error(model_path.clone(), message);
+                }
+                rest
+            }
+            None => model,
+        };
+        if bare.trim().is_empty() {
+            self.error(model_path, "must name a model, as \"provider/model\" or \"model\"");
+        }
+    }
+
+    fn tool_refs(&mut self, tools: &[String], path: &str, known: &[&str]) {
+        for (i, tool) in tools.iter().enumerate() {
+            if !known.contains(&tool.as_str()) {
+                let message = format!("unknown tool '{tool}' (available: {})", known.join(", "));
+                self.error(format!("{path}[{i}]"), message);
+            }
+        }
+    }
+
+    fn task(&mut self, crew: &CrewSpec, index: usize, task: &TaskSpec, known_tools: &[&str]) {
+        let path = format!("tasks[{index}]");
+        self.name(&task.name, &format!("{path}.name"));
+        self.text(&task.description, &format!("{path}.description"));
+        self.text(&task.expected_output, &format!("{path}.expected_output"));
+        match &task.agent {
+            Some(agent) if crew.agent(agent).is_none() => {
+                self.error(format!("{path}.agent"), format!("unknown agent '{agent}'"))
+            }
+            None if crew.process == Process::Sequential => {
+                self.error(format!("{path}.agent"), "required in the sequential process")
+            }
+            _ => {}
+        }
+        for (i, name) in task.context.iter().flatten().enumerate() {
+            let field = format!("{path}.context[{i}]");
+            match crew.tasks.iter().position(|t| &t.name == name) {
+                None => self.error(field, format!("unknown task '{name}'")),
+                Some(at) if at >= index => self.error(
+                    field,
+                    format!("'{name}' does not come before this task; context names earlier tasks"),
+                ),
+                Some(_) => {}
+            }
+        }
+        if let Some(tools) = &task.tools {
+            self.tool_refs(tools, &format!("{path}.tools"), known_tools);
+        }
+        if let Some(schema) = &task.output_schema {
+            check_schema(schema, &format!("{path}.output_schema"), &mut self.errors);
+        }
+    }
+
+    /// Check the declared tools; returns their names.
+    fn tools(&mut self, tools: &[ToolSpec]) -> BTreeSet<String> {
+        self.unique(tools.iter().map(|t| t.name.as_str()), "tools", "tool");
+        for (i, tool) in tools.iter().enumerate() {
+            let path = format!("tools[{i}]");
+            self.tool(tool, &path);
+        }
+        tools.iter().map(|t| t.name.clone()).collect()
+    }
+
+    fn tool(&mut self, tool: &ToolSpec, path: &str) {
+        let name_ok = !tool.name.is_empty()
+            && tool.name.len() <= 64
+            && tool.name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        if !name_ok {
+            self.error(format!("{path}.name"), "must be 1 to 64 characters of letters, digits, '_' or '-'");
+        } else if self.ctx.builtin_tools.contains(&tool.name) {
+            self.error(format!("{path}.name"), format!("'{}' is a built-in tool", tool.name));
+        }
+        self.text(&tool.description, &format!("{path}.description"));
+        let params_path = format!("{path}.parameters");
+        check_schema(&tool.parameters, &params_path, &mut self.errors);
+        if tool.parameters.is_object() && schema_type(&tool.parameters) != Some("object") {
+            self.error(format!("{params_path}.type"), "tool parameters must be of type \"object\"");
+        }
+        match url::Url::parse(&tool.http.url) {
+            Ok(url) if matches!(url.scheme(), "http" | "https") && url.host().is_some() => {
+                if !url.username().is_empty() || url.password().is_some() {
+                    self.error(format!("{path}.http.url"), "must not carry credentials");
+                }
+            }
+            Ok(_) => self.error(format!("{path}.http.url"), "must be an http or https URL with a host"),
+            Err(e) => self.error(format!("{path}.http.url"), format!("not a valid URL: {e}")),
+        }
+        if !(1..=MAX_TOOL_TIMEOUT_MS).contains(&tool.http.timeout_ms) {
+            self.error(
+                format!("{path}.http.timeout_ms"),
+                format!("must be between 1 and {MAX_TOOL_TIMEOUT_MS}"),
+            );
+        }
+        self.positive(tool.max_usage_count, &format!("{path}.max_usage_count"));
+    }
+}

@@ -1,0 +1,50 @@
+//! Bearer-token authentication of `/v1/*`.
+
+use axum::extract::{Request, State};
+use axum::http::header;
+use axum::middleware::Next;
+use axum::response::Response;
+
+use super::error::ApiError;
+use crate::app::AppState;
+
+/// Let a request through when the server has no API keys, or when it carries
+/// `Authorization: Bearer <key>` with a configured key; 401 otherwise.
+pub async fn require_api_key(
+    State(state): State<AppState>,
+    request: Request,
+    next: Next,
+) -> Result<Response, ApiError> {
+    let keys = &state.config.api_keys;
+    if keys.is_empty() {
+        return Ok(next.run(request).await);
+    }
+    let token = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|value| value.to_str().ok())
+        .and_then(bearer_token);
+    match token {
+        Some(token) if keys.accepts(token) => Ok(next.run(request).await),
+        _ => Err(ApiError::Unauthorized),
+    }
+}
+
+/// The token of a `Bearer` authorization value (the scheme is case-insensitive).
+fn bearer_token(value: &str) -> Option<&str> {
+    let (scheme, token) = value.trim().split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::bearer_token;
+
+    #[test]
+    fn reads_bearer_tokens_only() {
+        assert_eq!(bearer_token("Bearer abc"), Some("abc"));
+        assert_eq!(bearer_token("bearer  abc "), Some("abc"));
+        assert_eq!(bearer_token("Basic abc"), None);
+        assert_eq!(bearer_token("Bearer"), None);
+    }
+}

@@ -1,0 +1,125 @@
+//! The one error type of the HTTP edge, rendered as `application/problem+json` (RFC 9457).
+//! Internal failures are logged with their cause and answered without it.
+
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::domain::FieldError;
+use crate::store::StoreError;
+
+/// An RFC 9457 problem document.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Problem {
+    /// `about:blank` or `/problems/<slug>`.
+    #[serde(rename = "type")]
+    pub type_: String,
+    pub title: String,
+    pub status: u16,
+    pub detail: String,
+    /// The fields at fault, for validation errors.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub errors: Vec<FieldError>,
+}
+
+/// Every error a handler can answer with.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    #[error("{0}")]
+    BadRequest(String),
+    #[error("missing or invalid API key")]
+    Unauthorized,
+    #[error("{0}")]
+    NotFound(String),
+    #[error("method not allowed")]
+    MethodNotAllowed,
+    #[error("{0}")]
+    NotAcceptable(String),
+    #[error("{0}")]
+    Conflict(String),
+    #[error("request body larger than {limit} bytes")]
+    PayloadTooLarge { limit: usize },
+    #[error("{0}")]
+    UnsupportedMediaType(String),
+    #[error("{detail}")]
+    Validation { detail: String, errors: Vec<FieldError> },
+    #[error("{0}")]
+    Unavailable(String),
+    #[error("internal error")]
+    Internal(#[from] StoreError),
+}
+
+impl ApiError {
+    /// A 422 listing the fields at fault.
+    pub fn validation(errors: Vec<FieldError>) -> Self {
+        let detail = match errors.as_slice() {
+            [one] if one.field.is_empty() => one.message.clone(),
+            [one] => format!("{}: {}", one.field, one.message),
+            many => format!("{} fields are invalid", many.len()),
+        };
+        ApiError::Validation { detail, errors }
+    }
+
+    fn status(&self) -> StatusCode {
+        match self {
+            ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
+            ApiError::NotFound(_) => StatusCode::NOT_FOUND,
+            ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            ApiError::NotAcceptable(_) => StatusCode::NOT_ACCEPTABLE,
+            ApiError::Conflict(_) => StatusCode::CONFLICT,
+            ApiError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ApiError::Validation { .. } => StatusCode::UNPROCESSABLE_ENTITY,
+            ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    fn slug(&self) -> &'static str {
+        match self {
+            ApiError::BadRequest(_) => "bad-request",
+            ApiError::Unauthorized => "unauthorized",
+            ApiError::NotFound(_) => "not-found",
+            ApiError::MethodNotAllowed => "method-not-allowed",
+            ApiError::NotAcceptable(_) => "not-acceptable",
+            ApiError::Conflict(_) => "conflict",
+            ApiError::PayloadTooLarge { .. } => "payload-too-large",
+            ApiError::UnsupportedMediaType(_) => "unsupported-media-type",
+            ApiError::Validation { .. } => "validation",
+            ApiError::Unavailable(_) => "unavailable",
+            ApiError::Internal(_) => "internal",
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let status = self.status();
+        if let ApiError::Internal(cause) = &self {
+            tracing::error!(error = %cause, "request failed");
+        }
+        let title = status.canonical_reason().unwrap_or("Error").to_owned();
+        let detail = self.to_string();
+        let type_ = format!("/problems/{}", self.slug());
+        let errors = match self {
+            ApiError::Validation { errors, .. } => errors,
+            _ => Vec::new(),
+        };
+        problem_response(Problem { type_, title, status: status.as_u16(), detail, errors })
+    }
+}
+
+/// Render a problem document with its status and content type.
+pub fn problem_response(problem: Problem) -> Response {
+    let status = StatusCode::from_u16(problem.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut response = (status, axum::Json(&problem)).into_response();
+    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/problem+json"));
+    if status == StatusCode::UNAUTHORIZED {
+        response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    }
+    response
+}
+
+pub type ApiResult<T> = Result<T, ApiError>;

@@ -1,0 +1,119 @@
+//! Extractors whose rejections are [`ApiError`]s, so a bad body, path or query is answered with
+//! problem+json like every other error.
+
+use axum::body::Bytes;
+use axum::extract::{FromRequest, FromRequestParts, Path, Query, Request};
+use axum::http::request::Parts;
+use axum::http::{header, HeaderMap, StatusCode};
+use serde::de::DeserializeOwned;
+use serde_json::error::Category;
+
+use super::error::ApiError;
+use crate::domain::FieldError;
+
+/// The largest request body accepted.
+pub const MAX_BODY_BYTES: usize = 2 * 1024 * 1024;
+
+/// A JSON body. Not JSON → 415, too large → 413, malformed → 400, wrong shape → 422 naming the
+/// field.
+#[derive(Debug)]
+pub struct ApiJson<T>(pub T);
+
+impl<T, S> FromRequest<S> for ApiJson<T>
+where
+    T: DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        if !is_json(req.headers()) {
+            return Err(ApiError::UnsupportedMediaType(
+                "expected a JSON body with Content-Type: application/json".into(),
+            ));
+        }
+        let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
+            if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                ApiError::PayloadTooLarge { limit: MAX_BODY_BYTES }
+            } else {
+                ApiError::BadRequest(format!("cannot read the request body: {}", rejection.body_text()))
+            }
+        })?;
+        parse_json(&bytes).map(ApiJson)
+    }
+}
+
+fn is_json(headers: &HeaderMap) -> bool {
+    let Some(value) = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()) else {
+        return false;
+    };
+    let essence = value.split(';').next().unwrap_or_default().trim().to_ascii_lowercase();
+    essence == "application/json" || (essence.starts_with("application/") && essence.ends_with("+json"))
+}
+
+/// Parse a JSON document into `T`, classifying the failure.
+pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let value = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        match inner.classify() {
+            Category::Data => {
+                let field = if path == "." { String::new() } else { path };
+                ApiError::validation(vec![FieldError::new(field, inner.to_string())])
+            }
+            Category::Syntax | Category::Eof | Category::Io => {
+                ApiError::BadRequest(format!("malformed JSON: {inner}"))
+            }
+        }
+    })?;
+    de.end().map_err(|e| ApiError::BadRequest(format!("malformed JSON: {e}")))?;
+    Ok(value)
+}
+
+/// Deserialize an already parsed JSON value into `T`; a mismatch is a 422 naming the field.
+pub fn from_value<T: DeserializeOwned>(value: serde_json::Value) -> Result<T, ApiError> {
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = e.path().to_string();
+        let field = if path == "." { String::new() } else { path };
+        ApiError::validation(vec![FieldError::new(field, e.into_inner().to_string())])
+    })
+}
+
+/// Path parameters; a malformed one (a bad UUID, say) is a 400.
+#[derive(Debug)]
+pub struct ApiPath<T>(pub T);
+
+impl<T, S> FromRequestParts<S> for ApiPath<T>
+where
+    T: DeserializeOwned + Send,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        Path::<T>::from_request_parts(parts, state)
+            .await
+            .map(|Path(value)| ApiPath(value))
+            .map_err(|rejection| ApiError::BadRequest(format!("invalid path: {}", rejection.body_text())))
+    }
+}
+
+/// Query parameters; malformed ones are a 400.
+#[derive(Debug)]
+pub struct ApiQuery<T>(pub T);
+
+impl<T, S> FromRequestParts<S> for ApiQuery<T>
+where
+    T: DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        Query::<T>::from_request_parts(parts, state)
+            .await
+            .map(|Query(value)| ApiQuery(value))
+            .map_err(|rejection| ApiError::BadRequest(format!("invalid query: {}", rejection.body_text())))
+    }
+}

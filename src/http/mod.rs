@@ -1,0 +1,121 @@
+//! The HTTP edge: thin handlers, extractors, problem+json errors, authentication and the OpenAPI
+//! document, all assembled into one axum router.
+
+pub mod auth;
+pub mod crews;
+pub mod error;
+pub mod extract;
+pub mod kickoffs;
+pub mod runs;
+pub mod service;
+pub mod tools;
+
+use axum::extract::DefaultBodyLimit;
+use axum::middleware;
+use axum::Router;
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::trace::TraceLayer;
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::openapi::OpenApi as OpenApiDoc;
+use utoipa::{Modify, OpenApi};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::app::AppState;
+use error::{ApiError, Problem};
+use extract::MAX_BODY_BYTES;
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "agentd",
+        description = "Runs CrewAI-style crews of LLM agents, durably, on Postgres."
+    ),
+    modifiers(&BearerAuth),
+    security(("bearer" = [])),
+    tags(
+        (name = "runs", description = "Kickoffs and runs"),
+        (name = "events", description = "Run event logs"),
+        (name = "crews", description = "Registered crews"),
+        (name = "tools", description = "Built-in tools"),
+        (name = "service", description = "Health, readiness and documentation"),
+    )
+)]
+struct ApiDoc;
+
+struct BearerAuth;
+
+impl Modify for BearerAuth {
+    fn modify(&self, openapi: &mut OpenApiDoc) {
+        let scheme = SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build());
+        openapi.components.get_or_insert_with(Default::default).add_security_scheme("bearer", scheme);
+    }
+}
+
+/// The `/v1` routes: everything behind the API key.
+fn v1_routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(kickoffs::create_kickoff))
+        .routes(routes!(runs::list_runs))
+        .routes(routes!(runs::get_run))
+        .routes(routes!(runs::list_messages))
+        .routes(routes!(runs::list_tool_calls))
+        .routes(routes!(runs::list_events))
+        .routes(routes!(crews::list_crews))
+        .routes(routes!(crews::put_crew, crews::get_crew, crews::delete_crew))
+        .routes(routes!(crews::crew_inputs))
+        .routes(routes!(tools::list_tools))
+}
+
+/// Routes open to anyone: health, readiness, documentation.
+fn service_routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(service::healthz))
+        .routes(routes!(service::readyz))
+        .routes(routes!(service::openapi_json))
+        .routes(routes!(service::docs))
+}
+
+/// The OpenAPI document, as `agentd openapi` prints it and `/openapi.json` serves it.
+pub fn openapi() -> OpenApiDoc {
+    let (_, doc) = OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .nest("/v1", v1_routes())
+        .merge(service_routes())
+        .split_for_parts();
+    doc
+}
+
+/// The whole HTTP application.
+pub fn router(state: AppState) -> Router {
+    let v1 = v1_routes().layer(middleware::from_fn_with_state(state.clone(), auth::require_api_key));
+    let (router, _) = OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .nest("/v1", v1)
+        .merge(service_routes())
+        .split_for_parts();
+    router
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(CatchPanicLayer::custom(panic_response))
+        .layer(TraceLayer::new_for_http())
+        .with_state(state)
+}
+
+async fn not_found() -> ApiError {
+    ApiError::NotFound("no such resource".into())
+}
+
+async fn method_not_allowed() -> ApiError {
+    ApiError::MethodNotAllowed
+}
+
+fn panic_response(_: Box<dyn std::any::Any + Send + 'static>) -> axum::response::Response {
+    tracing::error!("a request handler panicked");
+    error::problem_response(Problem {
+        type_: "/problems/internal".into(),
+        title: "Internal Server Error".into(),
+        status: 500,
+        detail: "internal error".into(),
+        errors: Vec::new(),
+    })
+}

@@ -1,0 +1,11 @@
+//! agentd runs CrewAI-style crews of LLM agents for other services: an HTTP API that accepts
+//! kickoffs and stores them as runs in Postgres. See `ARCHITECTURE.md` in the design notes and the
+//! README for the modules and the contract.
+
+pub mod app;
+pub mod cli;
+pub mod config;
+pub mod domain;
+pub mod http;
+pub mod store;
+pub mod tools;

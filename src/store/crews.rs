@@ -1,0 +1,100 @@
+//! Registered crews: specs stored by name, so kickoffs can say `"crew": "<name>"`.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use super::{decode, Store, StoreResult};
+use crate::domain::CrewSpec;
+
+/// A registered crew.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct CrewRecord {
+    pub name: String,
+    pub spec: CrewSpec,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// Whether a `PUT` made a new crew or replaced one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UpsertOutcome {
+    Created,
+    Replaced,
+}
+
+struct CrewRow {
+    name: String,
+    spec: serde_json::Value,
+    created_at: DateTime<Utc>,
+    updated_at: DateTime<Utc>,
+}
+
+impl CrewRow {
+    fn into_record(self) -> StoreResult<CrewRecord> {
+        Ok(CrewRecord {
+            spec: decode(self.spec, "crews.spec")?,
+            name: self.name,
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+        })
+    }
+}
+
+impl Store {
+    /// Create or replace the crew named `spec.name`.
+    #[tracing::instrument(skip_all, fields(crew = %spec.name), err)]
+    pub async fn upsert_crew(&self, spec: &CrewSpec) -> StoreResult<(CrewRecord, UpsertOutcome)> {
+        let json = serde_json::to_value(spec)
+            .map_err(|e| super::StoreError::Corrupt(format!("crew spec does not serialize: {e}")))?;
+        // `xmax = 0` holds for a freshly inserted row and not for one the upsert updated.
+        let row = sqlx::query!(
+            r#"INSERT INTO crews (name, spec) VALUES ($1, $2)
+               ON CONFLICT (name) DO UPDATE SET spec = EXCLUDED.spec, updated_at = now()
+               RETURNING name, spec, created_at, updated_at, (xmax = 0) AS "inserted!""#,
+            spec.name,
+            json
+        )
+        .fetch_one(&self.pool)
+        .await?;
+        let outcome = if row.inserted { UpsertOutcome::Created } else { UpsertOutcome::Replaced };
+        let record = CrewRow {
+            name: row.name,
+            spec: row.spec,
+            created_at: row.created_at,
+            updated_at: row.updated_at,
+        }
+        .into_record()?;
+        Ok((record, outcome))
+    }
+
+    /// The crew with this name.
+    #[tracing::instrument(skip_all, fields(crew = %name), err)]
+    pub async fn get_crew(&self, name: &str) -> StoreResult<Option<CrewRecord>> {
+        let row = sqlx::query_as!(
+            CrewRow,
+            "SELECT name, spec, created_at, updated_at FROM crews WHERE name = $1",
+            name
+        )
+        .fetch_optional(&self.pool)
+        .await?;
+        row.map(CrewRow::into_record).transpose()
+    }
+
+    /// Every registered crew, by name.
+    #[tracing::instrument(skip_all, err)]
+    pub async fn list_crews(&self) -> StoreResult<Vec<CrewRecord>> {
+        let rows =
+            sqlx::query_as!(CrewRow, "SELECT name, spec, created_at, updated_at FROM crews ORDER BY name")
+                .fetch_all(&self.pool)
+                .await?;
+        rows.into_iter().map(CrewRow::into_record).collect()
+    }
+
+    /// Remove a crew; `false` if there was none. Runs keep their own snapshot of the spec.
+    #[tracing::instrument(skip_all, fields(crew = %name), err)]
+    pub async fn delete_crew(&self, name: &str) -> StoreResult<bool> {
+        let deleted = sqlx::query!("DELETE FROM crews WHERE name = $1", name).execute(&self.pool).await?;
+        Ok(deleted.rows_affected() > 0)
+    }
+}

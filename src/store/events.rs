@@ -1,0 +1,90 @@
+//! The event log: appending an event in the transaction of the state it reports (taking the
+//! run's next dense `seq`), and reading a run's events in order.
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+use sqlx::{Postgres, Transaction};
+use uuid::Uuid;
+
+use super::{parse, Store, StoreError, StoreResult};
+use crate::domain::{Event, EventType, RunId};
+
+/// Append an event to a run's log inside `tx`; returns its `seq`. The run row's `last_seq` is the
+/// counter, so events of one run are serialised by that row's lock and `seq` stays dense.
+pub(crate) async fn append_event(
+    tx: &mut Transaction<'_, Postgres>,
+    run_id: RunId,
+    event_type: EventType,
+    task: Option<&str>,
+    agent: Option<&str>,
+    data: &Value,
+) -> StoreResult<i64> {
+    let seq = sqlx::query_scalar!(
+        r#"WITH next AS (
+               UPDATE runs SET last_seq = last_seq + 1, updated_at = now() WHERE id = $1 RETURNING last_seq
+           )
+           INSERT INTO events (run_id, seq, type, task, agent, data)
+           SELECT $1, last_seq, $2, $3, $4, $5 FROM next
+           RETURNING seq"#,
+        run_id.0,
+        event_type.as_str(),
+        task,
+        agent,
+        data,
+    )
+    .fetch_optional(&mut **tx)
+    .await?;
+    seq.ok_or_else(|| StoreError::Corrupt(format!("event for missing run {run_id}")))
+}
+
+struct EventRow {
+    seq: i64,
+    run_id: Uuid,
+    event_type: String,
+    at: DateTime<Utc>,
+    task: Option<String>,
+    agent: Option<String>,
+    data: Value,
+}
+
+impl EventRow {
+    fn into_event(self) -> StoreResult<Event> {
+        Ok(Event {
+            seq: self.seq,
+            run_id: RunId(self.run_id),
+            event_type: parse(&self.event_type)?,
+            at: self.at,
+            task: self.task,
+            agent: self.agent,
+            data: self.data,
+        })
+    }
+}
+
+impl Store {
+    /// A run's events with `seq > after`, in order, at most `limit`.
+    #[tracing::instrument(skip_all, fields(run_id = %run_id), err)]
+    pub async fn list_events(&self, run_id: RunId, after: i64, limit: i64) -> StoreResult<Vec<Event>> {
+        let rows = sqlx::query_as!(
+            EventRow,
+            r#"SELECT seq, run_id, type AS event_type, at, task, agent, data
+               FROM events WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3"#,
+            run_id.0,
+            after,
+            limit
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        rows.into_iter().map(EventRow::into_event).collect()
+    }
+
+    /// Does a run with this id exist?
+    #[tracing::instrument(skip_all, fields(run_id = %run_id), err)]
+    pub async fn run_exists(&self, run_id: RunId) -> StoreResult<bool> {
+        let found =
+            sqlx::query_scalar!(r#"SELECT EXISTS (SELECT 1 FROM runs WHERE id = $1) AS "found!""#, run_id.0)
+                .fetch_one(&self.pool)
+                .await?;
+        Ok(found)
+    }
+}

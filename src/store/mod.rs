@@ -1,0 +1,104 @@
+//! Every SQL statement agentd runs, behind [`Store`]: runs and their tasks, the journal, the
+//! event log, registered crews and idempotency keys. Postgres types do not leave this module;
+//! callers see domain types.
+
+mod crews;
+mod events;
+mod journal;
+mod runs;
+
+use std::time::Duration;
+
+use sqlx::migrate::Migrator;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::PgPool;
+
+pub use crews::{CrewRecord, UpsertOutcome};
+pub use journal::{Message, ToolCall};
+pub use runs::{IdempotencyKey, KickoffOutcome, RunPage};
+
+/// The schema migrations, embedded in the binary.
+pub static MIGRATOR: Migrator = sqlx::migrate!("./migrations");
+
+/// Errors of the store. A database error is an internal failure; callers never show its text.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("database error: {0}")]
+    Database(#[from] sqlx::Error),
+    #[error("migration failed: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+    /// A row holds data the code cannot read (a bug or a manual edit).
+    #[error("corrupt row: {0}")]
+    Corrupt(String),
+}
+
+pub type StoreResult<T> = Result<T, StoreError>;
+
+/// How to reach the database.
+#[derive(Debug, Clone)]
+pub struct PoolSettings {
+    pub max_connections: u32,
+    pub acquire_timeout: Duration,
+}
+
+/// The handle every component uses to reach Postgres. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Store {
+    pool: PgPool,
+}
+
+impl Store {
+    /// Wrap an existing pool (tests hand in the pool of a fresh database).
+    pub fn new(pool: PgPool) -> Self {
+        Self { pool }
+    }
+
+    /// A pool that connects on first use, so the API can start (and report not-ready) while the
+    /// database is still down.
+    pub fn connect_lazy(options: PgConnectOptions, settings: &PoolSettings) -> Self {
+        let pool = PgPoolOptions::new()
+            .max_connections(settings.max_connections)
+            .acquire_timeout(settings.acquire_timeout)
+            .connect_lazy_with(options);
+        Self { pool }
+    }
+
+    pub fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+
+    /// Apply pending migrations. Safe when several replicas start at once: sqlx holds a Postgres
+    /// advisory lock while it migrates, so one replica migrates and the others wait, then find
+    /// nothing left to do.
+    #[tracing::instrument(skip_all, err)]
+    pub async fn migrate(&self) -> StoreResult<()> {
+        MIGRATOR.run(&self.pool).await?;
+        Ok(())
+    }
+
+    /// Does the database answer, with every embedded migration applied?
+    #[tracing::instrument(skip_all, err)]
+    pub async fn check_ready(&self) -> StoreResult<bool> {
+        let applied: Option<i64> =
+            sqlx::query_scalar("SELECT max(version) FROM _sqlx_migrations WHERE success")
+                .fetch_one(&self.pool)
+                .await
+                .or_else(|e| match &e {
+                    // The table does not exist yet: nothing is migrated.
+                    sqlx::Error::Database(db) if db.code().as_deref() == Some("42P01") => Ok(None),
+                    _ => Err(e),
+                })?;
+        let latest = MIGRATOR.iter().map(|m| m.version).max();
+        Ok(applied >= latest)
+    }
+}
+
+/// Decode a JSON column into a domain type, or report the row as corrupt.
+fn decode<T: serde::de::DeserializeOwned>(value: serde_json::Value, what: &str) -> StoreResult<T> {
+    serde_json::from_value(value).map_err(|e| StoreError::Corrupt(format!("{what}: {e}")))
+}
+
+/// Decode a text column through `FromStr`, or report the row as corrupt.
+fn parse<T: std::str::FromStr<Err = String>>(value: &str) -> StoreResult<T> {
+    value.parse().map_err(StoreError::Corrupt)
+}

@@ -1,0 +1,307 @@
+//! Runs and their tasks: creating a run (with its first event and its idempotency key, in one
+//! transaction), reading one, listing them newest first.
+
+use chrono::{DateTime, Utc};
+use serde_json::{json, Value};
+use sqlx::{Postgres, Transaction};
+use uuid::Uuid;
+
+use super::events::append_event;
+use super::{decode, parse, Store, StoreError, StoreResult};
+use crate::domain::kickoff::NewRun;
+use crate::domain::run::RunLinks;
+use crate::domain::{EventType, Run, RunId, RunStatus, TaskRun, Usage};
+
+/// An `Idempotency-Key` and the fingerprint of the request that carried it.
+#[derive(Debug, Clone)]
+pub struct IdempotencyKey {
+    pub key: String,
+    /// Which operation the key was used for (`kickoff`, …): a key reused elsewhere is a conflict.
+    pub scope: &'static str,
+    pub fingerprint: Vec<u8>,
+}
+
+/// How keys older than this are treated: as unused.
+const IDEMPOTENCY_TTL_HOURS: i32 = 24;
+
+/// What `create_run` did.
+#[derive(Debug)]
+pub enum KickoffOutcome {
+    /// A new run was stored.
+    Created(Run),
+    /// The key was used before with the same request: the original run.
+    Replayed(Run),
+    /// The key was used before with a different request.
+    KeyConflict,
+}
+
+/// One page of runs, newest first.
+#[derive(Debug)]
+pub struct RunPage {
+    pub runs: Vec<Run>,
+    /// The id to pass as `before` for the next page; `None` on the last page.
+    pub next_before: Option<RunId>,
+}
+
+struct RunRow {
+    id: Uuid,
+    status: String,
+    crew_name: String,
+    inputs: Value,
+    metadata: Value,
+    attempt: i32,
+    output: Option<Value>,
+    error: Option<Value>,
+    llm_calls: i64,
+    prompt_tokens: i64,
+    completion_tokens: i64,
+    tool_calls: i64,
+    created_at: DateTime<Utc>,
+    started_at: Option<DateTime<Utc>>,
+    finished_at: Option<DateTime<Utc>>,
+}
+
+struct TaskRow {
+    run_id: Uuid,
+    name: String,
+    agent: Option<String>,
+    status: String,
+    output: Option<Value>,
+    started_at: Option<DateTime<Utc>>,
+    finished_at: Option<DateTime<Utc>>,
+}
+
+impl RunRow {
+    fn into_run(self, tasks: Vec<TaskRun>) -> StoreResult<Run> {
+        let id = RunId(self.id);
+        Ok(Run {
+            id,
+            status: parse(&self.status)?,
+            crew_name: self.crew_name,
+            inputs: decode(self.inputs, "runs.inputs")?,
+            metadata: decode(self.metadata, "runs.metadata")?,
+            created_at: self.created_at,
+            started_at: self.started_at,
+            finished_at: self.finished_at,
+            attempt: self.attempt,
+            output: self.output.map(|o| decode(o, "runs.output")).transpose()?,
+            tasks,
+            error: self.error.map(|e| decode(e, "runs.error")).transpose()?,
+            usage: Usage {
+                llm_calls: self.llm_calls,
+                prompt_tokens: self.prompt_tokens,
+                completion_tokens: self.completion_tokens,
+                tool_calls: self.tool_calls,
+            },
+            links: RunLinks::for_run(id),
+        })
+    }
+}
+
+impl TaskRow {
+    fn into_task(self) -> StoreResult<TaskRun> {
+        Ok(TaskRun {
+            name: self.name,
+            agent: self.agent,
+            status: parse(&self.status)?,
+            output: self.output.map(|o| decode(o, "run_tasks.output")).transpose()?,
+            started_at: self.started_at,
+            finished_at: self.finished_at,
+        })
+    }
+}
+
+impl Store {
+    /// Store a validated run as `queued` with its tasks and its `run.queued` event, in one
+    /// transaction. With an idempotency key, a key already used for the same request returns the
+    /// original run instead, and concurrent requests with one key make exactly one run (the later
+    /// ones wait on the key's row lock, then replay).
+    #[tracing::instrument(skip_all, fields(run_id = %run.id), err)]
+    pub async fn create_run(
+        &self,
+        run: &NewRun,
+        key: Option<&IdempotencyKey>,
+    ) -> StoreResult<KickoffOutcome> {
+        let mut tx = self.pool.begin().await?;
+        if let Some(key) = key {
+            if !claim_idempotency_key(&mut tx, key, &[run.id.0]).await? {
+                tx.rollback().await?;
+                // Another request holds the key (we waited for it to commit): answer as it did.
+                return Ok(self.find_idempotent_run(key).await?.unwrap_or(KickoffOutcome::KeyConflict));
+            }
+        }
+        insert_run(&mut tx, run).await?;
+        tx.commit().await?;
+        let created = self.get_run(run.id).await?;
+        created
+            .map(KickoffOutcome::Created)
+            .ok_or_else(|| StoreError::Corrupt(format!("run {} vanished after insert", run.id)))
+    }
+
+    /// What an idempotency key already stands for: the original run when it was used with the
+    /// same request in the last 24 hours, a conflict when with another; `None` when it is free.
+    #[tracing::instrument(skip_all, err)]
+    pub async fn find_idempotent_run(&self, key: &IdempotencyKey) -> StoreResult<Option<KickoffOutcome>> {
+        let stored = sqlx::query!(
+            r#"SELECT scope, request_hash, run_ids FROM idempotency_keys
+               WHERE key = $1 AND created_at >= now() - make_interval(hours => $2)"#,
+            key.key,
+            IDEMPOTENCY_TTL_HOURS
+        )
+        .fetch_optional(&self.pool)
+        .await?;
+        let Some(stored) = stored else { return Ok(None) };
+        if stored.scope != key.scope || stored.request_hash != key.fingerprint {
+            return Ok(Some(KickoffOutcome::KeyConflict));
+        }
+        let Some(first) = stored.run_ids.first() else {
+            return Err(StoreError::Corrupt(format!("idempotency key {} has no runs", key.key)));
+        };
+        match self.get_run(RunId(*first)).await? {
+            Some(run) => Ok(Some(KickoffOutcome::Replayed(run))),
+            None => Err(StoreError::Corrupt(format!("idempotency key {} points nowhere", key.key))),
+        }
+    }
+
+    /// The run with this id, with its tasks.
+    #[tracing::instrument(skip_all, fields(run_id = %id), err)]
+    pub async fn get_run(&self, id: RunId) -> StoreResult<Option<Run>> {
+        let row = sqlx::query_as!(
+            RunRow,
+            r#"SELECT id, status, crew_name, inputs, metadata, attempt, output, error, llm_calls,
+                      prompt_tokens, completion_tokens, tool_calls, created_at, started_at, finished_at
+               FROM runs WHERE id = $1"#,
+            id.0
+        )
+        .fetch_optional(&self.pool)
+        .await?;
+        let Some(row) = row else { return Ok(None) };
+        let mut runs = self.attach_tasks(vec![row]).await?;
+        Ok(runs.pop())
+    }
+
+    /// Runs newest first, optionally of one status, strictly older than `before`.
+    #[tracing::instrument(skip_all, err)]
+    pub async fn list_runs(
+        &self,
+        status: Option<RunStatus>,
+        before: Option<RunId>,
+        limit: i64,
+    ) -> StoreResult<RunPage> {
+        let before = before.map_or(Uuid::max(), |id| id.0);
+        // One more than asked tells whether there is a next page.
+        let fetch = limit + 1;
+        let mut rows = match status {
+            Some(status) => {
+                sqlx::query_as!(
+                    RunRow,
+                    r#"SELECT id, status, crew_name, inputs, metadata, attempt, output, error, llm_calls,
+                              prompt_tokens, completion_tokens, tool_calls, created_at, started_at, finished_at
+                       FROM runs WHERE status = $1 AND id < $2 ORDER BY id DESC LIMIT $3"#,
+                    status.as_str(),
+                    before,
+                    fetch
+                )
+                .fetch_all(&self.pool)
+                .await?
+            }
+            None => {
+                sqlx::query_as!(
+                    RunRow,
+                    r#"SELECT id, status, crew_name, inputs, metadata, attempt, output, error, llm_calls,
+                              prompt_tokens, completion_tokens, tool_calls, created_at, started_at, finished_at
+                       FROM runs WHERE id < $1 ORDER BY id DESC LIMIT $2"#,
+                    before,
+                    fetch
+                )
+                .fetch_all(&self.pool)
+                .await?
+            }
+        };
+        let has_more = rows.len() as i64 > limit;
+        rows.truncate(limit.max(0) as usize);
+        let next_before = has_more.then(|| rows.last().map(|r| RunId(r.id))).flatten();
+        let runs = self.attach_tasks(rows).await?;
+        Ok(RunPage { runs, next_before })
+    }
+
+    /// Load the tasks of these runs in one query and build the runs.
+    async fn attach_tasks(&self, rows: Vec<RunRow>) -> StoreResult<Vec<Run>> {
+        let ids: Vec<Uuid> = rows.iter().map(|r| r.id).collect();
+        let task_rows = sqlx::query_as!(
+            TaskRow,
+            r#"SELECT run_id, name, agent, status, output, started_at, finished_at
+               FROM run_tasks WHERE run_id = ANY($1) ORDER BY run_id, position"#,
+            &ids
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        let mut tasks_by_run: std::collections::HashMap<Uuid, Vec<TaskRun>> = Default::default();
+        for row in task_rows {
+            tasks_by_run.entry(row.run_id).or_default().push(row.into_task()?);
+        }
+        rows.into_iter()
+            .map(|row| {
+                let tasks = tasks_by_run.remove(&row.id).unwrap_or_default();
+                row.into_run(tasks)
+            })
+            .collect()
+    }
+}
+
+/// Take an idempotency key for these runs. `false` when the key is held (used within the last
+/// 24 hours); an older key is taken over.
+async fn claim_idempotency_key(
+    tx: &mut Transaction<'_, Postgres>,
+    key: &IdempotencyKey,
+    run_ids: &[Uuid],
+) -> StoreResult<bool> {
+    let claimed = sqlx::query_scalar!(
+        r#"INSERT INTO idempotency_keys (key, scope, request_hash, run_ids)
+           VALUES ($1, $2, $3, $4)
+           ON CONFLICT (key) DO UPDATE
+              SET scope = EXCLUDED.scope, request_hash = EXCLUDED.request_hash,
+                  run_ids = EXCLUDED.run_ids, created_at = now()
+              WHERE idempotency_keys.created_at < now() - make_interval(hours => $5)
+           RETURNING key"#,
+        key.key,
+        key.scope,
+        key.fingerprint,
+        run_ids,
+        IDEMPOTENCY_TTL_HOURS
+    )
+    .fetch_optional(&mut **tx)
+    .await?;
+    Ok(claimed.is_some())
+}
+
+/// Insert a queued run, its pending tasks and its `run.queued` event.
+async fn insert_run(tx: &mut Transaction<'_, Postgres>, run: &NewRun) -> StoreResult<()> {
+    let spec = serde_json::to_value(&run.crew)
+        .map_err(|e| StoreError::Corrupt(format!("crew spec does not serialize: {e}")))?;
+    sqlx::query!(
+        r#"INSERT INTO runs (id, crew_name, crew_spec, inputs, metadata) VALUES ($1, $2, $3, $4, $5)"#,
+        run.id.0,
+        run.crew.name,
+        spec,
+        Value::Object(run.inputs.clone()),
+        Value::Object(run.metadata.clone()),
+    )
+    .execute(&mut **tx)
+    .await?;
+    let positions: Vec<i32> = (0..run.crew.tasks.len() as i32).collect();
+    let names: Vec<String> = run.crew.tasks.iter().map(|t| t.name.clone()).collect();
+    let agents: Vec<Option<String>> = run.crew.tasks.iter().map(|t| t.agent.clone()).collect();
+    sqlx::query!(
+        r#"INSERT INTO run_tasks (run_id, position, name, agent)
+           SELECT $1, * FROM UNNEST($2::int4[], $3::text[], $4::text[])"#,
+        run.id.0,
+        &positions,
+        &names,
+        &agents as &[Option<String>],
+    )
+    .execute(&mut **tx)
+    .await?;
+    append_event(tx, run.id, EventType::RunQueued, None, None, &json!({})).await?;
+    Ok(())
+}
