@@ -8,15 +8,19 @@ use axum::response::Response;
 use super::error::ApiError;
 use crate::app::AppState;
 
-/// Let a request through when the server has no API keys, or when it carries
-/// `Authorization: Bearer <key>` with a configured key; 401 otherwise.
+/// The prefix of every route that needs a key (including unknown ones, which must not reveal
+/// whether they exist).
+const PROTECTED_PREFIX: &str = "/v1/";
+
+/// Let a request through when it is outside `/v1/`, when the server has no API keys, or when it
+/// carries `Authorization: Bearer <key>` with a configured key; 401 otherwise.
 pub async fn require_api_key(
     State(state): State<AppState>,
     request: Request,
     next: Next,
 ) -> Result<Response, ApiError> {
     let keys = &state.config.api_keys;
-    if keys.is_empty() {
+    if keys.is_empty() || !request.uri().path().starts_with(PROTECTED_PREFIX) {
         return Ok(next.run(request).await);
     }
     let token = request

@@ -87,14 +87,14 @@ pub fn openapi() -> OpenApiDoc {
 
 /// The whole HTTP application.
 pub fn router(state: AppState) -> Router {
-    let v1 = v1_routes().layer(middleware::from_fn_with_state(state.clone(), auth::require_api_key));
     let (router, _) = OpenApiRouter::with_openapi(ApiDoc::openapi())
-        .nest("/v1", v1)
+        .nest("/v1", v1_routes())
         .merge(service_routes())
         .split_for_parts();
     router
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
+        .layer(middleware::from_fn_with_state(state.clone(), auth::require_api_key))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(CatchPanicLayer::custom(panic_response))
         .layer(TraceLayer::new_for_http())

@@ -11,7 +11,7 @@ use crate::domain::{Event, EventType, RunId};
 
 /// Append an event to a run's log inside `tx`; returns its `seq`. The run row's `last_seq` is the
 /// counter, so events of one run are serialised by that row's lock and `seq` stays dense.
-pub(crate) async fn append_event(
+pub(crate) async fn append_event_tx(
     tx: &mut Transaction<'_, Postgres>,
     run_id: RunId,
     event_type: EventType,
@@ -62,6 +62,22 @@ impl EventRow {
 }
 
 impl Store {
+    /// Append one event on its own (for steps that change no other state, such as a thought).
+    #[tracing::instrument(skip_all, fields(run_id = %run_id, event = event_type.as_str()), err)]
+    pub async fn append_event(
+        &self,
+        run_id: RunId,
+        event_type: EventType,
+        task: Option<&str>,
+        agent: Option<&str>,
+        data: &Value,
+    ) -> StoreResult<i64> {
+        let mut tx = self.pool.begin().await?;
+        let seq = append_event_tx(&mut tx, run_id, event_type, task, agent, data).await?;
+        tx.commit().await?;
+        Ok(seq)
+    }
+
     /// A run's events with `seq > after`, in order, at most `limit`.
     #[tracing::instrument(skip_all, fields(run_id = %run_id), err)]
     pub async fn list_events(&self, run_id: RunId, after: i64, limit: i64) -> StoreResult<Vec<Event>> {

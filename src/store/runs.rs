@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 use sqlx::{Postgres, Transaction};
 use uuid::Uuid;
 
-use super::events::append_event;
+use super::events::append_event_tx;
 use super::{decode, parse, Store, StoreError, StoreResult};
 use crate::domain::kickoff::NewRun;
 use crate::domain::run::RunLinks;
@@ -302,6 +302,6 @@ async fn insert_run(tx: &mut Transaction<'_, Postgres>, run: &NewRun) -> StoreRe
     )
     .execute(&mut **tx)
     .await?;
-    append_event(tx, run.id, EventType::RunQueued, None, None, &json!({})).await?;
+    append_event_tx(tx, run.id, EventType::RunQueued, None, None, &json!({})).await?;
     Ok(())
 }

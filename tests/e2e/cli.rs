@@ -1,0 +1,89 @@
+//! The `agentd` binary itself: `openapi`, `migrate`, and `serve` with graceful shutdown.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use sqlx::PgPool;
+
+const BIN: &str = env!("CARGO_BIN_EXE_agentd");
+
+/// The URL of the database behind `pool` (a `#[sqlx::test]` database), built from `DATABASE_URL`.
+async fn database_url(pool: &PgPool) -> String {
+    let name: String = sqlx::query_scalar("SELECT current_database()").fetch_one(pool).await.expect("name");
+    let base = std::env::var("DATABASE_URL").expect("DATABASE_URL");
+    let mut url = url::Url::parse(&base).expect("DATABASE_URL is a URL");
+    url.set_path(&name);
+    url.to_string()
+}
+
+#[test]
+fn openapi_command_prints_the_committed_document() {
+    let output = Command::new(BIN).arg("openapi").output().expect("run agentd openapi");
+    assert!(output.status.success());
+    let printed: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    let committed: serde_json::Value = serde_json::from_str(include_str!("../../openapi/openapi.json")).expect("JSON");
+    assert!(printed == committed, "openapi/openapi.json is stale: run `cargo run -- openapi > openapi/openapi.json`");
+}
+
+#[test]
+fn help_never_shows_secret_values() {
+    let output = Command::new(BIN)
+        .arg("--help")
+        .env("AGENTD_API_KEYS", "very-secret-key")
+        .env("DATABASE_URL", "postgres://user:hunter2@db/agentd")
+        .output()
+        .expect("run agentd --help");
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.contains("AGENTD_API_KEYS"), "{text}");
+    assert!(!text.contains("very-secret-key") && !text.contains("hunter2"), "{text}");
+}
+
+#[test]
+fn serve_without_a_database_url_fails_clearly() {
+    let output = Command::new(BIN).arg("serve").env_remove("DATABASE_URL").output().expect("run agentd");
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("DATABASE_URL"));
+}
+
+#[sqlx::test(migrations = false)]
+async fn migrate_command_applies_the_schema(pool: PgPool) {
+    let url = database_url(&pool).await;
+    let status = Command::new(BIN).arg("migrate").env("DATABASE_URL", &url).status().expect("run agentd migrate");
+    assert!(status.success());
+    let ready = agentd::store::Store::new(pool).check_ready().await.expect("ready check");
+    assert!(ready);
+}
+
+#[sqlx::test(migrations = false)]
+async fn serve_migrates_answers_and_drains_on_sigterm(pool: PgPool) {
+    let url = database_url(&pool).await;
+    let mut child = Command::new(BIN)
+        .args(["serve", "--bind", "127.0.0.1:0"])
+        .env("DATABASE_URL", &url)
+        .env("AGENTD_API_KEYS", "")
+        .env("RUST_LOG", "info")
+        .env("NO_COLOR", "1")
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn agentd");
+    let stderr = child.stderr.take().expect("stderr");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let addr = loop {
+        let line = rx.recv_timeout(Duration::from_secs(60)).expect("agentd logs its address");
+        if let Some(at) = line.find("addr=") {
+            break line[at + 5..].split_whitespace().next().expect("address").to_owned();
+        }
+    };
+    let ready = reqwest::get(format!("http://{addr}/readyz")).await.expect("GET");
+    assert_eq!(ready.status(), reqwest::StatusCode::OK);
+    let status = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().expect("kill");
+    assert!(status.success());
+    let exited = tokio::task::spawn_blocking(move || child.wait()).await.expect("join").expect("wait");
+    assert!(exited.success(), "{exited:?}");
+}

@@ -1,0 +1,10 @@
+//! End-to-end tests: the real router on a real port against a fresh database per test
+//! (`#[sqlx::test]`), driven over HTTP as a client would. One test binary, many modules.
+
+mod cli;
+mod crews;
+mod kickoffs;
+mod runs;
+mod service;
+mod store;
+mod support;

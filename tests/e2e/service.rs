@@ -1,0 +1,126 @@
+//! Service routes, authentication, the OpenAPI document and the router's own errors.
+
+use std::time::Duration;
+
+use agentd::app::AppState;
+use agentd::store::{PoolSettings, Store};
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+use sqlx::PgPool;
+
+use crate::support::{expect_json, expect_problem, sample_crew, sample_inputs, test_config, TestApp};
+
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn health_and_readiness(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    assert_eq!(expect_json(app.get("/healthz").await, StatusCode::OK).await, json!({"status": "ok"}));
+    assert_eq!(expect_json(app.get("/readyz").await, StatusCode::OK).await, json!({"status": "ready"}));
+}
+
+#[tokio::test]
+async fn readiness_is_503_when_the_database_is_unreachable() {
+    // Nothing listens on port 1: every connection attempt is refused.
+    let options = "postgres://postgres@127.0.0.1:1/none".parse().expect("url");
+    let store = Store::connect_lazy(options, &PoolSettings { max_connections: 1, acquire_timeout: Duration::from_millis(500) });
+    let state = AppState::new(store, test_config());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let base = format!("http://{}", listener.local_addr().expect("addr"));
+    tokio::spawn(async move { axum::serve(listener, agentd::http::router(state)).await.expect("serve") });
+    let ready = reqwest::get(format!("{base}/readyz")).await.expect("GET");
+    let problem = expect_problem(ready, StatusCode::SERVICE_UNAVAILABLE).await;
+    let detail = problem["detail"].as_str().expect("detail");
+    assert!(!detail.contains("127.0.0.1") && !detail.contains("postgres"), "internals leaked: {detail}");
+    let health = reqwest::get(format!("{base}/healthz")).await.expect("GET");
+    assert_eq!(health.status(), StatusCode::OK);
+    // A request that needs the database is a 500 without internals.
+    let runs = reqwest::get(format!("{base}/v1/runs")).await.expect("GET");
+    let problem = expect_problem(runs, StatusCode::INTERNAL_SERVER_ERROR).await;
+    assert_eq!(problem["detail"], "internal error");
+}
+
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn readiness_is_503_while_migrations_are_pending(pool: PgPool) {
+    sqlx::query("DELETE FROM _sqlx_migrations").execute(&pool).await.expect("forget migrations");
+    let app = TestApp::spawn(pool).await;
+    let problem = expect_problem(app.get("/readyz").await, StatusCode::SERVICE_UNAVAILABLE).await;
+    assert!(problem["detail"].as_str().expect("detail").contains("migrations"), "{problem}");
+}
+
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn api_keys_guard_v1_only(pool: PgPool) {
+    let app = TestApp::spawn_with_keys(pool, "key-one,key-two").await;
+    let url = |path: &str| format!("{}{path}", app.base);
+    let anonymous = reqwest::Client::new();
+    for path in ["/v1/runs", "/v1/tools", "/v1/crews", "/v1/nothing-here"] {
+        let response = anonymous.get(url(path)).send().await.expect("GET");
+        assert_eq!(response.headers()["www-authenticate"], "Bearer");
+        expect_problem(response, StatusCode::UNAUTHORIZED).await;
+    }
+    let wrong = anonymous.get(url("/v1/runs")).bearer_auth("key-three").send().await.expect("GET");
+    expect_problem(wrong, StatusCode::UNAUTHORIZED).await;
+    let basic = anonymous.get(url("/v1/runs")).basic_auth("key-one", None::<&str>).send().await.expect("GET");
+    expect_problem(basic, StatusCode::UNAUTHORIZED).await;
+    let kickoff = anonymous.post(url("/v1/kickoffs")).json(&json!({"crew": sample_crew(), "inputs": sample_inputs()}));
+    expect_problem(kickoff.send().await.expect("POST"), StatusCode::UNAUTHORIZED).await;
+
+    let second = anonymous.get(url("/v1/runs")).bearer_auth("key-two").send().await.expect("GET");
+    assert_eq!(second.status(), StatusCode::OK);
+    app.kickoff(&sample_crew(), sample_inputs()).await;
+    for path in ["/healthz", "/readyz", "/openapi.json", "/docs"] {
+        let response = anonymous.get(url(path)).send().await.expect("GET");
+        assert_eq!(response.status(), StatusCode::OK, "{path}");
+    }
+}
+
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn tools_are_listed_with_schemas(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let tools = expect_json(app.get("/v1/tools").await, StatusCode::OK).await;
+    let names: Vec<&str> = tools["tools"].as_array().expect("tools").iter().map(|t| t["name"].as_str().expect("name")).collect();
+    assert_eq!(names, ["calculator", "current_time", "http_request"]);
+    assert_eq!(tools["tools"][0]["parameters"]["required"], json!(["expression"]));
+}
+
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn unknown_routes_and_methods_are_problems(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    expect_problem(app.get("/nowhere").await, StatusCode::NOT_FOUND).await;
+    expect_problem(app.get("/v1/nowhere").await, StatusCode::NOT_FOUND).await;
+    let response = app.request(Method::DELETE, "/v1/runs").send().await.expect("DELETE");
+    expect_problem(response, StatusCode::METHOD_NOT_ALLOWED).await;
+    let response = app.request(Method::GET, "/v1/kickoffs").send().await.expect("GET");
+    expect_problem(response, StatusCode::METHOD_NOT_ALLOWED).await;
+}
+
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn served_openapi_matches_the_committed_file(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let served = expect_json(app.get("/openapi.json").await, StatusCode::OK).await;
+    let committed: Value = serde_json::from_str(include_str!("../../openapi/openapi.json")).expect("committed JSON");
+    assert!(
+        served == committed,
+        "openapi/openapi.json is stale: run `cargo run -- openapi > openapi/openapi.json`"
+    );
+    let paths = served["paths"].as_object().expect("paths");
+    for path in [
+        "/v1/kickoffs",
+        "/v1/runs",
+        "/v1/runs/{id}",
+        "/v1/runs/{id}/messages",
+        "/v1/runs/{id}/tool-calls",
+        "/v1/runs/{id}/events",
+        "/v1/crews",
+        "/v1/crews/{name}",
+        "/v1/crews/{name}/inputs",
+        "/v1/tools",
+        "/healthz",
+        "/readyz",
+        "/openapi.json",
+        "/docs",
+    ] {
+        assert!(paths.contains_key(path), "{path} missing from the OpenAPI document");
+    }
+    let docs = app.get("/docs").await;
+    assert!(docs.headers()["content-type"].to_str().expect("type").starts_with("text/html"));
+    assert!(docs.text().await.expect("html").contains("/openapi.json"));
+}

@@ -1,0 +1,124 @@
+//! The store's own functions, below the HTTP layer.
+
+use std::collections::BTreeSet;
+
+use agentd::domain::kickoff::{prepare_run, NewRun};
+use agentd::domain::{CrewSpec, EventType, RunId, ValidationContext};
+use agentd::store::{IdempotencyKey, KickoffOutcome, Store, StoreError, UpsertOutcome};
+use serde_json::{json, Value};
+use sqlx::PgPool;
+
+use crate::support::{sample_crew, sample_inputs};
+
+fn new_run() -> NewRun {
+    let ctx = ValidationContext {
+        builtin_tools: agentd::tools::builtin_tool_names(),
+        providers: vec!["openai".into(), "local".into()],
+    };
+    let crew = CrewSpec::from_json(sample_crew()).expect("spec");
+    let Value::Object(inputs) = sample_inputs() else { panic!("inputs") };
+    prepare_run(crew, inputs, Default::default(), &ctx).expect("valid run")
+}
+
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn create_and_get_a_run(pool: PgPool) {
+    let store = Store::new(pool);
+    let run = new_run();
+    let KickoffOutcome::Created(created) = store.create_run(&run, None).await.expect("create") else {
+        panic!("not created")
+    };
+    assert_eq!(created.id, run.id);
+    assert_eq!(created.tasks.len(), 2);
+    assert_eq!(store.get_run(run.id).await.expect("get"), Some(created));
+    assert_eq!(store.get_run(RunId::new()).await.expect("get"), None);
+    let events = store.list_events(run.id, 0, 10).await.expect("events");
+    assert_eq!(events.iter().map(|e| (e.seq, e.event_type)).collect::<Vec<_>>(), [(1, EventType::RunQueued)]);
+}
+
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn concurrent_appends_keep_seq_dense(pool: PgPool) {
+    let store = Store::new(pool);
+    let run = new_run();
+    store.create_run(&run, None).await.expect("create");
+    let appends = (0..20).map(|i| {
+        let store = store.clone();
+        tokio::spawn(async move {
+            store.append_event(run.id, EventType::AgentThought, None, None, &json!({"i": i})).await.expect("append")
+        })
+    });
+    let mut seqs = BTreeSet::new();
+    for append in appends {
+        seqs.insert(append.await.expect("join"));
+    }
+    assert_eq!(seqs, (2..=21).collect::<BTreeSet<i64>>());
+    let stored: Vec<i64> = store.list_events(run.id, 0, 100).await.expect("events").iter().map(|e| e.seq).collect();
+    assert_eq!(stored, (1..=21).collect::<Vec<i64>>());
+}
+
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn an_event_for_a_missing_run_is_an_error(pool: PgPool) {
+    let store = Store::new(pool);
+    let result = store.append_event(RunId::new(), EventType::RunStarted, None, None, &json!({})).await;
+    assert!(matches!(result, Err(StoreError::Corrupt(_))), "{result:?}");
+}
+
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn idempotency_keys_replay_or_conflict(pool: PgPool) {
+    let store = Store::new(pool);
+    let key = IdempotencyKey { key: "k".into(), scope: "kickoff", fingerprint: vec![1, 2, 3] };
+    assert!(store.find_idempotent_run(&key).await.expect("find").is_none());
+    let first = new_run();
+    assert!(matches!(store.create_run(&first, Some(&key)).await.expect("create"), KickoffOutcome::Created(_)));
+    let second = new_run();
+    match store.create_run(&second, Some(&key)).await.expect("create") {
+        KickoffOutcome::Replayed(run) => assert_eq!(run.id, first.id),
+        other => panic!("expected a replay, got {other:?}"),
+    }
+    assert_eq!(store.get_run(second.id).await.expect("get"), None, "the losing run was not stored");
+    let other = IdempotencyKey { fingerprint: vec![9], ..key.clone() };
+    assert!(matches!(store.create_run(&second, Some(&other)).await.expect("create"), KickoffOutcome::KeyConflict));
+    let elsewhere = IdempotencyKey { scope: "batch", ..key };
+    assert!(matches!(store.find_idempotent_run(&elsewhere).await.expect("find"), Some(KickoffOutcome::KeyConflict)));
+}
+
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn list_runs_knows_the_last_page(pool: PgPool) {
+    let store = Store::new(pool);
+    for _ in 0..3 {
+        store.create_run(&new_run(), None).await.expect("create");
+    }
+    let page = store.list_runs(None, None, 3).await.expect("list");
+    assert_eq!((page.runs.len(), page.next_before), (3, None));
+    let page = store.list_runs(None, None, 2).await.expect("list");
+    assert_eq!(page.next_before, Some(page.runs[1].id));
+    let rest = store.list_runs(None, page.next_before, 2).await.expect("list");
+    assert_eq!((rest.runs.len(), rest.next_before), (1, None));
+}
+
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn crews_upsert_reports_created_or_replaced(pool: PgPool) {
+    let store = Store::new(pool);
+    let mut spec = CrewSpec::from_json(sample_crew()).expect("spec");
+    let (_, outcome) = store.upsert_crew(&spec).await.expect("upsert");
+    assert_eq!(outcome, UpsertOutcome::Created);
+    spec.max_rpm = Some(10);
+    let (record, outcome) = store.upsert_crew(&spec).await.expect("upsert");
+    assert_eq!((outcome, record.spec.max_rpm), (UpsertOutcome::Replaced, Some(10)));
+    assert_eq!(store.list_crews().await.expect("list").len(), 1);
+    assert!(store.delete_crew(&spec.name).await.expect("delete"));
+    assert!(!store.delete_crew(&spec.name).await.expect("delete"));
+}
+
+#[sqlx::test(migrations = false)]
+async fn concurrent_migrations_are_safe(pool: PgPool) {
+    let store = Store::new(pool);
+    assert!(!store.check_ready().await.expect("ready check"));
+    let migrations = (0..4).map(|_| {
+        let store = store.clone();
+        tokio::spawn(async move { store.migrate().await })
+    });
+    for migration in migrations {
+        migration.await.expect("join").expect("migrate");
+    }
+    assert!(store.check_ready().await.expect("ready check"));
+}

@@ -1,0 +1,154 @@
+//! The test harness: spawn the app on port 0 and talk to it.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use agentd::app::AppState;
+use agentd::config::{self, ApiKeys, Config, FileConfig, Secret};
+use agentd::store::Store;
+use reqwest::{Method, RequestBuilder, Response, StatusCode};
+use serde_json::{json, Value};
+use sqlx::PgPool;
+
+pub struct TestApp {
+    pub base: String,
+    pub client: reqwest::Client,
+    api_key: Option<String>,
+}
+
+/// A configuration for tests: loopback, no keys, the default provider plus `local`.
+pub fn test_config() -> Config {
+    let file: FileConfig = toml::from_str("[providers.local]\nbase_url = \"http://127.0.0.1:9\"\n").expect("toml");
+    Config {
+        bind: SocketAddr::from(([127, 0, 0, 1], 0)),
+        database_url: Secret::new("postgres://unused"),
+        db_max_connections: 4,
+        api_keys: ApiKeys::default(),
+        providers: config::providers(&file, |_| None).expect("providers"),
+        default_model: "openai/gpt-4o-mini".into(),
+        shutdown_grace: Duration::from_secs(1),
+    }
+}
+
+impl TestApp {
+    /// Serve the app for `pool` with the test configuration.
+    pub async fn spawn(pool: PgPool) -> Self {
+        Self::spawn_with(pool, test_config()).await
+    }
+
+    /// Serve the app with API keys; requests carry the first key unless told otherwise.
+    pub async fn spawn_with_keys(pool: PgPool, keys: &str) -> Self {
+        let mut config = test_config();
+        config.api_keys = ApiKeys::parse(keys);
+        let mut app = Self::spawn_with(pool, config).await;
+        app.api_key = keys.split(',').next().map(str::to_owned);
+        app
+    }
+
+    pub async fn spawn_with(pool: PgPool, config: Config) -> Self {
+        let state = AppState::new(Store::new(pool), config);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let router = agentd::http::router(state);
+        tokio::spawn(async move { axum::serve(listener, router).await.expect("serve") });
+        let client = reqwest::Client::builder().timeout(Duration::from_secs(30)).build().expect("client");
+        Self { base: format!("http://{addr}"), client, api_key: None }
+    }
+
+    pub fn request(&self, method: Method, path: &str) -> RequestBuilder {
+        let builder = self.client.request(method, format!("{}{path}", self.base));
+        match &self.api_key {
+            Some(key) => builder.bearer_auth(key),
+            None => builder,
+        }
+    }
+
+    pub async fn get(&self, path: &str) -> Response {
+        self.request(Method::GET, path).send().await.expect("GET")
+    }
+
+    pub async fn post_json(&self, path: &str, body: &Value) -> Response {
+        self.request(Method::POST, path).json(body).send().await.expect("POST")
+    }
+
+    pub async fn put_json(&self, path: &str, body: &Value) -> Response {
+        self.request(Method::PUT, path).json(body).send().await.expect("PUT")
+    }
+
+    pub async fn delete(&self, path: &str) -> Response {
+        self.request(Method::DELETE, path).send().await.expect("DELETE")
+    }
+
+    /// Kick off `crew` with `inputs`; asserts 202 and returns the run.
+    pub async fn kickoff(&self, crew: &Value, inputs: Value) -> Value {
+        let response = self.post_json("/v1/kickoffs", &json!({"crew": crew, "inputs": inputs})).await;
+        expect_json(response, StatusCode::ACCEPTED).await
+    }
+}
+
+/// Assert the status and return the JSON body.
+pub async fn expect_json(response: Response, status: StatusCode) -> Value {
+    let got = response.status();
+    let text = response.text().await.expect("body");
+    assert_eq!(got, status, "unexpected status; body: {text}");
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+}
+
+/// Assert a problem+json answer with this status; returns the problem.
+pub async fn expect_problem(response: Response, status: StatusCode) -> Value {
+    let content_type = response
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    let problem = expect_json(response, status).await;
+    assert_eq!(content_type, "application/problem+json", "{problem}");
+    assert_eq!(problem["status"], status.as_u16(), "{problem}");
+    assert!(problem["title"].is_string() && problem["detail"].is_string(), "{problem}");
+    assert!(problem["type"].as_str().is_some_and(|t| t.starts_with("/problems/")), "{problem}");
+    problem
+}
+
+/// The fields named by a validation problem, with their messages.
+pub fn problem_fields(problem: &Value) -> BTreeMap<String, String> {
+    problem["errors"]
+        .as_array()
+        .map(|errors| {
+            errors
+                .iter()
+                .map(|e| (e["field"].as_str().unwrap_or("").to_owned(), e["message"].as_str().unwrap_or("").to_owned()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A valid two-agent, two-task crew that uses `{topic}` and `{audience}`.
+pub fn sample_crew() -> Value {
+    json!({
+        "name": "trip-planner",
+        "agents": [
+            {"name": "researcher", "role": "Senior researcher", "goal": "Find facts about {topic}",
+             "backstory": "Curious.", "llm": "openai/gpt-4o-mini", "tools": ["calculator", "lookup_order"]},
+            {"name": "writer", "role": "Writer", "goal": "Write for {audience}", "backstory": "Clear.",
+             "llm": {"model": "local/llama3", "temperature": 0.2, "max_tokens": 512}}
+        ],
+        "tasks": [
+            {"name": "research", "description": "Research {topic}", "expected_output": "Three bullets",
+             "agent": "researcher"},
+            {"name": "write", "description": "Write it up", "expected_output": "A paragraph",
+             "agent": "writer", "context": ["research"],
+             "output_schema": {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}}
+        ],
+        "tools": [{
+            "name": "lookup_order", "description": "Look up an order by id",
+            "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}}, "required": ["order_id"]},
+            "http": {"url": "https://orders.example/lookup", "method": "POST", "timeout_ms": 10000}
+        }]
+    })
+}
+
+pub fn sample_inputs() -> Value {
+    json!({"topic": "AI agents", "audience": "engineers"})
+}
