@@ -22,8 +22,12 @@ fn openapi_command_prints_the_committed_document() {
     let output = Command::new(BIN).arg("openapi").output().expect("run agentd openapi");
     assert!(output.status.success());
     let printed: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
-    let committed: serde_json::Value = serde_json::from_str(include_str!("../../openapi/openapi.json")).expect("JSON");
-    assert!(printed == committed, "openapi/openapi.json is stale: run `cargo run -- openapi > openapi/openapi.json`");
+    let committed: serde_json::Value =
+        serde_json::from_str(include_str!("../../openapi/openapi.json")).expect("JSON");
+    assert!(
+        printed == committed,
+        "openapi/openapi.json is stale: run `cargo run -- openapi > openapi/openapi.json`"
+    );
 }
 
 #[test]
@@ -49,7 +53,8 @@ fn serve_without_a_database_url_fails_clearly() {
 #[sqlx::test(migrations = false)]
 async fn migrate_command_applies_the_schema(pool: PgPool) {
     let url = database_url(&pool).await;
-    let status = Command::new(BIN).arg("migrate").env("DATABASE_URL", &url).status().expect("run agentd migrate");
+    let status =
+        Command::new(BIN).arg("migrate").env("DATABASE_URL", &url).status().expect("run agentd migrate");
     assert!(status.success());
     let ready = agentd::store::Store::new(pool).check_ready().await.expect("ready check");
     assert!(ready);

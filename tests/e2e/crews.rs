@@ -9,7 +9,8 @@ use crate::support::{expect_json, expect_problem, problem_fields, sample_crew, T
 #[sqlx::test(migrator = "agentd::store::MIGRATOR")]
 async fn crews_are_created_replaced_listed_and_deleted(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
-    let created = expect_json(app.put_json("/v1/crews/trip-planner", &sample_crew()).await, StatusCode::CREATED).await;
+    let created =
+        expect_json(app.put_json("/v1/crews/trip-planner", &sample_crew()).await, StatusCode::CREATED).await;
     assert_eq!(created["name"], "trip-planner");
     assert_eq!(created["spec"]["agents"][0]["max_iter"], 20);
 
@@ -17,7 +18,8 @@ async fn crews_are_created_replaced_listed_and_deleted(pool: PgPool) {
     let mut replacement = sample_crew();
     replacement.as_object_mut().expect("crew").remove("name");
     replacement["agents"][0]["goal"] = json!("Find {topic} facts in {year}");
-    let replaced = expect_json(app.put_json("/v1/crews/trip-planner", &replacement).await, StatusCode::OK).await;
+    let replaced =
+        expect_json(app.put_json("/v1/crews/trip-planner", &replacement).await, StatusCode::OK).await;
     assert_eq!(replaced["created_at"], created["created_at"]);
     assert_eq!(replaced["spec"]["name"], "trip-planner");
 
@@ -25,7 +27,8 @@ async fn crews_are_created_replaced_listed_and_deleted(pool: PgPool) {
     other["name"] = json!("another");
     expect_json(app.put_json("/v1/crews/another", &other).await, StatusCode::CREATED).await;
     let list = expect_json(app.get("/v1/crews").await, StatusCode::OK).await;
-    let names: Vec<&str> = list["crews"].as_array().expect("crews").iter().map(|c| c["name"].as_str().expect("name")).collect();
+    let names: Vec<&str> =
+        list["crews"].as_array().expect("crews").iter().map(|c| c["name"].as_str().expect("name")).collect();
     assert_eq!(names, ["another", "trip-planner"]);
 
     let one = expect_json(app.get("/v1/crews/trip-planner").await, StatusCode::OK).await;
@@ -42,17 +45,31 @@ async fn crews_are_created_replaced_listed_and_deleted(pool: PgPool) {
 #[sqlx::test(migrator = "agentd::store::MIGRATOR")]
 async fn invalid_crews_are_rejected(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
-    let problem = expect_problem(app.put_json("/v1/crews/other-name", &sample_crew()).await, StatusCode::UNPROCESSABLE_ENTITY).await;
+    let problem = expect_problem(
+        app.put_json("/v1/crews/other-name", &sample_crew()).await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+    )
+    .await;
     assert!(problem_fields(&problem).contains_key("name"), "{problem}");
 
     let mut crew = sample_crew();
     crew["tasks"][0]["agent"] = json!("ghost");
-    let problem = expect_problem(app.put_json("/v1/crews/trip-planner", &crew).await, StatusCode::UNPROCESSABLE_ENTITY).await;
+    let problem =
+        expect_problem(app.put_json("/v1/crews/trip-planner", &crew).await, StatusCode::UNPROCESSABLE_ENTITY)
+            .await;
     assert!(problem_fields(&problem)["tasks[0].agent"].contains("unknown agent"), "{problem}");
 
-    let problem = expect_problem(app.put_json("/v1/crews/trip-planner", &json!([1])).await, StatusCode::UNPROCESSABLE_ENTITY).await;
+    let problem = expect_problem(
+        app.put_json("/v1/crews/trip-planner", &json!([1])).await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+    )
+    .await;
     assert!(problem["detail"].as_str().expect("detail").contains("object"), "{problem}");
-    let problem = expect_problem(app.put_json("/v1/crews/trip-planner", &json!({"agents": "x"})).await, StatusCode::UNPROCESSABLE_ENTITY).await;
+    let problem = expect_problem(
+        app.put_json("/v1/crews/trip-planner", &json!({"agents": "x"})).await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+    )
+    .await;
     assert!(problem_fields(&problem).contains_key("agents"), "{problem}");
 
     expect_problem(app.put_json("/v1/crews/bad%20name", &sample_crew()).await, StatusCode::BAD_REQUEST).await;

@@ -20,7 +20,10 @@ async fn kickoff_persists_a_queued_run_with_its_first_event(pool: PgPool) {
     assert_eq!(run["inputs"], sample_inputs());
     assert_eq!(run["metadata"], json!({"ticket": 7}));
     assert_eq!(run["attempt"], 0);
-    assert_eq!(run["usage"], json!({"llm_calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "tool_calls": 0}));
+    assert_eq!(
+        run["usage"],
+        json!({"llm_calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "tool_calls": 0})
+    );
     assert_eq!(run["links"]["events"], format!("/v1/runs/{id}/events"));
     let tasks: Vec<(&str, &str)> = run["tasks"]
         .as_array()
@@ -59,7 +62,8 @@ async fn kickoff_snapshots_the_spec_with_defaults(pool: PgPool) {
 #[sqlx::test(migrator = "agentd::store::MIGRATOR")]
 async fn every_missing_input_is_named(pool: PgPool) {
     let app = TestApp::spawn(pool.clone()).await;
-    let response = app.post_json("/v1/kickoffs", &json!({"crew": sample_crew(), "inputs": {"other": 1}})).await;
+    let response =
+        app.post_json("/v1/kickoffs", &json!({"crew": sample_crew(), "inputs": {"other": 1}})).await;
     let problem = expect_problem(response, StatusCode::UNPROCESSABLE_ENTITY).await;
     let fields = problem_fields(&problem);
     assert_eq!(fields.keys().collect::<Vec<_>>(), ["inputs.audience", "inputs.topic"]);
@@ -109,7 +113,10 @@ async fn structural_errors_and_duplicates_are_422(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let cases = [
         (json!({"crew": {"name": "c", "agents": [], "tasks": []}}), "crew.agents"),
-        (json!({"crew": {"name": "c", "agents": [{"name": "a", "role": "r", "goal": "g"}], "tasks": []}}), "crew.agents[0]"),
+        (
+            json!({"crew": {"name": "c", "agents": [{"name": "a", "role": "r", "goal": "g"}], "tasks": []}}),
+            "crew.agents[0]",
+        ),
         (json!({"crew": {"name": "c", "agnets": []}}), "crew.agnets"),
         (json!({"crew": 5}), "crew"),
         (json!({"crew": "bad name!"}), "crew"),
@@ -118,7 +125,9 @@ async fn structural_errors_and_duplicates_are_422(pool: PgPool) {
         (json!({"crew": "c", "extra": true}), "extra"),
     ];
     for (body, field) in cases {
-        let problem = expect_problem(app.post_json("/v1/kickoffs", &body).await, StatusCode::UNPROCESSABLE_ENTITY).await;
+        let problem =
+            expect_problem(app.post_json("/v1/kickoffs", &body).await, StatusCode::UNPROCESSABLE_ENTITY)
+                .await;
         let fields = problem_fields(&problem);
         assert!(fields.contains_key(field), "{body} → {fields:?}");
     }
@@ -142,7 +151,8 @@ async fn hierarchical_crews_need_a_manager(pool: PgPool) {
     crew["process"] = json!("hierarchical");
     crew["tasks"][0].as_object_mut().expect("task").remove("agent");
     let body = json!({"crew": crew, "inputs": sample_inputs()});
-    let problem = expect_problem(app.post_json("/v1/kickoffs", &body).await, StatusCode::UNPROCESSABLE_ENTITY).await;
+    let problem =
+        expect_problem(app.post_json("/v1/kickoffs", &body).await, StatusCode::UNPROCESSABLE_ENTITY).await;
     assert_eq!(problem_fields(&problem).keys().collect::<Vec<_>>(), ["crew.manager_llm"]);
     crew["manager_llm"] = json!("openai/gpt-4o");
     app.kickoff(&crew, sample_inputs()).await;
@@ -188,7 +198,12 @@ async fn kickoff_of_a_registered_crew(pool: PgPool) {
 }
 
 async fn post_with_key(app: &TestApp, key: &str, body: &Value) -> reqwest::Response {
-    app.request(Method::POST, "/v1/kickoffs").header("idempotency-key", key).json(body).send().await.expect("POST")
+    app.request(Method::POST, "/v1/kickoffs")
+        .header("idempotency-key", key)
+        .json(body)
+        .send()
+        .await
+        .expect("POST")
 }
 
 #[sqlx::test(migrator = "agentd::store::MIGRATOR")]
@@ -203,12 +218,16 @@ async fn idempotency_key_replays_and_rejects_other_bodies(pool: PgPool) {
     let reordered = json!({"inputs": {"audience": "engineers", "topic": "AI agents"}, "crew": sample_crew()});
     let again = post_with_key(&app, "order-42", &reordered).await;
     assert_eq!(again.headers()["idempotent-replayed"], "true");
-    assert_eq!(again.headers()["location"].to_str().expect("location"), format!("/v1/runs/{}", first["id"].as_str().expect("id")));
+    assert_eq!(
+        again.headers()["location"].to_str().expect("location"),
+        format!("/v1/runs/{}", first["id"].as_str().expect("id"))
+    );
     let again = expect_json(again, StatusCode::OK).await;
     assert_eq!(again["id"], first["id"]);
 
     let other = json!({"crew": sample_crew(), "inputs": {"topic": "ships", "audience": "sailors"}});
-    let problem = expect_problem(post_with_key(&app, "order-42", &other).await, StatusCode::UNPROCESSABLE_ENTITY).await;
+    let problem =
+        expect_problem(post_with_key(&app, "order-42", &other).await, StatusCode::UNPROCESSABLE_ENTITY).await;
     assert!(problem_fields(&problem).contains_key("Idempotency-Key"), "{problem}");
 
     let long_key = "k".repeat(256);

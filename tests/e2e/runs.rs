@@ -32,9 +32,11 @@ async fn list_pages_newest_first_and_filters_by_status(pool: PgPool) {
     ids.reverse();
     let first = expect_json(app.get("/v1/runs?limit=2").await, StatusCode::OK).await;
     let cursor = first["next_cursor"].as_str().expect("cursor").to_owned();
-    let second = expect_json(app.get(&format!("/v1/runs?limit=2&cursor={cursor}")).await, StatusCode::OK).await;
+    let second =
+        expect_json(app.get(&format!("/v1/runs?limit=2&cursor={cursor}")).await, StatusCode::OK).await;
     let cursor = second["next_cursor"].as_str().expect("cursor").to_owned();
-    let third = expect_json(app.get(&format!("/v1/runs?limit=2&cursor={cursor}")).await, StatusCode::OK).await;
+    let third =
+        expect_json(app.get(&format!("/v1/runs?limit=2&cursor={cursor}")).await, StatusCode::OK).await;
     assert_eq!(third["next_cursor"], Value::Null);
     let seen: Vec<Value> = [first, second, third]
         .iter()
@@ -48,7 +50,8 @@ async fn list_pages_newest_first_and_filters_by_status(pool: PgPool) {
         .await
         .expect("update");
     let completed = expect_json(app.get("/v1/runs?status=completed").await, StatusCode::OK).await;
-    let completed: Vec<&Value> = completed["runs"].as_array().expect("runs").iter().map(|r| &r["id"]).collect();
+    let completed: Vec<&Value> =
+        completed["runs"].as_array().expect("runs").iter().map(|r| &r["id"]).collect();
     assert_eq!(completed, [&ids[1]]);
     let queued = expect_json(app.get("/v1/runs?status=queued&limit=200").await, StatusCode::OK).await;
     assert_eq!(queued["runs"].as_array().map(Vec::len), Some(4));
@@ -92,14 +95,22 @@ async fn messages_and_tool_calls_are_listed_in_order(pool: PgPool) {
     .expect("tool call");
 
     let messages = expect_json(app.get(&format!("/v1/runs/{id}/messages")).await, StatusCode::OK).await;
-    let roles: Vec<&str> = messages["messages"].as_array().expect("messages").iter().map(|m| m["role"].as_str().expect("role")).collect();
+    let roles: Vec<&str> = messages["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .map(|m| m["role"].as_str().expect("role"))
+        .collect();
     assert_eq!(roles, ["system", "assistant", "tool"]);
     assert_eq!(messages["messages"][1]["tool_calls"], json!([{"id": "c1"}]));
     assert_eq!(messages["messages"][2]["tool_call_id"], "c1");
 
     let calls = expect_json(app.get(&format!("/v1/runs/{id}/tool-calls")).await, StatusCode::OK).await;
     let call = &calls["tool_calls"][0];
-    assert_eq!((call["id"].as_str(), call["tool"].as_str(), call["status"].as_str()), (Some("c1"), Some("calculator"), Some("succeeded")));
+    assert_eq!(
+        (call["id"].as_str(), call["tool"].as_str(), call["status"].as_str()),
+        (Some("c1"), Some("calculator"), Some("succeeded"))
+    );
     assert_eq!(call["arguments"], json!({"expression": "2*7"}));
     assert_eq!((call["result"].as_str(), call["cached"].as_bool()), (Some("14"), Some(false)));
 
@@ -117,16 +128,25 @@ async fn events_json_pages_with_after_and_limit(pool: PgPool) {
     let store = agentd::store::Store::new(pool.clone());
     for i in 0..4 {
         store
-            .append_event(RunId(id), EventType::AgentThought, Some("research"), Some("researcher"), &json!({"text": i}))
+            .append_event(
+                RunId(id),
+                EventType::AgentThought,
+                Some("research"),
+                Some("researcher"),
+                &json!({"text": i}),
+            )
             .await
             .expect("append");
     }
     let all = expect_json(app.get(&format!("/v1/runs/{id}/events")).await, StatusCode::OK).await;
-    let seqs: Vec<i64> = all["events"].as_array().expect("events").iter().map(|e| e["seq"].as_i64().expect("seq")).collect();
+    let seqs: Vec<i64> =
+        all["events"].as_array().expect("events").iter().map(|e| e["seq"].as_i64().expect("seq")).collect();
     assert_eq!(seqs, [1, 2, 3, 4, 5]);
     assert_eq!(all["next_after"], 5);
-    let page = expect_json(app.get(&format!("/v1/runs/{id}/events?after=2&limit=2")).await, StatusCode::OK).await;
-    let seqs: Vec<i64> = page["events"].as_array().expect("events").iter().map(|e| e["seq"].as_i64().expect("seq")).collect();
+    let page =
+        expect_json(app.get(&format!("/v1/runs/{id}/events?after=2&limit=2")).await, StatusCode::OK).await;
+    let seqs: Vec<i64> =
+        page["events"].as_array().expect("events").iter().map(|e| e["seq"].as_i64().expect("seq")).collect();
     assert_eq!(seqs, [3, 4]);
     assert_eq!(page["next_after"], 4);
     assert_eq!(page["events"][0]["type"], "agent.thought");
@@ -134,9 +154,15 @@ async fn events_json_pages_with_after_and_limit(pool: PgPool) {
     let end = expect_json(app.get(&format!("/v1/runs/{id}/events?after=5")).await, StatusCode::OK).await;
     assert_eq!(end, json!({"events": [], "next_after": 5}));
 
-    expect_problem(app.get(&format!("/v1/runs/{}/events", Uuid::now_v7())).await, StatusCode::NOT_FOUND).await;
+    expect_problem(app.get(&format!("/v1/runs/{}/events", Uuid::now_v7())).await, StatusCode::NOT_FOUND)
+        .await;
     expect_problem(app.get(&format!("/v1/runs/{id}/events?after=-1")).await, StatusCode::BAD_REQUEST).await;
     expect_problem(app.get(&format!("/v1/runs/{id}/events?limit=5000")).await, StatusCode::BAD_REQUEST).await;
-    let sse = app.request(reqwest::Method::GET, &format!("/v1/runs/{id}/events")).header("accept", "text/event-stream").send().await.expect("GET");
+    let sse = app
+        .request(reqwest::Method::GET, &format!("/v1/runs/{id}/events"))
+        .header("accept", "text/event-stream")
+        .send()
+        .await
+        .expect("GET");
     expect_problem(sse, StatusCode::NOT_ACCEPTABLE).await;
 }

@@ -21,7 +21,10 @@ async fn health_and_readiness(pool: PgPool) {
 async fn readiness_is_503_when_the_database_is_unreachable() {
     // Nothing listens on port 1: every connection attempt is refused.
     let options = "postgres://postgres@127.0.0.1:1/none".parse().expect("url");
-    let store = Store::connect_lazy(options, &PoolSettings { max_connections: 1, acquire_timeout: Duration::from_millis(500) });
+    let store = Store::connect_lazy(
+        options,
+        &PoolSettings { max_connections: 1, acquire_timeout: Duration::from_millis(500) },
+    );
     let state = AppState::new(store, test_config());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let base = format!("http://{}", listener.local_addr().expect("addr"));
@@ -60,7 +63,8 @@ async fn api_keys_guard_v1_only(pool: PgPool) {
     expect_problem(wrong, StatusCode::UNAUTHORIZED).await;
     let basic = anonymous.get(url("/v1/runs")).basic_auth("key-one", None::<&str>).send().await.expect("GET");
     expect_problem(basic, StatusCode::UNAUTHORIZED).await;
-    let kickoff = anonymous.post(url("/v1/kickoffs")).json(&json!({"crew": sample_crew(), "inputs": sample_inputs()}));
+    let kickoff =
+        anonymous.post(url("/v1/kickoffs")).json(&json!({"crew": sample_crew(), "inputs": sample_inputs()}));
     expect_problem(kickoff.send().await.expect("POST"), StatusCode::UNAUTHORIZED).await;
 
     let second = anonymous.get(url("/v1/runs")).bearer_auth("key-two").send().await.expect("GET");
@@ -76,7 +80,8 @@ async fn api_keys_guard_v1_only(pool: PgPool) {
 async fn tools_are_listed_with_schemas(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let tools = expect_json(app.get("/v1/tools").await, StatusCode::OK).await;
-    let names: Vec<&str> = tools["tools"].as_array().expect("tools").iter().map(|t| t["name"].as_str().expect("name")).collect();
+    let names: Vec<&str> =
+        tools["tools"].as_array().expect("tools").iter().map(|t| t["name"].as_str().expect("name")).collect();
     assert_eq!(names, ["calculator", "current_time", "http_request"]);
     assert_eq!(tools["tools"][0]["parameters"]["required"], json!(["expression"]));
 }
@@ -96,7 +101,8 @@ async fn unknown_routes_and_methods_are_problems(pool: PgPool) {
 async fn served_openapi_matches_the_committed_file(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let served = expect_json(app.get("/openapi.json").await, StatusCode::OK).await;
-    let committed: Value = serde_json::from_str(include_str!("../../openapi/openapi.json")).expect("committed JSON");
+    let committed: Value =
+        serde_json::from_str(include_str!("../../openapi/openapi.json")).expect("committed JSON");
     assert!(
         served == committed,
         "openapi/openapi.json is stale: run `cargo run -- openapi > openapi/openapi.json`"

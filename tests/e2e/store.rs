@@ -43,7 +43,10 @@ async fn concurrent_appends_keep_seq_dense(pool: PgPool) {
     let appends = (0..20).map(|i| {
         let store = store.clone();
         tokio::spawn(async move {
-            store.append_event(run.id, EventType::AgentThought, None, None, &json!({"i": i})).await.expect("append")
+            store
+                .append_event(run.id, EventType::AgentThought, None, None, &json!({"i": i}))
+                .await
+                .expect("append")
         })
     });
     let mut seqs = BTreeSet::new();
@@ -51,7 +54,8 @@ async fn concurrent_appends_keep_seq_dense(pool: PgPool) {
         seqs.insert(append.await.expect("join"));
     }
     assert_eq!(seqs, (2..=21).collect::<BTreeSet<i64>>());
-    let stored: Vec<i64> = store.list_events(run.id, 0, 100).await.expect("events").iter().map(|e| e.seq).collect();
+    let stored: Vec<i64> =
+        store.list_events(run.id, 0, 100).await.expect("events").iter().map(|e| e.seq).collect();
     assert_eq!(stored, (1..=21).collect::<Vec<i64>>());
 }
 
@@ -68,7 +72,10 @@ async fn idempotency_keys_replay_or_conflict(pool: PgPool) {
     let key = IdempotencyKey { key: "k".into(), scope: "kickoff", fingerprint: vec![1, 2, 3] };
     assert!(store.find_idempotent_run(&key).await.expect("find").is_none());
     let first = new_run();
-    assert!(matches!(store.create_run(&first, Some(&key)).await.expect("create"), KickoffOutcome::Created(_)));
+    assert!(matches!(
+        store.create_run(&first, Some(&key)).await.expect("create"),
+        KickoffOutcome::Created(_)
+    ));
     let second = new_run();
     match store.create_run(&second, Some(&key)).await.expect("create") {
         KickoffOutcome::Replayed(run) => assert_eq!(run.id, first.id),
@@ -76,9 +83,15 @@ async fn idempotency_keys_replay_or_conflict(pool: PgPool) {
     }
     assert_eq!(store.get_run(second.id).await.expect("get"), None, "the losing run was not stored");
     let other = IdempotencyKey { fingerprint: vec![9], ..key.clone() };
-    assert!(matches!(store.create_run(&second, Some(&other)).await.expect("create"), KickoffOutcome::KeyConflict));
+    assert!(matches!(
+        store.create_run(&second, Some(&other)).await.expect("create"),
+        KickoffOutcome::KeyConflict
+    ));
     let elsewhere = IdempotencyKey { scope: "batch", ..key };
-    assert!(matches!(store.find_idempotent_run(&elsewhere).await.expect("find"), Some(KickoffOutcome::KeyConflict)));
+    assert!(matches!(
+        store.find_idempotent_run(&elsewhere).await.expect("find"),
+        Some(KickoffOutcome::KeyConflict)
+    ));
 }
 
 #[sqlx::test(migrator = "agentd::store::MIGRATOR")]

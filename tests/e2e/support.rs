@@ -19,7 +19,8 @@ pub struct TestApp {
 
 /// A configuration for tests: loopback, no keys, the default provider plus `local`.
 pub fn test_config() -> Config {
-    let file: FileConfig = toml::from_str("[providers.local]\nbase_url = \"http://127.0.0.1:9\"\n").expect("toml");
+    let file: FileConfig =
+        toml::from_str("[providers.local]\nbase_url = \"http://127.0.0.1:9\"\n").expect("toml");
     Config {
         bind: SocketAddr::from(([127, 0, 0, 1], 0)),
         database_url: Secret::new("postgres://unused"),
@@ -97,12 +98,8 @@ pub async fn expect_json(response: Response, status: StatusCode) -> Value {
 
 /// Assert a problem+json answer with this status; returns the problem.
 pub async fn expect_problem(response: Response, status: StatusCode) -> Value {
-    let content_type = response
-        .headers()
-        .get("content-type")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default()
-        .to_owned();
+    let content_type =
+        response.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
     let problem = expect_json(response, status).await;
     assert_eq!(content_type, "application/problem+json", "{problem}");
     assert_eq!(problem["status"], status.as_u16(), "{problem}");
@@ -118,7 +115,12 @@ pub fn problem_fields(problem: &Value) -> BTreeMap<String, String> {
         .map(|errors| {
             errors
                 .iter()
-                .map(|e| (e["field"].as_str().unwrap_or("").to_owned(), e["message"].as_str().unwrap_or("").to_owned()))
+                .map(|e| {
+                    (
+                        e["field"].as_str().unwrap_or("").to_owned(),
+                        e["message"].as_str().unwrap_or("").to_owned(),
+                    )
+                })
                 .collect()
         })
         .unwrap_or_default()
