@@ -7,5 +7,6 @@ pub mod cli;
 pub mod config;
 pub mod domain;
 pub mod http;
+pub mod llm;
 pub mod store;
 pub mod tools;

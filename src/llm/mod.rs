@@ -1,0 +1,32 @@
+//! Talking to language models: the [`LlmClient`] trait the engine calls, the chat types it
+//! speaks, an OpenAI-compatible client with retries, and the registry that maps `provider/model`
+//! strings to configured providers.
+
+mod openai;
+mod registry;
+mod retry;
+mod types;
+
+pub use openai::OpenAiClient;
+pub use registry::{LlmRegistry, ResolvedModel};
+pub use retry::{parse_retry_after, Backoff, RetryPolicy};
+pub use types::{
+    ChatMessage, ChatRequest, ChatResponse, LlmError, LlmErrorKind, Role, TokenUsage, ToolCallRequest,
+    ToolDefinition,
+};
+
+use std::future::Future;
+use std::pin::Pin;
+
+/// A boxed future, so clients can be used as `dyn LlmClient`.
+pub type LlmFuture<'a> = Pin<Box<dyn Future<Output = Result<ChatResponse, LlmError>> + Send + 'a>>;
+
+/// Something that completes chats: a real provider, or a scripted fake in tests.
+pub trait LlmClient: Send + Sync {
+    /// One chat completion. Retries of transient failures happen inside; an error returned here
+    /// is final for this call and classified by [`LlmErrorKind`].
+    fn chat<'a>(&'a self, request: &'a ChatRequest) -> LlmFuture<'a>;
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,245 @@
+//! An OpenAI-compatible chat-completions client (OpenAI, vLLM, Ollama, LiteLLM, llama.cpp, …):
+//! request and response mapping, transient-failure retries, and error classification. The API
+//! key is sent in the `Authorization` header and nowhere else: it is scrubbed from every message.
+
+use std::time::SystemTime;
+
+use reqwest::StatusCode;
+use serde_json::{json, Map, Value};
+
+use super::retry::{parse_retry_after, Backoff, RetryPolicy};
+use super::types::{
+    ChatMessage, ChatRequest, ChatResponse, LlmError, LlmErrorKind, TokenUsage, ToolCallRequest,
+};
+use super::{LlmClient, LlmFuture};
+use crate::config::Secret;
+
+/// Longest provider error text kept in an error message.
+const MAX_ERROR_TEXT: usize = 500;
+
+/// A client of one OpenAI-compatible provider.
+#[derive(Debug, Clone)]
+pub struct OpenAiClient {
+    http: reqwest::Client,
+    endpoint: String,
+    api_key: Option<Secret>,
+    backoff: Backoff,
+}
+
+/// One failed attempt: whether it is worth another, and the error if not.
+struct Attempt {
+    error: LlmError,
+    transient: bool,
+}
+
+impl OpenAiClient {
+    /// A client for the provider at `base_url` (e.g. `https://api.openai.com/v1`).
+    pub fn new(http: reqwest::Client, base_url: &str, api_key: Option<Secret>, backoff: Backoff) -> Self {
+        let endpoint = format!("{}/chat/completions", base_url.trim_end_matches('/'));
+        Self { http, endpoint, api_key, backoff }
+    }
+
+    fn policy(&self) -> &RetryPolicy {
+        self.backoff.policy()
+    }
+
+    #[tracing::instrument(skip_all, fields(model = %request.model), err)]
+    async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
+        let body = request_body(request);
+        let mut retry = 0;
+        loop {
+            let attempt = match self.attempt(&body).await {
+                Ok(response) => return Ok(response),
+                Err(attempt) => attempt,
+            };
+            let mut error = attempt.error;
+            error.message = self.scrub(&error.message);
+            if !attempt.transient || retry + 1 >= self.policy().max_attempts {
+                return Err(error);
+            }
+            let wait = match error.retry_after {
+                Some(wait) if wait > self.policy().max_retry_after => return Err(error),
+                Some(wait) => wait,
+                None => self.backoff.delay(retry),
+            };
+            tracing::warn!(error = %error.message, retry, wait_ms = wait.as_millis() as u64, "LLM call failed; retrying");
+            tokio::time::sleep(wait).await;
+            retry += 1;
+        }
+    }
+
+    async fn attempt(&self, body: &Value) -> Result<ChatResponse, Attempt> {
+        let mut builder = self.http.post(&self.endpoint).json(body).timeout(self.policy().request_timeout);
+        if let Some(key) = &self.api_key {
+            builder = builder.bearer_auth(key.expose());
+        }
+        let response = builder.send().await.map_err(transport_failure)?;
+        let status = response.status();
+        let retry_after = parse_retry_after(response.headers(), SystemTime::now());
+        let text = response.text().await.map_err(transport_failure)?;
+        if status.is_success() {
+            return parse_response(&text).map_err(|error| Attempt { error, transient: false });
+        }
+        let (code, message) = provider_error(&text);
+        let kind = classify(status, code.as_deref(), &message);
+        let transient = matches!(status.as_u16(), 408 | 409 | 429) || status.is_server_error();
+        let mut error = LlmError::new(kind, format!("provider answered {status}: {message}"));
+        error.retry_after = retry_after;
+        Err(Attempt { error, transient })
+    }
+
+    /// Remove the API key from text that may have echoed it.
+    fn scrub(&self, text: &str) -> String {
+        match &self.api_key {
+            Some(key) if !key.expose().is_empty() => text.replace(key.expose(), "[redacted]"),
+            _ => text.to_owned(),
+        }
+    }
+}
+
+impl LlmClient for OpenAiClient {
+    fn chat<'a>(&'a self, request: &'a ChatRequest) -> LlmFuture<'a> {
+        Box::pin(self.complete(request))
+    }
+}
+
+fn transport_failure(error: reqwest::Error) -> Attempt {
+    let kind = if error.is_timeout() { LlmErrorKind::Timeout } else { LlmErrorKind::Other };
+    // Without the URL: it is configuration, not something to repeat in every event.
+    let error = LlmError::new(kind, format!("request to the provider failed: {}", error.without_url()));
+    Attempt { error, transient: true }
+}
+
+/// The JSON body of a chat-completions request.
+fn request_body(request: &ChatRequest) -> Value {
+    let mut body = Map::new();
+    body.insert("model".into(), json!(request.model));
+    body.insert("messages".into(), Value::Array(request.messages.iter().map(message_json).collect()));
+    if !request.tools.is_empty() {
+        let tools = request.tools.iter().map(|tool| {
+            json!({"type": "function", "function": {
+                "name": tool.name, "description": tool.description, "parameters": tool.parameters}})
+        });
+        body.insert("tools".into(), Value::Array(tools.collect()));
+    }
+    if !request.stop.is_empty() {
+        body.insert("stop".into(), json!(request.stop));
+    }
+    if let Some(temperature) = request.temperature {
+        body.insert("temperature".into(), json!(temperature));
+    }
+    if let Some(max_tokens) = request.max_tokens {
+        body.insert("max_tokens".into(), json!(max_tokens));
+    }
+    Value::Object(body)
+}
+
+fn message_json(message: &ChatMessage) -> Value {
+    let mut out = Map::new();
+    out.insert("role".into(), json!(message.role.as_str()));
+    out.insert("content".into(), json!(message.content));
+    if !message.tool_calls.is_empty() {
+        let calls = message.tool_calls.iter().map(|call| {
+            json!({"id": call.id, "type": "function",
+                   "function": {"name": call.name, "arguments": call.arguments}})
+        });
+        out.insert("tool_calls".into(), Value::Array(calls.collect()));
+    }
+    if let Some(id) = &message.tool_call_id {
+        out.insert("tool_call_id".into(), json!(id));
+    }
+    Value::Object(out)
+}
+
+/// Read a successful answer: the first choice's text and tool calls, and the usage.
+fn parse_response(text: &str) -> Result<ChatResponse, LlmError> {
+    let unreadable =
+        |why: &str| LlmError::new(LlmErrorKind::Other, format!("unreadable provider answer: {why}"));
+    let body: Value = serde_json::from_str(text).map_err(|e| unreadable(&e.to_string()))?;
+    if body.get("error").is_some_and(|e| !e.is_null()) {
+        let (code, message) = provider_error(text);
+        return Err(LlmError::new(classify(StatusCode::OK, code.as_deref(), &message), message));
+    }
+    let choice = body.pointer("/choices/0").ok_or_else(|| unreadable("no choices"))?;
+    let message = choice.get("message").ok_or_else(|| unreadable("no message"))?;
+    let tool_calls = match message.get("tool_calls") {
+        Some(Value::Array(calls)) => calls.iter().enumerate().map(|(i, c)| tool_call(i, c)).collect(),
+        _ => Vec::new(),
+    };
+    let count = |name: &str| body.pointer(&format!("/usage/{name}")).and_then(Value::as_u64).unwrap_or(0);
+    Ok(ChatResponse {
+        content: message.get("content").and_then(Value::as_str).map(str::to_owned),
+        tool_calls,
+        finish_reason: choice.get("finish_reason").and_then(Value::as_str).map(str::to_owned),
+        usage: TokenUsage {
+            prompt_tokens: count("prompt_tokens"),
+            completion_tokens: count("completion_tokens"),
+        },
+    })
+}
+
+/// One native tool call; tolerant of providers that send arguments as an object or omit the id.
+fn tool_call(index: usize, call: &Value) -> ToolCallRequest {
+    let function = call.get("function").unwrap_or(&Value::Null);
+    let arguments = match function.get("arguments") {
+        Some(Value::String(text)) => text.clone(),
+        Some(Value::Null) | None => "{}".to_owned(),
+        Some(other) => other.to_string(),
+    };
+    ToolCallRequest {
+        id: call.get("id").and_then(Value::as_str).map_or_else(|| format!("call_{index}"), str::to_owned),
+        name: function.get("name").and_then(Value::as_str).unwrap_or_default().to_owned(),
+        arguments,
+    }
+}
+
+/// The provider's error code and message, from `{"error": {"code", "message"}}` or the raw text.
+fn provider_error(text: &str) -> (Option<String>, String) {
+    let parsed: Option<Value> = serde_json::from_str(text).ok();
+    let error = parsed.as_ref().and_then(|v| v.get("error"));
+    let code = error
+        .and_then(|e| e.get("code").or_else(|| e.get("type")))
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    let message = match error {
+        Some(Value::String(message)) => message.clone(),
+        Some(error) => error.get("message").and_then(Value::as_str).unwrap_or_default().to_owned(),
+        None => text.to_owned(),
+    };
+    (code, truncate(message.trim()))
+}
+
+fn truncate(text: &str) -> String {
+    match text.char_indices().nth(MAX_ERROR_TEXT) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_owned(),
+    }
+}
+
+/// Which kind of failure a provider's error is.
+pub(crate) fn classify(status: StatusCode, code: Option<&str>, message: &str) -> LlmErrorKind {
+    let text = format!("{} {}", code.unwrap_or_default(), message).to_lowercase();
+    let mentions = |needles: &[&str]| needles.iter().any(|n| text.contains(n));
+    match status.as_u16() {
+        401 | 403 => LlmErrorKind::Authentication,
+        429 => LlmErrorKind::RateLimited,
+        _ if mentions(&[
+            "context_length",
+            "context length",
+            "context window",
+            "maximum context",
+            "too many tokens",
+            "prompt is too long",
+            "reduce the length",
+        ]) =>
+        {
+            LlmErrorKind::ContextWindowExceeded
+        }
+        _ if mentions(&["tool", "function"])
+            && mentions(&["not support", "unsupported", "not enabled", "not available", "not allowed"]) =>
+        {
+            LlmErrorKind::ToolsUnsupported
+        }
+        _ => LlmErrorKind::Other,
+    }
+}

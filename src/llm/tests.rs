@@ -1,0 +1,272 @@
+//! The OpenAI-compatible client against a scripted local server.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::Json;
+use serde_json::{json, Value};
+
+use super::*;
+use crate::config::Secret;
+
+/// One scripted answer.
+struct Reply {
+    status: StatusCode,
+    headers: Vec<(&'static str, String)>,
+    body: Value,
+    delay: Duration,
+}
+
+fn ok(body: Value) -> Reply {
+    Reply { status: StatusCode::OK, headers: Vec::new(), body, delay: Duration::ZERO }
+}
+
+fn status(code: u16, body: Value) -> Reply {
+    Reply { status: StatusCode::from_u16(code).expect("status"), ..ok(body) }
+}
+
+#[derive(Default)]
+struct Script {
+    replies: Mutex<VecDeque<Reply>>,
+    seen: Mutex<Vec<(HeaderMap, Value)>>,
+}
+
+async fn chat(State(script): State<Arc<Script>>, headers: HeaderMap, Json(body): Json<Value>) -> Response {
+    script.seen.lock().expect("lock").push((headers, body));
+    let reply = script.replies.lock().expect("lock").pop_front();
+    let Some(reply) = reply else { return (StatusCode::GONE, "script exhausted").into_response() };
+    tokio::time::sleep(reply.delay).await;
+    let mut response = (reply.status, Json(reply.body)).into_response();
+    for (name, value) in reply.headers {
+        response.headers_mut().insert(name, value.parse().expect("header value"));
+    }
+    response
+}
+
+/// Serve `replies` on a local port; returns the base URL and the script.
+async fn serve(replies: Vec<Reply>) -> (String, Arc<Script>) {
+    let script = Arc::new(Script { replies: Mutex::new(replies.into()), ..Script::default() });
+    let app = axum::Router::new().route("/v1/chat/completions", post(chat)).with_state(script.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(async move { axum::serve(listener, app).await.expect("serve") });
+    (format!("http://{addr}/v1"), script)
+}
+
+fn client(base: &str, policy: RetryPolicy) -> OpenAiClient {
+    let backoff = Backoff::with_jitter(policy, Arc::new(|| 1.0));
+    OpenAiClient::new(reqwest::Client::new(), base, Some(Secret::new("sk-test-secret")), backoff)
+}
+
+fn fast_policy() -> RetryPolicy {
+    RetryPolicy {
+        max_attempts: 3,
+        base_delay: Duration::from_millis(10),
+        max_delay: Duration::from_millis(40),
+        max_retry_after: Duration::from_secs(5),
+        request_timeout: Duration::from_secs(5),
+    }
+}
+
+fn answer(text: &str) -> Value {
+    json!({"choices": [{"message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+           "usage": {"prompt_tokens": 12, "completion_tokens": 3}})
+}
+
+fn request() -> ChatRequest {
+    ChatRequest {
+        model: "gpt-test".into(),
+        messages: vec![
+            ChatMessage::system("You are terse."),
+            ChatMessage {
+                role: Role::Assistant,
+                content: None,
+                tool_calls: vec![ToolCallRequest {
+                    id: "c0".into(),
+                    name: "calculator".into(),
+                    arguments: "{}".into(),
+                }],
+                tool_call_id: None,
+            },
+            ChatMessage::tool("c0", "42"),
+        ],
+        tools: vec![ToolDefinition {
+            name: "calculator".into(),
+            description: "math".into(),
+            parameters: json!({"type": "object"}),
+        }],
+        stop: vec!["\nObservation:".into()],
+        temperature: Some(0.2),
+        max_tokens: Some(64),
+    }
+}
+
+#[tokio::test]
+async fn sends_the_openai_shape_and_reads_tool_calls() {
+    let reply = json!({"choices": [{"message": {"role": "assistant", "content": null, "tool_calls": [
+        {"id": "call_1", "type": "function", "function": {"name": "calculator", "arguments": "{\"expression\": \"1+1\"}"}},
+        {"type": "function", "function": {"name": "current_time", "arguments": {}}}
+    ]}, "finish_reason": "tool_calls"}], "usage": {"prompt_tokens": 5, "completion_tokens": 7}});
+    let (base, script) = serve(vec![ok(reply)]).await;
+    let response = client(&base, fast_policy()).chat(&request()).await.expect("chat");
+    assert_eq!(response.usage, TokenUsage { prompt_tokens: 5, completion_tokens: 7 });
+    assert_eq!(response.finish_reason.as_deref(), Some("tool_calls"));
+    assert_eq!(response.tool_calls[0].arguments, "{\"expression\": \"1+1\"}");
+    assert_eq!(
+        (response.tool_calls[1].id.as_str(), response.tool_calls[1].arguments.as_str()),
+        ("call_1", "{}")
+    );
+
+    let seen = script.seen.lock().expect("lock");
+    let (headers, body) = &seen[0];
+    assert_eq!(headers["authorization"], "Bearer sk-test-secret");
+    assert_eq!(body["model"], "gpt-test");
+    assert_eq!(body["stop"], json!(["\nObservation:"]));
+    assert_eq!((body["temperature"].as_f64(), body["max_tokens"].as_u64()), (Some(0.2), Some(64)));
+    assert_eq!(
+        body["tools"][0],
+        json!({"type": "function", "function": {
+        "name": "calculator", "description": "math", "parameters": {"type": "object"}}})
+    );
+    assert_eq!(body["messages"][1]["tool_calls"][0]["function"]["name"], "calculator");
+    assert_eq!(body["messages"][1]["content"], Value::Null);
+    assert_eq!(body["messages"][2], json!({"role": "tool", "content": "42", "tool_call_id": "c0"}));
+}
+
+#[tokio::test]
+async fn server_errors_are_retried_then_succeed() {
+    let (base, script) = serve(vec![
+        status(500, json!({"error": {"message": "boom"}})),
+        status(503, json!("busy")),
+        ok(answer("done")),
+    ])
+    .await;
+    let response = client(&base, fast_policy()).chat(&request()).await.expect("chat");
+    assert_eq!(response.content.as_deref(), Some("done"));
+    assert_eq!(script.seen.lock().expect("lock").len(), 3);
+}
+
+#[tokio::test]
+async fn rate_limits_honour_retry_after() {
+    let mut limited = status(429, json!({"error": {"message": "slow down"}}));
+    limited.headers.push(("retry-after-ms", "300".into()));
+    let (base, script) = serve(vec![limited, ok(answer("done"))]).await;
+    let started = Instant::now();
+    client(&base, fast_policy()).chat(&request()).await.expect("chat");
+    assert!(started.elapsed() >= Duration::from_millis(300), "{:?}", started.elapsed());
+    assert_eq!(script.seen.lock().expect("lock").len(), 2);
+}
+
+#[tokio::test]
+async fn persistent_rate_limits_end_classified_with_the_wait() {
+    let limited = || {
+        let mut reply = status(429, json!({"error": {"message": "quota"}}));
+        reply.headers.push(("retry-after", "0".into()));
+        reply
+    };
+    let (base, script) = serve(vec![limited(), limited(), limited(), limited()]).await;
+    let error = client(&base, fast_policy()).chat(&request()).await.expect_err("rate limited");
+    assert_eq!(error.kind, LlmErrorKind::RateLimited);
+    assert_eq!(error.retry_after, Some(Duration::ZERO));
+    assert_eq!(script.seen.lock().expect("lock").len(), 3, "max_attempts bounds the calls");
+
+    let mut long = status(429, json!({"error": {"message": "come back later"}}));
+    long.headers.push(("retry-after", "3600".into()));
+    let (base, script) = serve(vec![long]).await;
+    let error = client(&base, fast_policy()).chat(&request()).await.expect_err("rate limited");
+    assert_eq!((error.kind, error.retry_after), (LlmErrorKind::RateLimited, Some(Duration::from_secs(3600))));
+    assert_eq!(script.seen.lock().expect("lock").len(), 1, "a long wait is the caller's to schedule");
+}
+
+#[tokio::test]
+async fn client_errors_are_classified_and_not_retried() {
+    let cases = [
+        (
+            400,
+            json!({"error": {"code": "context_length_exceeded", "message": "This model's maximum context length is 8192 tokens"}}),
+            LlmErrorKind::ContextWindowExceeded,
+        ),
+        (
+            400,
+            json!({"error": {"message": "prompt is too long: 200000 tokens > 100000 maximum"}}),
+            LlmErrorKind::ContextWindowExceeded,
+        ),
+        (
+            400,
+            json!({"error": {"message": "This model does not support tools"}}),
+            LlmErrorKind::ToolsUnsupported,
+        ),
+        (
+            422,
+            json!({"error": "function calling is not supported by this backend"}),
+            LlmErrorKind::ToolsUnsupported,
+        ),
+        (
+            401,
+            json!({"error": {"message": "Incorrect API key provided: sk-test-secret"}}),
+            LlmErrorKind::Authentication,
+        ),
+        (404, json!({"error": {"message": "model not found"}}), LlmErrorKind::Other),
+    ];
+    for (code, body, kind) in cases {
+        let (base, script) = serve(vec![status(code, body.clone())]).await;
+        let error = client(&base, fast_policy()).chat(&request()).await.expect_err("error");
+        assert_eq!(error.kind, kind, "{body}");
+        assert!(!error.message.contains("sk-test-secret"), "key leaked: {}", error.message);
+        assert_eq!(script.seen.lock().expect("lock").len(), 1);
+    }
+}
+
+#[tokio::test]
+async fn timeouts_are_retried_then_reported() {
+    let slow = || Reply { delay: Duration::from_millis(400), ..ok(answer("late")) };
+    let (base, script) = serve(vec![slow(), slow(), slow()]).await;
+    let policy = RetryPolicy { request_timeout: Duration::from_millis(100), ..fast_policy() };
+    let error = client(&base, policy).chat(&request()).await.expect_err("timeout");
+    assert_eq!(error.kind, LlmErrorKind::Timeout);
+    assert_eq!(script.seen.lock().expect("lock").len(), 3);
+}
+
+#[tokio::test]
+async fn unreachable_providers_fail_after_the_attempts() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let base = format!("http://{}/v1", listener.local_addr().expect("addr"));
+    drop(listener);
+    let error = client(&base, fast_policy()).chat(&request()).await.expect_err("refused");
+    assert_eq!(error.kind, LlmErrorKind::Other);
+    assert!(error.message.contains("request to the provider failed"), "{}", error.message);
+}
+
+#[tokio::test]
+async fn malformed_answers_are_errors() {
+    let (base, _) = serve(vec![
+        ok(json!({"choices": []})),
+        ok(json!({"error": {"message": "maximum context length exceeded"}})),
+    ])
+    .await;
+    let client = client(&base, fast_policy());
+    assert_eq!(client.chat(&request()).await.expect_err("no choices").kind, LlmErrorKind::Other);
+    assert_eq!(
+        client.chat(&request()).await.expect_err("error body").kind,
+        LlmErrorKind::ContextWindowExceeded
+    );
+}
+
+#[test]
+fn registry_resolves_provider_prefixes_and_bare_models() {
+    let fake: Arc<dyn LlmClient> = Arc::new(client("http://127.0.0.1:9/v1", fast_policy()));
+    let registry = LlmRegistry::new("openai/gpt-4o-mini")
+        .with_client("openai", fake.clone(), true)
+        .with_client("local", fake, false);
+    let default = registry.resolve(None).expect("default");
+    assert_eq!((default.provider.as_str(), default.model.as_str()), ("openai", "gpt-4o-mini"));
+    let local = registry.resolve(Some("local/meta-llama/Llama-3")).expect("local");
+    assert_eq!((local.model.as_str(), local.native_tools), ("meta-llama/Llama-3", false));
+    assert_eq!(registry.resolve(Some("gpt-4o")).expect("bare").provider, "openai");
+    assert!(registry.resolve(Some("other/x")).is_err());
+}
