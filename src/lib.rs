@@ -6,6 +6,7 @@ pub mod app;
 pub mod cli;
 pub mod config;
 pub mod domain;
+pub mod engine;
 pub mod http;
 pub mod llm;
 pub mod store;
