@@ -3,5 +3,7 @@
 //! a final answer. Every step goes through a [`Journal`](journal::Journal), so a run can be rebuilt
 //! and continued after a crash; the engine itself never touches SQL or HTTP-server types.
 
+pub mod journal;
+pub mod prompts;
 pub mod react;
 pub mod repair;

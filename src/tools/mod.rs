@@ -1,10 +1,30 @@
-//! Tools agents can call. This module owns the catalogue of built-in tools (names, descriptions
-//! and JSON schemas of their arguments), which specs are validated against and `GET /v1/tools`
-//! lists; their execution arrives with the engine.
+//! Tools agents can call: the [`Tool`] trait, the catalogue of built-in tools (which specs are
+//! validated against and `GET /v1/tools` lists), their implementations, the HTTP tools a crew
+//! declares, and the egress guard every outbound tool request goes through.
+
+pub mod builtin;
+pub mod http;
+
+use std::future::Future;
+use std::pin::Pin;
 
 use serde::Serialize;
 use serde_json::{json, Value};
 use utoipa::ToSchema;
+
+/// What a tool call produced, or why it failed; both are shown to the model as the observation.
+pub type ToolResult = Result<String, String>;
+
+/// A boxed tool future (tools are used as `dyn Tool`).
+pub type ToolFuture<'a> = Pin<Box<dyn Future<Output = ToolResult> + Send + 'a>>;
+
+/// Something an agent can call.
+pub trait Tool: Send + Sync {
+    /// Name, description, argument schema and whether it is safe to repeat.
+    fn info(&self) -> &ToolInfo;
+    /// Run with arguments already validated against `info().parameters`.
+    fn call(&self, arguments: Value) -> ToolFuture<'_>;
+}
 
 /// A tool as clients and models see it.
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]

@@ -1,0 +1,299 @@
+//! The engine's only way to persist: a [`Journal`] takes atomic [`Step`]s (messages, tool-call
+//! starts and ends, task and run changes, usage and events, all committed together) and gives
+//! back a [`Snapshot`] from which an interrupted run is rebuilt. The store implements it on
+//! Postgres (fenced by the run's attempt); [`MemoryJournal`] serves the engine's own tests.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Mutex;
+
+use serde_json::Value;
+
+use crate::domain::{EventType, RunError, TaskOutput, TaskStatus};
+use crate::llm::ChatMessage;
+
+/// A boxed journal future (the trait is used as `dyn Journal`).
+pub type JournalFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, JournalError>> + Send + 'a>>;
+
+/// Why a journal write failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum JournalError {
+    /// Another worker owns the run now (this worker's lease was lost): stop at once.
+    #[error("the run's lease was lost to another worker")]
+    Fenced,
+    #[error("journal storage failed: {0}")]
+    Storage(String),
+}
+
+/// A message to append to a conversation. `conversation` is the task's name, or a derived key for
+/// a delegated sub-conversation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewMessage {
+    pub conversation: String,
+    pub agent: String,
+    pub message: ChatMessage,
+    /// This message (a summary) replaces everything before it in the conversation but the
+    /// system prompt.
+    pub compacts: bool,
+}
+
+/// A tool call about to run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCallStart {
+    pub id: String,
+    pub conversation: String,
+    pub agent: String,
+    pub tool: String,
+    pub arguments: Value,
+}
+
+/// How a tool call ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ToolCallOutcome {
+    Succeeded { result: String, cached: bool },
+    Failed { error: String },
+}
+
+/// A tool call that ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCallEnd {
+    pub id: String,
+    pub outcome: ToolCallOutcome,
+}
+
+/// A change of a task's state.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TaskChange {
+    Started { task: String },
+    Completed { task: String, output: TaskOutput },
+    Failed { task: String, error: String },
+}
+
+/// The end of a run.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RunChange {
+    Completed { output: TaskOutput },
+    Failed { error: RunError },
+}
+
+/// An event to append to the run's log.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewEvent {
+    pub event_type: EventType,
+    pub task: Option<String>,
+    pub agent: Option<String>,
+    pub data: Value,
+}
+
+/// Counters to add to the run's usage.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct UsageDelta {
+    pub llm_calls: i64,
+    pub prompt_tokens: i64,
+    pub completion_tokens: i64,
+    pub tool_calls: i64,
+}
+
+/// Everything one commit writes, atomically and in this order.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Step {
+    pub messages: Vec<NewMessage>,
+    pub tool_starts: Vec<ToolCallStart>,
+    pub tool_ends: Vec<ToolCallEnd>,
+    pub tasks: Vec<TaskChange>,
+    pub run: Option<RunChange>,
+    pub usage: UsageDelta,
+    pub events: Vec<NewEvent>,
+}
+
+impl Step {
+    pub fn is_empty(&self) -> bool {
+        *self == Step::default()
+    }
+
+    pub fn event(&mut self, event_type: EventType, task: Option<&str>, agent: Option<&str>, data: Value) {
+        let (task, agent) = (task.map(str::to_owned), agent.map(str::to_owned));
+        self.events.push(NewEvent { event_type, task, agent, data });
+    }
+
+    /// Append `other` after this step's contents.
+    pub fn absorb(&mut self, other: Step) {
+        self.messages.extend(other.messages);
+        self.tool_starts.extend(other.tool_starts);
+        self.tool_ends.extend(other.tool_ends);
+        self.tasks.extend(other.tasks);
+        if other.run.is_some() {
+            self.run = other.run;
+        }
+        self.usage.llm_calls += other.usage.llm_calls;
+        self.usage.prompt_tokens += other.usage.prompt_tokens;
+        self.usage.completion_tokens += other.usage.completion_tokens;
+        self.usage.tool_calls += other.usage.tool_calls;
+        self.events.extend(other.events);
+    }
+}
+
+/// A stored message.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MessageRecord {
+    pub conversation: String,
+    pub message: ChatMessage,
+    pub compacts: bool,
+}
+
+/// A stored tool call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCallRecord {
+    pub id: String,
+    pub conversation: String,
+    pub tool: String,
+    pub arguments: Value,
+    /// `None` while running (or interrupted by a crash).
+    pub outcome: Option<ToolCallOutcome>,
+}
+
+/// A stored task.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskRecord {
+    pub name: String,
+    pub status: TaskStatus,
+    pub output: Option<TaskOutput>,
+}
+
+/// All a run has journaled, in order.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Snapshot {
+    pub tasks: Vec<TaskRecord>,
+    pub messages: Vec<MessageRecord>,
+    pub tool_calls: Vec<ToolCallRecord>,
+}
+
+impl Snapshot {
+    /// The conversation under `key`, from its last compaction on (the system prompt kept).
+    pub fn conversation(&self, key: &str) -> Vec<ChatMessage> {
+        let records: Vec<&MessageRecord> = self.messages.iter().filter(|m| m.conversation == key).collect();
+        let from = records.iter().rposition(|m| m.compacts).unwrap_or(0);
+        let system = records.first().filter(|m| from > 0 && m.message.role == crate::llm::Role::System);
+        system.into_iter().chain(&records[from..]).map(|m| m.message.clone()).collect()
+    }
+
+    /// The tool call with this id.
+    pub fn tool_call(&self, id: &str) -> Option<&ToolCallRecord> {
+        self.tool_calls.iter().find(|c| c.id == id)
+    }
+}
+
+/// Where the engine persists a run.
+pub trait Journal: Send + Sync {
+    /// Everything journaled so far.
+    fn load(&self) -> JournalFuture<'_, Snapshot>;
+    /// Write one step atomically.
+    fn commit(&self, step: Step) -> JournalFuture<'_, ()>;
+}
+
+/// A journal in memory, for tests of the engine without a database.
+#[derive(Debug, Default)]
+pub struct MemoryJournal {
+    state: Mutex<MemoryState>,
+}
+
+#[derive(Debug, Default)]
+struct MemoryState {
+    snapshot: Snapshot,
+    events: Vec<NewEvent>,
+    run: Option<RunChange>,
+    usage: UsageDelta,
+    commits: usize,
+}
+
+impl MemoryJournal {
+    /// A journal for a run with these tasks, all pending.
+    pub fn new(tasks: &[&str]) -> Self {
+        let tasks = tasks
+            .iter()
+            .map(|name| TaskRecord { name: (*name).to_owned(), status: TaskStatus::Pending, output: None })
+            .collect();
+        let state = MemoryState { snapshot: Snapshot { tasks, ..Snapshot::default() }, ..MemoryState::default() };
+        Self { state: Mutex::new(state) }
+    }
+
+    fn with<T>(&self, f: impl FnOnce(&mut MemoryState) -> T) -> T {
+        let mut state = self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        f(&mut state)
+    }
+
+    pub fn snapshot(&self) -> Snapshot {
+        self.with(|s| s.snapshot.clone())
+    }
+
+    pub fn events(&self) -> Vec<NewEvent> {
+        self.with(|s| s.events.clone())
+    }
+
+    pub fn run(&self) -> Option<RunChange> {
+        self.with(|s| s.run.clone())
+    }
+
+    pub fn usage(&self) -> UsageDelta {
+        self.with(|s| s.usage)
+    }
+
+    pub fn commits(&self) -> usize {
+        self.with(|s| s.commits)
+    }
+}
+
+impl Journal for MemoryJournal {
+    fn load(&self) -> JournalFuture<'_, Snapshot> {
+        let snapshot = self.snapshot();
+        Box::pin(async move { Ok(snapshot) })
+    }
+
+    fn commit(&self, step: Step) -> JournalFuture<'_, ()> {
+        self.with(|state| state.apply(step));
+        Box::pin(async { Ok(()) })
+    }
+}
+
+impl MemoryState {
+    fn apply(&mut self, step: Step) {
+        self.commits += 1;
+        let snapshot = &mut self.snapshot;
+        snapshot.messages.extend(step.messages.into_iter().map(|m| MessageRecord {
+            conversation: m.conversation,
+            message: m.message,
+            compacts: m.compacts,
+        }));
+        snapshot.tool_calls.extend(step.tool_starts.into_iter().map(|s| ToolCallRecord {
+            id: s.id,
+            conversation: s.conversation,
+            tool: s.tool,
+            arguments: s.arguments,
+            outcome: None,
+        }));
+        for end in step.tool_ends {
+            if let Some(call) = snapshot.tool_calls.iter_mut().find(|c| c.id == end.id) {
+                call.outcome = Some(end.outcome);
+            }
+        }
+        for change in step.tasks {
+            let (name, status, output) = match change {
+                TaskChange::Started { task } => (task, TaskStatus::Running, None),
+                TaskChange::Completed { task, output } => (task, TaskStatus::Completed, Some(output)),
+                TaskChange::Failed { task, .. } => (task, TaskStatus::Failed, None),
+            };
+            if let Some(record) = snapshot.tasks.iter_mut().find(|t| t.name == name) {
+                record.status = status;
+                record.output = output.or(record.output.take());
+            }
+        }
+        if step.run.is_some() {
+            self.run = step.run;
+        }
+        self.usage.llm_calls += step.usage.llm_calls;
+        self.usage.prompt_tokens += step.usage.prompt_tokens;
+        self.usage.completion_tokens += step.usage.completion_tokens;
+        self.usage.tool_calls += step.usage.tool_calls;
+        self.events.extend(step.events);
+    }
+}

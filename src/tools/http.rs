@@ -1,0 +1,150 @@
+//! Outbound HTTP for tools: the guarded client every tool request uses (egress policy checked on
+//! the URL, on every redirect and on every resolved address), bounded response reading, and the
+//! HTTP tools a crew declares.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use reqwest::Method;
+use serde_json::Value;
+
+use super::egress::{guarded_client, EgressError, EgressPolicy};
+use super::{Tool, ToolFuture, ToolInfo, ToolResult};
+use crate::domain::crew::{HttpMethod, ToolSpec};
+
+/// The client and limits of outbound tool requests.
+#[derive(Debug, Clone)]
+pub struct Outbound {
+    client: reqwest::Client,
+    policy: Arc<EgressPolicy>,
+    /// Longest response text handed to the model.
+    pub max_response_bytes: usize,
+}
+
+impl Outbound {
+    pub fn new(policy: EgressPolicy, timeout: Duration, max_response_bytes: usize) -> Result<Self, EgressError> {
+        let policy = Arc::new(policy);
+        let client = guarded_client(policy.clone(), timeout)?;
+        Ok(Self { client, policy, max_response_bytes })
+    }
+}
+
+/// Send one request and return the response text (truncated), or an error observation.
+pub async fn fetch(
+    outbound: &Outbound,
+    method: Method,
+    url: &str,
+    body: Option<&Value>,
+    timeout: Option<Duration>,
+) -> ToolResult {
+    let url = reqwest::Url::parse(url).map_err(|e| format!("invalid URL '{url}': {e}"))?;
+    outbound.policy.check_url(&url).map_err(|e| e.to_string())?;
+    let mut request = outbound.client.request(method, url);
+    if let Some(body) = body {
+        request = request.json(body);
+    }
+    if let Some(timeout) = timeout {
+        request = request.timeout(timeout);
+    }
+    let response = request.send().await.map_err(describe)?;
+    let status = response.status();
+    let text = read_limited(response, outbound.max_response_bytes).await?;
+    if status.is_success() {
+        Ok(text)
+    } else {
+        Err(format!("HTTP {status}: {text}"))
+    }
+}
+
+/// Read at most `limit` bytes of the body, marking a cut.
+async fn read_limited(mut response: reqwest::Response, limit: usize) -> ToolResult {
+    let mut bytes = Vec::new();
+    let mut truncated = false;
+    while let Some(chunk) = response.chunk().await.map_err(describe)? {
+        let room = limit.saturating_sub(bytes.len());
+        bytes.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        if chunk.len() > room {
+            truncated = true;
+            break;
+        }
+    }
+    let mut text = String::from_utf8_lossy(&bytes).into_owned();
+    if truncated {
+        text.push_str("\n[response truncated]");
+    }
+    Ok(text)
+}
+
+/// A transport error as an observation: the error and its causes (which carry the egress guard's
+/// reason when a resolved address was blocked), without the URL.
+fn describe(error: reqwest::Error) -> String {
+    if error.is_timeout() {
+        return "the request timed out".to_owned();
+    }
+    let error = error.without_url();
+    let mut message = error.to_string();
+    let mut cause = std::error::Error::source(&error);
+    while let Some(inner) = cause {
+        message.push_str(": ");
+        message.push_str(&inner.to_string());
+        cause = inner.source();
+    }
+    message
+}
+
+/// A crew's HTTP tool: arguments go as query parameters (GET) or a JSON body (POST).
+pub struct HttpTool {
+    info: ToolInfo,
+    url: String,
+    method: HttpMethod,
+    timeout: Duration,
+    outbound: Arc<Outbound>,
+}
+
+impl HttpTool {
+    pub fn new(spec: &ToolSpec, outbound: Arc<Outbound>) -> Self {
+        let info = ToolInfo {
+            name: spec.name.clone(),
+            description: spec.description.clone(),
+            parameters: spec.parameters.clone(),
+            idempotent: spec.idempotent,
+        };
+        let timeout = Duration::from_millis(spec.http.timeout_ms);
+        Self { info, url: spec.http.url.clone(), method: spec.http.method, timeout, outbound }
+    }
+}
+
+impl Tool for HttpTool {
+    fn info(&self) -> &ToolInfo {
+        &self.info
+    }
+
+    fn call(&self, arguments: Value) -> ToolFuture<'_> {
+        Box::pin(async move {
+            match self.method {
+                HttpMethod::Post => {
+                    fetch(&self.outbound, Method::POST, &self.url, Some(&arguments), Some(self.timeout)).await
+                }
+                HttpMethod::Get => {
+                    let url = with_query(&self.url, &arguments)?;
+                    fetch(&self.outbound, Method::GET, &url, None, Some(self.timeout)).await
+                }
+            }
+        })
+    }
+}
+
+/// The URL with each argument as a query parameter (strings as they are, others as JSON).
+fn with_query(url: &str, arguments: &Value) -> Result<String, String> {
+    let mut url = reqwest::Url::parse(url).map_err(|e| format!("invalid tool URL: {e}"))?;
+    if let Some(fields) = arguments.as_object() {
+        let mut pairs = url.query_pairs_mut();
+        for (name, value) in fields {
+            match value {
+                Value::String(text) => pairs.append_pair(name, text),
+                other => pairs.append_pair(name, &other.to_string()),
+            };
+        }
+    }
+    Ok(url.to_string())
+}
