@@ -2,6 +2,8 @@
 //! and JSON schemas of their arguments), which specs are validated against and `GET /v1/tools`
 //! lists; their execution arrives with the engine.
 
+pub mod calculator;
+
 use serde::Serialize;
 use serde_json::{json, Value};
 use utoipa::ToSchema;
