@@ -8,6 +8,8 @@ pub mod http;
 use std::future::Future;
 use std::pin::Pin;
 
+pub mod calculator;
+
 use serde::Serialize;
 use serde_json::{json, Value};
 use utoipa::ToSchema;
