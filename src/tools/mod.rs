@@ -1,6 +1,9 @@
 //! Tools agents can call. This module owns the catalogue of built-in tools (names, descriptions
 //! and JSON schemas of their arguments), which specs are validated against and `GET /v1/tools`
-//! lists; their execution arrives with the engine.
+//! lists; their execution arrives with the engine. The egress guard for outbound tool requests
+//! lives in [`egress`].
+
+pub mod egress;
 
 use serde::Serialize;
 use serde_json::{json, Value};
