@@ -81,6 +81,9 @@ fn describe(error: reqwest::Error) -> String {
     if error.is_timeout() {
         return "the request timed out".to_owned();
     }
+    if let Some(blocked) = EgressError::find_in(&error) {
+        return blocked.to_string();
+    }
     let error = error.without_url();
     let mut message = error.to_string();
     let mut cause = std::error::Error::source(&error);

@@ -3,12 +3,12 @@
 //! declares, and the egress guard every outbound tool request goes through.
 
 pub mod builtin;
+pub mod calculator;
+pub mod egress;
 pub mod http;
 
 use std::future::Future;
 use std::pin::Pin;
-
-pub mod calculator;
 
 use serde::Serialize;
 use serde_json::{json, Value};
