@@ -1,9 +1,75 @@
 //! The engine: executes a crew's tasks with its agents. Per task, the agent loop calls the model,
 //! reads its reply (native tool calls or ReAct text), runs tools and feeds observations back until
-//! a final answer. Every step goes through a [`Journal`](journal::Journal), so a run can be rebuilt
-//! and continued after a crash; the engine itself never touches SQL or HTTP-server types.
+//! a final answer. Every step goes through a [`Journal`], so a run can be rebuilt and continued
+//! after a crash; the engine itself never touches SQL or HTTP-server types.
 
+pub mod agent;
+mod calls;
+pub mod crew;
 pub mod journal;
 pub mod prompts;
 pub mod react;
 pub mod repair;
+pub mod toolbox;
+
+#[cfg(test)]
+mod tests;
+
+use std::future::Future;
+
+use tokio_util::sync::CancellationToken;
+
+pub use crew::Engine;
+use journal::{Journal, JournalError, Snapshot, Step};
+use toolbox::RunTools;
+
+use crate::domain::ErrorKind;
+
+/// Why the engine stopped without an answer.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum EngineError {
+    /// The run was cancelled; in-flight calls were abandoned.
+    #[error("the run was cancelled")]
+    Cancelled,
+    /// The journal refused a write (lease lost) or failed.
+    #[error(transparent)]
+    Journal(#[from] JournalError),
+    /// The run failed (already journaled as `task.failed` / `run.failed`).
+    #[error("{message}")]
+    Failed { kind: ErrorKind, message: String },
+}
+
+impl EngineError {
+    pub fn failed(kind: ErrorKind, message: impl Into<String>) -> Self {
+        EngineError::Failed { kind, message: message.into() }
+    }
+}
+
+/// What every agent loop of one run shares.
+pub struct Context<'a> {
+    pub journal: &'a dyn Journal,
+    /// The journal as it was when the run (re)started.
+    pub snapshot: &'a Snapshot,
+    pub tools: &'a RunTools,
+    pub cancel: &'a CancellationToken,
+}
+
+impl Context<'_> {
+    /// Commit what is pending, if anything.
+    pub async fn commit(&self, pending: &mut Step) -> Result<(), EngineError> {
+        if pending.is_empty() {
+            return Ok(());
+        }
+        let step = std::mem::take(pending);
+        self.journal.commit(step).await.map_err(EngineError::Journal)
+    }
+
+    /// Await `future` unless the run is cancelled first (`None`).
+    pub async fn guarded<F: Future>(&self, future: F) -> Option<F::Output> {
+        tokio::select! {
+            biased;
+            () = self.cancel.cancelled() => None,
+            output = future => Some(output),
+        }
+    }
+}

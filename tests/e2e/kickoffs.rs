@@ -262,7 +262,7 @@ async fn twenty_concurrent_requests_with_one_key_make_one_run(pool: PgPool) {
         let run: Value = response.json().await.expect("json");
         (status, run["id"].as_str().map(str::to_owned))
     });
-    let results = futures::future::join_all(requests).await;
+    let results = futures_util::future::join_all(requests).await;
     let created = results.iter().filter(|(s, _)| *s == StatusCode::ACCEPTED).count();
     let replayed = results.iter().filter(|(s, _)| *s == StatusCode::OK).count();
     assert_eq!((created, replayed), (1, 19), "{results:?}");

@@ -1,0 +1,447 @@
+//! The agent loop of one task (CrewAI's `CrewAgentExecutor`): call the model, read the reply,
+//! run the tools it asks for, feed the observations back, until a final answer. Native function
+//! calling or ReAct text, with the run-time fallback from one to the other, parse-error feedback,
+//! `max_iter` with a forced final answer, context-window recovery and output-schema retries.
+//! Every step is journaled before the next external call, so a crash never repeats a completed
+//! LLM or tool call.
+
+use std::time::Instant;
+
+use serde_json::{json, Value};
+
+use super::calls::{PlannedCall, ToolRound};
+use super::journal::{NewMessage, Step};
+use super::prompts;
+use super::react::{self, ReactStep};
+use super::repair::parse_lenient;
+use super::{Context, EngineError};
+use crate::domain::schema::validate_instance;
+use crate::domain::{ErrorKind, EventType, TaskOutput};
+use crate::llm::{ChatMessage, ChatRequest, ChatResponse, LlmError, LlmErrorKind, ResolvedModel, Role};
+
+use super::toolbox::Toolbox;
+
+/// How the agent asks for tools.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Style {
+    Native,
+    React,
+}
+
+/// Attempts at a final answer that fits the task's output schema.
+const MAX_SCHEMA_RETRIES: u32 = 3;
+/// Characters of conversation summarised per summary call.
+const SUMMARY_CHUNK_CHARS: usize = 8_000;
+
+/// Everything one agent needs for one task.
+pub struct AgentTurn {
+    /// The journal key of the conversation (the task's name, or a delegation's key).
+    pub conversation: String,
+    pub task: String,
+    pub agent: String,
+    pub model: ResolvedModel,
+    pub temperature: Option<f64>,
+    pub max_tokens: Option<u32>,
+    pub toolbox: Toolbox,
+    pub style: Style,
+    pub max_iter: u32,
+    pub output_schema: Option<Value>,
+    /// Role, goal and backstory.
+    pub identity: String,
+    /// The task prompt (description, expected output, context).
+    pub task_prompt: String,
+}
+
+/// What the loop decided after a reply.
+pub(super) enum Flow {
+    Continue,
+    Finish(TaskOutput),
+}
+
+/// The state of one running agent loop.
+pub(super) struct AgentLoop<'a> {
+    pub(super) turn: &'a AgentTurn,
+    pub(super) ctx: &'a Context<'a>,
+    pub(super) messages: Vec<ChatMessage>,
+    pub(super) iterations: u32,
+    pub(super) style: Style,
+    schema_retries: u32,
+    compacted_last: bool,
+}
+
+impl AgentTurn {
+    /// Run the loop to a final answer. Journal writes go into `pending`, which is committed before
+    /// every external call; what remains in it on return is the caller's to commit.
+    pub async fn execute(&self, ctx: &Context<'_>, pending: &mut Step) -> Result<TaskOutput, EngineError> {
+        let mut agent = AgentLoop::start(self, ctx, pending);
+        if let Some(output) = agent.resume(pending).await? {
+            return Ok(output);
+        }
+        agent.run(pending).await
+    }
+
+    pub(super) fn event(&self, pending: &mut Step, event_type: EventType, data: Value) {
+        pending.event(event_type, Some(&self.task), Some(&self.agent), data);
+    }
+
+    pub(super) fn message(&self, message: ChatMessage) -> NewMessage {
+        NewMessage {
+            conversation: self.conversation.clone(),
+            agent: self.agent.clone(),
+            message,
+            compacts: false,
+        }
+    }
+
+    fn system_prompt(&self, style: Style) -> String {
+        match (style, self.toolbox.is_empty()) {
+            (Style::Native, _) => self.identity.clone(),
+            (Style::React, true) => format!("{}{}", self.identity, prompts::REACT_NO_TOOLS),
+            (Style::React, false) => {
+                format!("{}{}", self.identity, prompts::react_tools(&self.toolbox.definitions()))
+            }
+        }
+    }
+
+    fn user_prompt(&self, style: Style) -> String {
+        let schema = self.output_schema.as_ref().map(prompts::schema_instruction).unwrap_or_default();
+        let thought = if style == Style::React { "\n\nThought:" } else { "" };
+        format!("{}{schema}{thought}", self.task_prompt)
+    }
+}
+
+impl<'a> AgentLoop<'a> {
+    fn start(turn: &'a AgentTurn, ctx: &'a Context<'a>, pending: &mut Step) -> Self {
+        let mut messages = ctx.snapshot.conversation(&turn.conversation);
+        let fresh = messages.is_empty();
+        let style = if messages.iter().any(is_fallback_notice) { Style::React } else { turn.style };
+        if fresh {
+            messages = vec![
+                ChatMessage::system(turn.system_prompt(style)),
+                ChatMessage::user(turn.user_prompt(style)),
+            ];
+            pending.messages.extend(messages.iter().cloned().map(|m| turn.message(m)));
+        }
+        let iterations = ctx
+            .snapshot
+            .messages
+            .iter()
+            .filter(|m| m.conversation == turn.conversation && m.message.role == Role::Assistant)
+            .count() as u32;
+        Self { turn, ctx, messages, iterations, style, schema_retries: 0, compacted_last: false }
+    }
+
+    /// After a crash: finish what the last journaled reply started. `Some` if that ends the task.
+    async fn resume(&mut self, pending: &mut Step) -> Result<Option<TaskOutput>, EngineError> {
+        let Some(last) = self.messages.last().filter(|m| m.role == Role::Assistant).cloned() else {
+            return Ok(None);
+        };
+        match self.handle_reply(&last, pending, true).await? {
+            Flow::Finish(output) => Ok(Some(output)),
+            Flow::Continue => Ok(None),
+        }
+    }
+
+    async fn run(&mut self, pending: &mut Step) -> Result<TaskOutput, EngineError> {
+        loop {
+            if self.iterations >= self.turn.max_iter {
+                return self.forced_final_answer(pending).await;
+            }
+            let response = match self.call(pending, self.style == Style::Native).await {
+                Ok(response) => response,
+                Err(CallError::Stop(error)) => return Err(error),
+                Err(CallError::Llm(error)) => {
+                    self.recover(error, pending).await?;
+                    continue;
+                }
+            };
+            self.compacted_last = false;
+            let reply = self.record_reply(&response, pending);
+            if let Flow::Finish(output) = self.handle_reply(&reply, pending, false).await? {
+                return Ok(output);
+            }
+        }
+    }
+
+    /// Commit what is pending (with `llm.started`), then ask the model.
+    async fn call(&mut self, pending: &mut Step, with_tools: bool) -> Result<ChatResponse, CallError> {
+        let iteration = self.iterations + 1;
+        let data = json!({"model": self.model_label(), "iteration": iteration});
+        self.turn.event(pending, EventType::LlmStarted, data);
+        self.ctx.commit(pending).await?;
+        let request = self.request(with_tools);
+        let started = Instant::now();
+        let response = self.ctx.guarded(self.turn.model.client.chat(&request)).await;
+        let response = response.ok_or(EngineError::Cancelled)?.map_err(CallError::Llm)?;
+        let usage = response.usage;
+        pending.usage.llm_calls += 1;
+        pending.usage.prompt_tokens += usage.prompt_tokens as i64;
+        pending.usage.completion_tokens += usage.completion_tokens as i64;
+        let data = json!({"model": self.model_label(), "iteration": iteration,
+            "usage": {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens},
+            "duration_ms": started.elapsed().as_millis() as u64});
+        self.turn.event(pending, EventType::LlmFinished, data);
+        Ok(response)
+    }
+
+    fn request(&self, with_tools: bool) -> ChatRequest {
+        let react = self.style == Style::React;
+        ChatRequest {
+            model: self.turn.model.model.clone(),
+            messages: self.messages.clone(),
+            tools: if with_tools { self.turn.toolbox.definitions() } else { Vec::new() },
+            stop: if react { vec!["\nObservation:".to_owned()] } else { Vec::new() },
+            temperature: self.turn.temperature,
+            max_tokens: self.turn.max_tokens,
+        }
+    }
+
+    pub(super) fn model_label(&self) -> String {
+        format!("{}/{}", self.turn.model.provider, self.turn.model.model)
+    }
+
+    /// Turn a failed call into the next step, or a failure of the task.
+    async fn recover(&mut self, error: LlmError, pending: &mut Step) -> Result<(), EngineError> {
+        match error.kind {
+            LlmErrorKind::ToolsUnsupported if self.style == Style::Native => {
+                self.fall_back_to_react(&error, pending);
+                Ok(())
+            }
+            LlmErrorKind::ContextWindowExceeded if !self.compacted_last => self.compact(pending).await,
+            _ => Err(EngineError::failed(ErrorKind::LlmError, format!("LLM call failed: {}", error.message))),
+        }
+    }
+
+    fn fall_back_to_react(&mut self, error: &LlmError, pending: &mut Step) {
+        self.style = Style::React;
+        let notice = ChatMessage::user(prompts::fallback_to_react(&self.turn.toolbox.definitions()));
+        self.push(notice, pending);
+        let data = json!({"from": "native", "to": "react", "reason": error.message});
+        self.turn.event(pending, EventType::AgentFallback, data);
+    }
+
+    /// Append a message to the conversation and the journal.
+    pub(super) fn push(&mut self, message: ChatMessage, pending: &mut Step) {
+        pending.messages.push(self.turn.message(message.clone()));
+        self.messages.push(message);
+    }
+
+    /// Journal and remember the model's reply.
+    fn record_reply(&mut self, response: &ChatResponse, pending: &mut Step) -> ChatMessage {
+        self.iterations += 1;
+        let reply = ChatMessage {
+            role: Role::Assistant,
+            content: response.content.clone(),
+            tool_calls: if self.style == Style::Native { response.tool_calls.clone() } else { Vec::new() },
+            tool_call_id: None,
+        };
+        self.push(reply.clone(), pending);
+        reply
+    }
+
+    /// Act on a reply (a fresh one, or on resume the last journaled one).
+    async fn handle_reply(
+        &mut self,
+        reply: &ChatMessage,
+        pending: &mut Step,
+        resumed: bool,
+    ) -> Result<Flow, EngineError> {
+        let text = reply.content.clone().unwrap_or_default();
+        if !reply.tool_calls.is_empty() {
+            if !text.trim().is_empty() && !resumed {
+                self.turn.event(pending, EventType::AgentThought, json!({"text": text.trim()}));
+            }
+            let calls = reply.tool_calls.iter().map(PlannedCall::native).collect();
+            return self.tool_round(calls, pending, resumed).await;
+        }
+        match self.style {
+            Style::Native if text.trim().is_empty() => {
+                Ok(self.feedback(react::ParseError::Empty.to_string(), pending))
+            }
+            Style::Native => self.finish(text, pending),
+            Style::React => self.handle_react(&text, pending, resumed).await,
+        }
+    }
+
+    async fn handle_react(
+        &mut self,
+        text: &str,
+        pending: &mut Step,
+        resumed: bool,
+    ) -> Result<Flow, EngineError> {
+        match react::parse(text) {
+            Ok(ReactStep::Final { output, .. }) => self.finish(output, pending),
+            Ok(ReactStep::Action { thought, tool, input }) => {
+                if !thought.is_empty() && !resumed {
+                    self.turn.event(pending, EventType::AgentThought, json!({"text": thought}));
+                }
+                let id = format!("{}#react-{}", self.turn.conversation, self.iterations);
+                self.tool_round(vec![PlannedCall { id, name: tool, input }], pending, resumed).await
+            }
+            Err(error) => Ok(self.feedback(error.to_string(), pending)),
+        }
+    }
+
+    /// A reply that could not be used: say why, count the iteration, go on.
+    fn feedback(&mut self, error: String, pending: &mut Step) -> Flow {
+        self.turn.event(pending, EventType::AgentParseError, json!({"error": error}));
+        let guidance = match self.style {
+            Style::React => prompts::parse_error_feedback(&error, &self.turn.toolbox.definitions()),
+            Style::Native => error,
+        };
+        self.push(ChatMessage::user(guidance), pending);
+        Flow::Continue
+    }
+
+    async fn tool_round(
+        &mut self,
+        calls: Vec<PlannedCall>,
+        pending: &mut Step,
+        resumed: bool,
+    ) -> Result<Flow, EngineError> {
+        let round = ToolRound { agent: self, resumed };
+        match round.run(calls, pending).await? {
+            Some(answer) => self.finish_raw(answer, pending),
+            None => Ok(Flow::Continue),
+        }
+    }
+
+    /// A final answer: check it against the output schema, then announce it.
+    fn finish(&mut self, output: String, pending: &mut Step) -> Result<Flow, EngineError> {
+        let Some(schema) = &self.turn.output_schema else { return self.finish_raw(output, pending) };
+        let parsed = parse_lenient(&output);
+        let errors = match &parsed {
+            Some(value) => validate_instance(schema, value),
+            None => vec!["the answer is not JSON".to_owned()],
+        };
+        if errors.is_empty() {
+            let json = parsed.unwrap_or(Value::Null);
+            let raw = json.to_string();
+            self.turn.event(pending, EventType::AgentFinalAnswer, json!({"output": raw}));
+            return Ok(Flow::Finish(TaskOutput { raw, json: Some(json) }));
+        }
+        self.schema_retries += 1;
+        if self.schema_retries > MAX_SCHEMA_RETRIES {
+            let message = format!("the final answer does not match the output schema: {}", errors.join("; "));
+            return Err(EngineError::failed(ErrorKind::LlmError, message));
+        }
+        Ok(self.feedback(prompts::schema_feedback(&errors), pending))
+    }
+
+    fn finish_raw(&mut self, output: String, pending: &mut Step) -> Result<Flow, EngineError> {
+        self.turn.event(pending, EventType::AgentFinalAnswer, json!({"output": output}));
+        Ok(Flow::Finish(TaskOutput { raw: output, json: None }))
+    }
+
+    /// `max_iter` reached: one more call, without tools, for the final answer.
+    async fn forced_final_answer(&mut self, pending: &mut Step) -> Result<TaskOutput, EngineError> {
+        self.turn.event(pending, EventType::AgentMaxIter, json!({"max_iter": self.turn.max_iter}));
+        self.push(ChatMessage::user(prompts::FORCE_FINAL_ANSWER), pending);
+        let response = match self.call(pending, false).await {
+            Ok(response) => response,
+            Err(CallError::Stop(error)) => return Err(error),
+            Err(CallError::Llm(error)) => {
+                let message = format!("the forced final answer after max_iter failed: {}", error.message);
+                return Err(EngineError::failed(ErrorKind::LlmError, message));
+            }
+        };
+        let mut reply = self.record_reply(&response, pending);
+        reply.tool_calls.clear();
+        let text = reply.content.unwrap_or_default();
+        let output = match react::parse(&text) {
+            Ok(ReactStep::Final { output, .. }) => output,
+            _ => text.trim().to_owned(),
+        };
+        if output.is_empty() {
+            return Err(EngineError::failed(ErrorKind::MaxIter, "the forced final answer was empty"));
+        }
+        let output = match self.turn.output_schema.is_some() {
+            true => parse_lenient(&output).map_or(output, |v| v.to_string()),
+            false => output,
+        };
+        match self.finish_raw(output, pending)? {
+            Flow::Finish(output) => Ok(output),
+            Flow::Continue => Err(EngineError::failed(ErrorKind::MaxIter, "no final answer after max_iter")),
+        }
+    }
+
+    /// The context window overflowed: replace the conversation by a summary and go on.
+    async fn compact(&mut self, pending: &mut Step) -> Result<(), EngineError> {
+        let system = self.messages.first().filter(|m| m.role == Role::System).cloned();
+        let body: Vec<String> = self
+            .messages
+            .iter()
+            .skip(usize::from(system.is_some()))
+            .map(|m| format!("{}: {}", m.role.as_str(), m.content.clone().unwrap_or_default()))
+            .collect();
+        let mut summaries = Vec::new();
+        for chunk in chunks(&body, SUMMARY_CHUNK_CHARS) {
+            summaries.push(self.summarize(&chunk, pending).await?);
+        }
+        let summary = ChatMessage::user(prompts::summary(&summaries.join("\n\n")));
+        pending.messages.push(NewMessage { compacts: true, ..self.turn.message(summary.clone()) });
+        self.messages = system.into_iter().chain([summary]).collect();
+        self.compacted_last = true;
+        Ok(())
+    }
+
+    async fn summarize(&mut self, text: &str, pending: &mut Step) -> Result<String, EngineError> {
+        let request = ChatRequest {
+            model: self.turn.model.model.clone(),
+            messages: vec![
+                ChatMessage::system(prompts::SUMMARIZER_SYSTEM),
+                ChatMessage::user(prompts::summarize(text)),
+            ],
+            ..ChatRequest::default()
+        };
+        self.ctx.commit(pending).await?;
+        let response = match self.ctx.guarded(self.turn.model.client.chat(&request)).await {
+            None => return Err(EngineError::Cancelled),
+            Some(Err(error)) => {
+                return Err(EngineError::failed(
+                    ErrorKind::LlmError,
+                    format!("summarising failed: {}", error.message),
+                ))
+            }
+            Some(Ok(response)) => response,
+        };
+        pending.usage.llm_calls += 1;
+        pending.usage.prompt_tokens += response.usage.prompt_tokens as i64;
+        pending.usage.completion_tokens += response.usage.completion_tokens as i64;
+        Ok(response.content.unwrap_or_default())
+    }
+}
+
+/// Why a model call produced no response.
+enum CallError {
+    /// The model failed: the loop may recover.
+    Llm(LlmError),
+    /// The run must stop (cancelled, lease lost, journal down).
+    Stop(EngineError),
+}
+
+impl From<EngineError> for CallError {
+    fn from(error: EngineError) -> Self {
+        CallError::Stop(error)
+    }
+}
+
+fn is_fallback_notice(message: &ChatMessage) -> bool {
+    message.role == Role::User
+        && message.content.as_deref().is_some_and(|c| c.starts_with(prompts::FALLBACK_NOTICE))
+}
+
+/// Group lines into chunks of at most about `limit` characters.
+fn chunks(lines: &[String], limit: usize) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for line in lines {
+        match out.last_mut() {
+            Some(chunk) if chunk.len() + line.len() < limit => {
+                chunk.push('\n');
+                chunk.push_str(line);
+            }
+            _ => out.push(line.chars().take(limit * 2).collect()),
+        }
+    }
+    out
+}

@@ -1,0 +1,237 @@
+//! One round of tool calls asked for by one reply: check each call, journal the starts, run them
+//! (concurrently when CrewAI's rule allows), journal the ends and the observations. On resume, a
+//! call the crash interrupted is run again only if its tool is idempotent.
+
+use std::time::Instant;
+
+use futures_util::future::join_all;
+use serde_json::{json, Value};
+
+use super::agent::{AgentLoop, Style};
+use super::journal::{Step, ToolCallEnd, ToolCallOutcome, ToolCallStart};
+use super::prompts;
+use super::react::ActionInput;
+use super::toolbox::{Prepared, ToolEntry};
+use super::EngineError;
+use crate::domain::EventType;
+use crate::llm::{ChatMessage, ToolCallRequest};
+
+/// A tool call as the model asked for it.
+pub struct PlannedCall {
+    pub id: String,
+    pub name: String,
+    pub input: ActionInput,
+}
+
+impl PlannedCall {
+    pub fn native(call: &ToolCallRequest) -> Self {
+        Self {
+            id: call.id.clone(),
+            name: call.name.clone(),
+            input: ActionInput::from_native(&call.arguments),
+        }
+    }
+}
+
+/// What to do with one call.
+enum Action {
+    /// Journaled and answered already (seen on resume).
+    Done,
+    /// Run the tool (`fresh`: journal its start first).
+    Execute { entry: ToolEntry, arguments: Value, fresh: bool },
+    /// Answer without running anything.
+    Answer { arguments: Value, outcome: ToolCallOutcome, fresh: bool },
+    /// Not run: another call of the batch must run alone.
+    Skip,
+}
+
+struct Call {
+    planned: PlannedCall,
+    tool: String,
+    action: Action,
+}
+
+/// One round of calls of an agent loop.
+pub(super) struct ToolRound<'l, 'a> {
+    pub agent: &'l mut AgentLoop<'a>,
+    pub resumed: bool,
+}
+
+impl ToolRound<'_, '_> {
+    /// Run the round; `Some(result)` when a `result_as_answer` tool ends the task.
+    pub async fn run(
+        mut self,
+        planned: Vec<PlannedCall>,
+        pending: &mut Step,
+    ) -> Result<Option<String>, EngineError> {
+        let mut calls: Vec<Call> = planned.into_iter().map(|p| self.plan(p)).collect();
+        restrict_batch(&mut calls);
+        self.journal_starts(&calls, pending);
+        self.agent.ctx.commit(pending).await?;
+        let outcomes = self.execute(&calls).await?;
+        let mut answer = None;
+        for (call, outcome) in calls.iter().zip(outcomes) {
+            if let Some(result) = self.conclude(call, outcome, pending) {
+                answer = answer.or(Some(result));
+            }
+        }
+        if answer.is_none() && self.agent.style == Style::Native {
+            self.agent.push(ChatMessage::user(prompts::REFLECT_ON_RESULTS), pending);
+        }
+        Ok(answer)
+    }
+
+    fn plan(&self, planned: PlannedCall) -> Call {
+        let ctx = self.agent.ctx;
+        let toolbox = &self.agent.turn.toolbox;
+        let recorded = self.resumed.then(|| ctx.snapshot.tool_call(&planned.id)).flatten();
+        let (tool, action) = match recorded {
+            Some(record) if record.outcome.is_some() => (record.tool.clone(), Action::Done),
+            Some(record) => (
+                record.tool.clone(),
+                interrupted(toolbox.find(&record.tool), &record.tool, &record.arguments),
+            ),
+            None => match toolbox.prepare(&planned.name, planned.input.clone(), ctx.tools) {
+                Prepared::Run { entry, arguments } => {
+                    (entry.name().to_owned(), Action::Execute { entry, arguments, fresh: true })
+                }
+                Prepared::Cached { entry, arguments, result } => {
+                    let outcome = ToolCallOutcome::Succeeded { result, cached: true };
+                    (entry.name().to_owned(), Action::Answer { arguments, outcome, fresh: true })
+                }
+                Prepared::Refused { arguments, error } => {
+                    let outcome = ToolCallOutcome::Failed { error };
+                    (planned.name.clone(), Action::Answer { arguments, outcome, fresh: true })
+                }
+            },
+        };
+        Call { planned, tool, action }
+    }
+
+    fn journal_starts(&self, calls: &[Call], pending: &mut Step) {
+        let turn = self.agent.turn;
+        for call in calls {
+            let arguments = match &call.action {
+                Action::Execute { arguments, fresh: true, .. }
+                | Action::Answer { arguments, fresh: true, .. } => arguments,
+                _ => continue,
+            };
+            pending.tool_starts.push(ToolCallStart {
+                id: call.planned.id.clone(),
+                conversation: turn.conversation.clone(),
+                agent: turn.agent.clone(),
+                tool: call.tool.clone(),
+                arguments: arguments.clone(),
+            });
+            pending.usage.tool_calls += 1;
+            let data = json!({"tool_call_id": call.planned.id, "tool": call.tool, "arguments": arguments});
+            turn.event(pending, EventType::ToolStarted, data);
+        }
+    }
+
+    /// Run every call that needs running, concurrently; `None` outcomes for the others.
+    async fn execute(&self, calls: &[Call]) -> Result<Vec<Option<(ToolCallOutcome, u64)>>, EngineError> {
+        let runs = calls.iter().map(|call| async move {
+            let Action::Execute { entry, arguments, .. } = &call.action else { return None };
+            let started = Instant::now();
+            let outcome = match entry.tool.call(arguments.clone()).await {
+                Ok(result) => ToolCallOutcome::Succeeded { result, cached: false },
+                Err(error) => ToolCallOutcome::Failed { error },
+            };
+            Some((outcome, started.elapsed().as_millis() as u64))
+        });
+        self.agent.ctx.guarded(join_all(runs)).await.ok_or(EngineError::Cancelled)
+    }
+
+    /// Journal how a call ended and tell the model. Returns the result of a successful
+    /// `result_as_answer` call.
+    fn conclude(
+        &mut self,
+        call: &Call,
+        executed: Option<(ToolCallOutcome, u64)>,
+        pending: &mut Step,
+    ) -> Option<String> {
+        let (outcome, duration_ms, arguments, entry) = match (&call.action, executed) {
+            (Action::Done, _) => return None,
+            (Action::Skip, _) => {
+                let note =
+                    "Not executed: this tool must run alone. Call it again on its own if it is still needed.";
+                self.observe(call, note, pending);
+                return None;
+            }
+            (Action::Execute { entry, arguments, .. }, Some((outcome, ms))) => {
+                (outcome, ms, arguments, Some(entry))
+            }
+            (Action::Answer { arguments, outcome, .. }, _) => (outcome.clone(), 0, arguments, None),
+            (Action::Execute { .. }, None) => return None,
+        };
+        let turn = self.agent.turn;
+        let id = &call.planned.id;
+        let (observation, answer) = match &outcome {
+            ToolCallOutcome::Succeeded { result, cached } => {
+                if !cached {
+                    self.agent.ctx.tools.record(&call.tool, arguments, result);
+                }
+                let data = json!({"tool_call_id": id, "tool": call.tool, "observation": result,
+                                  "cached": cached, "duration_ms": duration_ms});
+                turn.event(pending, EventType::ToolFinished, data);
+                let answer = entry.is_some_and(|e| e.result_as_answer).then(|| result.clone());
+                (result.clone(), answer)
+            }
+            ToolCallOutcome::Failed { error } => {
+                turn.event(
+                    pending,
+                    EventType::ToolFailed,
+                    json!({"tool_call_id": id, "tool": call.tool, "error": error}),
+                );
+                (format!("Error: {error}"), None)
+            }
+        };
+        pending.tool_ends.push(ToolCallEnd { id: id.clone(), outcome });
+        self.observe(call, &observation, pending);
+        answer
+    }
+
+    /// Append the observation of a call to the conversation.
+    fn observe(&mut self, call: &Call, observation: &str, pending: &mut Step) {
+        let message = match self.agent.style {
+            Style::Native => ChatMessage::tool(call.planned.id.clone(), observation),
+            Style::React => ChatMessage::user(prompts::observation(observation)),
+        };
+        self.agent.push(message, pending);
+    }
+}
+
+/// A call the crash left running: run it again if that is safe, else fail it.
+fn interrupted(entry: Option<&ToolEntry>, tool: &str, arguments: &Value) -> Action {
+    match entry {
+        Some(entry) if entry.tool.info().idempotent => {
+            Action::Execute { entry: entry.clone(), arguments: arguments.clone(), fresh: false }
+        }
+        _ => {
+            let error = format!(
+                "The call to '{tool}' was interrupted by a service restart and was not repeated because the tool \
+                 is not idempotent; whether it took effect is unknown."
+            );
+            Action::Answer {
+                arguments: arguments.clone(),
+                outcome: ToolCallOutcome::Failed { error },
+                fresh: false,
+            }
+        }
+    }
+}
+
+/// CrewAI's rule: several calls run together only if none of them must run alone; otherwise only
+/// the first runs.
+fn restrict_batch(calls: &mut [Call]) {
+    let alone =
+        calls.iter().any(|c| matches!(&c.action, Action::Execute { entry, .. } if entry.runs_alone()));
+    if calls.len() > 1 && alone {
+        for call in calls.iter_mut().skip(1) {
+            if !matches!(call.action, Action::Done) {
+                call.action = Action::Skip;
+            }
+        }
+    }
+}

@@ -1,0 +1,593 @@
+//! The engine against a scripted model and an in-memory journal: no network, no database.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{json, Map, Value};
+use tokio_util::sync::CancellationToken;
+
+use super::journal::{MemoryJournal, RunChange, Step, ToolCallOutcome, ToolCallStart};
+use super::{Engine, EngineError};
+use crate::domain::{CrewSpec, ErrorKind, EventType};
+use crate::llm::{
+    ChatMessage, ChatRequest, ChatResponse, LlmClient, LlmError, LlmErrorKind, LlmFuture, LlmRegistry, Role,
+    TokenUsage, ToolCallRequest,
+};
+use crate::tools::egress::EgressPolicy;
+use crate::tools::http::Outbound;
+use crate::tools::{Tool, ToolFuture, ToolInfo};
+
+type Reply = Result<ChatResponse, LlmError>;
+
+/// A model that answers from a script and remembers every request.
+#[derive(Default)]
+struct ScriptedLlm {
+    replies: Mutex<VecDeque<Reply>>,
+    requests: Mutex<Vec<ChatRequest>>,
+    hang: bool,
+}
+
+impl ScriptedLlm {
+    fn new(replies: Vec<Reply>) -> Arc<Self> {
+        Arc::new(Self { replies: Mutex::new(replies.into()), ..Self::default() })
+    }
+
+    fn requests(&self) -> Vec<ChatRequest> {
+        self.requests.lock().expect("lock").clone()
+    }
+}
+
+impl LlmClient for ScriptedLlm {
+    fn chat<'a>(&'a self, request: &'a ChatRequest) -> LlmFuture<'a> {
+        self.requests.lock().expect("lock").push(request.clone());
+        let reply = self.replies.lock().expect("lock").pop_front();
+        let hang = self.hang;
+        Box::pin(async move {
+            if hang {
+                std::future::pending::<()>().await;
+            }
+            reply.unwrap_or_else(|| Err(LlmError::new(LlmErrorKind::Other, "script exhausted")))
+        })
+    }
+}
+
+fn text(content: &str) -> Reply {
+    Ok(ChatResponse {
+        content: Some(content.to_owned()),
+        tool_calls: Vec::new(),
+        finish_reason: Some("stop".into()),
+        usage: TokenUsage { prompt_tokens: 10, completion_tokens: 5 },
+    })
+}
+
+fn calls(calls: &[(&str, &str, Value)]) -> Reply {
+    let tool_calls = calls
+        .iter()
+        .map(|(id, name, args)| ToolCallRequest {
+            id: (*id).into(),
+            name: (*name).into(),
+            arguments: args.to_string(),
+        })
+        .collect();
+    Ok(ChatResponse {
+        content: None,
+        tool_calls,
+        finish_reason: Some("tool_calls".into()),
+        usage: TokenUsage::default(),
+    })
+}
+
+fn failure(kind: LlmErrorKind, message: &str) -> Reply {
+    Err(LlmError::new(kind, message))
+}
+
+/// A tool that echoes its `text` argument, counts calls, and can wait at a barrier.
+struct Echo {
+    info: ToolInfo,
+    calls: AtomicUsize,
+    barrier: Option<Arc<tokio::sync::Barrier>>,
+}
+
+fn echo(name: &str, idempotent: bool) -> Arc<Echo> {
+    Arc::new(Echo {
+        info: ToolInfo {
+            name: name.into(),
+            description: format!("{name} echoes"),
+            parameters: json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}),
+            idempotent,
+        },
+        calls: AtomicUsize::new(0),
+        barrier: None,
+    })
+}
+
+impl Tool for Echo {
+    fn info(&self) -> &ToolInfo {
+        &self.info
+    }
+
+    fn call(&self, arguments: Value) -> ToolFuture<'_> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        Box::pin(async move {
+            if let Some(barrier) = &self.barrier {
+                tokio::time::timeout(Duration::from_secs(5), barrier.wait())
+                    .await
+                    .map_err(|_| "the other call never ran alongside".to_owned())?;
+            }
+            Ok(format!("echo: {}", arguments["text"].as_str().unwrap_or_default()))
+        })
+    }
+}
+
+fn engine(llm: Arc<ScriptedLlm>, native: bool, tools: Vec<Arc<dyn Tool>>) -> Engine {
+    let registry = LlmRegistry::new("openai/test-model").with_client("openai", llm, native);
+    let outbound = Outbound::new(EgressPolicy::default(), Duration::from_secs(5), 10_000).expect("outbound");
+    Engine::new(registry, Arc::new(outbound)).with_tools(tools)
+}
+
+fn crew(tools: Value, tool_calling: &str, extra: Value) -> CrewSpec {
+    let mut spec = json!({
+        "name": "c",
+        "agents": [{"name": "a", "role": "Analyst of {topic}", "goal": "Answer", "backstory": "Precise.",
+                    "tools": tools, "tool_calling": tool_calling, "max_iter": 5}],
+        "tasks": [{"name": "t", "description": "Study {topic}", "expected_output": "A sentence", "agent": "a"}]
+    });
+    merge(&mut spec, extra);
+    CrewSpec::from_json(spec).expect("crew")
+}
+
+fn merge(target: &mut Value, extra: Value) {
+    match (target, extra) {
+        (Value::Object(target), Value::Object(extra)) => {
+            for (key, value) in extra {
+                merge(target.entry(key).or_insert(Value::Null), value);
+            }
+        }
+        (Value::Array(target), Value::Array(extra)) => {
+            for (i, value) in extra.into_iter().enumerate() {
+                match target.get_mut(i) {
+                    Some(slot) => merge(slot, value),
+                    None => target.push(value),
+                }
+            }
+        }
+        (slot, value) => *slot = value,
+    }
+}
+
+fn inputs() -> Map<String, Value> {
+    json!({"topic": "tides"}).as_object().cloned().expect("object")
+}
+
+async fn run(engine: &Engine, crew: &CrewSpec, journal: &MemoryJournal) -> Result<String, EngineError> {
+    engine.run(crew, &inputs(), journal, &CancellationToken::new()).await.map(|o| o.raw)
+}
+
+fn event_types(journal: &MemoryJournal) -> Vec<&'static str> {
+    journal.events().iter().map(|e| e.event_type.as_str()).collect()
+}
+
+fn roles(journal: &MemoryJournal) -> Vec<Role> {
+    journal.snapshot().messages.iter().map(|m| m.message.role).collect()
+}
+
+#[tokio::test]
+async fn native_tool_call_then_final_answer() {
+    let llm = ScriptedLlm::new(vec![
+        calls(&[("c1", "calculator", json!({"expression": "2*(3+4)"}))]),
+        text("The answer is 14."),
+    ]);
+    let engine = engine(llm.clone(), true, vec![]);
+    let crew = crew(json!(["calculator"]), "auto", json!({}));
+    let journal = MemoryJournal::new(&["t"]);
+    assert_eq!(run(&engine, &crew, &journal).await.expect("run"), "The answer is 14.");
+
+    assert_eq!(
+        event_types(&journal),
+        [
+            "task.started",
+            "llm.started",
+            "llm.finished",
+            "tool.started",
+            "tool.finished",
+            "llm.started",
+            "llm.finished",
+            "agent.final_answer",
+            "task.completed",
+            "run.completed"
+        ]
+    );
+    use Role::*;
+    assert_eq!(roles(&journal), [System, User, Assistant, Tool, User, Assistant]);
+    let snapshot = journal.snapshot();
+    assert_eq!(snapshot.messages[3].message.content.as_deref(), Some("14"));
+    assert!(snapshot.messages[0].message.content.as_deref().is_some_and(|s| s.contains("Analyst of tides")));
+    assert!(snapshot.messages[1].message.content.as_deref().is_some_and(|s| s.contains("Study tides")));
+    assert_eq!(
+        snapshot.tool_calls[0].outcome,
+        Some(ToolCallOutcome::Succeeded { result: "14".into(), cached: false })
+    );
+    let requests = llm.requests();
+    assert_eq!(requests[0].tools.len(), 1);
+    assert!(requests[0].stop.is_empty());
+    assert_eq!(requests[1].messages.len(), 5, "the tool result and the reflection prompt were sent");
+    let usage = journal.usage();
+    assert_eq!((usage.llm_calls, usage.prompt_tokens, usage.tool_calls), (2, 10, 1));
+    assert!(matches!(journal.run(), Some(RunChange::Completed { .. })));
+    // One commit before each LLM call, one after the tool call's start, one at the end.
+    assert_eq!(journal.commits(), 4);
+}
+
+#[tokio::test]
+async fn parallel_native_calls_run_concurrently() {
+    let barrier = Arc::new(tokio::sync::Barrier::new(2));
+    let tool =
+        Arc::new(Echo { barrier: Some(barrier), ..Arc::into_inner(echo("echo", true)).expect("fresh") });
+    let llm = ScriptedLlm::new(vec![
+        calls(&[("c1", "echo", json!({"text": "a"})), ("c2", "echo", json!({"text": "b"}))]),
+        text("done"),
+    ]);
+    let engine = engine(llm, true, vec![tool.clone()]);
+    let journal = MemoryJournal::new(&["t"]);
+    run(&engine, &crew(json!(["echo"]), "native", json!({})), &journal).await.expect("run");
+    let results: Vec<_> = journal.snapshot().tool_calls.into_iter().map(|c| c.outcome).collect();
+    assert_eq!(
+        results,
+        [
+            Some(ToolCallOutcome::Succeeded { result: "echo: a".into(), cached: false }),
+            Some(ToolCallOutcome::Succeeded { result: "echo: b".into(), cached: false })
+        ]
+    );
+}
+
+/// Serve `body` on `POST /lookup`; returns the URL and a counter of requests.
+async fn lookup_server(body: &'static str) -> (String, Arc<AtomicUsize>) {
+    let hits = Arc::new(AtomicUsize::new(0));
+    let counter = hits.clone();
+    let app = axum::Router::new().route(
+        "/lookup",
+        axum::routing::post(move |axum::Json(args): axum::Json<Value>| {
+            let counter = counter.clone();
+            async move {
+                counter.fetch_add(1, Ordering::SeqCst);
+                format!("{body} ({})", args["order_id"].as_str().unwrap_or_default())
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(async move { axum::serve(listener, app).await.expect("serve") });
+    (format!("http://{addr}/lookup"), hits)
+}
+
+fn lookup_tool(url: &str, options: Value) -> Value {
+    let mut tool = json!({"name": "lookup_order", "description": "Look up an order",
+        "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}}, "required": ["order_id"]},
+        "http": {"url": url}});
+    merge(&mut tool, options);
+    tool
+}
+
+fn local_engine(llm: Arc<ScriptedLlm>) -> Engine {
+    let registry = LlmRegistry::new("openai/test-model").with_client("openai", llm, true);
+    let policy = EgressPolicy::parse("127.0.0.1/32").expect("policy");
+    let outbound = Outbound::new(policy, Duration::from_secs(5), 10_000).expect("outbound");
+    Engine::new(registry, Arc::new(outbound))
+}
+
+#[tokio::test]
+async fn result_as_answer_runs_alone_and_ends_the_task() {
+    let (url, hits) = lookup_server("shipped").await;
+    let llm = ScriptedLlm::new(vec![calls(&[
+        ("c1", "lookup_order", json!({"order_id": "42"})),
+        ("c2", "calculator", json!({"expression": "1+1"})),
+    ])]);
+    let engine = local_engine(llm.clone());
+    let tools = json!([lookup_tool(&url, json!({"result_as_answer": true}))]);
+    let crew = crew(json!(["lookup_order", "calculator"]), "native", json!({"tools": tools}));
+    let journal = MemoryJournal::new(&["t"]);
+    assert_eq!(run(&engine, &crew, &journal).await.expect("run"), "shipped (42)");
+    assert_eq!((hits.load(Ordering::SeqCst), llm.requests().len()), (1, 1), "no LLM call after the answer");
+    let snapshot = journal.snapshot();
+    assert_eq!(snapshot.tool_calls.len(), 1, "only the first call ran");
+    let skipped = snapshot
+        .messages
+        .iter()
+        .find(|m| m.message.tool_call_id.as_deref() == Some("c2"))
+        .expect("c2 answered");
+    assert!(skipped.message.content.as_deref().is_some_and(|c| c.starts_with("Not executed")));
+}
+
+#[tokio::test]
+async fn usage_caps_refuse_further_calls() {
+    let (url, hits) = lookup_server("found").await;
+    let llm = ScriptedLlm::new(vec![
+        calls(&[("c1", "lookup_order", json!({"order_id": "1"}))]),
+        calls(&[("c2", "lookup_order", json!({"order_id": "2"}))]),
+        text("done"),
+    ]);
+    let engine = local_engine(llm);
+    let tools = json!([lookup_tool(&url, json!({"max_usage_count": 1}))]);
+    let crew = crew(json!(["lookup_order"]), "native", json!({"tools": tools}));
+    let journal = MemoryJournal::new(&["t"]);
+    run(&engine, &crew, &journal).await.expect("run");
+    assert_eq!(hits.load(Ordering::SeqCst), 1);
+    let outcome = journal.snapshot().tool_calls[1].outcome.clone();
+    assert!(
+        matches!(outcome, Some(ToolCallOutcome::Failed { ref error }) if error.contains("usage limit of 1")),
+        "{outcome:?}"
+    );
+}
+
+#[tokio::test]
+async fn outbound_requests_to_private_addresses_are_blocked() {
+    let (url, hits) = lookup_server("secret").await;
+    let llm =
+        ScriptedLlm::new(vec![calls(&[("c1", "lookup_order", json!({"order_id": "1"}))]), text("done")]);
+    let engine = engine(llm, true, vec![]);
+    let crew = crew(json!(["lookup_order"]), "native", json!({"tools": [lookup_tool(&url, json!({}))]}));
+    let journal = MemoryJournal::new(&["t"]);
+    run(&engine, &crew, &journal).await.expect("run");
+    assert_eq!(hits.load(Ordering::SeqCst), 0);
+    let outcome = journal.snapshot().tool_calls[0].outcome.clone();
+    assert!(
+        matches!(outcome, Some(ToolCallOutcome::Failed { ref error }) if error.contains("blocked")),
+        "{outcome:?}"
+    );
+}
+
+#[tokio::test]
+async fn react_with_damaged_text_and_parse_error_recovery() {
+    let llm = ScriptedLlm::new(vec![
+        text("I should compute this."),
+        text("**Thought:** use the tool\n**Action:** Calculator\n**Action Input:** {\"expression\": \"6*7\""),
+        text("Thought: I now know the final answer\nFinal Answer: 42"),
+    ]);
+    let engine = engine(llm.clone(), false, vec![]);
+    let journal = MemoryJournal::new(&["t"]);
+    assert_eq!(
+        run(&engine, &crew(json!(["calculator"]), "auto", json!({})), &journal).await.expect("run"),
+        "42"
+    );
+    let types = event_types(&journal);
+    assert!(types.contains(&"agent.parse_error") && types.contains(&"agent.thought"), "{types:?}");
+    let requests = llm.requests();
+    assert!(requests.iter().all(|r| r.tools.is_empty() && r.stop == ["\nObservation:"]));
+    assert!(requests[0].messages[0].content.as_deref().is_some_and(|s| s.contains("Action Input:")));
+    let last = requests[2].messages.last().and_then(|m| m.content.clone()).unwrap_or_default();
+    assert_eq!(last, "Observation: 42");
+    assert!(requests[1]
+        .messages
+        .last()
+        .and_then(|m| m.content.clone())
+        .is_some_and(|c| c.contains("Invalid Format")));
+}
+
+#[tokio::test]
+async fn native_tools_rejected_falls_back_to_react() {
+    let llm = ScriptedLlm::new(vec![
+        failure(LlmErrorKind::ToolsUnsupported, "this model does not support tools"),
+        text("Thought: t\nAction: calculator\nAction Input: {\"expression\": \"1+2\"}"),
+        text("Final Answer: 3"),
+    ]);
+    let engine = engine(llm.clone(), true, vec![]);
+    let journal = MemoryJournal::new(&["t"]);
+    assert_eq!(
+        run(&engine, &crew(json!(["calculator"]), "auto", json!({})), &journal).await.expect("run"),
+        "3"
+    );
+    let fallback =
+        journal.events().into_iter().find(|e| e.event_type == EventType::AgentFallback).expect("fallback");
+    assert_eq!(
+        (fallback.data["from"].as_str(), fallback.data["to"].as_str()),
+        (Some("native"), Some("react"))
+    );
+    let requests = llm.requests();
+    assert_eq!(requests[0].tools.len(), 1);
+    assert!(requests[1].tools.is_empty() && requests[1].stop == ["\nObservation:"]);
+}
+
+#[tokio::test]
+async fn max_iter_forces_a_final_answer_without_tools() {
+    let call = || calls(&[("c", "calculator", json!({"expression": "1"}))]);
+    let mut replies: Vec<Reply> = (0..2).map(|_| call()).collect();
+    replies.push(text("Best answer: 1"));
+    let llm = ScriptedLlm::new(replies);
+    let engine = engine(llm.clone(), true, vec![]);
+    let crew = crew(json!(["calculator"]), "native", json!({"agents": [{"max_iter": 2}]}));
+    let journal = MemoryJournal::new(&["t"]);
+    assert_eq!(run(&engine, &crew, &journal).await.expect("run"), "Best answer: 1");
+    assert!(event_types(&journal).contains(&"agent.max_iter"));
+    let last = llm.requests().pop().expect("request");
+    assert!(last.tools.is_empty());
+    assert!(last
+        .messages
+        .last()
+        .and_then(|m| m.content.clone())
+        .is_some_and(|c| c.contains("MUST give your absolute best")));
+}
+
+#[tokio::test]
+async fn context_overflow_summarises_and_retries() {
+    let llm = ScriptedLlm::new(vec![
+        failure(LlmErrorKind::ContextWindowExceeded, "maximum context length"),
+        text("summary of the task"),
+        text("final after summary"),
+    ]);
+    let engine = engine(llm.clone(), true, vec![]);
+    let journal = MemoryJournal::new(&["t"]);
+    assert_eq!(
+        run(&engine, &crew(json!([]), "auto", json!({})), &journal).await.expect("run"),
+        "final after summary"
+    );
+    let requests = llm.requests();
+    assert!(requests[1].messages[1].content.as_deref().is_some_and(|c| c.contains("Summarize")));
+    let retried = &requests[2].messages;
+    assert_eq!(retried.len(), 2);
+    assert!(retried[1].content.as_deref().is_some_and(|c| c.contains("summary of the task")));
+    assert!(journal.snapshot().messages.iter().any(|m| m.compacts));
+    assert_eq!(journal.snapshot().conversation("t").len(), 3, "system, summary, answer");
+}
+
+#[tokio::test]
+async fn output_schema_violations_are_fed_back_then_accepted() {
+    let llm = ScriptedLlm::new(vec![text("just prose"), text("{\"answer\": 7}")]);
+    let engine = engine(llm.clone(), true, vec![]);
+    let schema =
+        json!({"type": "object", "properties": {"answer": {"type": "integer"}}, "required": ["answer"]});
+    let crew = crew(json!([]), "auto", json!({"tasks": [{"output_schema": schema}]}));
+    let journal = MemoryJournal::new(&["t"]);
+    let output = engine.run(&crew, &inputs(), &journal, &CancellationToken::new()).await.expect("run");
+    assert_eq!(output.json, Some(json!({"answer": 7})));
+    let feedback = llm.requests()[1].messages.last().and_then(|m| m.content.clone()).unwrap_or_default();
+    assert!(feedback.contains("not JSON"), "{feedback}");
+}
+
+#[tokio::test]
+async fn output_schema_gives_up_after_three_retries() {
+    let llm = ScriptedLlm::new((0..4).map(|_| text("{\"answer\": \"x\"}")).collect());
+    let engine = engine(llm, true, vec![]);
+    let schema = json!({"type": "object", "properties": {"answer": {"type": "integer"}}});
+    let crew = crew(json!([]), "auto", json!({"tasks": [{"output_schema": schema}]}));
+    let journal = MemoryJournal::new(&["t"]);
+    let error = run(&engine, &crew, &journal).await.expect_err("fails");
+    assert!(matches!(error, EngineError::Failed { kind: ErrorKind::LlmError, .. }), "{error:?}");
+    assert_eq!(&event_types(&journal)[event_types(&journal).len() - 2..], ["task.failed", "run.failed"]);
+}
+
+#[tokio::test]
+async fn cache_hits_unknown_tools_and_bad_arguments_become_observations() {
+    let tool = echo("echo", true);
+    let llm = ScriptedLlm::new(vec![
+        calls(&[("c1", "echo", json!({"text": "x"}))]),
+        calls(&[("c2", "ECHO", json!({"text": "x"}))]),
+        calls(&[("c3", "nope", json!({}))]),
+        calls(&[("c4", "echo", json!({"text": 5}))]),
+        text("done"),
+    ]);
+    let engine = engine(llm, true, vec![tool.clone()]);
+    let journal = MemoryJournal::new(&["t"]);
+    run(&engine, &crew(json!(["echo"]), "native", json!({})), &journal).await.expect("run");
+    assert_eq!(tool.calls.load(Ordering::SeqCst), 1, "the second call was served from the cache");
+    let outcomes: Vec<_> =
+        journal.snapshot().tool_calls.into_iter().map(|c| c.outcome.expect("ended")).collect();
+    assert_eq!(outcomes[1], ToolCallOutcome::Succeeded { result: "echo: x".into(), cached: true });
+    let ToolCallOutcome::Failed { error } = &outcomes[2] else { panic!("unknown tool succeeded") };
+    assert!(error.contains("does not exist") && error.contains("echo"), "{error}");
+    let ToolCallOutcome::Failed { error } = &outcomes[3] else { panic!("bad arguments accepted") };
+    assert!(error.contains("$.text"), "{error}");
+    let finished = journal
+        .events()
+        .into_iter()
+        .filter(|e| e.event_type == EventType::ToolFinished)
+        .nth(1)
+        .expect("cached");
+    assert_eq!(finished.data["cached"], true);
+}
+
+#[tokio::test]
+async fn resume_reruns_idempotent_and_fails_other_interrupted_calls() {
+    for (idempotent, expected_runs) in [(true, 1), (false, 0)] {
+        let tool = echo("echo", idempotent);
+        let llm = ScriptedLlm::new(vec![text("final")]);
+        let engine = engine(llm.clone(), true, vec![tool.clone()]);
+        let crew = crew(json!(["echo"]), "native", json!({}));
+        let journal = MemoryJournal::new(&["t"]);
+        // The journal as a crash left it: the reply asking for the tool, the call started.
+        let reply = ChatMessage {
+            role: Role::Assistant,
+            content: None,
+            tool_calls: vec![ToolCallRequest {
+                id: "c1".into(),
+                name: "echo".into(),
+                arguments: "{\"text\": \"y\"}".into(),
+            }],
+            tool_call_id: None,
+        };
+        let message = |m: ChatMessage| super::journal::NewMessage {
+            conversation: "t".into(),
+            agent: "a".into(),
+            message: m,
+            compacts: false,
+        };
+        let step = Step {
+            messages: vec![
+                message(ChatMessage::system("s")),
+                message(ChatMessage::user("u")),
+                message(reply),
+            ],
+            tool_starts: vec![ToolCallStart {
+                id: "c1".into(),
+                conversation: "t".into(),
+                agent: "a".into(),
+                tool: "echo".into(),
+                arguments: json!({"text": "y"}),
+            }],
+            tasks: vec![super::journal::TaskChange::Started { task: "t".into() }],
+            ..Step::default()
+        };
+        super::journal::Journal::commit(&journal, step).await.expect("seed");
+        assert_eq!(run(&engine, &crew, &journal).await.expect("run"), "final");
+        assert_eq!(tool.calls.load(Ordering::SeqCst), expected_runs);
+        assert_eq!(llm.requests().len(), 1, "the completed LLM call was not repeated");
+        let outcome = journal.snapshot().tool_calls[0].outcome.clone().expect("ended");
+        match idempotent {
+            true => {
+                assert_eq!(outcome, ToolCallOutcome::Succeeded { result: "echo: y".into(), cached: false })
+            }
+            false => assert!(
+                matches!(outcome, ToolCallOutcome::Failed { ref error } if error.contains("not idempotent"))
+            ),
+        }
+        let tool_message = &llm.requests()[0].messages[3];
+        assert_eq!(tool_message.tool_call_id.as_deref(), Some("c1"));
+    }
+}
+
+#[tokio::test]
+async fn later_tasks_see_earlier_outputs_and_finished_tasks_are_skipped() {
+    let llm = ScriptedLlm::new(vec![text("first output"), text("second output")]);
+    let engine = engine(llm.clone(), true, vec![]);
+    let extra = json!({"tasks": [{}, {"name": "t2", "description": "Continue", "expected_output": "More", "agent": "a"}]});
+    let mut spec = serde_json::to_value(crew(json!([]), "auto", json!({}))).expect("json");
+    merge(&mut spec, extra);
+    let crew = CrewSpec::from_json(spec).expect("crew");
+    let journal = MemoryJournal::new(&["t", "t2"]);
+    assert_eq!(run(&engine, &crew, &journal).await.expect("run"), "second output");
+    let second = &llm.requests()[1].messages[1];
+    assert!(second.content.as_deref().is_some_and(|c| c.contains("first output")), "{second:?}");
+    // Running again finds both tasks done: no LLM call.
+    let again = run(&engine, &crew, &journal).await.expect("rerun");
+    assert_eq!((again.as_str(), llm.requests().len()), ("second output", 2));
+}
+
+#[tokio::test]
+async fn cancellation_abandons_a_hanging_call() {
+    let llm = Arc::new(ScriptedLlm { hang: true, ..ScriptedLlm::default() });
+    let engine = engine(llm, true, vec![]);
+    let crew = crew(json!([]), "auto", json!({}));
+    let journal = MemoryJournal::new(&["t"]);
+    let cancel = CancellationToken::new();
+    let canceller = cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        canceller.cancel();
+    });
+    let result =
+        tokio::time::timeout(Duration::from_secs(5), engine.run(&crew, &inputs(), &journal, &cancel)).await;
+    assert_eq!(result.expect("returned promptly"), Err(EngineError::Cancelled));
+}
+
+#[tokio::test]
+async fn llm_failures_fail_the_task_and_the_run() {
+    let llm = ScriptedLlm::new(vec![failure(LlmErrorKind::Authentication, "bad key")]);
+    let engine = engine(llm, true, vec![]);
+    let journal = MemoryJournal::new(&["t"]);
+    let error = run(&engine, &crew(json!([]), "auto", json!({})), &journal).await.expect_err("fails");
+    assert!(matches!(error, EngineError::Failed { kind: ErrorKind::LlmError, .. }));
+    let Some(RunChange::Failed { error }) = journal.run() else { panic!("run not failed") };
+    assert!(error.message.contains("bad key"));
+    assert_eq!(journal.snapshot().tasks[0].status, crate::domain::TaskStatus::Failed);
+}
