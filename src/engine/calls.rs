@@ -11,7 +11,7 @@ use super::agent::{AgentLoop, Style};
 use super::journal::{Step, ToolCallEnd, ToolCallOutcome, ToolCallStart};
 use super::prompts;
 use super::react::ActionInput;
-use super::toolbox::{Prepared, ToolEntry};
+use super::toolbox::{DelegateMode, Prepared, Runner, ToolEntry};
 use super::EngineError;
 use crate::domain::EventType;
 use crate::llm::{ChatMessage, ToolCallRequest};
@@ -132,15 +132,20 @@ impl ToolRound<'_, '_> {
     /// Run every call that needs running, concurrently; `None` outcomes for the others.
     async fn execute(&self, calls: &[Call]) -> Result<Vec<Option<(ToolCallOutcome, u64)>>, EngineError> {
         let runs = calls.iter().map(|call| async move {
-            let Action::Execute { entry, arguments, .. } = &call.action else { return None };
+            let Action::Execute { entry, arguments, .. } = &call.action else { return Ok(None) };
             let started = Instant::now();
-            let outcome = match entry.tool.call(arguments.clone()).await {
+            let result = match &entry.runner {
+                Runner::Tool(tool) => tool.call(arguments.clone()).await,
+                Runner::Delegate(mode) => self.delegate(*mode, &call.planned.id, arguments).await?,
+            };
+            let outcome = match result {
                 Ok(result) => ToolCallOutcome::Succeeded { result, cached: false },
                 Err(error) => ToolCallOutcome::Failed { error },
             };
-            Some((outcome, started.elapsed().as_millis() as u64))
+            Ok(Some((outcome, started.elapsed().as_millis() as u64)))
         });
-        self.agent.ctx.guarded(join_all(runs)).await.ok_or(EngineError::Cancelled)
+        let results = self.agent.ctx.guarded(join_all(runs)).await.ok_or(EngineError::Cancelled)?;
+        results.into_iter().collect()
     }
 
     /// Journal how a call ended and tell the model. Returns the result of a successful
@@ -202,10 +207,27 @@ impl ToolRound<'_, '_> {
     }
 }
 
+impl ToolRound<'_, '_> {
+    /// Hand work or a question to a coworker (hierarchical process).
+    async fn delegate(
+        &self,
+        mode: DelegateMode,
+        call_id: &str,
+        arguments: &Value,
+    ) -> Result<Result<String, String>, EngineError> {
+        let ctx = self.agent.ctx;
+        let Some(coworkers) = ctx.coworkers else {
+            return Ok(Err("this agent has no coworkers to delegate to".to_owned()));
+        };
+        let conversation = format!("{}/{call_id}", self.agent.turn.conversation);
+        coworkers.delegate(ctx, &self.agent.turn.task, conversation, mode, arguments).await
+    }
+}
+
 /// A call the crash left running: run it again if that is safe, else fail it.
 fn interrupted(entry: Option<&ToolEntry>, tool: &str, arguments: &Value) -> Action {
     match entry {
-        Some(entry) if entry.tool.info().idempotent => {
+        Some(entry) if entry.info.idempotent => {
             Action::Execute { entry: entry.clone(), arguments: arguments.clone(), fresh: false }
         }
         _ => {

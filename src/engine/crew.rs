@@ -11,8 +11,8 @@ use tokio_util::sync::CancellationToken;
 use super::agent::{AgentTurn, Style};
 use super::journal::{Journal, RunChange, Step, TaskChange};
 use super::prompts;
-use super::toolbox::{RunTools, ToolEntry, Toolbox};
-use super::{Context, EngineError};
+use super::toolbox::{DelegateMode, RunTools, Runner, ToolEntry, Toolbox};
+use super::{Context, Coworkers, DelegationFuture, EngineError};
 use crate::domain::crew::{AgentSpec, CrewSpec, LlmSpec, Process, TaskSpec, ToolCalling};
 use crate::domain::interpolate::interpolate;
 use crate::domain::{ErrorKind, EventType, RunError, TaskOutput, TaskStatus};
@@ -58,14 +58,11 @@ impl Engine {
     ) -> Result<TaskOutput, EngineError> {
         let snapshot = journal.load().await?;
         let tools = RunTools::from_snapshot(&snapshot);
-        let ctx = Context { journal, snapshot: &snapshot, tools: &tools, cancel };
+        let team = Team { engine: self, crew, inputs };
+        let ctx = Context { journal, snapshot: &snapshot, tools: &tools, cancel, coworkers: Some(&team) };
         let mut pending = Step::default();
         let mut data = RunData { crew, inputs, outputs: Vec::new() };
-        let result = match crew.process {
-            Process::Sequential | Process::Hierarchical => {
-                self.sequential(&mut data, &ctx, &mut pending).await
-            }
-        };
+        let result = self.perform_tasks(&mut data, &ctx, &mut pending).await;
         match &result {
             Ok(output) => {
                 pending.event(EventType::RunCompleted, None, None, json!({"output": output.raw}));
@@ -82,7 +79,8 @@ impl Engine {
         result
     }
 
-    async fn sequential(
+    /// Every task in order, skipping those the journal shows finished.
+    async fn perform_tasks(
         &self,
         data: &mut RunData<'_>,
         ctx: &Context<'_>,
@@ -98,50 +96,34 @@ impl Engine {
                 last = Some(output);
                 continue;
             }
-            let agent_name = task.agent.as_deref().unwrap_or_default();
-            let agent = data.crew.agent(agent_name).ok_or_else(|| {
-                EngineError::failed(ErrorKind::Internal, format!("task '{}' names no known agent", task.name))
-            })?;
+            let performer = self.performer(data, task);
+            let agent = match (&performer, &task.agent) {
+                (Ok(turn), _) => turn.agent.clone(),
+                (Err(_), Some(agent)) => agent.clone(),
+                (Err(_), None) => MANAGER.to_owned(),
+            };
             if record.is_none_or(|t| t.status == TaskStatus::Pending) {
                 pending.tasks.push(TaskChange::Started { task: task.name.clone() });
-                let event = json!({"task": task.name, "agent": agent.name});
-                pending.event(EventType::TaskStarted, Some(&task.name), Some(&agent.name), event);
+                let event = json!({"task": task.name, "agent": agent});
+                pending.event(EventType::TaskStarted, Some(&task.name), Some(&agent), event);
             }
-            let output = self.perform(data, task, agent, ctx, pending).await?;
+            let output = perform(performer, task, &agent, ctx, pending).await?;
             data.outputs.push((task.name.clone(), output.clone()));
             last = Some(output);
         }
         last.ok_or_else(|| EngineError::failed(ErrorKind::Internal, "the crew has no tasks"))
     }
 
-    /// One task by one agent, journaling its end.
-    async fn perform(
-        &self,
-        data: &RunData<'_>,
-        task: &TaskSpec,
-        agent: &AgentSpec,
-        ctx: &Context<'_>,
-        pending: &mut Step,
-    ) -> Result<TaskOutput, EngineError> {
-        let result = match self.turn(data, task, agent) {
-            Ok(turn) => turn.execute(ctx, pending).await,
-            Err(error) => Err(error),
-        };
-        match result {
-            Ok(output) => {
-                let event = json!({"task": task.name, "output": output.raw});
-                pending.event(EventType::TaskCompleted, Some(&task.name), Some(&agent.name), event);
-                pending.tasks.push(TaskChange::Completed { task: task.name.clone(), output: output.clone() });
-                Ok(output)
-            }
-            Err(EngineError::Failed { kind, message }) => {
-                let event = json!({"task": task.name, "error": message});
-                pending.event(EventType::TaskFailed, Some(&task.name), Some(&agent.name), event);
-                pending.tasks.push(TaskChange::Failed { task: task.name.clone(), error: message.clone() });
-                Err(EngineError::Failed { kind, message })
-            }
-            Err(other) => Err(other),
+    /// The loop that performs `task`: its agent's (sequential) or the manager's (hierarchical).
+    fn performer(&self, data: &RunData<'_>, task: &TaskSpec) -> Result<AgentTurn, EngineError> {
+        if data.crew.process == Process::Hierarchical {
+            return self.manager_turn(data, task);
         }
+        let agent_name = task.agent.as_deref().unwrap_or_default();
+        let agent = data.crew.agent(agent_name).ok_or_else(|| {
+            EngineError::failed(ErrorKind::Internal, format!("task '{}' names no known agent", task.name))
+        })?;
+        self.turn(data, task, agent)
     }
 
     /// The agent loop of `agent` on `task`, with its model, tools and prompts.
@@ -151,17 +133,21 @@ impl Engine {
             .llms
             .resolve(agent.llm.as_ref().map(LlmSpec::model))
             .map_err(|e| EngineError::failed(ErrorKind::LlmError, e.message))?;
-        let toolbox = self.toolbox(data.crew, task.tools.as_ref().unwrap_or(&agent.tools));
+        let mut entries = self.tool_entries(data.crew, task.tools.as_ref().unwrap_or(&agent.tools));
+        if agent.allow_delegation {
+            entries.extend(delegation_tools(
+                data.crew.agents.iter().filter(|a| a.name != agent.name),
+                data.inputs,
+            ));
+        }
+        let toolbox = Toolbox::new(entries);
         let style = match agent.tool_calling {
             ToolCalling::Native => Style::Native,
             ToolCalling::React => Style::React,
             ToolCalling::Auto if model.native_tools => Style::Native,
             ToolCalling::Auto => Style::React,
         };
-        let (temperature, max_tokens) = match &agent.llm {
-            Some(LlmSpec::Detailed(options)) => (options.temperature, options.max_tokens),
-            _ => (None, None),
-        };
+        let (temperature, max_tokens) = llm_options(agent.llm.as_ref());
         let context = context_of(task, &data.outputs);
         let task_prompt = prompts::task_prompt(
             &fill(&task.description),
@@ -185,25 +171,190 @@ impl Engine {
         })
     }
 
+    /// The manager of the hierarchical process on `task`: it delegates to the crew's agents.
+    fn manager_turn(&self, data: &RunData<'_>, task: &TaskSpec) -> Result<AgentTurn, EngineError> {
+        let model = self
+            .llms
+            .resolve(data.crew.manager_llm.as_ref().map(LlmSpec::model))
+            .map_err(|e| EngineError::failed(ErrorKind::LlmError, e.message))?;
+        let style = if model.native_tools { Style::Native } else { Style::React };
+        let (temperature, max_tokens) = llm_options(data.crew.manager_llm.as_ref());
+        let fill = |text: &str| interpolate(text, data.inputs);
+        let context = context_of(task, &data.outputs);
+        Ok(AgentTurn {
+            conversation: task.name.clone(),
+            task: task.name.clone(),
+            agent: MANAGER.to_owned(),
+            model,
+            temperature,
+            max_tokens,
+            toolbox: Toolbox::new(delegation_tools(data.crew.agents.iter(), data.inputs)),
+            style,
+            max_iter: crate::domain::crew::DEFAULT_MAX_ITER,
+            output_schema: task.output_schema.clone(),
+            identity: prompts::role_playing(
+                prompts::MANAGER_ROLE,
+                prompts::MANAGER_GOAL,
+                prompts::MANAGER_BACKSTORY,
+            ),
+            task_prompt: prompts::task_prompt(
+                &fill(&task.description),
+                &fill(&task.expected_output),
+                context.as_deref(),
+                false,
+            ),
+        })
+    }
+
     /// The named tools: built-ins and the crew's HTTP tools, with the crew's options.
-    fn toolbox(&self, crew: &CrewSpec, names: &[String]) -> Toolbox {
-        let entries = names
+    fn tool_entries(&self, crew: &CrewSpec, names: &[String]) -> Vec<ToolEntry> {
+        names
             .iter()
             .filter_map(|name| {
                 if let Some(spec) = crew.tools.iter().find(|t| &t.name == name) {
                     let tool: Arc<dyn Tool> = Arc::new(HttpTool::new(spec, self.outbound.clone()));
                     return Some(ToolEntry {
-                        tool,
                         result_as_answer: spec.result_as_answer,
                         max_usage_count: spec.max_usage_count,
                         cache: spec.cache,
+                        ..ToolEntry::plain(tool)
                     });
                 }
                 self.builtins.iter().find(|t| &t.info().name == name).cloned().map(ToolEntry::plain)
             })
-            .collect();
-        Toolbox::new(entries)
+            .collect()
     }
+}
+
+/// The name the manager of the hierarchical process goes by in events and the journal.
+const MANAGER: &str = "manager";
+
+/// One task by its performer, journaling its end.
+async fn perform(
+    performer: Result<AgentTurn, EngineError>,
+    task: &TaskSpec,
+    agent: &str,
+    ctx: &Context<'_>,
+    pending: &mut Step,
+) -> Result<TaskOutput, EngineError> {
+    let result = match performer {
+        Ok(turn) => turn.execute(ctx, pending).await,
+        Err(error) => Err(error),
+    };
+    match result {
+        Ok(output) => {
+            let event = json!({"task": task.name, "output": output.raw});
+            pending.event(EventType::TaskCompleted, Some(&task.name), Some(agent), event);
+            pending.tasks.push(TaskChange::Completed { task: task.name.clone(), output: output.clone() });
+            Ok(output)
+        }
+        Err(EngineError::Failed { kind, message }) => {
+            let event = json!({"task": task.name, "error": message});
+            pending.event(EventType::TaskFailed, Some(&task.name), Some(agent), event);
+            pending.tasks.push(TaskChange::Failed { task: task.name.clone(), error: message.clone() });
+            Err(EngineError::Failed { kind, message })
+        }
+        Err(other) => Err(other),
+    }
+}
+
+/// Temperature and token limit of a model reference.
+fn llm_options(llm: Option<&LlmSpec>) -> (Option<f64>, Option<u32>) {
+    match llm {
+        Some(LlmSpec::Detailed(options)) => (options.temperature, options.max_tokens),
+        _ => (None, None),
+    }
+}
+
+/// The two delegation tools over `coworkers`.
+fn delegation_tools<'a>(
+    coworkers: impl Iterator<Item = &'a AgentSpec>,
+    inputs: &Map<String, Value>,
+) -> Vec<ToolEntry> {
+    let roles: Vec<String> = coworkers.map(|a| interpolate(&a.role, inputs)).collect();
+    if roles.is_empty() {
+        return Vec::new();
+    }
+    let list = roles.join(", ");
+    [DelegateMode::Work, DelegateMode::Question]
+        .into_iter()
+        .map(|mode| ToolEntry {
+            info: prompts::delegation_tool(mode, &list),
+            runner: Runner::Delegate(mode),
+            result_as_answer: false,
+            max_usage_count: None,
+            cache: false,
+        })
+        .collect()
+}
+
+/// The crew's agents as coworkers.
+struct Team<'a> {
+    engine: &'a Engine,
+    crew: &'a CrewSpec,
+    inputs: &'a Map<String, Value>,
+}
+
+impl Coworkers for Team<'_> {
+    fn delegate<'b>(
+        &'b self,
+        ctx: &'b Context<'b>,
+        task: &'b str,
+        conversation: String,
+        mode: DelegateMode,
+        arguments: &'b Value,
+    ) -> DelegationFuture<'b> {
+        Box::pin(async move {
+            let field =
+                |name: &str| arguments.get(name).and_then(Value::as_str).unwrap_or_default().to_owned();
+            let wanted = field("coworker");
+            let Some(agent) = find_coworker(self.crew, self.inputs, &wanted) else {
+                let roles: Vec<String> =
+                    self.crew.agents.iter().map(|a| interpolate(&a.role, self.inputs)).collect();
+                return Ok(Err(format!(
+                    "Coworker '{wanted}' not found. Choose one of: {}.",
+                    roles.join(", ")
+                )));
+            };
+            let request = field(if mode == DelegateMode::Work { "task" } else { "question" });
+            let data = RunData { crew: self.crew, inputs: self.inputs, outputs: Vec::new() };
+            let spec = TaskSpec {
+                name: task.to_owned(),
+                description: request,
+                expected_output: prompts::COWORKER_EXPECTED_OUTPUT.to_owned(),
+                agent: Some(agent.name.clone()),
+                context: Some(Vec::new()),
+                tools: None,
+                output_schema: None,
+                human_input: false,
+            };
+            let mut turn = match self.engine.turn(&data, &spec, agent) {
+                Ok(turn) => turn,
+                Err(error) => return Ok(Err(error.to_string())),
+            };
+            turn.conversation = conversation;
+            let shared = field("context");
+            turn.task_prompt =
+                prompts::task_prompt(&spec.description, &spec.expected_output, Some(&shared), false);
+            let mut pending = Step::default();
+            let result = Box::pin(turn.execute(ctx, &mut pending)).await;
+            ctx.commit(&mut pending).await?;
+            match result {
+                Ok(output) => Ok(Ok(output.raw)),
+                Err(EngineError::Failed { message, .. }) => {
+                    Ok(Err(format!("the coworker could not finish: {message}")))
+                }
+                Err(other) => Err(other),
+            }
+        })
+    }
+}
+
+/// The agent a manager means: by role or name, forgiving case and spacing.
+fn find_coworker<'c>(crew: &'c CrewSpec, inputs: &Map<String, Value>, wanted: &str) -> Option<&'c AgentSpec> {
+    let loose = |s: &str| s.trim().to_lowercase().split_whitespace().collect::<Vec<_>>().join(" ");
+    let wanted = loose(wanted.trim_matches('"'));
+    crew.agents.iter().find(|a| loose(&interpolate(&a.role, inputs)) == wanted || loose(&a.name) == wanted)
 }
 
 /// The outputs a task sees: those of its `context` tasks, else of every earlier task.

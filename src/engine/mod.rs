@@ -16,12 +16,14 @@ pub mod toolbox;
 mod tests;
 
 use std::future::Future;
+use std::pin::Pin;
 
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 pub use crew::Engine;
 use journal::{Journal, JournalError, Snapshot, Step};
-use toolbox::RunTools;
+use toolbox::{DelegateMode, RunTools};
 
 use crate::domain::ErrorKind;
 
@@ -52,6 +54,27 @@ pub struct Context<'a> {
     pub snapshot: &'a Snapshot,
     pub tools: &'a RunTools,
     pub cancel: &'a CancellationToken,
+    /// The agents a task can delegate to.
+    pub coworkers: Option<&'a dyn Coworkers>,
+}
+
+/// The outcome of a delegation: the coworker's answer or an observation saying why not, or an
+/// error that stops the run.
+pub type DelegationFuture<'b> =
+    Pin<Box<dyn Future<Output = Result<Result<String, String>, EngineError>> + Send + 'b>>;
+
+/// The crew's agents, reachable through the delegation tools.
+pub trait Coworkers: Send + Sync {
+    /// Let a coworker (named in `arguments`) do work or answer a question, in its own
+    /// conversation `conversation` within `task`.
+    fn delegate<'b>(
+        &'b self,
+        ctx: &'b Context<'b>,
+        task: &'b str,
+        conversation: String,
+        mode: DelegateMode,
+        arguments: &'b Value,
+    ) -> DelegationFuture<'b>;
 }
 
 impl Context<'_> {

@@ -2,7 +2,9 @@
 //! the ReAct format, the task prompt with its context, and the nudges (parse errors, the forced
 //! final answer, reflection after native tool calls, the switch to text tools, summaries).
 
+use super::toolbox::DelegateMode;
 use crate::llm::ToolDefinition;
+use crate::tools::ToolInfo;
 
 /// The agent's identity.
 pub fn role_playing(role: &str, goal: &str, backstory: &str) -> String {
@@ -137,4 +139,47 @@ pub fn schema_feedback(errors: &[String]) -> String {
 /// Added to the task prompt when the output must follow a JSON schema.
 pub fn schema_instruction(schema: &serde_json::Value) -> String {
     format!("\n\nYour final answer MUST be a JSON object (no prose around it) that matches this JSON schema:\n{schema}")
+}
+
+/// The manager of the hierarchical process.
+pub const MANAGER_ROLE: &str = "Crew Manager";
+pub const MANAGER_GOAL: &str = "Manage the team to complete the task in the best way possible.";
+pub const MANAGER_BACKSTORY: &str = "You are a seasoned manager with a knack for getting the best out of your team.\n\
+    You are also known for your ability to delegate work to the right people, and to ask the right questions to get \
+    the best out of your team.\nEven though you don't perform tasks by yourself, you have a lot of experience in the \
+    field, which allows you to properly evaluate the work of your team members.";
+
+/// What a coworker is asked to deliver.
+pub const COWORKER_EXPECTED_OUTPUT: &str =
+    "Your best answer to your coworker asking you this, accounting for the context shared.";
+
+/// The delegation tools (CrewAI's "Delegate work to coworker" and "Ask question to coworker").
+pub fn delegation_tool(mode: DelegateMode, coworkers: &str) -> ToolInfo {
+    let (name, verb, field) = match mode {
+        DelegateMode::Work => ("delegate_work_to_coworker", "Delegate a specific task", "task"),
+        DelegateMode::Question => ("ask_question_to_coworker", "Ask a specific question", "question"),
+    };
+    let what = if mode == DelegateMode::Work {
+        "the task you want them to do"
+    } else {
+        "the question you have for them"
+    };
+    ToolInfo {
+        name: name.to_owned(),
+        description: format!(
+            "{verb} to one of the following coworkers: {coworkers}\nThe input to this tool should be the coworker, \
+             {what}, and ALL necessary context to execute it, they know nothing about it, so share absolutely \
+             everything you know, don't reference things but instead explain them."
+        ),
+        parameters: serde_json::json!({
+            "type": "object",
+            "properties": {
+                field: {"type": "string", "description": format!("The {field} for the coworker")},
+                "context": {"type": "string", "description": "Everything the coworker needs to know"},
+                "coworker": {"type": "string", "description": "The role of the coworker"}
+            },
+            "required": [field, "context", "coworker"]
+        }),
+        idempotent: true,
+    }
 }

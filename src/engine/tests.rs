@@ -591,3 +591,51 @@ async fn llm_failures_fail_the_task_and_the_run() {
     assert!(error.message.contains("bad key"));
     assert_eq!(journal.snapshot().tasks[0].status, crate::domain::TaskStatus::Failed);
 }
+
+#[tokio::test]
+async fn hierarchical_manager_delegates_to_a_coworker() {
+    let llm = ScriptedLlm::new(vec![
+        calls(&[(
+            "d0",
+            "delegate_work_to_coworker",
+            json!({"task": "Find the depth", "context": "Of the sea", "coworker": "Nobody"}),
+        )]),
+        calls(&[(
+            "d1",
+            "delegate_work_to_coworker",
+            json!({"task": "Find the depth", "context": "Of the sea", "coworker": "analyst of tides"}),
+        )]),
+        text("The depth is 3 km."),
+        text("Report: the depth is 3 km."),
+    ]);
+    let engine = engine(llm.clone(), true, vec![]);
+    let extra = json!({"process": "hierarchical", "manager_llm": "openai/manager-model"});
+    let mut spec = serde_json::to_value(crew(json!([]), "auto", extra)).expect("json");
+    spec["tasks"][0].as_object_mut().expect("task").remove("agent");
+    let crew = CrewSpec::from_json(spec).expect("crew");
+    let journal = MemoryJournal::new(&["t"]);
+    assert_eq!(run(&engine, &crew, &journal).await.expect("run"), "Report: the depth is 3 km.");
+
+    let snapshot = journal.snapshot();
+    let outcomes: Vec<_> = snapshot.tool_calls.iter().map(|c| c.outcome.clone().expect("ended")).collect();
+    assert!(
+        matches!(&outcomes[0], ToolCallOutcome::Failed { error } if error.contains("not found")),
+        "{outcomes:?}"
+    );
+    assert_eq!(
+        outcomes[1],
+        ToolCallOutcome::Succeeded { result: "The depth is 3 km.".into(), cached: false }
+    );
+    let delegated = snapshot.conversation("t/d1");
+    assert_eq!(delegated.len(), 3, "the coworker's own conversation: system, task, answer");
+    assert!(delegated[1]
+        .content
+        .as_deref()
+        .is_some_and(|c| c.contains("Find the depth") && c.contains("Of the sea")));
+    let requests = llm.requests();
+    assert_eq!(requests[0].model, "manager-model");
+    assert!(requests[0].messages[0].content.as_deref().is_some_and(|c| c.contains("Crew Manager")));
+    assert_eq!(requests[2].model, "test-model");
+    let coworker_events = journal.events().into_iter().filter(|e| e.agent.as_deref() == Some("a")).count();
+    assert!(coworker_events >= 3, "the coworker's steps are events of the task");
+}

@@ -13,12 +13,29 @@ use super::repair::parse_lenient;
 use crate::domain::kickoff::request_fingerprint;
 use crate::domain::schema::validate_instance;
 use crate::llm::ToolDefinition;
-use crate::tools::Tool;
+use crate::tools::{Tool, ToolInfo};
+
+/// What performs a call.
+#[derive(Clone)]
+pub enum Runner {
+    /// A tool.
+    Tool(Arc<dyn Tool>),
+    /// A coworker of the hierarchical process, given work or asked a question.
+    Delegate(DelegateMode),
+}
+
+/// The two ways a manager reaches a coworker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DelegateMode {
+    Work,
+    Question,
+}
 
 /// A tool with the options the crew set on it.
 #[derive(Clone)]
 pub struct ToolEntry {
-    pub tool: Arc<dyn Tool>,
+    pub info: ToolInfo,
+    pub runner: Runner,
     /// A successful result ends the task as its final answer.
     pub result_as_answer: bool,
     pub max_usage_count: Option<u32>,
@@ -27,11 +44,12 @@ pub struct ToolEntry {
 
 impl ToolEntry {
     pub fn plain(tool: Arc<dyn Tool>) -> Self {
-        Self { tool, result_as_answer: false, max_usage_count: None, cache: true }
+        let info = tool.info().clone();
+        Self { info, runner: Runner::Tool(tool), result_as_answer: false, max_usage_count: None, cache: true }
     }
 
     pub fn name(&self) -> &str {
-        &self.tool.info().name
+        &self.info.name
     }
 
     /// Must this call run alone (CrewAI: no parallel batch with such tools)?
@@ -67,7 +85,7 @@ impl Toolbox {
         self.entries
             .iter()
             .map(|e| {
-                let info = e.tool.info();
+                let info = &e.info;
                 ToolDefinition {
                     name: info.name.clone(),
                     description: info.description.clone(),
@@ -101,9 +119,9 @@ impl Toolbox {
             Ok(arguments) => arguments,
             Err((arguments, error)) => return Prepared::Refused { arguments, error },
         };
-        let errors = validate_instance(&entry.tool.info().parameters, &arguments);
+        let errors = validate_instance(&entry.info.parameters, &arguments);
         if !errors.is_empty() {
-            let schema = &entry.tool.info().parameters;
+            let schema = &entry.info.parameters;
             let error = format!(
                 "Invalid arguments for tool '{}': {}. The arguments must match this JSON schema: {schema}",
                 entry.name(),
@@ -160,7 +178,7 @@ fn read_arguments(entry: &ToolEntry, input: ActionInput) -> Result<Value, (Value
 
 /// The name of the tool's only parameter, if it has exactly one.
 fn single_parameter(entry: &ToolEntry) -> Option<String> {
-    let properties = entry.tool.info().parameters.get("properties")?.as_object()?;
+    let properties = entry.info.parameters.get("properties")?.as_object()?;
     match properties.keys().collect::<Vec<_>>().as_slice() {
         [only] => Some((*only).clone()),
         _ => None,
