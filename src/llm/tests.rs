@@ -1,61 +1,27 @@
 //! The OpenAI-compatible client against a scripted local server.
 
-use std::collections::VecDeque;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Response};
-use axum::routing::post;
-use axum::Json;
 use serde_json::{json, Value};
 
 use super::*;
 use crate::config::Secret;
+use crate::fake_llm::{FakeLlm, FakeReply};
 
-/// One scripted answer.
-struct Reply {
-    status: StatusCode,
-    headers: Vec<(&'static str, String)>,
-    body: Value,
-    delay: Duration,
+fn ok(body: Value) -> FakeReply {
+    FakeReply::ok(body)
 }
 
-fn ok(body: Value) -> Reply {
-    Reply { status: StatusCode::OK, headers: Vec::new(), body, delay: Duration::ZERO }
+fn status(code: u16, body: Value) -> FakeReply {
+    FakeReply { status: code, ..FakeReply::ok(body) }
 }
 
-fn status(code: u16, body: Value) -> Reply {
-    Reply { status: StatusCode::from_u16(code).expect("status"), ..ok(body) }
-}
-
-#[derive(Default)]
-struct Script {
-    replies: Mutex<VecDeque<Reply>>,
-    seen: Mutex<Vec<(HeaderMap, Value)>>,
-}
-
-async fn chat(State(script): State<Arc<Script>>, headers: HeaderMap, Json(body): Json<Value>) -> Response {
-    script.seen.lock().expect("lock").push((headers, body));
-    let reply = script.replies.lock().expect("lock").pop_front();
-    let Some(reply) = reply else { return (StatusCode::GONE, "script exhausted").into_response() };
-    tokio::time::sleep(reply.delay).await;
-    let mut response = (reply.status, Json(reply.body)).into_response();
-    for (name, value) in reply.headers {
-        response.headers_mut().insert(name, value.parse().expect("header value"));
-    }
-    response
-}
-
-/// Serve `replies` on a local port; returns the base URL and the script.
-async fn serve(replies: Vec<Reply>) -> (String, Arc<Script>) {
-    let script = Arc::new(Script { replies: Mutex::new(replies.into()), ..Script::default() });
-    let app = axum::Router::new().route("/v1/chat/completions", post(chat)).with_state(script.clone());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    tokio::spawn(async move { axum::serve(listener, app).await.expect("serve") });
-    (format!("http://{addr}/v1"), script)
+/// A fake provider serving `replies`.
+async fn serve(replies: Vec<FakeReply>) -> (String, FakeLlm) {
+    let fake = FakeLlm::start().await.expect("fake LLM");
+    fake.push(replies);
+    (fake.base_url(), fake)
 }
 
 fn client(base: &str, policy: RetryPolicy) -> OpenAiClient {
@@ -122,8 +88,7 @@ async fn sends_the_openai_shape_and_reads_tool_calls() {
         ("call_1", "{}")
     );
 
-    let seen = script.seen.lock().expect("lock");
-    let (headers, body) = &seen[0];
+    let (headers, body) = (&script.request_headers()[0], &script.requests()[0]);
     assert_eq!(headers["authorization"], "Bearer sk-test-secret");
     assert_eq!(body["model"], "gpt-test");
     assert_eq!(body["stop"], json!(["\nObservation:"]));
@@ -148,39 +113,35 @@ async fn server_errors_are_retried_then_succeed() {
     .await;
     let response = client(&base, fast_policy()).chat(&request()).await.expect("chat");
     assert_eq!(response.content.as_deref(), Some("done"));
-    assert_eq!(script.seen.lock().expect("lock").len(), 3);
+    assert_eq!(script.requests().len(), 3);
 }
 
 #[tokio::test]
 async fn rate_limits_honour_retry_after() {
-    let mut limited = status(429, json!({"error": {"message": "slow down"}}));
-    limited.headers.push(("retry-after-ms", "300".into()));
+    let limited =
+        status(429, json!({"error": {"message": "slow down"}})).with_header("retry-after-ms", "300");
     let (base, script) = serve(vec![limited, ok(answer("done"))]).await;
     let started = Instant::now();
     client(&base, fast_policy()).chat(&request()).await.expect("chat");
     assert!(started.elapsed() >= Duration::from_millis(300), "{:?}", started.elapsed());
-    assert_eq!(script.seen.lock().expect("lock").len(), 2);
+    assert_eq!(script.requests().len(), 2);
 }
 
 #[tokio::test]
 async fn persistent_rate_limits_end_classified_with_the_wait() {
-    let limited = || {
-        let mut reply = status(429, json!({"error": {"message": "quota"}}));
-        reply.headers.push(("retry-after", "0".into()));
-        reply
-    };
+    let limited = || status(429, json!({"error": {"message": "quota"}})).with_header("retry-after", "0");
     let (base, script) = serve(vec![limited(), limited(), limited(), limited()]).await;
     let error = client(&base, fast_policy()).chat(&request()).await.expect_err("rate limited");
     assert_eq!(error.kind, LlmErrorKind::RateLimited);
     assert_eq!(error.retry_after, Some(Duration::ZERO));
-    assert_eq!(script.seen.lock().expect("lock").len(), 3, "max_attempts bounds the calls");
+    assert_eq!(script.requests().len(), 3, "max_attempts bounds the calls");
 
-    let mut long = status(429, json!({"error": {"message": "come back later"}}));
-    long.headers.push(("retry-after", "3600".into()));
+    let long =
+        status(429, json!({"error": {"message": "come back later"}})).with_header("retry-after", "3600");
     let (base, script) = serve(vec![long]).await;
     let error = client(&base, fast_policy()).chat(&request()).await.expect_err("rate limited");
     assert_eq!((error.kind, error.retry_after), (LlmErrorKind::RateLimited, Some(Duration::from_secs(3600))));
-    assert_eq!(script.seen.lock().expect("lock").len(), 1, "a long wait is the caller's to schedule");
+    assert_eq!(script.requests().len(), 1, "a long wait is the caller's to schedule");
 }
 
 #[tokio::test]
@@ -218,18 +179,18 @@ async fn client_errors_are_classified_and_not_retried() {
         let error = client(&base, fast_policy()).chat(&request()).await.expect_err("error");
         assert_eq!(error.kind, kind, "{body}");
         assert!(!error.message.contains("sk-test-secret"), "key leaked: {}", error.message);
-        assert_eq!(script.seen.lock().expect("lock").len(), 1);
+        assert_eq!(script.requests().len(), 1);
     }
 }
 
 #[tokio::test]
 async fn timeouts_are_retried_then_reported() {
-    let slow = || Reply { delay: Duration::from_millis(400), ..ok(answer("late")) };
+    let slow = || ok(answer("late")).with_delay(Duration::from_millis(400));
     let (base, script) = serve(vec![slow(), slow(), slow()]).await;
     let policy = RetryPolicy { request_timeout: Duration::from_millis(100), ..fast_policy() };
     let error = client(&base, policy).chat(&request()).await.expect_err("timeout");
     assert_eq!(error.kind, LlmErrorKind::Timeout);
-    assert_eq!(script.seen.lock().expect("lock").len(), 3);
+    assert_eq!(script.requests().len(), 3);
 }
 
 #[tokio::test]

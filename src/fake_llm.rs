@@ -1,0 +1,148 @@
+//! A scripted OpenAI-compatible chat-completions server, for tests, demos and curl-driven
+//! integration runs without a real model: each request gets the next scripted reply (a text, tool
+//! calls, or any status, headers and body, optionally delayed), and every request is recorded.
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::Json;
+use serde_json::{json, Value};
+
+/// One scripted answer.
+#[derive(Debug, Clone)]
+pub struct FakeReply {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Value,
+    pub delay: Duration,
+}
+
+impl FakeReply {
+    /// A plain assistant message.
+    pub fn text(content: &str) -> Self {
+        Self::ok(json!({
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5}
+        }))
+    }
+
+    /// Native tool calls: `(id, tool name, arguments)`.
+    pub fn tool_calls(calls: &[(&str, &str, Value)]) -> Self {
+        let calls: Vec<Value> = calls
+            .iter()
+            .map(|(id, name, args)| {
+                json!({"id": id, "type": "function", "function": {"name": name, "arguments": args.to_string()}})
+            })
+            .collect();
+        Self::ok(json!({
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": null, "tool_calls": calls},
+                         "finish_reason": "tool_calls"}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5}
+        }))
+    }
+
+    /// A 200 with this body.
+    pub fn ok(body: Value) -> Self {
+        Self { status: 200, headers: Vec::new(), body, delay: Duration::ZERO }
+    }
+
+    /// An error status with an OpenAI-style error body.
+    pub fn error(status: u16, message: &str) -> Self {
+        Self { status, ..Self::ok(json!({"error": {"message": message, "type": "error"}})) }
+    }
+
+    pub fn with_header(mut self, name: &str, value: &str) -> Self {
+        self.headers.push((name.to_owned(), value.to_owned()));
+        self
+    }
+
+    pub fn with_delay(mut self, delay: Duration) -> Self {
+        self.delay = delay;
+        self
+    }
+}
+
+#[derive(Default)]
+struct Script {
+    replies: Mutex<VecDeque<FakeReply>>,
+    requests: Mutex<Vec<(HeaderMap, Value)>>,
+}
+
+/// A running fake server. It stops when the runtime that started it stops.
+#[derive(Clone)]
+pub struct FakeLlm {
+    script: Arc<Script>,
+    addr: SocketAddr,
+}
+
+impl FakeLlm {
+    /// Listen on a free loopback port with an empty script.
+    pub async fn start() -> std::io::Result<Self> {
+        let script = Arc::new(Script::default());
+        let app = axum::Router::new()
+            .route("/v1/chat/completions", post(chat))
+            .route("/chat/completions", post(chat))
+            .with_state(script.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        tokio::spawn(async move {
+            if let Err(error) = axum::serve(listener, app).await {
+                tracing::error!(%error, "fake LLM server stopped");
+            }
+        });
+        Ok(Self { script, addr })
+    }
+
+    /// The base URL to configure as a provider's (`…/v1`).
+    pub fn base_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    /// Queue replies.
+    pub fn push(&self, replies: impl IntoIterator<Item = FakeReply>) {
+        lock(&self.script.replies).extend(replies);
+    }
+
+    /// The bodies of every request so far.
+    pub fn requests(&self) -> Vec<Value> {
+        lock(&self.script.requests).iter().map(|(_, body)| body.clone()).collect()
+    }
+
+    /// The headers of every request so far.
+    pub fn request_headers(&self) -> Vec<HeaderMap> {
+        lock(&self.script.requests).iter().map(|(headers, _)| headers.clone()).collect()
+    }
+
+    /// Replies not yet used.
+    pub fn remaining(&self) -> usize {
+        lock(&self.script.replies).len()
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+async fn chat(State(script): State<Arc<Script>>, headers: HeaderMap, Json(body): Json<Value>) -> Response {
+    lock(&script.requests).push((headers, body));
+    let reply = lock(&script.replies).pop_front();
+    let Some(reply) = reply else {
+        let body = json!({"error": {"message": "the fake LLM's script is exhausted", "type": "fake"}});
+        return (StatusCode::INTERNAL_SERVER_ERROR, Json(body)).into_response();
+    };
+    tokio::time::sleep(reply.delay).await;
+    let status = StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut response = (status, Json(reply.body)).into_response();
+    for (name, value) in reply.headers {
+        if let (Ok(name), Ok(value)) = (name.parse::<axum::http::HeaderName>(), value.parse()) {
+            response.headers_mut().insert(name, value);
+        }
+    }
+    response
+}
