@@ -9,6 +9,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::{Config, Secret};
 use crate::domain::ValidationContext;
+use crate::engine::Engine;
+use crate::llm::{LlmRegistry, RetryPolicy};
+use crate::tools::http::Outbound;
 use crate::store::{PoolSettings, Store, StoreError};
 use crate::tools::builtin_tool_names;
 
@@ -56,6 +59,8 @@ pub enum ServeError {
     Bind { addr: std::net::SocketAddr, source: std::io::Error },
     #[error("server error: {0}")]
     Io(#[from] std::io::Error),
+    #[error("{0}")]
+    Setup(String),
 }
 
 /// Connect to the database (lazily: the pool reconnects on its own).
@@ -63,6 +68,25 @@ pub fn connect(database_url: &Secret, max_connections: u32) -> Result<Store, Ser
     let options: PgConnectOptions = database_url.expose().parse().map_err(ServeError::DatabaseUrl)?;
     let settings = PoolSettings { max_connections, acquire_timeout: Duration::from_secs(5) };
     Ok(Store::connect_lazy(options, &settings))
+}
+
+/// The engine as configured: one shared HTTP client for the LLM providers, the guarded one for
+/// tools.
+pub fn build_engine(config: &Config) -> Result<Engine, ServeError> {
+    let http = reqwest::Client::builder()
+        .tcp_nodelay(true)
+        .pool_idle_timeout(Duration::from_secs(90))
+        .build()
+        .map_err(|e| ServeError::Setup(format!("cannot build the LLM HTTP client: {e}")))?;
+    let policy = RetryPolicy {
+        max_attempts: config.llm_max_attempts,
+        request_timeout: config.llm_timeout,
+        ..RetryPolicy::default()
+    };
+    let llms = LlmRegistry::from_config(config, http, policy);
+    let outbound = Outbound::new(config.tool_egress.clone(), config.tool_timeout, config.tool_max_response_bytes)
+        .map_err(|e| ServeError::Setup(format!("cannot build the tool HTTP client: {e}")))?;
+    Ok(Engine::new(llms, Arc::new(outbound)))
 }
 
 /// Apply migrations, retrying while the database is starting (up to `patience`).

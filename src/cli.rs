@@ -9,6 +9,7 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 
 use crate::config::{self, ApiKeys, Config, ConfigError, FileConfig, Secret};
+use crate::tools::egress::EgressPolicy;
 
 #[derive(Debug, Parser)]
 #[command(name = "agentd", version, about = "Runs CrewAI-style crews of LLM agents, durably, on Postgres")]
@@ -57,6 +58,21 @@ struct ServeArgs {
     /// Seconds in-flight requests get to finish after SIGTERM.
     #[arg(long, env = "AGENTD_SHUTDOWN_GRACE_S", default_value_t = 30)]
     shutdown_grace_s: u64,
+    /// Comma-separated hosts or CIDRs that tools may reach despite the private-address guard.
+    #[arg(long, env = "AGENTD_ALLOW_PRIVATE_TOOL_HOSTS", default_value = "")]
+    allow_private_tool_hosts: String,
+    /// Seconds one outbound tool request may take.
+    #[arg(long, env = "AGENTD_TOOL_TIMEOUT_S", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    tool_timeout_s: u64,
+    /// Longest tool response handed to a model, in bytes.
+    #[arg(long, env = "AGENTD_TOOL_MAX_RESPONSE_BYTES", default_value_t = 65536, value_parser = clap::value_parser!(u64).range(256..=16_777_216))]
+    tool_max_response_bytes: u64,
+    /// Seconds one LLM request may take.
+    #[arg(long, env = "AGENTD_LLM_TIMEOUT_S", default_value_t = 120, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    llm_timeout_s: u64,
+    /// Attempts per LLM call; transient failures (connection, timeout, 408, 409, 429, 5xx) are retried.
+    #[arg(long, env = "AGENTD_LLM_MAX_ATTEMPTS", default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=20))]
+    llm_max_attempts: u32,
 }
 
 impl DatabaseArgs {
@@ -83,6 +99,12 @@ impl ServeArgs {
             providers,
             default_model: file.default_model.unwrap_or_else(|| "openai/gpt-4o-mini".into()),
             shutdown_grace: Duration::from_secs(self.shutdown_grace_s),
+            tool_egress: EgressPolicy::parse(&self.allow_private_tool_hosts)
+                .map_err(|e| ConfigError::Invalid(format!("AGENTD_ALLOW_PRIVATE_TOOL_HOSTS: {e}")))?,
+            tool_timeout: Duration::from_secs(self.tool_timeout_s),
+            tool_max_response_bytes: self.tool_max_response_bytes as usize,
+            llm_timeout: Duration::from_secs(self.llm_timeout_s),
+            llm_max_attempts: self.llm_max_attempts,
         })
     }
 }

@@ -11,6 +11,8 @@ use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
+use crate::tools::egress::EgressPolicy;
+
 /// The provider used for a bare model name and configured from `OPENAI_*`.
 pub const DEFAULT_PROVIDER: &str = "openai";
 const OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
@@ -100,6 +102,37 @@ pub struct Config {
     pub default_model: String,
     /// How long in-flight requests may take to finish after SIGTERM.
     pub shutdown_grace: std::time::Duration,
+    /// Private hosts and networks tools may reach despite the egress guard.
+    pub tool_egress: EgressPolicy,
+    /// Time allowed for one outbound tool request (crew HTTP tools set their own).
+    pub tool_timeout: std::time::Duration,
+    /// Longest tool response handed to a model, in bytes.
+    pub tool_max_response_bytes: usize,
+    /// Time allowed for one LLM request.
+    pub llm_timeout: std::time::Duration,
+    /// Attempts per LLM call (transient failures are retried).
+    pub llm_max_attempts: u32,
+}
+
+impl Config {
+    /// Defaults for everything but the database, for tests and embedding.
+    pub fn new(database_url: Secret) -> Self {
+        let providers = providers(&FileConfig::default(), |_| None).unwrap_or_default();
+        Self {
+            bind: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            database_url,
+            db_max_connections: 16,
+            api_keys: ApiKeys::default(),
+            providers,
+            default_model: "openai/gpt-4o-mini".into(),
+            shutdown_grace: std::time::Duration::from_secs(30),
+            tool_egress: EgressPolicy::default(),
+            tool_timeout: std::time::Duration::from_secs(30),
+            tool_max_response_bytes: 64 * 1024,
+            llm_timeout: std::time::Duration::from_secs(120),
+            llm_max_attempts: 4,
+        }
+    }
 }
 
 /// The `AGENTD_CONFIG` file.

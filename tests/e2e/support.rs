@@ -1,7 +1,6 @@
 //! The test harness: spawn the app on port 0 and talk to it.
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
 use std::time::Duration;
 
 use agentd::app::AppState;
@@ -22,13 +21,10 @@ pub fn test_config() -> Config {
     let file: FileConfig =
         toml::from_str("[providers.local]\nbase_url = \"http://127.0.0.1:9\"\n").expect("toml");
     Config {
-        bind: SocketAddr::from(([127, 0, 0, 1], 0)),
-        database_url: Secret::new("postgres://unused"),
         db_max_connections: 4,
-        api_keys: ApiKeys::default(),
         providers: config::providers(&file, |_| None).expect("providers"),
-        default_model: "openai/gpt-4o-mini".into(),
         shutdown_grace: Duration::from_secs(1),
+        ..Config::new(Secret::new("postgres://unused"))
     }
 }
 
