@@ -213,7 +213,8 @@ impl MemoryJournal {
             .iter()
             .map(|name| TaskRecord { name: (*name).to_owned(), status: TaskStatus::Pending, output: None })
             .collect();
-        let state = MemoryState { snapshot: Snapshot { tasks, ..Snapshot::default() }, ..MemoryState::default() };
+        let state =
+            MemoryState { snapshot: Snapshot { tasks, ..Snapshot::default() }, ..MemoryState::default() };
         Self { state: Mutex::new(state) }
     }
 

@@ -13,7 +13,12 @@ pub fn role_playing(role: &str, goal: &str, backstory: &str) -> String {
 pub fn react_tools(tools: &[ToolDefinition]) -> String {
     let described: Vec<String> = tools
         .iter()
-        .map(|t| format!("Tool Name: {}\nTool Arguments: {}\nTool Description: {}", t.name, t.parameters, t.description))
+        .map(|t| {
+            format!(
+                "Tool Name: {}\nTool Arguments: {}\nTool Description: {}",
+                t.name, t.parameters, t.description
+            )
+        })
         .collect();
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
     format!(
@@ -87,7 +92,8 @@ pub const FORCE_FINAL_ANSWER: &str = "Now it's time you MUST give your absolute 
     You'll ignore all previous instructions, stop using any tools, and just return your absolute BEST Final answer.";
 
 /// Sent after native tool results.
-pub const REFLECT_ON_RESULTS: &str = "Analyze the tool result. If requirements are met, provide the Final Answer. \
+pub const REFLECT_ON_RESULTS: &str =
+    "Analyze the tool result. If requirements are met, provide the Final Answer. \
     Otherwise, call the next tool. Deliver only the answer without meta-commentary.";
 
 /// The observation that follows a ReAct action.

@@ -22,7 +22,11 @@ pub struct Outbound {
 }
 
 impl Outbound {
-    pub fn new(policy: EgressPolicy, timeout: Duration, max_response_bytes: usize) -> Result<Self, EgressError> {
+    pub fn new(
+        policy: EgressPolicy,
+        timeout: Duration,
+        max_response_bytes: usize,
+    ) -> Result<Self, EgressError> {
         let policy = Arc::new(policy);
         let client = guarded_client(policy.clone(), timeout)?;
         Ok(Self { client, policy, max_response_bytes })
