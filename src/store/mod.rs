@@ -1,10 +1,12 @@
-//! Every SQL statement agentd runs, behind [`Store`]: runs and their tasks, the journal, the
-//! event log, registered crews and idempotency keys. Postgres types do not leave this module;
-//! callers see domain types.
+//! Every SQL statement agentd runs, behind [`Store`]: runs and their tasks, the queue claim, the
+//! journal (read by the API, written through [`RunJournal`]), the event log, registered crews and
+//! idempotency keys. Postgres types do not leave this module; callers see domain types.
 
+mod claim;
 mod crews;
 mod events;
 mod journal;
+mod run_journal;
 mod runs;
 
 use std::time::Duration;
@@ -13,8 +15,10 @@ use sqlx::migrate::Migrator;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::PgPool;
 
+pub use claim::ClaimedRun;
 pub use crews::{CrewRecord, UpsertOutcome};
 pub use journal::{Message, ToolCall};
+pub use run_journal::RunJournal;
 pub use runs::{IdempotencyKey, KickoffOutcome, RunPage};
 
 /// The schema migrations, embedded in the binary.

@@ -1,8 +1,10 @@
 //! End-to-end tests: the real router on a real port against a fresh database per test
 //! (`#[sqlx::test]`), driven over HTTP as a client would. One test binary, many modules.
 
+mod claim;
 mod cli;
 mod crews;
+mod journal;
 mod kickoffs;
 mod runs;
 mod service;

@@ -2,23 +2,12 @@
 
 use std::collections::BTreeSet;
 
-use agentd::domain::kickoff::{prepare_run, NewRun};
-use agentd::domain::{CrewSpec, EventType, RunId, ValidationContext};
+use agentd::domain::{CrewSpec, EventType, RunId};
 use agentd::store::{IdempotencyKey, KickoffOutcome, Store, StoreError, UpsertOutcome};
-use serde_json::{json, Value};
+use serde_json::json;
 use sqlx::PgPool;
 
-use crate::support::{sample_crew, sample_inputs};
-
-fn new_run() -> NewRun {
-    let ctx = ValidationContext {
-        builtin_tools: agentd::tools::builtin_tool_names(),
-        providers: vec!["openai".into(), "local".into()],
-    };
-    let crew = CrewSpec::from_json(sample_crew()).expect("spec");
-    let Value::Object(inputs) = sample_inputs() else { panic!("inputs") };
-    prepare_run(crew, inputs, Default::default(), &ctx).expect("valid run")
-}
+use crate::support::{new_run, sample_crew};
 
 #[sqlx::test(migrator = "agentd::store::MIGRATOR")]
 async fn create_and_get_a_run(pool: PgPool) {

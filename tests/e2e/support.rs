@@ -5,6 +5,8 @@ use std::time::Duration;
 
 use agentd::app::AppState;
 use agentd::config::{self, ApiKeys, Config, FileConfig, Secret};
+use agentd::domain::kickoff::{prepare_run, NewRun};
+use agentd::domain::{CrewSpec, ValidationContext};
 use agentd::store::Store;
 use reqwest::{Method, RequestBuilder, Response, StatusCode};
 use serde_json::{json, Value};
@@ -149,4 +151,15 @@ pub fn sample_crew() -> Value {
 
 pub fn sample_inputs() -> Value {
     json!({"topic": "AI agents", "audience": "engineers"})
+}
+
+/// A validated run of the sample crew, ready for `Store::create_run`.
+pub fn new_run() -> NewRun {
+    let ctx = ValidationContext {
+        builtin_tools: agentd::tools::builtin_tool_names(),
+        providers: vec!["openai".into(), "local".into()],
+    };
+    let crew = CrewSpec::from_json(sample_crew()).expect("spec");
+    let Value::Object(inputs) = sample_inputs() else { panic!("inputs") };
+    prepare_run(crew, inputs, Default::default(), &ctx).expect("valid run")
 }

@@ -1,0 +1,112 @@
+//! The queue claim: a worker takes the oldest queued run (or one named run) for a new attempt,
+//! becoming its lease holder, and the run's `run.started` event is logged in the same transaction.
+//! The claimed attempt is what the worker's [`RunJournal`](super::RunJournal) is fenced by.
+
+use std::time::Duration;
+
+use serde_json::{json, Map, Value};
+use sqlx::{Postgres, Transaction};
+use uuid::Uuid;
+
+use super::events::append_event_tx;
+use super::{decode, Store, StoreResult};
+use crate::domain::{CrewSpec, EventType, RunId};
+
+/// A run a worker now holds the lease of, with what it needs to execute it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClaimedRun {
+    pub id: RunId,
+    /// The attempt this claim started (1 for the first claim); every journal write carries it.
+    pub attempt: i32,
+    pub crew: CrewSpec,
+    pub inputs: Map<String, Value>,
+}
+
+struct ClaimRow {
+    id: Uuid,
+    attempt: i32,
+    crew_spec: Value,
+    inputs: Value,
+}
+
+impl Store {
+    /// Claim the oldest queued run for `owner` for `lease`: it becomes `running` with its attempt
+    /// bumped and `run.started` logged, in one transaction. Runs other transactions are claiming
+    /// are skipped (`SKIP LOCKED`), so concurrent claimers never take the same run. `None` when
+    /// no run is queued.
+    #[tracing::instrument(skip_all, fields(owner = %owner, run_id = tracing::field::Empty), err)]
+    pub async fn claim_next_run(&self, owner: &str, lease: Duration) -> StoreResult<Option<ClaimedRun>> {
+        let mut tx = self.pool.begin().await?;
+        let row = sqlx::query_as!(
+            ClaimRow,
+            r#"WITH next AS (
+                   SELECT id FROM runs WHERE status = 'queued'
+                   ORDER BY created_at, id
+                   FOR UPDATE SKIP LOCKED LIMIT 1
+               )
+               UPDATE runs
+                  SET status = 'running', attempt = runs.attempt + 1, lease_owner = $1,
+                      lease_expires_at = now() + make_interval(secs => $2),
+                      started_at = coalesce(runs.started_at, now()), updated_at = now()
+                 FROM next
+                WHERE runs.id = next.id
+            RETURNING runs.id, runs.attempt, runs.crew_spec, runs.inputs"#,
+            owner,
+            lease.as_secs_f64(),
+        )
+        .fetch_optional(&mut *tx)
+        .await?;
+        finish_claim(tx, row).await
+    }
+
+    /// Claim the run `id` for `owner` for `lease`, as [`Store::claim_next_run`] does, provided it
+    /// is queued; `None` when it is not (or does not exist).
+    #[tracing::instrument(skip_all, fields(owner = %owner, run_id = %id), err)]
+    pub async fn claim_run(
+        &self,
+        id: RunId,
+        owner: &str,
+        lease: Duration,
+    ) -> StoreResult<Option<ClaimedRun>> {
+        let mut tx = self.pool.begin().await?;
+        let row = sqlx::query_as!(
+            ClaimRow,
+            r#"UPDATE runs
+                  SET status = 'running', attempt = attempt + 1, lease_owner = $2,
+                      lease_expires_at = now() + make_interval(secs => $3),
+                      started_at = coalesce(started_at, now()), updated_at = now()
+                WHERE id = $1 AND status = 'queued'
+            RETURNING id, attempt, crew_spec, inputs"#,
+            id.0,
+            owner,
+            lease.as_secs_f64(),
+        )
+        .fetch_optional(&mut *tx)
+        .await?;
+        finish_claim(tx, row).await
+    }
+}
+
+/// Log `run.started` for a claimed row and commit. The claim is committed before the row is
+/// decoded: a run whose stored spec this binary cannot read (written by a newer version, say) then
+/// waits for its lease to expire and stays claimable by others, instead of blocking the queue head.
+async fn finish_claim(
+    mut tx: Transaction<'_, Postgres>,
+    row: Option<ClaimRow>,
+) -> StoreResult<Option<ClaimedRun>> {
+    let Some(row) = row else {
+        tx.rollback().await?;
+        return Ok(None);
+    };
+    let id = RunId(row.id);
+    tracing::Span::current().record("run_id", tracing::field::display(id));
+    let data = json!({ "attempt": row.attempt });
+    append_event_tx(&mut tx, id, EventType::RunStarted, None, None, &data).await?;
+    tx.commit().await?;
+    Ok(Some(ClaimedRun {
+        id,
+        attempt: row.attempt,
+        crew: decode(row.crew_spec, &format!("runs.crew_spec of run {id}"))?,
+        inputs: decode(row.inputs, &format!("runs.inputs of run {id}"))?,
+    }))
+}

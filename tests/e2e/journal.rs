@@ -1,0 +1,322 @@
+//! The Postgres journal: steps round-trip through `load` exactly as through the in-memory journal,
+//! commits are atomic and fenced by the attempt, and a step that contradicts the journal writes
+//! nothing.
+
+use std::time::Duration;
+
+use agentd::domain::{ErrorKind, EventType, RunError, RunStatus, TaskOutput, TaskStatus, Usage};
+use agentd::engine::journal::{
+    Journal, JournalError, MemoryJournal, NewMessage, RunChange, Snapshot, Step, TaskChange, ToolCallEnd,
+    ToolCallOutcome, ToolCallStart, UsageDelta,
+};
+use agentd::llm::{ChatMessage, ToolCallRequest};
+use agentd::store::{ClaimedRun, RunJournal, Store};
+use serde_json::json;
+use sqlx::PgPool;
+
+use crate::support::new_run;
+
+/// A fresh run, claimed (attempt 1), with its journal.
+async fn claimed_run(store: &Store) -> (ClaimedRun, RunJournal) {
+    let run = new_run();
+    store.create_run(&run, None).await.expect("create");
+    let claimed =
+        store.claim_run(run.id, "worker-1", Duration::from_secs(30)).await.expect("claim").expect("queued");
+    let journal = store.journal(claimed.id, claimed.attempt);
+    (claimed, journal)
+}
+
+fn message(conversation: &str, message: ChatMessage) -> NewMessage {
+    NewMessage { conversation: conversation.into(), agent: "researcher".into(), message, compacts: false }
+}
+
+fn start(id: &str, arguments: serde_json::Value) -> ToolCallStart {
+    ToolCallStart {
+        id: id.into(),
+        conversation: "research".into(),
+        agent: "researcher".into(),
+        tool: "calculator".into(),
+        arguments,
+    }
+}
+
+fn output(raw: &str) -> TaskOutput {
+    TaskOutput { raw: raw.into(), json: None }
+}
+
+/// The model asks for two tools natively; both are journaled as running.
+fn llm_step() -> Step {
+    let calls = vec![
+        ToolCallRequest {
+            id: "call_1".into(),
+            name: "calculator".into(),
+            arguments: r#"{"e":"2+2"}"#.into(),
+        },
+        ToolCallRequest { id: "call_2".into(), name: "calculator".into(), arguments: "{oops".into() },
+    ];
+    let asks = ChatMessage { tool_calls: calls, ..ChatMessage::assistant("") };
+    let mut step = Step {
+        messages: vec![
+            message("research", ChatMessage::system("You are a researcher.")),
+            message("research", ChatMessage::user("Research AI agents")),
+            message("research", ChatMessage { content: None, ..asks }),
+        ],
+        tool_starts: vec![start("call_1", json!({"e": "2+2"})), start("call_2", json!("{oops"))],
+        tasks: vec![TaskChange::Started { task: "research".into() }],
+        usage: UsageDelta { llm_calls: 1, prompt_tokens: 120, completion_tokens: 30, tool_calls: 0 },
+        ..Step::default()
+    };
+    step.event(EventType::TaskStarted, Some("research"), Some("researcher"), json!({}));
+    step.event(EventType::LlmFinished, Some("research"), Some("researcher"), json!({"tokens": 150}));
+    step
+}
+
+/// One tool succeeds (from the cache), the other fails; their observations follow.
+fn tools_step() -> Step {
+    let mut step = Step {
+        messages: vec![
+            message("research", ChatMessage::tool("call_1", "4")),
+            message("research", ChatMessage::tool("call_2", "Error: invalid arguments")),
+        ],
+        tool_ends: vec![
+            ToolCallEnd {
+                id: "call_1".into(),
+                outcome: ToolCallOutcome::Succeeded { result: "4".into(), cached: true },
+            },
+            ToolCallEnd {
+                id: "call_2".into(),
+                outcome: ToolCallOutcome::Failed { error: "invalid arguments".into() },
+            },
+        ],
+        usage: UsageDelta { tool_calls: 2, ..UsageDelta::default() },
+        ..Step::default()
+    };
+    step.event(EventType::ToolFinished, Some("research"), Some("researcher"), json!({"id": "call_1"}));
+    step.event(EventType::ToolFailed, Some("research"), Some("researcher"), json!({"id": "call_2"}));
+    step
+}
+
+/// The conversation is compacted, the tasks finish (the second starts and ends in this step) and
+/// so does the run.
+fn final_step() -> Step {
+    let summary =
+        NewMessage { compacts: true, ..message("research", ChatMessage::user("Summary: 2+2 is 4.")) };
+    let mut step = Step {
+        messages: vec![summary, message("research", ChatMessage::assistant("Final Answer: 4"))],
+        tasks: vec![
+            TaskChange::Completed { task: "research".into(), output: output("4") },
+            TaskChange::Started { task: "write".into() },
+            TaskChange::Completed {
+                task: "write".into(),
+                output: TaskOutput { raw: r#"{"answer":"4"}"#.into(), json: Some(json!({"answer": "4"})) },
+            },
+        ],
+        run: Some(RunChange::Completed { output: output("done") }),
+        usage: UsageDelta { llm_calls: 1, prompt_tokens: 80, completion_tokens: 10, tool_calls: 0 },
+        ..Step::default()
+    };
+    step.event(EventType::TaskCompleted, Some("research"), Some("researcher"), json!({}));
+    step.event(EventType::RunCompleted, None, None, json!({}));
+    step
+}
+
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn commits_round_trip_through_load(pool: PgPool) {
+    let store = Store::new(pool);
+    let (claimed, journal) = claimed_run(&store).await;
+    let memory = MemoryJournal::new(&["research", "write"]);
+    assert_eq!(journal.load().await.expect("load"), memory.snapshot(), "all tasks pending at first");
+
+    for step in [llm_step(), tools_step()] {
+        journal.commit(step.clone()).await.expect("commit");
+        memory.commit(step).await.expect("commit");
+        assert_eq!(journal.load().await.expect("load"), memory.snapshot());
+    }
+    let running = journal.load().await.expect("load");
+    assert_eq!(running.tasks[0].status, TaskStatus::Running);
+    let call_2 = running.tool_call("call_2").expect("call_2");
+    assert_eq!(call_2.outcome, Some(ToolCallOutcome::Failed { error: "invalid arguments".into() }));
+    assert_eq!(running.messages[2].message.tool_calls.len(), 2, "native tool calls survive");
+
+    journal.commit(final_step()).await.expect("commit");
+    memory.commit(final_step()).await.expect("commit");
+    let done = journal.load().await.expect("load");
+    assert_eq!(done, memory.snapshot());
+    assert_eq!(
+        done.conversation("research"),
+        [
+            ChatMessage::system("You are a researcher."),
+            ChatMessage::user("Summary: 2+2 is 4."),
+            ChatMessage::assistant("Final Answer: 4")
+        ]
+    );
+
+    let run = store.get_run(claimed.id).await.expect("get").expect("run");
+    assert_eq!((run.status, run.output, run.error), (RunStatus::Completed, Some(output("done")), None));
+    assert!(run.finished_at.is_some());
+    assert_eq!(run.usage, Usage { llm_calls: 2, prompt_tokens: 200, completion_tokens: 40, tool_calls: 2 });
+    assert!(run
+        .tasks
+        .iter()
+        .all(|t| t.status == TaskStatus::Completed && t.started_at.is_some() && t.finished_at.is_some()));
+
+    let messages = store.list_messages(claimed.id).await.expect("messages");
+    assert_eq!(messages.iter().map(|m| m.seq).collect::<Vec<_>>(), (1..=7).collect::<Vec<i64>>());
+    assert!(messages.iter().all(|m| m.task.as_deref() == Some("research")));
+    let with_calls: Vec<i64> = messages.iter().filter(|m| m.tool_calls.is_some()).map(|m| m.seq).collect();
+    assert_eq!(with_calls, [3], "tool_calls is NULL unless the model asked for tools");
+
+    let events = store.list_events(claimed.id, 0, 100).await.expect("events");
+    assert_eq!(events.iter().map(|e| e.seq).collect::<Vec<_>>(), (1..=8).collect::<Vec<i64>>());
+    let types: Vec<EventType> = events.iter().map(|e| e.event_type).collect();
+    use EventType::*;
+    assert_eq!(
+        types,
+        [
+            RunQueued,
+            RunStarted,
+            TaskStarted,
+            LlmFinished,
+            ToolFinished,
+            ToolFailed,
+            TaskCompleted,
+            RunCompleted
+        ]
+    );
+    assert_eq!((events[3].task.as_deref(), &events[3].data), (Some("research"), &json!({"tokens": 150})));
+}
+
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn a_lost_lease_fences_the_commit_and_writes_nothing(pool: PgPool) {
+    let store = Store::new(pool.clone());
+    let (claimed, journal) = claimed_run(&store).await;
+    journal.commit(llm_step()).await.expect("commit");
+    let snapshot = journal.load().await.expect("load");
+
+    // Another worker claims the run: its attempt is newer than this journal's.
+    sqlx::query("UPDATE runs SET attempt = attempt + 1 WHERE id = $1")
+        .bind(claimed.id.0)
+        .execute(&pool)
+        .await
+        .expect("bump");
+    let run = store.get_run(claimed.id).await.expect("get").expect("run");
+    assert_eq!(journal.commit(tools_step()).await, Err(JournalError::Fenced));
+    assert_eq!(journal.commit(final_step()).await, Err(JournalError::Fenced));
+    assert_eq!(journal.load().await.expect("load"), snapshot);
+    assert_eq!(store.get_run(claimed.id).await.expect("get"), Some(run));
+    assert_eq!(store.list_events(claimed.id, 0, 100).await.expect("events").len(), 4);
+
+    // The new attempt writes.
+    let current = store.journal(claimed.id, claimed.attempt + 1);
+    current.commit(tools_step()).await.expect("commit");
+    assert_eq!(
+        current.load().await.expect("load").tool_call("call_1").map(|c| c.outcome.is_some()),
+        Some(true)
+    );
+}
+
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn a_finished_or_requeued_run_fences_commits(pool: PgPool) {
+    let store = Store::new(pool.clone());
+    let (claimed, journal) = claimed_run(&store).await;
+    let error = RunError { kind: ErrorKind::MaxIter, message: "gave up".into() };
+    let failing = Step { run: Some(RunChange::Failed { error: error.clone() }), ..Step::default() };
+    journal.commit(failing).await.expect("commit");
+    let run = store.get_run(claimed.id).await.expect("get").expect("run");
+    assert_eq!((run.status, run.error), (RunStatus::Failed, Some(error)));
+    let lease: (Option<String>, bool) =
+        sqlx::query_as("SELECT lease_owner, lease_expires_at IS NULL FROM runs WHERE id = $1")
+            .bind(claimed.id.0)
+            .fetch_one(&pool)
+            .await
+            .expect("lease");
+    assert_eq!(lease, (None, true), "a finished run holds no lease");
+    assert_eq!(journal.commit(tools_step()).await, Err(JournalError::Fenced));
+    assert_eq!(journal.commit(Step::default()).await, Err(JournalError::Fenced));
+
+    // A run put back in the queue has no lease holder until the next claim.
+    let (claimed, journal) = claimed_run(&store).await;
+    sqlx::query("UPDATE runs SET status = 'queued' WHERE id = $1")
+        .bind(claimed.id.0)
+        .execute(&pool)
+        .await
+        .expect("requeue");
+    assert_eq!(journal.commit(llm_step()).await, Err(JournalError::Fenced));
+    assert_eq!(journal.load().await.expect("load").messages, []);
+    // So is a run that does not exist.
+    let nowhere = store.journal(agentd::domain::RunId::new(), 1);
+    assert_eq!(nowhere.commit(llm_step()).await, Err(JournalError::Fenced));
+}
+
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn an_empty_step_is_harmless(pool: PgPool) {
+    let store = Store::new(pool);
+    let (claimed, journal) = claimed_run(&store).await;
+    let run = store.get_run(claimed.id).await.expect("get");
+    journal.commit(Step::default()).await.expect("commit");
+    assert_eq!(journal.load().await.expect("load"), MemoryJournal::new(&["research", "write"]).snapshot());
+    assert_eq!(store.get_run(claimed.id).await.expect("get"), run);
+    assert_eq!(store.list_events(claimed.id, 0, 100).await.expect("events").len(), 2);
+}
+
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn a_step_that_contradicts_the_journal_writes_nothing(pool: PgPool) {
+    let store = Store::new(pool);
+    let (_, journal) = claimed_run(&store).await;
+    let storage_error = |result: Result<(), JournalError>| match result {
+        Err(JournalError::Storage(message)) => message,
+        other => panic!("expected a storage error, got {other:?}"),
+    };
+    let unknown_task = Step { tasks: vec![TaskChange::Started { task: "ghost".into() }], ..llm_step() };
+    assert!(storage_error(journal.commit(unknown_task).await).contains("task"));
+    let never_started =
+        ToolCallEnd { id: "nope".into(), outcome: ToolCallOutcome::Failed { error: "x".into() } };
+    let unknown_call = Step { tool_ends: vec![never_started], ..llm_step() };
+    assert!(storage_error(journal.commit(unknown_call).await).contains("never started"));
+    // A value Postgres refuses (a NUL byte in text): the engine learns the class, not the SQL.
+    let bad_text =
+        Step { messages: vec![message("research", ChatMessage::user("nul \0 byte"))], ..llm_step() };
+    assert_eq!(storage_error(journal.commit(bad_text).await), "database error");
+    assert_eq!(journal.load().await.expect("load"), MemoryJournal::new(&["research", "write"]).snapshot());
+
+    // A call interrupted while running may start again; a finished one may not.
+    journal.commit(llm_step()).await.expect("commit");
+    let again = Step { tool_starts: vec![start("call_1", json!({"e": "3+3"}))], ..Step::default() };
+    journal.commit(again.clone()).await.expect("restart a running call");
+    let call = journal.load().await.expect("load").tool_call("call_1").cloned().expect("call_1");
+    assert_eq!((call.arguments, call.outcome), (json!({"e": "3+3"}), None));
+    journal.commit(tools_step()).await.expect("commit");
+    assert!(storage_error(journal.commit(again).await).contains("finished"));
+}
+
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn concurrent_commits_keep_message_seq_dense(pool: PgPool) {
+    let store = Store::new(pool);
+    let (claimed, journal) = claimed_run(&store).await;
+    let commits = (0..8).map(|i| {
+        let journal = journal.clone();
+        tokio::spawn(async move {
+            let text = |n: usize| ChatMessage::user(format!("{i}.{n}"));
+            let step = Step {
+                messages: vec![message(&format!("c{i}"), text(1)), message(&format!("c{i}"), text(2))],
+                ..Step::default()
+            };
+            journal.commit(step).await
+        })
+    });
+    for commit in commits {
+        commit.await.expect("join").expect("commit");
+    }
+    let snapshot: Snapshot = journal.load().await.expect("load");
+    for i in 0..8 {
+        let texts: Vec<_> = snapshot.conversation(&format!("c{i}")).into_iter().map(|m| m.content).collect();
+        assert_eq!(
+            texts,
+            [Some(format!("{i}.1")), Some(format!("{i}.2"))],
+            "a step's messages stay together"
+        );
+    }
+    let seqs: Vec<i64> =
+        store.list_messages(claimed.id).await.expect("messages").iter().map(|m| m.seq).collect();
+    assert_eq!(seqs, (1..=16).collect::<Vec<i64>>());
+}
