@@ -11,9 +11,9 @@ use crate::config::{Config, Secret};
 use crate::domain::ValidationContext;
 use crate::engine::Engine;
 use crate::llm::{LlmRegistry, RetryPolicy};
-use crate::tools::http::Outbound;
 use crate::store::{PoolSettings, Store, StoreError};
 use crate::tools::builtin_tool_names;
+use crate::tools::http::Outbound;
 
 /// What every handler shares. Cheap to clone.
 #[derive(Clone)]
@@ -84,8 +84,9 @@ pub fn build_engine(config: &Config) -> Result<Engine, ServeError> {
         ..RetryPolicy::default()
     };
     let llms = LlmRegistry::from_config(config, http, policy);
-    let outbound = Outbound::new(config.tool_egress.clone(), config.tool_timeout, config.tool_max_response_bytes)
-        .map_err(|e| ServeError::Setup(format!("cannot build the tool HTTP client: {e}")))?;
+    let outbound =
+        Outbound::new(config.tool_egress.clone(), config.tool_timeout, config.tool_max_response_bytes)
+            .map_err(|e| ServeError::Setup(format!("cannot build the tool HTTP client: {e}")))?;
     Ok(Engine::new(llms, Arc::new(outbound)))
 }
 

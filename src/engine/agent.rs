@@ -251,7 +251,12 @@ impl<'a> AgentLoop<'a> {
             if !text.trim().is_empty() && !resumed {
                 self.turn.event(pending, EventType::AgentThought, json!({"text": text.trim()}));
             }
-            let calls = reply.tool_calls.iter().map(PlannedCall::native).collect();
+            let conversation = &self.turn.conversation;
+            let calls = reply
+                .tool_calls
+                .iter()
+                .map(|c| PlannedCall::native(c, conversation, self.iterations))
+                .collect();
             return self.tool_round(calls, pending, resumed).await;
         }
         match self.style {
@@ -275,8 +280,8 @@ impl<'a> AgentLoop<'a> {
                 if !thought.is_empty() && !resumed {
                     self.turn.event(pending, EventType::AgentThought, json!({"text": thought}));
                 }
-                let id = format!("{}#react-{}", self.turn.conversation, self.iterations);
-                self.tool_round(vec![PlannedCall { id, name: tool, input }], pending, resumed).await
+                let call = PlannedCall::react(&self.turn.conversation, self.iterations, tool, input);
+                self.tool_round(vec![call], pending, resumed).await
             }
             Err(error) => Ok(self.feedback(error.to_string(), pending)),
         }

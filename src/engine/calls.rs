@@ -18,18 +18,29 @@ use crate::llm::{ChatMessage, ToolCallRequest};
 
 /// A tool call as the model asked for it.
 pub struct PlannedCall {
+    /// The journal's id of the call, unique in the run (providers may reuse their ids).
+    pub key: String,
+    /// The provider's id, echoed in the answering `tool` message.
     pub id: String,
     pub name: String,
     pub input: ActionInput,
 }
 
 impl PlannedCall {
-    pub fn native(call: &ToolCallRequest) -> Self {
+    /// A native call of the reply at `iteration` of `conversation`.
+    pub fn native(call: &ToolCallRequest, conversation: &str, iteration: u32) -> Self {
         Self {
+            key: format!("{conversation}#{iteration}/{}", call.id),
             id: call.id.clone(),
             name: call.name.clone(),
             input: ActionInput::from_native(&call.arguments),
         }
+    }
+
+    /// The ReAct action of the reply at `iteration` of `conversation`.
+    pub fn react(conversation: &str, iteration: u32, name: String, input: ActionInput) -> Self {
+        let key = format!("{conversation}#{iteration}/react");
+        Self { id: key.clone(), key, name, input }
     }
 }
 
@@ -84,7 +95,7 @@ impl ToolRound<'_, '_> {
     fn plan(&self, planned: PlannedCall) -> Call {
         let ctx = self.agent.ctx;
         let toolbox = &self.agent.turn.toolbox;
-        let recorded = self.resumed.then(|| ctx.snapshot.tool_call(&planned.id)).flatten();
+        let recorded = self.resumed.then(|| ctx.snapshot.tool_call(&planned.key)).flatten();
         let (tool, action) = match recorded {
             Some(record) if record.outcome.is_some() => (record.tool.clone(), Action::Done),
             Some(record) => (
@@ -117,14 +128,14 @@ impl ToolRound<'_, '_> {
                 _ => continue,
             };
             pending.tool_starts.push(ToolCallStart {
-                id: call.planned.id.clone(),
+                id: call.planned.key.clone(),
                 conversation: turn.conversation.clone(),
                 agent: turn.agent.clone(),
                 tool: call.tool.clone(),
                 arguments: arguments.clone(),
             });
             pending.usage.tool_calls += 1;
-            let data = json!({"tool_call_id": call.planned.id, "tool": call.tool, "arguments": arguments});
+            let data = json!({"tool_call_id": call.planned.key, "tool": call.tool, "arguments": arguments});
             turn.event(pending, EventType::ToolStarted, data);
         }
     }
@@ -136,7 +147,7 @@ impl ToolRound<'_, '_> {
             let started = Instant::now();
             let result = match &entry.runner {
                 Runner::Tool(tool) => tool.call(arguments.clone()).await,
-                Runner::Delegate(mode) => self.delegate(*mode, &call.planned.id, arguments).await?,
+                Runner::Delegate(mode) => self.delegate(*mode, &call.planned.key, arguments).await?,
             };
             let outcome = match result {
                 Ok(result) => ToolCallOutcome::Succeeded { result, cached: false },
@@ -171,7 +182,7 @@ impl ToolRound<'_, '_> {
             (Action::Execute { .. }, None) => return None,
         };
         let turn = self.agent.turn;
-        let id = &call.planned.id;
+        let id = &call.planned.key;
         let (observation, answer) = match &outcome {
             ToolCallOutcome::Succeeded { result, cached } => {
                 if !cached {
@@ -219,7 +230,8 @@ impl ToolRound<'_, '_> {
         let Some(coworkers) = ctx.coworkers else {
             return Ok(Err("this agent has no coworkers to delegate to".to_owned()));
         };
-        let conversation = format!("{}/{call_id}", self.agent.turn.conversation);
+        // The call's key (`<task>#<iteration>/<call id>`) names the coworker's conversation.
+        let conversation = call_id.to_owned();
         coworkers.delegate(ctx, &self.agent.turn.task, conversation, mode, arguments).await
     }
 }

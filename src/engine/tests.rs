@@ -519,7 +519,7 @@ async fn resume_reruns_idempotent_and_fails_other_interrupted_calls() {
                 message(reply),
             ],
             tool_starts: vec![ToolCallStart {
-                id: "c1".into(),
+                id: "t#1/c1".into(),
                 conversation: "t".into(),
                 agent: "a".into(),
                 tool: "echo".into(),
@@ -626,7 +626,7 @@ async fn hierarchical_manager_delegates_to_a_coworker() {
         outcomes[1],
         ToolCallOutcome::Succeeded { result: "The depth is 3 km.".into(), cached: false }
     );
-    let delegated = snapshot.conversation("t/d1");
+    let delegated = snapshot.conversation("t#2/d1");
     assert_eq!(delegated.len(), 3, "the coworker's own conversation: system, task, answer");
     assert!(delegated[1]
         .content
