@@ -14,6 +14,7 @@ use crate::llm::{LlmRegistry, RetryPolicy};
 use crate::store::{PoolSettings, Store, StoreError};
 use crate::tools::builtin_tool_names;
 use crate::tools::http::Outbound;
+use crate::worker::{WorkerPool, WorkerSettings};
 
 /// What every handler shares. Cheap to clone.
 #[derive(Clone)]
@@ -107,23 +108,59 @@ pub async fn migrate_when_up(store: &Store, patience: Duration) -> Result<(), Se
     }
 }
 
-/// Run the API until SIGTERM or Ctrl-C, then drain in-flight requests for the grace period.
+/// Run the API and/or the worker pool (per the role) until SIGTERM or Ctrl-C, then drain both
+/// within the grace period.
 pub async fn serve(config: Config) -> Result<(), ServeError> {
     let store = connect(&config.database_url, config.db_max_connections)?;
     migrate_when_up(&store, Duration::from_secs(60)).await?;
+    let shutdown = CancellationToken::new();
+    tokio::spawn(watch_signals(shutdown.clone()));
+    let workers = match config.role.runs_workers() {
+        true => {
+            let pool = WorkerPool::new(store.clone(), Arc::new(build_engine(&config)?), worker_settings(&config));
+            tracing::info!(slots = config.workers, lease_s = config.lease.as_secs(), "worker pool started");
+            Some(tokio::spawn(pool.run(shutdown.clone())))
+        }
+        false => None,
+    };
+    let api = match config.role.serves_api() {
+        true => serve_api(store, config, shutdown.clone()).await,
+        false => {
+            shutdown.cancelled().await;
+            Ok(())
+        }
+    };
+    if let Some(workers) = workers {
+        if let Err(error) = workers.await {
+            tracing::error!(%error, "the worker pool ended abnormally");
+        }
+    }
+    tracing::info!("agentd stopped");
+    api
+}
+
+/// The pool's settings from the configuration.
+pub fn worker_settings(config: &Config) -> WorkerSettings {
+    WorkerSettings {
+        default_timeout: config.run_timeout,
+        grace: config.shutdown_grace,
+        ..WorkerSettings::new(config.workers, config.lease)
+    }
+}
+
+/// Serve HTTP until `shutdown`, then let in-flight requests finish within the grace period.
+async fn serve_api(store: Store, config: Config, shutdown: CancellationToken) -> Result<(), ServeError> {
     let bind = config.bind;
     let grace = config.shutdown_grace;
     let listener = TcpListener::bind(bind).await.map_err(|source| ServeError::Bind { addr: bind, source })?;
-    let open = config.api_keys.is_empty();
-    let state = AppState::new(store, config);
-    if open && !bind.ip().is_loopback() {
+    if config.api_keys.is_empty() && !bind.ip().is_loopback() {
         tracing::warn!(%bind, "no API keys configured: the API is open to anyone who can reach this address");
-    } else if open {
+    } else if config.api_keys.is_empty() {
         tracing::warn!(%bind, "no API keys configured: the API is open, listening on loopback only");
     }
+    let mut state = AppState::new(store, config);
+    state.shutdown = shutdown.clone();
     tracing::info!(addr = %listener.local_addr()?, "agentd listening");
-    let shutdown = state.shutdown.clone();
-    tokio::spawn(watch_signals(shutdown.clone()));
     let server = axum::serve(listener, crate::http::router(state))
         .with_graceful_shutdown(shutdown.clone().cancelled_owned());
     tokio::select! {
@@ -132,7 +169,6 @@ pub async fn serve(config: Config) -> Result<(), ServeError> {
             tracing::warn!(grace_s = grace.as_secs(), "grace period over; closing remaining connections");
         }
     }
-    tracing::info!("agentd stopped");
     Ok(())
 }
 

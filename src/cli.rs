@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::config::{self, ApiKeys, Config, ConfigError, FileConfig, Secret};
+use crate::config::{self, ApiKeys, Config, ConfigError, FileConfig, Role, Secret};
 use crate::tools::egress::EgressPolicy;
 
 #[derive(Debug, Parser)]
@@ -70,6 +70,18 @@ struct ServeArgs {
     /// Seconds one LLM request may take.
     #[arg(long, env = "AGENTD_LLM_TIMEOUT_S", default_value_t = 120, value_parser = clap::value_parser!(u64).range(1..=3600))]
     llm_timeout_s: u64,
+    /// What this replica does: api, worker or all.
+    #[arg(long, env = "AGENTD_ROLE", default_value = "all")]
+    role: Role,
+    /// Runs in flight at once on this replica.
+    #[arg(long, env = "AGENTD_WORKERS", default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    workers: u32,
+    /// Seconds a worker's claim lasts without a heartbeat (a crashed replica's runs resume after this).
+    #[arg(long, env = "AGENTD_LEASE_S", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    lease_s: u64,
+    /// Default time limit of a run in seconds (0: none); a kickoff's timeout_s overrides it.
+    #[arg(long, env = "AGENTD_RUN_TIMEOUT_S", default_value_t = 3600)]
+    run_timeout_s: u64,
     /// Attempts per LLM call; transient failures (connection, timeout, 408, 409, 429, 5xx) are retried.
     #[arg(long, env = "AGENTD_LLM_MAX_ATTEMPTS", default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=20))]
     llm_max_attempts: u32,
@@ -105,6 +117,10 @@ impl ServeArgs {
             tool_max_response_bytes: self.tool_max_response_bytes as usize,
             llm_timeout: Duration::from_secs(self.llm_timeout_s),
             llm_max_attempts: self.llm_max_attempts,
+            role: self.role,
+            workers: self.workers as usize,
+            lease: Duration::from_secs(self.lease_s),
+            run_timeout: (self.run_timeout_s > 0).then(|| Duration::from_secs(self.run_timeout_s)),
         })
     }
 }

@@ -89,6 +89,41 @@ pub struct ProviderConfig {
     pub native_tools: bool,
 }
 
+/// What a replica does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Role {
+    /// Only the HTTP API.
+    Api,
+    /// Only the worker pool.
+    Worker,
+    /// Both.
+    #[default]
+    All,
+}
+
+impl Role {
+    pub fn serves_api(self) -> bool {
+        matches!(self, Role::Api | Role::All)
+    }
+
+    pub fn runs_workers(self) -> bool {
+        matches!(self, Role::Worker | Role::All)
+    }
+}
+
+impl std::str::FromStr for Role {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "api" => Ok(Role::Api),
+            "worker" => Ok(Role::Worker),
+            "all" => Ok(Role::All),
+            other => Err(format!("unknown role '{other}': use api, worker or all")),
+        }
+    }
+}
+
 /// Everything `agentd serve` needs.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -112,6 +147,13 @@ pub struct Config {
     pub llm_timeout: std::time::Duration,
     /// Attempts per LLM call (transient failures are retried).
     pub llm_max_attempts: u32,
+    pub role: Role,
+    /// Runs in flight at once on this replica.
+    pub workers: usize,
+    /// How long a worker's claim on a run lasts without a heartbeat.
+    pub lease: std::time::Duration,
+    /// The time limit of runs that set none.
+    pub run_timeout: Option<std::time::Duration>,
 }
 
 impl Config {
@@ -131,6 +173,10 @@ impl Config {
             tool_max_response_bytes: 64 * 1024,
             llm_timeout: std::time::Duration::from_secs(120),
             llm_max_attempts: 4,
+            role: Role::All,
+            workers: 64,
+            lease: std::time::Duration::from_secs(30),
+            run_timeout: Some(std::time::Duration::from_secs(3600)),
         }
     }
 }

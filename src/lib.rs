@@ -12,3 +12,4 @@ pub mod http;
 pub mod llm;
 pub mod store;
 pub mod tools;
+pub mod worker;

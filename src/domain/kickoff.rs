@@ -25,6 +25,10 @@ pub struct KickoffRequest {
     #[serde(default)]
     #[schema(value_type = Object)]
     pub metadata: Map<String, Value>,
+    /// Seconds the run may take from its start (the server's default when absent).
+    #[serde(default)]
+    #[schema(minimum = 1, maximum = 604800)]
+    pub timeout_s: Option<u32>,
 }
 
 /// The `crew` of a kickoff: a spec or a registered crew's name.
@@ -72,13 +76,18 @@ pub struct NewRun {
     pub crew: CrewSpec,
     pub inputs: Map<String, Value>,
     pub metadata: Map<String, Value>,
+    pub timeout_s: Option<u32>,
 }
+
+/// The longest `timeout_s` a run may ask for (a week).
+pub const MAX_TIMEOUT_S: u32 = 604_800;
 
 /// Validate a crew with its inputs and make the run that will execute them.
 pub fn prepare_run(
     crew: CrewSpec,
     inputs: Map<String, Value>,
     metadata: Map<String, Value>,
+    timeout_s: Option<u32>,
     ctx: &ValidationContext,
 ) -> Result<NewRun, Vec<FieldError>> {
     let mut errors: Vec<FieldError> = match validate_crew(&crew, ctx) {
@@ -88,8 +97,11 @@ pub fn prepare_run(
     if let Err(missing) = validate_inputs(&crew, &inputs) {
         errors.extend(missing);
     }
+    if timeout_s.is_some_and(|t| !(1..=MAX_TIMEOUT_S).contains(&t)) {
+        errors.push(FieldError::new("timeout_s", format!("must be between 1 and {MAX_TIMEOUT_S}")));
+    }
     if errors.is_empty() {
-        Ok(NewRun { id: RunId::new(), crew, inputs, metadata })
+        Ok(NewRun { id: RunId::new(), crew, inputs, metadata, timeout_s })
     } else {
         Err(errors)
     }

@@ -49,7 +49,7 @@ pub async fn create_kickoff(
     }
     let request: KickoffRequest = from_value(body)?;
     let crew = resolve_crew(&state, &request.crew).await?;
-    let run = prepare_run(crew, request.inputs, request.metadata, &state.validation)
+    let run = prepare_run(crew, request.inputs, request.metadata, request.timeout_s, &state.validation)
         .map_err(ApiError::validation)?;
     respond(state.store.create_run(&run, key.as_ref()).await?)
 }

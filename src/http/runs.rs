@@ -1,7 +1,7 @@
 //! Reading runs: one run, the newest-first list, and a run's messages, tool calls and events.
 
 use axum::extract::State;
-use axum::http::{header, HeaderMap};
+use axum::http::{header, HeaderMap, StatusCode};
 use axum::Json;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -11,7 +11,7 @@ use super::error::{ApiError, ApiResult, Problem};
 use super::extract::{ApiPath, ApiQuery};
 use crate::app::AppState;
 use crate::domain::{Event, Run, RunId, RunStatus};
-use crate::store::{Message, ToolCall};
+use crate::store::{CancelOutcome, Message, ToolCall};
 
 const DEFAULT_PAGE: i64 = 50;
 const MAX_PAGE: i64 = 200;
@@ -208,4 +208,33 @@ async fn ensure_run(state: &AppState, id: RunId, empty: bool) -> ApiResult<()> {
 
 fn no_run(id: RunId) -> ApiError {
     ApiError::NotFound(format!("no run with id {id}"))
+}
+
+/// Cancel a run.
+///
+/// A queued run (or one awaiting input) is cancelled at once; a running one becomes `cancelling`
+/// and its worker, on whichever replica, aborts its in-flight LLM or tool request and ends it
+/// `cancelled`.
+#[utoipa::path(
+    post, path = "/runs/{id}/cancel", tag = "runs",
+    params(("id" = Uuid, Path, description = "Run id")),
+    responses(
+        (status = 202, description = "Cancelled, or being cancelled", body = Run),
+        (status = 400, description = "Malformed id", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such run", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "The run has already ended", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn cancel_run(
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<Uuid>,
+) -> ApiResult<(StatusCode, Json<Run>)> {
+    let id = RunId(id);
+    match state.store.request_cancel(id).await? {
+        CancelOutcome::NotFound => Err(no_run(id)),
+        CancelOutcome::AlreadyFinished(run) => {
+            Err(ApiError::Conflict(format!("the run has already ended ({})", run.status.as_str())))
+        }
+        CancelOutcome::Accepted(run) => Ok((StatusCode::ACCEPTED, Json(run))),
+    }
 }

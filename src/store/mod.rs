@@ -6,6 +6,7 @@ mod claim;
 mod crews;
 mod events;
 mod journal;
+mod lease;
 mod run_journal;
 mod runs;
 
@@ -18,6 +19,7 @@ use sqlx::PgPool;
 pub use claim::ClaimedRun;
 pub use crews::{CrewRecord, UpsertOutcome};
 pub use journal::{Message, ToolCall};
+pub use lease::{CancelOutcome, Lease, Recovered, CANCEL_CHANNEL, RUNS_CHANNEL};
 pub use run_journal::RunJournal;
 pub use runs::{IdempotencyKey, KickoffOutcome, RunPage};
 

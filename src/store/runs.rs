@@ -7,6 +7,7 @@ use sqlx::{Postgres, Transaction};
 use uuid::Uuid;
 
 use super::events::append_event_tx;
+use super::lease::{notify, RUNS_CHANNEL};
 use super::{decode, parse, Store, StoreError, StoreResult};
 use crate::domain::kickoff::NewRun;
 use crate::domain::run::RunLinks;
@@ -280,12 +281,14 @@ async fn insert_run(tx: &mut Transaction<'_, Postgres>, run: &NewRun) -> StoreRe
     let spec = serde_json::to_value(&run.crew)
         .map_err(|e| StoreError::Corrupt(format!("crew spec does not serialize: {e}")))?;
     sqlx::query!(
-        r#"INSERT INTO runs (id, crew_name, crew_spec, inputs, metadata) VALUES ($1, $2, $3, $4, $5)"#,
+        r#"INSERT INTO runs (id, crew_name, crew_spec, inputs, metadata, timeout_s)
+           VALUES ($1, $2, $3, $4, $5, $6)"#,
         run.id.0,
         run.crew.name,
         spec,
         Value::Object(run.inputs.clone()),
         Value::Object(run.metadata.clone()),
+        run.timeout_s.map(|t| t as i32),
     )
     .execute(&mut **tx)
     .await?;
@@ -303,5 +306,6 @@ async fn insert_run(tx: &mut Transaction<'_, Postgres>, run: &NewRun) -> StoreRe
     .execute(&mut **tx)
     .await?;
     append_event_tx(tx, run.id, EventType::RunQueued, None, None, &json!({})).await?;
+    notify(tx, RUNS_CHANNEL, run.id).await?;
     Ok(())
 }

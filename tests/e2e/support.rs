@@ -161,5 +161,5 @@ pub fn new_run() -> NewRun {
     };
     let crew = CrewSpec::from_json(sample_crew()).expect("spec");
     let Value::Object(inputs) = sample_inputs() else { panic!("inputs") };
-    prepare_run(crew, inputs, Default::default(), &ctx).expect("valid run")
+    prepare_run(crew, inputs, Default::default(), None, &ctx).expect("valid run")
 }

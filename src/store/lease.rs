@@ -1,0 +1,269 @@
+//! Leases and the ends of runs the engine does not journal itself: heartbeats, handing a run
+//! back to the queue (shutdown, recovery of expired leases, exhausted attempts), cancellation,
+//! and failures outside the engine (timeouts, storage errors). Every write by a worker carries
+//! its attempt, so a worker that lost its lease changes nothing.
+
+use std::time::Duration;
+
+use serde_json::json;
+use sqlx::{Postgres, Transaction};
+use uuid::Uuid;
+
+use super::events::append_event_tx;
+use super::{parse, Store, StoreResult};
+use crate::domain::{ErrorKind, EventType, Run, RunError, RunId, RunStatus};
+
+/// The channel on which new and requeued runs are announced (payload: the run id).
+pub const RUNS_CHANNEL: &str = "agentd_runs";
+/// The channel on which cancellations are announced (payload: the run id).
+pub const CANCEL_CHANNEL: &str = "agentd_cancel";
+
+/// What a heartbeat learned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lease {
+    /// Still ours, renewed.
+    Held,
+    /// Still ours, but a cancellation was requested.
+    Cancelling,
+    /// No longer ours: requeued, claimed by another attempt, or finished.
+    Lost,
+}
+
+/// What a cancellation request did.
+#[derive(Debug)]
+pub enum CancelOutcome {
+    /// No such run.
+    NotFound,
+    /// The run had already ended.
+    AlreadyFinished(Run),
+    /// Cancelled at once (it was queued or awaiting input), or being cancelled by its worker.
+    Accepted(Run),
+}
+
+/// Runs the recovery pass handled.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Recovered {
+    pub requeued: u64,
+    pub failed: u64,
+    pub cancelled: u64,
+}
+
+impl Store {
+    /// Extend the lease of `attempt` of `id`.
+    #[tracing::instrument(skip_all, fields(run_id = %id, attempt), err)]
+    pub async fn renew_lease(&self, id: RunId, attempt: i32, lease: Duration) -> StoreResult<Lease> {
+        let status = sqlx::query_scalar!(
+            r#"UPDATE runs SET lease_expires_at = now() + make_interval(secs => $3)
+               WHERE id = $1 AND attempt = $2 AND status IN ('running', 'cancelling')
+               RETURNING status"#,
+            id.0,
+            attempt,
+            lease.as_secs_f64()
+        )
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(match status.as_deref() {
+            Some("running") => Lease::Held,
+            Some(_) => Lease::Cancelling,
+            None => Lease::Lost,
+        })
+    }
+
+    /// Give a running run back to the queue at once (shutdown, transient failure), so another
+    /// worker continues it; a run being cancelled is cancelled instead. `false` if not ours.
+    #[tracing::instrument(skip_all, fields(run_id = %id, attempt), err)]
+    pub async fn release_run(&self, id: RunId, attempt: i32) -> StoreResult<bool> {
+        let mut tx = self.pool.begin().await?;
+        let status = sqlx::query_scalar!(
+            "SELECT status FROM runs WHERE id = $1 AND attempt = $2 FOR UPDATE",
+            id.0,
+            attempt
+        )
+        .fetch_optional(&mut *tx)
+        .await?;
+        let released = match status.as_deref() {
+            Some("running") => requeue(&mut tx, id).await?,
+            Some("cancelling") => cancel_now(&mut tx, id).await?,
+            _ => false,
+        };
+        tx.commit().await?;
+        Ok(released)
+    }
+
+    /// Handle runs whose lease expired (their worker died or hung): requeue them, fail those that
+    /// used up their attempts, cancel those being cancelled.
+    #[tracing::instrument(skip_all, err)]
+    pub async fn recover_expired_leases(&self) -> StoreResult<Recovered> {
+        let mut tx = self.pool.begin().await?;
+        let expired = sqlx::query!(
+            r#"SELECT id, status, attempt, max_attempts FROM runs
+               WHERE status IN ('running', 'cancelling') AND lease_expires_at < now()
+               ORDER BY lease_expires_at LIMIT 100
+               FOR UPDATE SKIP LOCKED"#
+        )
+        .fetch_all(&mut *tx)
+        .await?;
+        let mut recovered = Recovered::default();
+        for run in expired {
+            let id = RunId(run.id);
+            if run.status == "cancelling" {
+                cancel_now(&mut tx, id).await?;
+                recovered.cancelled += 1;
+            } else if run.attempt >= run.max_attempts {
+                let message = format!(
+                    "the run was interrupted {} times (its worker stopped or lost its lease); giving up",
+                    run.attempt
+                );
+                fail(&mut tx, id, RunError { kind: ErrorKind::Internal, message }).await?;
+                recovered.failed += 1;
+            } else {
+                requeue(&mut tx, id).await?;
+                recovered.requeued += 1;
+            }
+        }
+        tx.commit().await?;
+        Ok(recovered)
+    }
+
+    /// Cancel a run: at once if it is queued or awaiting input, else ask its worker (the run
+    /// becomes `cancelling` and the worker is told over `agentd_cancel`).
+    #[tracing::instrument(skip_all, fields(run_id = %id), err)]
+    pub async fn request_cancel(&self, id: RunId) -> StoreResult<CancelOutcome> {
+        let mut tx = self.pool.begin().await?;
+        let status = sqlx::query_scalar!("SELECT status FROM runs WHERE id = $1 FOR UPDATE", id.0)
+            .fetch_optional(&mut *tx)
+            .await?;
+        let Some(status) = status else { return Ok(CancelOutcome::NotFound) };
+        let status: RunStatus = parse(&status)?;
+        let finished = status.is_terminal();
+        match status {
+            RunStatus::Queued | RunStatus::AwaitingInput => {
+                cancel_now(&mut tx, id).await?;
+            }
+            RunStatus::Running => {
+                sqlx::query!("UPDATE runs SET status = 'cancelling', updated_at = now() WHERE id = $1", id.0)
+                    .execute(&mut *tx)
+                    .await?;
+                notify(&mut tx, CANCEL_CHANNEL, id).await?;
+            }
+            _ => {}
+        }
+        tx.commit().await?;
+        let run = self.get_run(id).await?;
+        Ok(match run {
+            None => CancelOutcome::NotFound,
+            Some(run) if finished => CancelOutcome::AlreadyFinished(run),
+            Some(run) => CancelOutcome::Accepted(run),
+        })
+    }
+
+    /// The worker of `attempt` stopped the run on request: it ends `cancelled`.
+    #[tracing::instrument(skip_all, fields(run_id = %id, attempt), err)]
+    pub async fn finish_cancelled(&self, id: RunId, attempt: i32) -> StoreResult<bool> {
+        let mut tx = self.pool.begin().await?;
+        let held = holds(&mut tx, id, attempt).await?;
+        let done = held && cancel_now(&mut tx, id).await?;
+        tx.commit().await?;
+        Ok(done)
+    }
+
+    /// End `attempt` of the run as failed, for a reason outside the engine (a timeout, say).
+    #[tracing::instrument(skip_all, fields(run_id = %id, attempt), err)]
+    pub async fn fail_run(&self, id: RunId, attempt: i32, error: RunError) -> StoreResult<bool> {
+        let mut tx = self.pool.begin().await?;
+        let done = holds(&mut tx, id, attempt).await? && fail(&mut tx, id, error).await?;
+        tx.commit().await?;
+        Ok(done)
+    }
+}
+
+/// Lock the run and tell whether `attempt` still holds it.
+async fn holds(tx: &mut Transaction<'_, Postgres>, id: RunId, attempt: i32) -> StoreResult<bool> {
+    let status = sqlx::query_scalar!(
+        "SELECT status FROM runs WHERE id = $1 AND attempt = $2 FOR UPDATE",
+        id.0,
+        attempt
+    )
+    .fetch_optional(&mut **tx)
+    .await?;
+    Ok(matches!(status.as_deref(), Some("running" | "cancelling")))
+}
+
+/// Put a run back in the queue and wake a worker.
+async fn requeue(tx: &mut Transaction<'_, Postgres>, id: RunId) -> StoreResult<bool> {
+    let updated = sqlx::query!(
+        r#"UPDATE runs SET status = 'queued', lease_owner = NULL, lease_expires_at = NULL, updated_at = now()
+           WHERE id = $1"#,
+        id.0
+    )
+    .execute(&mut **tx)
+    .await?;
+    notify(tx, RUNS_CHANNEL, id).await?;
+    Ok(updated.rows_affected() > 0)
+}
+
+/// End a run `cancelled`: unfinished tasks cancelled, running tool calls failed, `run.cancelled`.
+async fn cancel_now(tx: &mut Transaction<'_, Postgres>, id: RunId) -> StoreResult<bool> {
+    let updated = sqlx::query!(
+        r#"UPDATE runs SET status = 'cancelled', finished_at = now(), lease_owner = NULL,
+                  lease_expires_at = NULL, updated_at = now(),
+                  error = '{"kind": "cancelled", "message": "the run was cancelled"}'
+           WHERE id = $1 AND status NOT IN ('completed', 'failed', 'cancelled')"#,
+        id.0
+    )
+    .execute(&mut **tx)
+    .await?;
+    if updated.rows_affected() == 0 {
+        return Ok(false);
+    }
+    close_open_work(tx, id.0, "cancelled", "the run was cancelled").await?;
+    append_event_tx(tx, id, EventType::RunCancelled, None, None, &json!({})).await?;
+    Ok(true)
+}
+
+/// End a run `failed` with `error` and `run.failed`.
+async fn fail(tx: &mut Transaction<'_, Postgres>, id: RunId, error: RunError) -> StoreResult<bool> {
+    let value = json!(error);
+    let updated = sqlx::query!(
+        r#"UPDATE runs SET status = 'failed', finished_at = now(), lease_owner = NULL,
+                  lease_expires_at = NULL, updated_at = now(), error = $2
+           WHERE id = $1 AND status NOT IN ('completed', 'failed', 'cancelled')"#,
+        id.0,
+        value
+    )
+    .execute(&mut **tx)
+    .await?;
+    if updated.rows_affected() == 0 {
+        return Ok(false);
+    }
+    close_open_work(tx, id.0, "failed", &error.message).await?;
+    append_event_tx(tx, id, EventType::RunFailed, None, None, &json!({"error": value})).await?;
+    Ok(true)
+}
+
+/// Mark the unfinished tasks of a run ended (`task_status`) and its running tool calls failed.
+async fn close_open_work(tx: &mut Transaction<'_, Postgres>, id: Uuid, task_status: &str, why: &str) -> StoreResult<()> {
+    sqlx::query!(
+        r#"UPDATE run_tasks SET status = $2, finished_at = now()
+           WHERE run_id = $1 AND status IN ('pending', 'running')"#,
+        id,
+        task_status
+    )
+    .execute(&mut **tx)
+    .await?;
+    sqlx::query!(
+        r#"UPDATE tool_calls SET status = 'failed', error = $2, finished_at = now()
+           WHERE run_id = $1 AND status = 'running'"#,
+        id,
+        why
+    )
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+/// Announce `id` on `channel`; delivered when the transaction commits.
+pub(crate) async fn notify(tx: &mut Transaction<'_, Postgres>, channel: &str, id: RunId) -> StoreResult<()> {
+    sqlx::query!("SELECT pg_notify($1, $2)", channel, id.to_string()).execute(&mut **tx).await?;
+    Ok(())
+}

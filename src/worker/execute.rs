@@ -1,0 +1,88 @@
+//! Executing one claimed run: the engine under a heartbeat that renews the lease (and notices a
+//! cancellation or a lost lease), a time limit, and the end the engine does not journal itself
+//! (cancelled, timed out, handed back at shutdown, failed outside the engine).
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use super::{Active, Shared, StopReason};
+use crate::domain::{ErrorKind, RunError};
+use crate::engine::journal::JournalError;
+use crate::engine::EngineError;
+use crate::store::{ClaimedRun, Lease};
+
+/// Run `run` to its end (or until this replica must let go of it).
+#[tracing::instrument(skip_all, fields(run_id = %run.id, attempt = run.attempt))]
+pub(super) async fn execute(shared: &Arc<Shared>, run: ClaimedRun) {
+    let stop = CancellationToken::new();
+    let reason = Arc::new(Mutex::new(None));
+    let active = Active { stop: stop.clone(), reason: reason.clone() };
+    shared.active().insert(run.id, active);
+    let watchdog = tokio::spawn(watch(shared.clone(), run.id, run.attempt, deadline(shared, &run)));
+    let journal = shared.store.journal(run.id, run.attempt);
+    let result = shared.engine.run(&run.crew, &run.inputs, &journal, &stop).await;
+    watchdog.abort();
+    shared.active().remove(&run.id);
+    let reason = *reason.lock().unwrap_or_else(|p| p.into_inner());
+    conclude(shared, &run, result, reason).await;
+}
+
+/// How long the run may still take.
+fn deadline(shared: &Shared, run: &ClaimedRun) -> Option<Duration> {
+    let limit = run.timeout.or(shared.settings.default_timeout)?;
+    let elapsed = (chrono::Utc::now() - run.started_at).to_std().unwrap_or_default();
+    Some(limit.saturating_sub(elapsed))
+}
+
+/// Renew the lease until the run ends; stop it when the lease is lost, a cancellation is seen,
+/// or the time limit passes.
+async fn watch(shared: Arc<Shared>, id: crate::domain::RunId, attempt: i32, remaining: Option<Duration>) {
+    let timeout = async {
+        match remaining {
+            Some(remaining) => tokio::time::sleep(remaining).await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::pin!(timeout);
+    loop {
+        tokio::select! {
+            () = &mut timeout => return shared.stop(id, StopReason::Timeout),
+            () = tokio::time::sleep(shared.settings.heartbeat) => {}
+        }
+        match shared.store.renew_lease(id, attempt, shared.settings.lease).await {
+            Ok(Lease::Held) => {}
+            Ok(Lease::Cancelling) => shared.stop(id, StopReason::Cancelled),
+            Ok(Lease::Lost) => return shared.stop(id, StopReason::LeaseLost),
+            Err(error) => tracing::warn!(%error, "renewing the lease failed"),
+        }
+    }
+}
+
+/// Record the end the engine could not: cancellation, timeout, release or failure.
+async fn conclude(shared: &Shared, run: &ClaimedRun, result: Result<crate::domain::TaskOutput, EngineError>, reason: Option<StopReason>) {
+    let store = &shared.store;
+    let outcome = match (result, reason) {
+        (Ok(_), _) | (Err(EngineError::Failed { .. }), _) => return,
+        (Err(EngineError::Journal(JournalError::Fenced)), _) | (_, Some(StopReason::LeaseLost)) => {
+            tracing::warn!("the run's lease was lost; another worker owns it now");
+            return;
+        }
+        (Err(_), Some(StopReason::Cancelled)) => store.finish_cancelled(run.id, run.attempt).await,
+        (Err(_), Some(StopReason::Timeout)) => {
+            let message = "the run exceeded its time limit".to_owned();
+            store.fail_run(run.id, run.attempt, RunError { kind: ErrorKind::Timeout, message }).await
+        }
+        (Err(_), Some(StopReason::Shutdown)) => store.release_run(run.id, run.attempt).await,
+        (Err(error), None) => {
+            // The journal failed (the database is down, say): hand the run back so a later
+            // attempt continues it; max_attempts bounds the retries.
+            tracing::error!(%error, "the run stopped on an error outside the engine; handing it back");
+            store.release_run(run.id, run.attempt).await
+        }
+    };
+    if let Err(error) = outcome {
+        tracing::error!(%error, "recording the run's end failed; its lease will expire and recovery will handle it");
+    }
+}

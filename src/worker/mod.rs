@@ -1,0 +1,192 @@
+//! The worker pool: a number of slots (runs in flight) per replica, each filled by claiming the
+//! oldest queued run from Postgres. Idle slots wake at once on `LISTEN agentd_runs`, with a
+//! polling fallback; a recovery pass requeues runs whose lease expired; cancellations arrive on
+//! `LISTEN agentd_cancel` (and through heartbeats, should a notification be missed).
+
+mod execute;
+mod listener;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::{Notify, Semaphore};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::domain::RunId;
+use crate::engine::Engine;
+use crate::store::Store;
+
+/// How the pool behaves.
+#[derive(Debug, Clone)]
+pub struct WorkerSettings {
+    /// Runs in flight at once on this replica.
+    pub slots: usize,
+    /// How long a claim holds without a heartbeat; a crashed worker's runs wait this long.
+    pub lease: Duration,
+    /// How often a running run's lease is renewed.
+    pub heartbeat: Duration,
+    /// How often an idle pool looks for work when no notification came.
+    pub poll_interval: Duration,
+    /// How often expired leases are looked for.
+    pub recovery_interval: Duration,
+    /// The time limit of runs that set none.
+    pub default_timeout: Option<Duration>,
+    /// How long in-flight runs may go on after shutdown begins before their leases are released.
+    pub grace: Duration,
+    /// This replica's name in `lease_owner`.
+    pub owner: String,
+}
+
+impl WorkerSettings {
+    /// Settings with `slots` and `lease`; the heartbeat is a third of the lease.
+    pub fn new(slots: usize, lease: Duration) -> Self {
+        let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "agentd".to_owned());
+        Self {
+            slots,
+            lease,
+            heartbeat: lease / 3,
+            poll_interval: Duration::from_secs(1),
+            recovery_interval: (lease / 2).clamp(Duration::from_millis(200), Duration::from_secs(5)),
+            default_timeout: Some(Duration::from_secs(3600)),
+            grace: Duration::from_secs(30),
+            owner: format!("{host}/{}/{}", std::process::id(), &uuid::Uuid::now_v7().simple().to_string()[20..]),
+        }
+    }
+}
+
+/// Why a run's work was stopped from outside the engine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum StopReason {
+    Cancelled,
+    Timeout,
+    Shutdown,
+    LeaseLost,
+}
+
+/// A run this replica is executing.
+struct Active {
+    stop: CancellationToken,
+    reason: Arc<Mutex<Option<StopReason>>>,
+}
+
+impl Active {
+    /// Stop the run for `reason` (the first reason given wins).
+    fn stop(&self, reason: StopReason) {
+        let mut slot = self.reason.lock().unwrap_or_else(|p| p.into_inner());
+        slot.get_or_insert(reason);
+        self.stop.cancel();
+    }
+}
+
+/// State shared by the pool's tasks.
+struct Shared {
+    store: Store,
+    engine: Arc<Engine>,
+    settings: WorkerSettings,
+    active: Mutex<HashMap<RunId, Active>>,
+    wake: Notify,
+}
+
+impl Shared {
+    fn active(&self) -> std::sync::MutexGuard<'_, HashMap<RunId, Active>> {
+        self.active.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Stop a run of this replica, if it runs here.
+    fn stop(&self, id: RunId, reason: StopReason) {
+        if let Some(active) = self.active().get(&id) {
+            active.stop(reason);
+        }
+    }
+}
+
+/// The pool. [`WorkerPool::run`] works until `shutdown`, then drains.
+pub struct WorkerPool {
+    shared: Arc<Shared>,
+}
+
+impl WorkerPool {
+    pub fn new(store: Store, engine: Arc<Engine>, settings: WorkerSettings) -> Self {
+        let shared = Shared { store, engine, settings, active: Mutex::new(HashMap::new()), wake: Notify::new() };
+        Self { shared: Arc::new(shared) }
+    }
+
+    /// Claim and execute runs until `shutdown` is cancelled; then stop claiming, give in-flight
+    /// runs the grace period, and hand the rest back to the queue.
+    pub async fn run(self, shutdown: CancellationToken) {
+        let shared = self.shared;
+        let background = CancellationToken::new();
+        tokio::spawn(listener::listen(shared.clone(), background.clone()));
+        tokio::spawn(recover_periodically(shared.clone(), background.clone()));
+        let tracker = TaskTracker::new();
+        claim_loop(&shared, &tracker, &shutdown).await;
+        tracker.close();
+        tracing::info!(in_flight = tracker.len(), "worker pool draining");
+        if tokio::time::timeout(shared.settings.grace, tracker.wait()).await.is_err() {
+            let stopping: Vec<RunId> = shared.active().keys().copied().collect();
+            tracing::warn!(runs = stopping.len(), "grace period over; releasing leases");
+            for id in stopping {
+                shared.stop(id, StopReason::Shutdown);
+            }
+            tracker.wait().await;
+        }
+        background.cancel();
+        tracing::info!("worker pool stopped");
+    }
+}
+
+async fn claim_loop(shared: &Arc<Shared>, tracker: &TaskTracker, shutdown: &CancellationToken) {
+    let slots = Arc::new(Semaphore::new(shared.settings.slots.max(1)));
+    let mut failures = 0u32;
+    loop {
+        let permit = tokio::select! {
+            () = shutdown.cancelled() => return,
+            permit = slots.clone().acquire_owned() => match permit {
+                Ok(permit) => permit,
+                Err(_) => return,
+            },
+        };
+        let claim = shared.store.claim_next_run(&shared.settings.owner, shared.settings.lease).await;
+        let idle = match claim {
+            Ok(Some(run)) => {
+                failures = 0;
+                let shared = shared.clone();
+                tracker.spawn(async move {
+                    execute::execute(&shared, run).await;
+                    drop(permit);
+                });
+                continue;
+            }
+            Ok(None) => shared.settings.poll_interval,
+            Err(error) => {
+                failures = failures.saturating_add(1);
+                tracing::error!(%error, "claiming a run failed");
+                Duration::from_millis(250 * u64::from(failures.min(20)))
+            }
+        };
+        drop(permit);
+        tokio::select! {
+            () = shutdown.cancelled() => return,
+            () = shared.wake.notified() => {}
+            () = tokio::time::sleep(idle) => {}
+        }
+    }
+}
+
+async fn recover_periodically(shared: Arc<Shared>, stop: CancellationToken) {
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => return,
+            () = tokio::time::sleep(shared.settings.recovery_interval) => {}
+        }
+        match shared.store.recover_expired_leases().await {
+            Ok(recovered) if recovered != Default::default() => {
+                tracing::warn!(?recovered, "recovered runs with expired leases");
+            }
+            Ok(_) => {}
+            Err(error) => tracing::error!(%error, "recovering expired leases failed"),
+        }
+    }
+}
