@@ -117,7 +117,8 @@ pub async fn serve(config: Config) -> Result<(), ServeError> {
     tokio::spawn(watch_signals(shutdown.clone()));
     let workers = match config.role.runs_workers() {
         true => {
-            let pool = WorkerPool::new(store.clone(), Arc::new(build_engine(&config)?), worker_settings(&config));
+            let pool =
+                WorkerPool::new(store.clone(), Arc::new(build_engine(&config)?), worker_settings(&config));
             tracing::info!(slots = config.workers, lease_s = config.lease.as_secs(), "worker pool started");
             Some(tokio::spawn(pool.run(shutdown.clone())))
         }

@@ -63,7 +63,7 @@ impl Store {
         )
         .fetch_optional(&mut *tx)
         .await?;
-        finish_claim(tx, row).await
+        finish_claim(tx, row, owner).await
     }
 
     /// Claim the run `id` for `owner` for `lease`, as [`Store::claim_next_run`] does, provided it
@@ -90,7 +90,7 @@ impl Store {
         )
         .fetch_optional(&mut *tx)
         .await?;
-        finish_claim(tx, row).await
+        finish_claim(tx, row, owner).await
     }
 }
 
@@ -100,6 +100,7 @@ impl Store {
 async fn finish_claim(
     mut tx: Transaction<'_, Postgres>,
     row: Option<ClaimRow>,
+    owner: &str,
 ) -> StoreResult<Option<ClaimedRun>> {
     let Some(row) = row else {
         tx.rollback().await?;
@@ -107,7 +108,7 @@ async fn finish_claim(
     };
     let id = RunId(row.id);
     tracing::Span::current().record("run_id", tracing::field::display(id));
-    let data = json!({ "attempt": row.attempt });
+    let data = json!({ "attempt": row.attempt, "worker": owner });
     append_event_tx(&mut tx, id, EventType::RunStarted, None, None, &data).await?;
     tx.commit().await?;
     Ok(Some(ClaimedRun {

@@ -242,7 +242,12 @@ async fn fail(tx: &mut Transaction<'_, Postgres>, id: RunId, error: RunError) ->
 }
 
 /// Mark the unfinished tasks of a run ended (`task_status`) and its running tool calls failed.
-async fn close_open_work(tx: &mut Transaction<'_, Postgres>, id: Uuid, task_status: &str, why: &str) -> StoreResult<()> {
+async fn close_open_work(
+    tx: &mut Transaction<'_, Postgres>,
+    id: Uuid,
+    task_status: &str,
+    why: &str,
+) -> StoreResult<()> {
     sqlx::query!(
         r#"UPDATE run_tasks SET status = $2, finished_at = now()
            WHERE run_id = $1 AND status IN ('pending', 'running')"#,

@@ -61,7 +61,12 @@ async fn watch(shared: Arc<Shared>, id: crate::domain::RunId, attempt: i32, rema
 }
 
 /// Record the end the engine could not: cancellation, timeout, release or failure.
-async fn conclude(shared: &Shared, run: &ClaimedRun, result: Result<crate::domain::TaskOutput, EngineError>, reason: Option<StopReason>) {
+async fn conclude(
+    shared: &Shared,
+    run: &ClaimedRun,
+    result: Result<crate::domain::TaskOutput, EngineError>,
+    reason: Option<StopReason>,
+) {
     let store = &shared.store;
     let outcome = match (result, reason) {
         (Ok(_), _) | (Err(EngineError::Failed { .. }), _) => return,

@@ -51,7 +51,11 @@ impl WorkerSettings {
             recovery_interval: (lease / 2).clamp(Duration::from_millis(200), Duration::from_secs(5)),
             default_timeout: Some(Duration::from_secs(3600)),
             grace: Duration::from_secs(30),
-            owner: format!("{host}/{}/{}", std::process::id(), &uuid::Uuid::now_v7().simple().to_string()[20..]),
+            owner: format!(
+                "{host}/{}/{}",
+                std::process::id(),
+                &uuid::Uuid::now_v7().simple().to_string()[20..]
+            ),
         }
     }
 }
@@ -109,7 +113,8 @@ pub struct WorkerPool {
 
 impl WorkerPool {
     pub fn new(store: Store, engine: Arc<Engine>, settings: WorkerSettings) -> Self {
-        let shared = Shared { store, engine, settings, active: Mutex::new(HashMap::new()), wake: Notify::new() };
+        let shared =
+            Shared { store, engine, settings, active: Mutex::new(HashMap::new()), wake: Notify::new() };
         Self { shared: Arc::new(shared) }
     }
 

@@ -68,7 +68,10 @@ async fn a_claim_leases_the_run_and_logs_run_started(pool: PgPool) {
     let started: Vec<_> = events.iter().map(|e| (e.seq, e.event_type, e.data.clone())).collect();
     assert_eq!(
         started,
-        [(1, EventType::RunQueued, json!({})), (2, EventType::RunStarted, json!({"attempt": 1}))]
+        [
+            (1, EventType::RunQueued, json!({})),
+            (2, EventType::RunStarted, json!({"attempt": 1, "worker": "worker-1"}))
+        ]
     );
 }
 
@@ -96,7 +99,10 @@ async fn claim_run_takes_only_a_queued_run(pool: PgPool) {
     assert_eq!((stored.attempt, stored.started_at), (2, started_at), "started_at is the first start");
     let events = store.list_events(run.id, 2, 10).await.expect("events");
     assert_eq!(events.len(), 1);
-    assert_eq!((events[0].event_type, &events[0].data), (EventType::RunStarted, &json!({"attempt": 2})));
+    assert_eq!(
+        (events[0].event_type, &events[0].data),
+        (EventType::RunStarted, &json!({"attempt": 2, "worker": "w2"}))
+    );
 }
 
 #[sqlx::test(migrator = "agentd::store::MIGRATOR")]

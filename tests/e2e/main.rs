@@ -10,3 +10,4 @@ mod runs;
 mod service;
 mod store;
 mod support;
+mod worker;
