@@ -11,6 +11,7 @@ use crate::config::{Config, Secret};
 use crate::domain::ValidationContext;
 use crate::engine::Engine;
 use crate::llm::{LlmRegistry, RetryPolicy};
+use crate::ratelimit::RateLimiter;
 use crate::store::{PoolSettings, Store, StoreError};
 use crate::tools::builtin_tool_names;
 use crate::tools::http::Outbound;

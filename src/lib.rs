@@ -10,6 +10,7 @@ pub mod engine;
 pub mod fake_llm;
 pub mod http;
 pub mod llm;
+pub mod ratelimit;
 pub mod store;
 pub mod tools;
 pub mod worker;

@@ -20,6 +20,7 @@ use crate::domain::{ErrorKind, EventType, TaskOutput};
 use crate::llm::{ChatMessage, ChatRequest, ChatResponse, LlmError, LlmErrorKind, ResolvedModel, Role};
 
 use super::toolbox::Toolbox;
+use crate::ratelimit::Limit;
 
 /// How the agent asks for tools.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,6 +46,8 @@ pub struct AgentTurn {
     pub toolbox: Toolbox,
     pub style: Style,
     pub max_iter: u32,
+    /// The requests-per-minute gates of this agent's calls.
+    pub limits: Vec<Limit>,
     pub output_schema: Option<Value>,
     /// Role, goal and backstory.
     pub identity: String,
@@ -165,6 +168,7 @@ impl<'a> AgentLoop<'a> {
 
     /// Commit what is pending (with `llm.started`), then ask the model.
     async fn call(&mut self, pending: &mut Step, with_tools: bool) -> Result<ChatResponse, CallError> {
+        self.throttle(pending).await?;
         let iteration = self.iterations + 1;
         let data = json!({"model": self.model_label(), "iteration": iteration});
         self.turn.event(pending, EventType::LlmStarted, data);
@@ -182,6 +186,26 @@ impl<'a> AgentLoop<'a> {
             "duration_ms": started.elapsed().as_millis() as u64});
         self.turn.event(pending, EventType::LlmFinished, data);
         Ok(response)
+    }
+
+    /// Wait for a slot under every rate limit, announcing the wait (`run.throttled`) first.
+    async fn throttle(&self, pending: &mut Step) -> Result<(), EngineError> {
+        let limits = &self.turn.limits;
+        if limits.is_empty() {
+            return Ok(());
+        }
+        let limiter = self.ctx.limiter;
+        let binding = limits.iter().max_by_key(|l| limiter.earliest(&l.key)).map(Limit::describe);
+        let now = limiter.now();
+        let start = limiter.reserve(limits, now);
+        let wait = start.saturating_duration_since(now);
+        if wait.is_zero() {
+            return Ok(());
+        }
+        let data = json!({"wait_ms": wait.as_millis() as u64, "limit": binding});
+        self.turn.event(pending, EventType::RunThrottled, data);
+        self.ctx.commit(pending).await?;
+        self.ctx.guarded(tokio::time::sleep_until(start)).await.ok_or(EngineError::Cancelled)
     }
 
     fn request(&self, with_tools: bool) -> ChatRequest {

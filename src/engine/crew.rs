@@ -16,7 +16,8 @@ use super::{Context, Coworkers, DelegationFuture, EngineError};
 use crate::domain::crew::{AgentSpec, CrewSpec, LlmSpec, Process, TaskSpec, ToolCalling};
 use crate::domain::interpolate::interpolate;
 use crate::domain::{ErrorKind, EventType, RunError, TaskOutput, TaskStatus};
-use crate::llm::LlmRegistry;
+use crate::llm::{provider_key, LlmRegistry, ResolvedModel};
+use crate::ratelimit::{Limit, RateLimiter};
 use crate::tools::http::{HttpTool, Outbound};
 use crate::tools::{builtin, Tool};
 
@@ -25,6 +26,7 @@ pub struct Engine {
     llms: LlmRegistry,
     builtins: Vec<Arc<dyn Tool>>,
     outbound: Arc<Outbound>,
+    limiter: Arc<RateLimiter>,
 }
 
 /// The kickoff's inputs and the outputs of finished tasks, by task name.
@@ -32,12 +34,20 @@ struct RunData<'a> {
     crew: &'a CrewSpec,
     inputs: &'a Map<String, Value>,
     outputs: Vec<(String, TaskOutput)>,
+    /// The prefix of this execution's rate-limit keys.
+    rate_key: &'a str,
 }
 
 impl Engine {
     pub fn new(llms: LlmRegistry, outbound: Arc<Outbound>) -> Self {
         let builtins = builtin::instantiate(outbound.clone());
-        Self { llms, builtins, outbound }
+        Self { llms, builtins, outbound, limiter: Arc::new(RateLimiter::default()) }
+    }
+
+    /// Share `limiter` (the one the LLM clients report 429s to).
+    pub fn with_rate_limiter(mut self, limiter: Arc<RateLimiter>) -> Self {
+        self.limiter = limiter;
+        self
     }
 
     /// Add in-process tools, usable by name like the built-ins (for embedding and tests).
@@ -58,11 +68,14 @@ impl Engine {
     ) -> Result<TaskOutput, EngineError> {
         let snapshot = journal.load().await?;
         let tools = RunTools::from_snapshot(&snapshot);
-        let team = Team { engine: self, crew, inputs };
-        let ctx = Context { journal, snapshot: &snapshot, tools: &tools, cancel, coworkers: Some(&team) };
+        let rate_key = format!("run-{}:", uuid::Uuid::now_v7().simple());
+        let team = Team { engine: self, crew, inputs, rate_key: &rate_key };
+        let limiter = self.limiter.as_ref();
+        let ctx = Context { journal, snapshot: &snapshot, tools: &tools, cancel, coworkers: Some(&team), limiter };
         let mut pending = Step::default();
-        let mut data = RunData { crew, inputs, outputs: Vec::new() };
+        let mut data = RunData { crew, inputs, outputs: Vec::new(), rate_key: &rate_key };
         let result = self.perform_tasks(&mut data, &ctx, &mut pending).await;
+        self.limiter.forget(&rate_key);
         match &result {
             Ok(output) => {
                 pending.event(EventType::RunCompleted, None, None, json!({"output": output.raw}));
@@ -73,6 +86,7 @@ impl Engine {
                 pending.event(EventType::RunFailed, None, None, json!({"error": error}));
                 pending.run = Some(RunChange::Failed { error });
             }
+            Err(EngineError::AwaitingInput) => {}
             Err(_) => return result,
         }
         ctx.commit(&mut pending).await?;
@@ -148,6 +162,7 @@ impl Engine {
             ToolCalling::Auto => Style::React,
         };
         let (temperature, max_tokens) = llm_options(agent.llm.as_ref());
+        let limits = rate_limits(data, Some(agent), &model);
         let context = context_of(task, &data.outputs);
         let task_prompt = prompts::task_prompt(
             &fill(&task.description),
@@ -165,6 +180,7 @@ impl Engine {
             toolbox,
             style,
             max_iter: agent.max_iter,
+            limits,
             output_schema: task.output_schema.clone(),
             identity: prompts::role_playing(&fill(&agent.role), &fill(&agent.goal), &fill(&agent.backstory)),
             task_prompt,
@@ -179,6 +195,7 @@ impl Engine {
             .map_err(|e| EngineError::failed(ErrorKind::LlmError, e.message))?;
         let style = if model.native_tools { Style::Native } else { Style::React };
         let (temperature, max_tokens) = llm_options(data.crew.manager_llm.as_ref());
+        let limits = rate_limits(data, None, &model);
         let fill = |text: &str| interpolate(text, data.inputs);
         let context = context_of(task, &data.outputs);
         Ok(AgentTurn {
@@ -191,6 +208,7 @@ impl Engine {
             toolbox: Toolbox::new(delegation_tools(data.crew.agents.iter(), data.inputs)),
             style,
             max_iter: crate::domain::crew::DEFAULT_MAX_ITER,
+            limits,
             output_schema: task.output_schema.clone(),
             identity: prompts::role_playing(
                 prompts::MANAGER_ROLE,
@@ -242,6 +260,13 @@ async fn perform(
         Err(error) => Err(error),
     };
     match result {
+        Ok(output) if task.human_input => {
+            let event = json!({"task": task.name, "output": output.raw});
+            pending.event(EventType::RunAwaitingInput, Some(&task.name), Some(agent), event);
+            pending.tasks.push(TaskChange::AwaitingReview { task: task.name.clone(), output });
+            pending.run = Some(RunChange::AwaitingInput);
+            Err(EngineError::AwaitingInput)
+        }
         Ok(output) => {
             let event = json!({"task": task.name, "output": output.raw});
             pending.event(EventType::TaskCompleted, Some(&task.name), Some(agent), event);
@@ -256,6 +281,23 @@ async fn perform(
         }
         Err(other) => Err(other),
     }
+}
+
+/// The gates an agent's LLM calls pass: the crew's `max_rpm` (which overrides the agents', as in
+/// CrewAI) or the agent's, and the provider's budget (and its 429 holds).
+fn rate_limits(data: &RunData<'_>, agent: Option<&AgentSpec>, model: &ResolvedModel) -> Vec<Limit> {
+    let mut limits = Vec::new();
+    match (data.crew.max_rpm, agent.and_then(|a| a.max_rpm.map(|rpm| (a, rpm)))) {
+        (Some(rpm), _) => limits.push(Limit::new(format!("{}crew", data.rate_key), rpm)),
+        (None, Some((agent, rpm))) => limits.push(Limit::new(format!("{}agent:{}", data.rate_key, agent.name), rpm)),
+        (None, None) => {}
+    }
+    let key = provider_key(&model.provider);
+    limits.push(match model.rpm {
+        Some(rpm) => Limit::new(key, rpm),
+        None => Limit::holds_only(key),
+    });
+    limits
 }
 
 /// Temperature and token limit of a model reference.
@@ -293,6 +335,7 @@ struct Team<'a> {
     engine: &'a Engine,
     crew: &'a CrewSpec,
     inputs: &'a Map<String, Value>,
+    rate_key: &'a str,
 }
 
 impl Coworkers for Team<'_> {
@@ -317,7 +360,7 @@ impl Coworkers for Team<'_> {
                 )));
             };
             let request = field(if mode == DelegateMode::Work { "task" } else { "question" });
-            let data = RunData { crew: self.crew, inputs: self.inputs, outputs: Vec::new() };
+            let data = RunData { crew: self.crew, inputs: self.inputs, outputs: Vec::new(), rate_key: self.rate_key };
             let spec = TaskSpec {
                 name: task.to_owned(),
                 description: request,

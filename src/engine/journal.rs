@@ -65,6 +65,8 @@ pub struct ToolCallEnd {
 #[derive(Debug, Clone, PartialEq)]
 pub enum TaskChange {
     Started { task: String },
+    /// The task's answer waits for a human's review (the task stays running).
+    AwaitingReview { task: String, output: TaskOutput },
     Completed { task: String, output: TaskOutput },
     Failed { task: String, error: String },
 }
@@ -72,6 +74,8 @@ pub enum TaskChange {
 /// The end of a run.
 #[derive(Debug, Clone, PartialEq)]
 pub enum RunChange {
+    /// Paused until a human approves or rejects a task's answer; the worker lets go of the run.
+    AwaitingInput,
     Completed { output: TaskOutput },
     Failed { error: RunError },
 }
@@ -280,6 +284,7 @@ impl MemoryState {
         for change in step.tasks {
             let (name, status, output) = match change {
                 TaskChange::Started { task } => (task, TaskStatus::Running, None),
+                TaskChange::AwaitingReview { task, output } => (task, TaskStatus::Running, Some(output)),
                 TaskChange::Completed { task, output } => (task, TaskStatus::Completed, Some(output)),
                 TaskChange::Failed { task, .. } => (task, TaskStatus::Failed, None),
             };

@@ -26,6 +26,7 @@ use journal::{Journal, JournalError, Snapshot, Step};
 use toolbox::{DelegateMode, RunTools};
 
 use crate::domain::ErrorKind;
+use crate::ratelimit::RateLimiter;
 
 /// Why the engine stopped without an answer.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -36,6 +37,10 @@ pub enum EngineError {
     /// The journal refused a write (lease lost) or failed.
     #[error(transparent)]
     Journal(#[from] JournalError),
+    /// A task's answer awaits a human's review (journaled as `run.awaiting_input`); the run
+    /// continues when it is resumed.
+    #[error("the run awaits human input")]
+    AwaitingInput,
     /// The run failed (already journaled as `task.failed` / `run.failed`).
     #[error("{message}")]
     Failed { kind: ErrorKind, message: String },
@@ -56,6 +61,8 @@ pub struct Context<'a> {
     pub cancel: &'a CancellationToken,
     /// The agents a task can delegate to.
     pub coworkers: Option<&'a dyn Coworkers>,
+    /// The requests-per-minute gates.
+    pub limiter: &'a RateLimiter,
 }
 
 /// The outcome of a delegation: the coworker's answer or an observation saying why not, or an

@@ -62,6 +62,7 @@ fn v1_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(runs::list_tool_calls))
         .routes(routes!(runs::list_events))
         .routes(routes!(runs::cancel_run))
+        .routes(routes!(runs::resume_run))
         .routes(routes!(crews::list_crews))
         .routes(routes!(crews::put_crew, crews::get_crew, crews::delete_crew))
         .routes(routes!(crews::crew_inputs))

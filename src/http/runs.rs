@@ -8,10 +8,10 @@ use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
 use super::error::{ApiError, ApiResult, Problem};
-use super::extract::{ApiPath, ApiQuery};
+use super::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::app::AppState;
-use crate::domain::{Event, Run, RunId, RunStatus};
-use crate::store::{CancelOutcome, Message, ToolCall};
+use crate::domain::{Event, FieldError, Run, RunId, RunStatus};
+use crate::store::{CancelOutcome, Message, ResumeOutcome, ToolCall};
 
 const DEFAULT_PAGE: i64 = 50;
 const MAX_PAGE: i64 = 200;
@@ -236,5 +236,51 @@ pub async fn cancel_run(
             Err(ApiError::Conflict(format!("the run has already ended ({})", run.status.as_str())))
         }
         CancelOutcome::Accepted(run) => Ok((StatusCode::ACCEPTED, Json(run))),
+    }
+}
+
+/// A human's decision on a task's answer.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ResumeRequest {
+    /// Accept the answer (`true`), or have the agent redo the task with the feedback (`false`).
+    pub approve: bool,
+    /// What to change; required to reject.
+    #[serde(default)]
+    pub feedback: Option<String>,
+}
+
+/// Resume a run awaiting human input.
+///
+/// For a task with `human_input`, the run stops in `awaiting_input` after the task's answer;
+/// `approve: true` accepts it, `approve: false` re-runs the task with the feedback.
+#[utoipa::path(
+    post, path = "/runs/{id}/resume", tag = "runs",
+    params(("id" = Uuid, Path, description = "Run id")),
+    request_body = ResumeRequest,
+    responses(
+        (status = 202, description = "Resumed: the run is queued again", body = Run),
+        (status = 400, description = "Malformed id or JSON", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such run", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "The run is not awaiting input", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Rejection without feedback", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn resume_run(
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<Uuid>,
+    ApiJson(request): ApiJson<ResumeRequest>,
+) -> ApiResult<(StatusCode, Json<Run>)> {
+    let feedback = request.feedback.as_deref().map(str::trim).filter(|f| !f.is_empty());
+    if !request.approve && feedback.is_none() {
+        return Err(ApiError::validation(vec![FieldError::new("feedback", "required to reject an answer")]));
+    }
+    let id = RunId(id);
+    match state.store.resume_run(id, request.approve, feedback).await? {
+        ResumeOutcome::NotFound => Err(no_run(id)),
+        ResumeOutcome::NotAwaiting(status) => {
+            Err(ApiError::Conflict(format!("the run is not awaiting input ({})", status.as_str())))
+        }
+        ResumeOutcome::Resumed(run) => Ok((StatusCode::ACCEPTED, Json(run))),
     }
 }

@@ -7,8 +7,8 @@ mod registry;
 mod retry;
 mod types;
 
-pub use openai::OpenAiClient;
-pub use registry::{LlmRegistry, ResolvedModel};
+pub use openai::{OpenAiClient, RateLimitHook};
+pub use registry::{provider_key, LlmRegistry, ResolvedModel};
 pub use retry::{parse_retry_after, Backoff, RetryPolicy};
 pub use types::{
     ChatMessage, ChatRequest, ChatResponse, LlmError, LlmErrorKind, Role, TokenUsage, ToolCallRequest,

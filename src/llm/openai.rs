@@ -2,7 +2,8 @@
 //! request and response mapping, transient-failure retries, and error classification. The API
 //! key is sent in the `Authorization` header and nowhere else: it is scrubbed from every message.
 
-use std::time::SystemTime;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
 
 use reqwest::StatusCode;
 use serde_json::{json, Map, Value};
@@ -17,13 +18,23 @@ use crate::config::Secret;
 /// Longest provider error text kept in an error message.
 const MAX_ERROR_TEXT: usize = 500;
 
+/// Told how long to wait whenever the provider answers 429 (to pause other callers too).
+pub type RateLimitHook = Arc<dyn Fn(Duration) + Send + Sync>;
+
 /// A client of one OpenAI-compatible provider.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct OpenAiClient {
     http: reqwest::Client,
     endpoint: String,
     api_key: Option<Secret>,
     backoff: Backoff,
+    on_rate_limit: Option<RateLimitHook>,
+}
+
+impl std::fmt::Debug for OpenAiClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenAiClient").field("endpoint", &self.endpoint).finish_non_exhaustive()
+    }
 }
 
 /// One failed attempt: whether it is worth another, and the error if not.
@@ -36,7 +47,13 @@ impl OpenAiClient {
     /// A client for the provider at `base_url` (e.g. `https://api.openai.com/v1`).
     pub fn new(http: reqwest::Client, base_url: &str, api_key: Option<Secret>, backoff: Backoff) -> Self {
         let endpoint = format!("{}/chat/completions", base_url.trim_end_matches('/'));
-        Self { http, endpoint, api_key, backoff }
+        Self { http, endpoint, api_key, backoff, on_rate_limit: None }
+    }
+
+    /// Call `hook` with the wait whenever the provider answers 429.
+    pub fn on_rate_limit(mut self, hook: RateLimitHook) -> Self {
+        self.on_rate_limit = Some(hook);
+        self
     }
 
     fn policy(&self) -> &RetryPolicy {
@@ -57,11 +74,13 @@ impl OpenAiClient {
             if !attempt.transient || retry + 1 >= self.policy().max_attempts {
                 return Err(error);
             }
-            let wait = match error.retry_after {
-                Some(wait) if wait > self.policy().max_retry_after => return Err(error),
-                Some(wait) => wait,
-                None => self.backoff.delay(retry),
-            };
+            let wait = error.retry_after.unwrap_or_else(|| self.backoff.delay(retry));
+            if let (LlmErrorKind::RateLimited, Some(hook)) = (error.kind, &self.on_rate_limit) {
+                hook(wait);
+            }
+            if wait > self.policy().max_retry_after {
+                return Err(error);
+            }
             tracing::warn!(error = %error.message, retry, wait_ms = wait.as_millis() as u64, "LLM call failed; retrying");
             tokio::time::sleep(wait).await;
             retry += 1;

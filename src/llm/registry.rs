@@ -8,12 +8,14 @@ use super::retry::{Backoff, RetryPolicy};
 use super::types::{LlmError, LlmErrorKind};
 use super::{LlmClient, OpenAiClient};
 use crate::config::{Config, DEFAULT_PROVIDER};
+use crate::ratelimit::RateLimiter;
 
 /// A provider's client and what it can do.
 #[derive(Clone)]
 struct Provider {
     client: Arc<dyn LlmClient>,
     native_tools: bool,
+    rpm: Option<u32>,
 }
 
 /// A model string resolved to the client that serves it.
@@ -25,6 +27,8 @@ pub struct ResolvedModel {
     pub client: Arc<dyn LlmClient>,
     /// Does the provider accept native `tools`?
     pub native_tools: bool,
+    /// The provider's requests-per-minute budget on this replica.
+    pub rpm: Option<u32>,
 }
 
 /// The configured providers.
@@ -77,6 +81,12 @@ impl LlmRegistry {
             model: name.to_owned(),
             client: entry.client.clone(),
             native_tools: entry.native_tools,
+            rpm: entry.rpm,
         })
     }
+}
+
+/// The rate-limit key of a provider.
+pub fn provider_key(name: &str) -> String {
+    format!("provider:{name}")
 }

@@ -231,3 +231,14 @@ fn registry_resolves_provider_prefixes_and_bare_models() {
     assert_eq!(registry.resolve(Some("gpt-4o")).expect("bare").provider, "openai");
     assert!(registry.resolve(Some("other/x")).is_err());
 }
+
+#[tokio::test]
+async fn rate_limits_are_reported_to_the_hook() {
+    let limited = status(429, json!({"error": {"message": "slow"}})).with_header("retry-after-ms", "120");
+    let (base, _) = serve(vec![limited, ok(answer("done"))]).await;
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = seen.clone();
+    let hook: RateLimitHook = Arc::new(move |wait| sink.lock().expect("lock").push(wait));
+    client(&base, fast_policy()).on_rate_limit(hook).chat(&request()).await.expect("chat");
+    assert_eq!(*seen.lock().expect("lock"), [Duration::from_millis(120)]);
+}

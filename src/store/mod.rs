@@ -7,6 +7,7 @@ mod crews;
 mod events;
 mod journal;
 mod lease;
+mod review;
 mod run_journal;
 mod runs;
 
@@ -20,6 +21,7 @@ pub use claim::ClaimedRun;
 pub use crews::{CrewRecord, UpsertOutcome};
 pub use journal::{Message, ToolCall};
 pub use lease::{CancelOutcome, Lease, Recovered, CANCEL_CHANNEL, RUNS_CHANNEL};
+pub use review::ResumeOutcome;
 pub use run_journal::RunJournal;
 pub use runs::{IdempotencyKey, KickoffOutcome, RunPage};
 

@@ -69,7 +69,7 @@ async fn conclude(
 ) {
     let store = &shared.store;
     let outcome = match (result, reason) {
-        (Ok(_), _) | (Err(EngineError::Failed { .. }), _) => return,
+        (Ok(_), _) | (Err(EngineError::Failed { .. } | EngineError::AwaitingInput), _) => return,
         (Err(EngineError::Journal(JournalError::Fenced)), _) | (_, Some(StopReason::LeaseLost)) => {
             tracing::warn!("the run's lease was lost; another worker owns it now");
             return;

@@ -60,35 +60,74 @@ async fn migrate_command_applies_the_schema(pool: PgPool) {
     assert!(ready);
 }
 
+/// A running `agentd serve` child process, killed when dropped.
+pub struct Agentd {
+    child: std::process::Child,
+    pub base: String,
+}
+
+impl Agentd {
+    /// Start `agentd serve` on a free port against `database_url` with extra environment.
+    pub fn start(database_url: &str, env: &[(&str, &str)]) -> Self {
+        let mut command = Command::new(BIN);
+        command
+            .args(["serve", "--bind", "127.0.0.1:0"])
+            .env("DATABASE_URL", database_url)
+            .env("AGENTD_API_KEYS", "")
+            .env("RUST_LOG", "info")
+            .env("NO_COLOR", "1")
+            .stderr(Stdio::piped());
+        for (name, value) in env {
+            command.env(name, value);
+        }
+        let mut child = command.spawn().expect("spawn agentd");
+        let stderr = child.stderr.take().expect("stderr");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        let addr = loop {
+            let line = rx.recv_timeout(Duration::from_secs(60)).expect("agentd logs its address");
+            if let Some(at) = line.find("addr=") {
+                break line[at + 5..].split_whitespace().next().expect("address").to_owned();
+            }
+        };
+        Self { child, base: format!("http://{addr}") }
+    }
+
+    pub fn pid(&self) -> String {
+        self.child.id().to_string()
+    }
+
+    /// Send a signal (`-KILL`, `-TERM`) and wait for the process to end.
+    pub async fn signal(mut self, signal: &str) -> std::process::ExitStatus {
+        let status = Command::new("kill").args([signal, &self.pid()]).status().expect("kill");
+        assert!(status.success());
+        let mut child = std::mem::replace(&mut self.child, Command::new("true").spawn().expect("placeholder"));
+        tokio::task::spawn_blocking(move || child.wait()).await.expect("join").expect("wait")
+    }
+}
+
+impl Drop for Agentd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The URL of a fresh database for a child process.
+pub async fn child_database_url(pool: &PgPool) -> String {
+    database_url(pool).await
+}
+
 #[sqlx::test(migrations = false)]
 async fn serve_migrates_answers_and_drains_on_sigterm(pool: PgPool) {
     let url = database_url(&pool).await;
-    let mut child = Command::new(BIN)
-        .args(["serve", "--bind", "127.0.0.1:0"])
-        .env("DATABASE_URL", &url)
-        .env("AGENTD_API_KEYS", "")
-        .env("RUST_LOG", "info")
-        .env("NO_COLOR", "1")
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn agentd");
-    let stderr = child.stderr.take().expect("stderr");
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    let addr = loop {
-        let line = rx.recv_timeout(Duration::from_secs(60)).expect("agentd logs its address");
-        if let Some(at) = line.find("addr=") {
-            break line[at + 5..].split_whitespace().next().expect("address").to_owned();
-        }
-    };
-    let ready = reqwest::get(format!("http://{addr}/readyz")).await.expect("GET");
+    let agentd = Agentd::start(&url, &[]);
+    let ready = reqwest::get(format!("{}/readyz", agentd.base)).await.expect("GET");
     assert_eq!(ready.status(), reqwest::StatusCode::OK);
-    let status = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().expect("kill");
-    assert!(status.success());
-    let exited = tokio::task::spawn_blocking(move || child.wait()).await.expect("join").expect("wait");
+    let exited = agentd.signal("-TERM").await;
     assert!(exited.success(), "{exited:?}");
 }

@@ -3,6 +3,7 @@
 
 mod claim;
 mod cli;
+mod crash;
 mod crews;
 mod journal;
 mod kickoffs;

@@ -336,3 +336,92 @@ async fn two_replicas_complete_fifty_runs_exactly_once(pool: PgPool) {
     workers_a.shutdown().await;
     workers_b.shutdown().await;
 }
+
+async fn post(app: &TestApp, path: &str, body: &Value) -> reqwest::Response {
+    app.request(Method::POST, path).json(body).send().await.expect("POST")
+}
+
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn human_input_pauses_then_reject_redoes_and_approve_continues(pool: PgPool) {
+    let fake = FakeLlm::start().await.expect("fake");
+    fake.push([FakeReply::text("Draft 1"), FakeReply::text("Draft 2"), FakeReply::text("Summary of draft 2")]);
+    let config = fake_config(&fake);
+    let app = TestApp::spawn_with(pool.clone(), config.clone()).await;
+    let workers = start_workers(&pool, &config, fast_settings(2, Duration::from_secs(5)));
+    let crew = json!({
+        "name": "review",
+        "agents": [{"name": "w", "role": "Writer", "goal": "Write", "backstory": "Careful."}],
+        "tasks": [
+            {"name": "draft", "description": "Draft a note", "expected_output": "A note", "agent": "w", "human_input": true},
+            {"name": "summary", "description": "Summarise the note", "expected_output": "One line", "agent": "w"}
+        ]
+    });
+    let id = app.kickoff(&crew, json!({})).await["id"].as_str().expect("id").to_owned();
+    let paused = wait_for(&app, &id, &["awaiting_input", "failed"]).await;
+    assert_eq!(paused["status"], "awaiting_input", "{paused}");
+    assert_eq!((paused["tasks"][0]["status"].as_str(), paused["tasks"][0]["output"]["raw"].as_str()), (Some("running"), Some("Draft 1")));
+    let awaiting = events(&app, &id).await["events"].as_array().expect("events").last().cloned().expect("event");
+    assert_eq!((awaiting["type"].as_str(), awaiting["data"]["output"].as_str()), (Some("run.awaiting_input"), Some("Draft 1")));
+
+    let no_feedback = post(&app, &format!("/v1/runs/{id}/resume"), &json!({"approve": false})).await;
+    expect_problem(no_feedback, StatusCode::UNPROCESSABLE_ENTITY).await;
+    let rejected = post(&app, &format!("/v1/runs/{id}/resume"), &json!({"approve": false, "feedback": "Add a date"})).await;
+    assert_eq!(expect_json(rejected, StatusCode::ACCEPTED).await["status"], "queued");
+    let paused = wait_for(&app, &id, &["awaiting_input", "failed"]).await;
+    assert_eq!(paused["tasks"][0]["output"]["raw"], "Draft 2");
+    let redo = &fake.requests()[1]["messages"];
+    let last = redo.as_array().and_then(|m| m.last()).expect("message");
+    assert!(last["content"].as_str().is_some_and(|c| c.contains("Add a date")), "{last}");
+    assert_eq!(last["role"], "user");
+
+    let approved = post(&app, &format!("/v1/runs/{id}/resume"), &json!({"approve": true})).await;
+    expect_json(approved, StatusCode::ACCEPTED).await;
+    let done = wait_for(&app, &id, &["completed", "failed"]).await;
+    assert_eq!((done["status"].as_str(), done["output"]["raw"].as_str()), (Some("completed"), Some("Summary of draft 2")));
+    assert_eq!(done["tasks"][0]["output"]["raw"], "Draft 2");
+    let summary_prompt = fake.requests()[2]["messages"][1]["content"].as_str().unwrap_or_default().to_owned();
+    assert!(summary_prompt.contains("Draft 2"), "the next task sees the approved answer");
+    let types = event_types(&events(&app, &id).await);
+    assert_eq!(types.iter().filter(|t| *t == "run.resumed").count(), 2);
+    assert_eq!(types.iter().filter(|t| *t == "run.awaiting_input").count(), 2);
+
+    let again = post(&app, &format!("/v1/runs/{id}/resume"), &json!({"approve": true})).await;
+    expect_problem(again, StatusCode::CONFLICT).await;
+    let unknown = post(&app, &format!("/v1/runs/{}/resume", Uuid::now_v7()), &json!({"approve": true})).await;
+    expect_problem(unknown, StatusCode::NOT_FOUND).await;
+    workers.shutdown().await;
+}
+
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn max_rpm_spaces_llm_calls_and_announces_the_wait(pool: PgPool) {
+    let fake = FakeLlm::start().await.expect("fake");
+    fake.push([
+        FakeReply::tool_calls(&[("c1", "calculator", json!({"expression": "1+1"}))]),
+        FakeReply::tool_calls(&[("c2", "calculator", json!({"expression": "2+2"}))]),
+        FakeReply::text("4"),
+    ]);
+    let config = fake_config(&fake);
+    let app = TestApp::spawn_with(pool.clone(), config.clone()).await;
+    let workers = start_workers(&pool, &config, fast_settings(2, Duration::from_secs(5)));
+    let mut crew = calc_crew();
+    crew["max_rpm"] = json!(120);
+    let id = app.kickoff(&crew, json!({"expr": "2+2"})).await["id"].as_str().expect("id").to_owned();
+    let done = wait_for(&app, &id, &["completed", "failed"]).await;
+    assert_eq!(done["status"], "completed");
+    let events = events(&app, &id).await;
+    let events = events["events"].as_array().expect("events");
+    let throttled: Vec<&Value> = events.iter().filter(|e| e["type"] == "run.throttled").collect();
+    assert_eq!(throttled.len(), 2, "the second and third calls waited");
+    assert!(throttled.iter().all(|e| e["data"]["wait_ms"].as_u64().is_some_and(|w| w > 0 && w <= 500)));
+    assert!(throttled[0]["data"]["limit"].as_str().is_some_and(|l| l.contains("crew") && l.contains("120/min")));
+    let starts: Vec<chrono::DateTime<chrono::Utc>> = events
+        .iter()
+        .filter(|e| e["type"] == "llm.started")
+        .map(|e| e["at"].as_str().expect("at").parse().expect("time"))
+        .collect();
+    for pair in starts.windows(2) {
+        let gap = (pair[1] - pair[0]).num_milliseconds();
+        assert!(gap >= 450, "calls {gap} ms apart under 120/min");
+    }
+    workers.shutdown().await;
+}

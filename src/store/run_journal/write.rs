@@ -187,6 +187,7 @@ fn fold_task_changes(changes: &[TaskChange]) -> Result<Vec<TaskUpdate<'_>>, Comm
     for change in changes {
         let (name, status, output, error) = match change {
             TaskChange::Started { task } => (task, TaskStatus::Running, None, None),
+            TaskChange::AwaitingReview { task, output } => (task, TaskStatus::Running, Some(to_json(output)?), None),
             TaskChange::Completed { task, output } => {
                 (task, TaskStatus::Completed, Some(to_json(output)?), None)
             }
@@ -217,6 +218,7 @@ pub(super) async fn run_change_and_usage(
     }
     let (status, output, error) = match change {
         None => (None, None, None),
+        Some(RunChange::AwaitingInput) => (Some("awaiting_input"), None, None),
         Some(RunChange::Completed { output }) => (Some("completed"), Some(to_json(output)?), None),
         Some(RunChange::Failed { error }) => (Some("failed"), None, Some(to_json(error)?)),
     };
@@ -227,7 +229,8 @@ pub(super) async fn run_change_and_usage(
                   status = coalesce($6, status),
                   output = coalesce($7, output),
                   error = coalesce($8, error),
-                  finished_at = CASE WHEN $6::text IS NULL THEN finished_at ELSE now() END,
+                  finished_at = CASE WHEN $6::text IN ('completed', 'failed', 'cancelled') THEN now()
+                                     ELSE finished_at END,
                   lease_owner = CASE WHEN $6::text IS NULL THEN lease_owner END,
                   lease_expires_at = CASE WHEN $6::text IS NULL THEN lease_expires_at END,
                   updated_at = now()

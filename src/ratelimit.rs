@@ -1,0 +1,158 @@
+//! Requests-per-minute gates (GCRA with a burst of one): a limit of N per minute lets one call
+//! through every 60/N seconds, spacing calls evenly as providers quantise their limits. Callers
+//! reserve a start time (never blocking a thread: they sleep asynchronously until it) across
+//! several keys at once; a provider's 429 pushes its key's schedule back. Time is injectable.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+/// A source of the current instant.
+pub type Clock = Arc<dyn Fn() -> Instant + Send + Sync>;
+
+/// One limit to respect: a key and its requests per minute (`None`: no spacing, but holds on
+/// the key, such as a provider's 429, still apply).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Limit {
+    pub key: String,
+    pub per_minute: Option<u32>,
+}
+
+impl Limit {
+    pub fn new(key: impl Into<String>, per_minute: u32) -> Self {
+        Self { key: key.into(), per_minute: Some(per_minute) }
+    }
+
+    /// A key with no budget of its own, only holds.
+    pub fn holds_only(key: impl Into<String>) -> Self {
+        Self { key: key.into(), per_minute: None }
+    }
+
+    /// The spacing between calls.
+    pub fn interval(&self) -> Duration {
+        self.per_minute.map_or(Duration::ZERO, |n| Duration::from_secs(60) / n.max(1))
+    }
+
+    /// How the limit reads in a `run.throttled` event.
+    pub fn describe(&self) -> String {
+        match self.per_minute {
+            Some(n) => format!("{} ({n}/min)", self.key),
+            None => format!("{} (provider asked to wait)", self.key),
+        }
+    }
+}
+
+/// Gates keyed by name. Cheap to share.
+pub struct RateLimiter {
+    /// For each key, the earliest instant the next call may start.
+    next: Mutex<HashMap<String, Instant>>,
+    clock: Clock,
+}
+
+impl Default for RateLimiter {
+    fn default() -> Self {
+        Self::with_clock(Arc::new(Instant::now))
+    }
+}
+
+impl std::fmt::Debug for RateLimiter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RateLimiter").finish_non_exhaustive()
+    }
+}
+
+impl RateLimiter {
+    pub fn with_clock(clock: Clock) -> Self {
+        Self { next: Mutex::new(HashMap::new()), clock }
+    }
+
+    pub fn now(&self) -> Instant {
+        (self.clock)()
+    }
+
+    fn gates(&self) -> std::sync::MutexGuard<'_, HashMap<String, Instant>> {
+        self.next.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Reserve the earliest start, not before `not_before`, that every limit allows, and book
+    /// it. Returns the start.
+    pub fn reserve(&self, limits: &[Limit], not_before: Instant) -> Instant {
+        let mut gates = self.gates();
+        let start = limits.iter().filter_map(|l| gates.get(&l.key)).fold(not_before, |a, b| a.max(*b));
+        for limit in limits {
+            gates.insert(limit.key.clone(), start + limit.interval());
+        }
+        start
+    }
+
+    /// Nothing may start on `key` before `until` (a provider said to wait).
+    pub fn hold(&self, key: &str, until: Instant) {
+        let mut gates = self.gates();
+        let next = gates.entry(key.to_owned()).or_insert(until);
+        *next = (*next).max(until);
+    }
+
+    /// Forget every key starting with `prefix` (a finished run's keys).
+    pub fn forget(&self, prefix: &str) {
+        self.gates().retain(|key, _| !key.starts_with(prefix));
+    }
+
+    /// The earliest start on `key` (now if free).
+    pub fn earliest(&self, key: &str) -> Instant {
+        let now = self.now();
+        self.gates().get(key).map_or(now, |next| (*next).max(now))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixed(at: Instant) -> RateLimiter {
+        RateLimiter::with_clock(Arc::new(move || at))
+    }
+
+    #[test]
+    fn spaces_calls_evenly() {
+        let t0 = Instant::now();
+        let limiter = fixed(t0);
+        let limits = [Limit::new("agent", 30)];
+        let starts: Vec<Duration> = (0..4).map(|_| limiter.reserve(&limits, t0) - t0).collect();
+        assert_eq!(starts, [0, 2, 4, 6].map(Duration::from_secs));
+    }
+
+    #[test]
+    fn the_strictest_of_several_limits_wins_and_books_all() {
+        let t0 = Instant::now();
+        let limiter = fixed(t0);
+        let both = [Limit::new("crew", 60), Limit::new("provider", 20)];
+        assert_eq!(limiter.reserve(&both, t0), t0);
+        assert_eq!(limiter.reserve(&both, t0) - t0, Duration::from_secs(3));
+        // The crew key alone is free again one second after the second call.
+        assert_eq!(limiter.reserve(&[Limit::new("crew", 60)], t0) - t0, Duration::from_secs(4));
+    }
+
+    #[test]
+    fn a_hold_pushes_the_schedule_back() {
+        let t0 = Instant::now();
+        let limiter = fixed(t0);
+        limiter.hold("provider", t0 + Duration::from_secs(10));
+        assert_eq!(limiter.earliest("provider") - t0, Duration::from_secs(10));
+        let start = limiter.reserve(&[Limit::new("provider", 600)], t0);
+        assert_eq!(start - t0, Duration::from_secs(10));
+        limiter.hold("provider", t0);
+        assert_eq!(limiter.earliest("provider") - t0, Duration::from_millis(10_100), "a hold never shortens");
+    }
+
+    #[test]
+    fn later_calls_are_not_delayed_by_idle_time() {
+        let t0 = Instant::now();
+        let limiter = fixed(t0);
+        let limit = [Limit::new("k", 60)];
+        limiter.reserve(&limit, t0);
+        let later = t0 + Duration::from_secs(100);
+        assert_eq!(limiter.reserve(&limit, later), later);
+    }
+}

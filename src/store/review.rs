@@ -1,0 +1,88 @@
+//! Human review of a task's answer: a run paused in `awaiting_input` is resumed with a decision.
+//! Approval completes the task; rejection puts the reviewer's feedback into the task's
+//! conversation so the agent redoes it. Either way the run goes back to the queue.
+
+use serde_json::{json, Value};
+
+use super::events::append_event_tx;
+use super::lease::{notify, RUNS_CHANNEL};
+use super::{parse, Store, StoreError, StoreResult};
+use crate::domain::{EventType, Run, RunId, RunStatus};
+
+/// What a resume request did.
+#[derive(Debug)]
+pub enum ResumeOutcome {
+    NotFound,
+    /// The run is not awaiting input.
+    NotAwaiting(RunStatus),
+    Resumed(Run),
+}
+
+/// How rejected work reaches the agent.
+fn feedback_message(feedback: &str) -> String {
+    format!("A human reviewed your final answer and asks for changes:\n{feedback}\n\nRevise your Final Answer accordingly.")
+}
+
+impl Store {
+    /// Resume a run awaiting input: approve the task's answer, or reject it with feedback.
+    #[tracing::instrument(skip_all, fields(run_id = %id, approve), err)]
+    pub async fn resume_run(&self, id: RunId, approve: bool, feedback: Option<&str>) -> StoreResult<ResumeOutcome> {
+        let mut tx = self.pool.begin().await?;
+        let run = sqlx::query!("SELECT status, attempt FROM runs WHERE id = $1 FOR UPDATE", id.0)
+            .fetch_optional(&mut *tx)
+            .await?;
+        let Some(run) = run else { return Ok(ResumeOutcome::NotFound) };
+        let status: RunStatus = parse(&run.status)?;
+        if status != RunStatus::AwaitingInput {
+            return Ok(ResumeOutcome::NotAwaiting(status));
+        }
+        let task = sqlx::query!(
+            r#"SELECT name, agent, output AS "output!" FROM run_tasks
+               WHERE run_id = $1 AND status = 'running' AND output IS NOT NULL
+               ORDER BY position LIMIT 1"#,
+            id.0
+        )
+        .fetch_optional(&mut *tx)
+        .await?
+        .ok_or_else(|| StoreError::Corrupt(format!("run {id} awaits input but no task has an answer")))?;
+        if approve {
+            sqlx::query!(
+                "UPDATE run_tasks SET status = 'completed', finished_at = now() WHERE run_id = $1 AND name = $2",
+                id.0,
+                task.name
+            )
+            .execute(&mut *tx)
+            .await?;
+            let output = task.output.get("raw").cloned().unwrap_or(Value::Null);
+            let data = json!({"task": task.name, "output": output});
+            append_event_tx(&mut tx, id, EventType::TaskCompleted, Some(&task.name), task.agent.as_deref(), &data)
+                .await?;
+        } else {
+            sqlx::query!("UPDATE run_tasks SET output = NULL WHERE run_id = $1 AND name = $2", id.0, task.name)
+                .execute(&mut *tx)
+                .await?;
+            sqlx::query!(
+                r#"INSERT INTO messages (run_id, seq, task, agent, role, content, attempt)
+                   SELECT $1, coalesce(max(seq), 0) + 1, $2, $3, 'user', $4, $5 FROM messages WHERE run_id = $1"#,
+                id.0,
+                task.name,
+                task.agent,
+                feedback_message(feedback.unwrap_or_default()),
+                run.attempt
+            )
+            .execute(&mut *tx)
+            .await?;
+        }
+        sqlx::query!("UPDATE runs SET status = 'queued', updated_at = now() WHERE id = $1", id.0)
+            .execute(&mut *tx)
+            .await?;
+        let data = json!({"feedback": feedback, "approve": approve});
+        append_event_tx(&mut tx, id, EventType::RunResumed, Some(&task.name), task.agent.as_deref(), &data).await?;
+        notify(&mut tx, RUNS_CHANNEL, id).await?;
+        tx.commit().await?;
+        match self.get_run(id).await? {
+            Some(run) => Ok(ResumeOutcome::Resumed(run)),
+            None => Ok(ResumeOutcome::NotFound),
+        }
+    }
+}
