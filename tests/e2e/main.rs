@@ -4,6 +4,7 @@
 mod claim;
 mod cli;
 mod crews;
+mod engine;
 mod journal;
 mod kickoffs;
 mod runs;
