@@ -92,10 +92,11 @@ impl OpenAiClient {
         if let Some(key) = &self.api_key {
             builder = builder.bearer_auth(key.expose());
         }
-        let response = builder.send().await.map_err(transport_failure)?;
+        let timeout = self.policy().request_timeout;
+        let response = builder.send().await.map_err(|e| transport_failure(e, timeout))?;
         let status = response.status();
         let retry_after = parse_retry_after(response.headers(), SystemTime::now());
-        let text = response.text().await.map_err(transport_failure)?;
+        let text = response.text().await.map_err(|e| transport_failure(e, timeout))?;
         if status.is_success() {
             return parse_response(&text).map_err(|error| Attempt { error, transient: false });
         }
@@ -122,11 +123,23 @@ impl LlmClient for OpenAiClient {
     }
 }
 
-fn transport_failure(error: reqwest::Error) -> Attempt {
-    let kind = if error.is_timeout() { LlmErrorKind::Timeout } else { LlmErrorKind::Other };
-    // Without the URL: it is configuration, not something to repeat in every event.
-    let error = LlmError::new(kind, format!("request to the provider failed: {}", error.without_url()));
-    Attempt { error, transient: true }
+/// A request that got no answer. The message says why (reqwest's own text, e.g. "error sending
+/// request", names neither a timeout nor the cause), without the URL: it is configuration, not
+/// something to repeat in every event.
+fn transport_failure(error: reqwest::Error, timeout: Duration) -> Attempt {
+    if error.is_timeout() {
+        let message = format!("the provider did not answer within the request timeout of {timeout:?}");
+        return Attempt { error: LlmError::new(LlmErrorKind::Timeout, message), transient: true };
+    }
+    let error = error.without_url();
+    let mut message = format!("request to the provider failed: {error}");
+    let mut cause = std::error::Error::source(&error);
+    while let Some(inner) = cause {
+        message.push_str(": ");
+        message.push_str(&inner.to_string());
+        cause = inner.source();
+    }
+    Attempt { error: LlmError::new(LlmErrorKind::Other, message), transient: true }
 }
 
 /// The JSON body of a chat-completions request.

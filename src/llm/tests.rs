@@ -190,6 +190,11 @@ async fn timeouts_are_retried_then_reported() {
     let policy = RetryPolicy { request_timeout: Duration::from_millis(100), ..fast_policy() };
     let error = client(&base, policy).chat(&request()).await.expect_err("timeout");
     assert_eq!(error.kind, LlmErrorKind::Timeout);
+    assert!(
+        error.message.contains("did not answer within the request timeout of 100ms"),
+        "{}",
+        error.message
+    );
     assert_eq!(script.requests().len(), 3);
 }
 
@@ -201,6 +206,7 @@ async fn unreachable_providers_fail_after_the_attempts() {
     let error = client(&base, fast_policy()).chat(&request()).await.expect_err("refused");
     assert_eq!(error.kind, LlmErrorKind::Other);
     assert!(error.message.contains("request to the provider failed"), "{}", error.message);
+    assert!(error.message.contains("tcp connect error"), "the cause is named: {}", error.message);
 }
 
 #[tokio::test]

@@ -5,6 +5,7 @@ mod claim;
 mod cli;
 mod crash;
 mod crews;
+mod engine;
 mod journal;
 mod kickoffs;
 mod runs;
