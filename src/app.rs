@@ -85,11 +85,12 @@ pub fn build_engine(config: &Config) -> Result<Engine, ServeError> {
         request_timeout: config.llm_timeout,
         ..RetryPolicy::default()
     };
-    let llms = LlmRegistry::from_config(config, http, policy);
+    let limiter = Arc::new(RateLimiter::default());
+    let llms = LlmRegistry::from_config(config, http, policy, limiter.clone());
     let outbound =
         Outbound::new(config.tool_egress.clone(), config.tool_timeout, config.tool_max_response_bytes)
             .map_err(|e| ServeError::Setup(format!("cannot build the tool HTTP client: {e}")))?;
-    Ok(Engine::new(llms, Arc::new(outbound)))
+    Ok(Engine::new(llms, Arc::new(outbound)).with_rate_limiter(limiter))
 }
 
 /// Apply migrations, retrying while the database is starting (up to `patience`).

@@ -90,6 +90,7 @@ impl AgentTurn {
     pub(super) fn message(&self, message: ChatMessage) -> NewMessage {
         NewMessage {
             conversation: self.conversation.clone(),
+            task: self.task.clone(),
             agent: self.agent.clone(),
             message,
             compacts: false,
@@ -232,6 +233,9 @@ impl<'a> AgentLoop<'a> {
                 Ok(())
             }
             LlmErrorKind::ContextWindowExceeded if !self.compacted_last => self.compact(pending).await,
+            LlmErrorKind::Timeout => {
+                Err(EngineError::failed(ErrorKind::Timeout, format!("LLM call timed out: {}", error.message)))
+            }
             _ => Err(EngineError::failed(ErrorKind::LlmError, format!("LLM call failed: {}", error.message))),
         }
     }

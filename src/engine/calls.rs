@@ -130,6 +130,7 @@ impl ToolRound<'_, '_> {
             pending.tool_starts.push(ToolCallStart {
                 id: call.planned.key.clone(),
                 conversation: turn.conversation.clone(),
+                task: turn.task.clone(),
                 agent: turn.agent.clone(),
                 tool: call.tool.clone(),
                 arguments: arguments.clone(),

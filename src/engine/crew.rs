@@ -71,7 +71,8 @@ impl Engine {
         let rate_key = format!("run-{}:", uuid::Uuid::now_v7().simple());
         let team = Team { engine: self, crew, inputs, rate_key: &rate_key };
         let limiter = self.limiter.as_ref();
-        let ctx = Context { journal, snapshot: &snapshot, tools: &tools, cancel, coworkers: Some(&team), limiter };
+        let ctx =
+            Context { journal, snapshot: &snapshot, tools: &tools, cancel, coworkers: Some(&team), limiter };
         let mut pending = Step::default();
         let mut data = RunData { crew, inputs, outputs: Vec::new(), rate_key: &rate_key };
         let result = self.perform_tasks(&mut data, &ctx, &mut pending).await;
@@ -289,7 +290,9 @@ fn rate_limits(data: &RunData<'_>, agent: Option<&AgentSpec>, model: &ResolvedMo
     let mut limits = Vec::new();
     match (data.crew.max_rpm, agent.and_then(|a| a.max_rpm.map(|rpm| (a, rpm)))) {
         (Some(rpm), _) => limits.push(Limit::new(format!("{}crew", data.rate_key), rpm)),
-        (None, Some((agent, rpm))) => limits.push(Limit::new(format!("{}agent:{}", data.rate_key, agent.name), rpm)),
+        (None, Some((agent, rpm))) => {
+            limits.push(Limit::new(format!("{}agent:{}", data.rate_key, agent.name), rpm))
+        }
         (None, None) => {}
     }
     let key = provider_key(&model.provider);
@@ -360,7 +363,12 @@ impl Coworkers for Team<'_> {
                 )));
             };
             let request = field(if mode == DelegateMode::Work { "task" } else { "question" });
-            let data = RunData { crew: self.crew, inputs: self.inputs, outputs: Vec::new(), rate_key: self.rate_key };
+            let data = RunData {
+                crew: self.crew,
+                inputs: self.inputs,
+                outputs: Vec::new(),
+                rate_key: self.rate_key,
+            };
             let spec = TaskSpec {
                 name: task.to_owned(),
                 description: request,

@@ -30,6 +30,8 @@ pub enum JournalError {
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewMessage {
     pub conversation: String,
+    /// The task the conversation belongs to.
+    pub task: String,
     pub agent: String,
     pub message: ChatMessage,
     /// This message (a summary) replaces everything before it in the conversation but the
@@ -42,6 +44,8 @@ pub struct NewMessage {
 pub struct ToolCallStart {
     pub id: String,
     pub conversation: String,
+    /// The task the call belongs to.
+    pub task: String,
     pub agent: String,
     pub tool: String,
     pub arguments: Value,
@@ -64,11 +68,22 @@ pub struct ToolCallEnd {
 /// A change of a task's state.
 #[derive(Debug, Clone, PartialEq)]
 pub enum TaskChange {
-    Started { task: String },
+    Started {
+        task: String,
+    },
     /// The task's answer waits for a human's review (the task stays running).
-    AwaitingReview { task: String, output: TaskOutput },
-    Completed { task: String, output: TaskOutput },
-    Failed { task: String, error: String },
+    AwaitingReview {
+        task: String,
+        output: TaskOutput,
+    },
+    Completed {
+        task: String,
+        output: TaskOutput,
+    },
+    Failed {
+        task: String,
+        error: String,
+    },
 }
 
 /// The end of a run.
@@ -76,8 +91,12 @@ pub enum TaskChange {
 pub enum RunChange {
     /// Paused until a human approves or rejects a task's answer; the worker lets go of the run.
     AwaitingInput,
-    Completed { output: TaskOutput },
-    Failed { error: RunError },
+    Completed {
+        output: TaskOutput,
+    },
+    Failed {
+        error: RunError,
+    },
 }
 
 /// An event to append to the run's log.

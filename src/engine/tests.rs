@@ -508,6 +508,7 @@ async fn resume_reruns_idempotent_and_fails_other_interrupted_calls() {
         };
         let message = |m: ChatMessage| super::journal::NewMessage {
             conversation: "t".into(),
+            task: "t".into(),
             agent: "a".into(),
             message: m,
             compacts: false,
@@ -521,6 +522,7 @@ async fn resume_reruns_idempotent_and_fails_other_interrupted_calls() {
             tool_starts: vec![ToolCallStart {
                 id: "t#1/c1".into(),
                 conversation: "t".into(),
+                task: "t".into(),
                 agent: "a".into(),
                 tool: "echo".into(),
                 arguments: json!({"text": "y"}),

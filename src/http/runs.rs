@@ -281,6 +281,6 @@ pub async fn resume_run(
         ResumeOutcome::NotAwaiting(status) => {
             Err(ApiError::Conflict(format!("the run is not awaiting input ({})", status.as_str())))
         }
-        ResumeOutcome::Resumed(run) => Ok((StatusCode::ACCEPTED, Json(run))),
+        ResumeOutcome::Resumed(run) => Ok((StatusCode::ACCEPTED, Json(*run))),
     }
 }

@@ -71,14 +71,12 @@ impl OpenAiClient {
             };
             let mut error = attempt.error;
             error.message = self.scrub(&error.message);
-            if !attempt.transient || retry + 1 >= self.policy().max_attempts {
-                return Err(error);
-            }
             let wait = error.retry_after.unwrap_or_else(|| self.backoff.delay(retry));
             if let (LlmErrorKind::RateLimited, Some(hook)) = (error.kind, &self.on_rate_limit) {
                 hook(wait);
             }
-            if wait > self.policy().max_retry_after {
+            let exhausted = retry + 1 >= self.policy().max_attempts;
+            if !attempt.transient || exhausted || wait > self.policy().max_retry_after {
                 return Err(error);
             }
             tracing::warn!(error = %error.message, retry, wait_ms = wait.as_millis() as u64, "LLM call failed; retrying");

@@ -44,21 +44,42 @@ impl LlmRegistry {
         Self { providers: BTreeMap::new(), default_model: default_model.into() }
     }
 
-    /// One OpenAI-compatible client per configured provider, sharing `http`.
-    pub fn from_config(config: &Config, http: reqwest::Client, policy: RetryPolicy) -> Self {
+    /// One OpenAI-compatible client per configured provider, sharing `http`; a provider's 429s
+    /// hold its key (`provider:<name>`) in `limiter`, pausing every caller of that provider.
+    pub fn from_config(
+        config: &Config,
+        http: reqwest::Client,
+        policy: RetryPolicy,
+        limiter: Arc<RateLimiter>,
+    ) -> Self {
         let mut registry = Self::new(config.default_model.clone());
         for (name, provider) in &config.providers {
             let backoff = Backoff::new(policy.clone());
+            let key = provider_key(name);
+            let gate = limiter.clone();
+            let hook = Arc::new(move |wait: std::time::Duration| gate.hold(&key, gate.now() + wait));
             let client =
-                OpenAiClient::new(http.clone(), &provider.base_url, provider.api_key.clone(), backoff);
+                OpenAiClient::new(http.clone(), &provider.base_url, provider.api_key.clone(), backoff)
+                    .on_rate_limit(hook);
             registry = registry.with_client(name, Arc::new(client), provider.native_tools);
+            if let Some(rpm) = provider.rpm {
+                registry = registry.with_rpm(name, rpm);
+            }
         }
         registry
     }
 
     /// Add (or replace) a provider.
     pub fn with_client(mut self, name: &str, client: Arc<dyn LlmClient>, native_tools: bool) -> Self {
-        self.providers.insert(name.to_owned(), Provider { client, native_tools });
+        self.providers.insert(name.to_owned(), Provider { client, native_tools, rpm: None });
+        self
+    }
+
+    /// Give a provider a requests-per-minute budget.
+    pub fn with_rpm(mut self, name: &str, rpm: u32) -> Self {
+        if let Some(entry) = self.providers.get_mut(name) {
+            entry.rpm = Some(rpm);
+        }
         self
     }
 

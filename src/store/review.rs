@@ -15,7 +15,7 @@ pub enum ResumeOutcome {
     NotFound,
     /// The run is not awaiting input.
     NotAwaiting(RunStatus),
-    Resumed(Run),
+    Resumed(Box<Run>),
 }
 
 /// How rejected work reaches the agent.
@@ -26,7 +26,12 @@ fn feedback_message(feedback: &str) -> String {
 impl Store {
     /// Resume a run awaiting input: approve the task's answer, or reject it with feedback.
     #[tracing::instrument(skip_all, fields(run_id = %id, approve), err)]
-    pub async fn resume_run(&self, id: RunId, approve: bool, feedback: Option<&str>) -> StoreResult<ResumeOutcome> {
+    pub async fn resume_run(
+        &self,
+        id: RunId,
+        approve: bool,
+        feedback: Option<&str>,
+    ) -> StoreResult<ResumeOutcome> {
         let mut tx = self.pool.begin().await?;
         let run = sqlx::query!("SELECT status, attempt FROM runs WHERE id = $1 FOR UPDATE", id.0)
             .fetch_optional(&mut *tx)
@@ -55,15 +60,27 @@ impl Store {
             .await?;
             let output = task.output.get("raw").cloned().unwrap_or(Value::Null);
             let data = json!({"task": task.name, "output": output});
-            append_event_tx(&mut tx, id, EventType::TaskCompleted, Some(&task.name), task.agent.as_deref(), &data)
-                .await?;
+            append_event_tx(
+                &mut tx,
+                id,
+                EventType::TaskCompleted,
+                Some(&task.name),
+                task.agent.as_deref(),
+                &data,
+            )
+            .await?;
         } else {
-            sqlx::query!("UPDATE run_tasks SET output = NULL WHERE run_id = $1 AND name = $2", id.0, task.name)
-                .execute(&mut *tx)
-                .await?;
             sqlx::query!(
-                r#"INSERT INTO messages (run_id, seq, task, agent, role, content, attempt)
-                   SELECT $1, coalesce(max(seq), 0) + 1, $2, $3, 'user', $4, $5 FROM messages WHERE run_id = $1"#,
+                "UPDATE run_tasks SET output = NULL WHERE run_id = $1 AND name = $2",
+                id.0,
+                task.name
+            )
+            .execute(&mut *tx)
+            .await?;
+            sqlx::query!(
+                r#"INSERT INTO messages (run_id, seq, conversation, task, agent, role, content, attempt)
+                   SELECT $1, coalesce(max(seq), 0) + 1, $2, $2, $3, 'user', $4, $5
+                     FROM messages WHERE run_id = $1"#,
                 id.0,
                 task.name,
                 task.agent,
@@ -77,11 +94,12 @@ impl Store {
             .execute(&mut *tx)
             .await?;
         let data = json!({"feedback": feedback, "approve": approve});
-        append_event_tx(&mut tx, id, EventType::RunResumed, Some(&task.name), task.agent.as_deref(), &data).await?;
+        append_event_tx(&mut tx, id, EventType::RunResumed, Some(&task.name), task.agent.as_deref(), &data)
+            .await?;
         notify(&mut tx, RUNS_CHANNEL, id).await?;
         tx.commit().await?;
         match self.get_run(id).await? {
-            Some(run) => Ok(ResumeOutcome::Resumed(run)),
+            Some(run) => Ok(ResumeOutcome::Resumed(Box::new(run))),
             None => Ok(ResumeOutcome::NotFound),
         }
     }

@@ -105,7 +105,8 @@ impl Agentd {
     pub async fn signal(mut self, signal: &str) -> std::process::ExitStatus {
         let status = Command::new("kill").args([signal, &self.pid()]).status().expect("kill");
         assert!(status.success());
-        let mut child = std::mem::replace(&mut self.child, Command::new("true").spawn().expect("placeholder"));
+        let mut child =
+            std::mem::replace(&mut self.child, Command::new("true").spawn().expect("placeholder"));
         tokio::task::spawn_blocking(move || child.wait()).await.expect("join").expect("wait")
     }
 }

@@ -15,7 +15,8 @@ use crate::support::expect_json;
 use crate::worker::{calc_crew, wait_requests};
 
 fn env<'a>(fake: &'a str, extra: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
-    let mut env = vec![("OPENAI_BASE_URL", fake), ("OPENAI_API_KEY", "sk-crash-test"), ("AGENTD_LEASE_S", "2")];
+    let mut env =
+        vec![("OPENAI_BASE_URL", fake), ("OPENAI_API_KEY", "sk-crash-test"), ("AGENTD_LEASE_S", "2")];
     env.extend_from_slice(extra);
     env
 }
@@ -26,7 +27,8 @@ async fn get(base: &str, path: &str) -> Value {
 }
 
 async fn kickoff(base: &str, body: &Value) -> String {
-    let response = reqwest::Client::new().post(format!("{base}/v1/kickoffs")).json(body).send().await.expect("POST");
+    let response =
+        reqwest::Client::new().post(format!("{base}/v1/kickoffs")).json(body).send().await.expect("POST");
     expect_json(response, StatusCode::ACCEPTED).await["id"].as_str().expect("id").to_owned()
 }
 
@@ -62,7 +64,10 @@ async fn kill_9_during_an_llm_call_resumes_without_repeating_completed_calls(poo
     let done = wait_done(&second.base, &id).await;
     eprintln!("recovered and completed {:?} after the restart", restarted_at.elapsed());
     assert_eq!(done["status"], "completed", "{done}");
-    assert_eq!((done["output"]["raw"].as_str(), done["attempt"].as_i64()), (Some("42, after the restart"), Some(2)));
+    assert_eq!(
+        (done["output"]["raw"].as_str(), done["attempt"].as_i64()),
+        (Some("42, after the restart"), Some(2))
+    );
 
     let requests = fake.requests();
     assert_eq!(requests.len(), 3, "the first LLM call was not made again");
@@ -72,7 +77,12 @@ async fn kill_9_during_an_llm_call_resumes_without_repeating_completed_calls(poo
     assert_eq!(calls.len(), 1, "the tool call was not repeated");
     assert_eq!((calls[0]["status"].as_str(), calls[0]["result"].as_str()), (Some("succeeded"), Some("42")));
     let messages = get(&second.base, &format!("/v1/runs/{id}/messages")).await;
-    let roles: Vec<&str> = messages["messages"].as_array().expect("messages").iter().map(|m| m["role"].as_str().expect("role")).collect();
+    let roles: Vec<&str> = messages["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .map(|m| m["role"].as_str().expect("role"))
+        .collect();
     assert_eq!(roles, ["system", "user", "assistant", "tool", "user", "assistant"]);
 }
 
@@ -134,6 +144,11 @@ async fn kill_9_during_a_non_idempotent_tool_call_does_not_repeat_it(pool: PgPoo
     assert!(call["error"].as_str().is_some_and(|e| e.contains("not idempotent")), "{call}");
     let requests = fake.requests();
     assert_eq!(requests.len(), 2);
-    let observation = requests[1]["messages"].as_array().expect("messages").iter().find(|m| m["role"] == "tool").expect("tool message");
+    let observation = requests[1]["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .expect("tool message");
     assert!(observation["content"].as_str().is_some_and(|c| c.contains("interrupted")), "{observation}");
 }

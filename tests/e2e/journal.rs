@@ -27,13 +27,20 @@ async fn claimed_run(store: &Store) -> (ClaimedRun, RunJournal) {
 }
 
 fn message(conversation: &str, message: ChatMessage) -> NewMessage {
-    NewMessage { conversation: conversation.into(), agent: "researcher".into(), message, compacts: false }
+    NewMessage {
+        conversation: conversation.into(),
+        task: "research".into(),
+        agent: "researcher".into(),
+        message,
+        compacts: false,
+    }
 }
 
 fn start(id: &str, arguments: serde_json::Value) -> ToolCallStart {
     ToolCallStart {
         id: id.into(),
         conversation: "research".into(),
+        task: "research".into(),
         agent: "researcher".into(),
         tool: "calculator".into(),
         arguments,

@@ -344,7 +344,11 @@ async fn post(app: &TestApp, path: &str, body: &Value) -> reqwest::Response {
 #[sqlx::test(migrator = "agentd::store::MIGRATOR")]
 async fn human_input_pauses_then_reject_redoes_and_approve_continues(pool: PgPool) {
     let fake = FakeLlm::start().await.expect("fake");
-    fake.push([FakeReply::text("Draft 1"), FakeReply::text("Draft 2"), FakeReply::text("Summary of draft 2")]);
+    fake.push([
+        FakeReply::text("Draft 1"),
+        FakeReply::text("Draft 2"),
+        FakeReply::text("Summary of draft 2"),
+    ]);
     let config = fake_config(&fake);
     let app = TestApp::spawn_with(pool.clone(), config.clone()).await;
     let workers = start_workers(&pool, &config, fast_settings(2, Duration::from_secs(5)));
@@ -359,13 +363,22 @@ async fn human_input_pauses_then_reject_redoes_and_approve_continues(pool: PgPoo
     let id = app.kickoff(&crew, json!({})).await["id"].as_str().expect("id").to_owned();
     let paused = wait_for(&app, &id, &["awaiting_input", "failed"]).await;
     assert_eq!(paused["status"], "awaiting_input", "{paused}");
-    assert_eq!((paused["tasks"][0]["status"].as_str(), paused["tasks"][0]["output"]["raw"].as_str()), (Some("running"), Some("Draft 1")));
-    let awaiting = events(&app, &id).await["events"].as_array().expect("events").last().cloned().expect("event");
-    assert_eq!((awaiting["type"].as_str(), awaiting["data"]["output"].as_str()), (Some("run.awaiting_input"), Some("Draft 1")));
+    assert_eq!(
+        (paused["tasks"][0]["status"].as_str(), paused["tasks"][0]["output"]["raw"].as_str()),
+        (Some("running"), Some("Draft 1"))
+    );
+    let awaiting =
+        events(&app, &id).await["events"].as_array().expect("events").last().cloned().expect("event");
+    assert_eq!(
+        (awaiting["type"].as_str(), awaiting["data"]["output"].as_str()),
+        (Some("run.awaiting_input"), Some("Draft 1"))
+    );
 
     let no_feedback = post(&app, &format!("/v1/runs/{id}/resume"), &json!({"approve": false})).await;
     expect_problem(no_feedback, StatusCode::UNPROCESSABLE_ENTITY).await;
-    let rejected = post(&app, &format!("/v1/runs/{id}/resume"), &json!({"approve": false, "feedback": "Add a date"})).await;
+    let rejected =
+        post(&app, &format!("/v1/runs/{id}/resume"), &json!({"approve": false, "feedback": "Add a date"}))
+            .await;
     assert_eq!(expect_json(rejected, StatusCode::ACCEPTED).await["status"], "queued");
     let paused = wait_for(&app, &id, &["awaiting_input", "failed"]).await;
     assert_eq!(paused["tasks"][0]["output"]["raw"], "Draft 2");
@@ -377,7 +390,10 @@ async fn human_input_pauses_then_reject_redoes_and_approve_continues(pool: PgPoo
     let approved = post(&app, &format!("/v1/runs/{id}/resume"), &json!({"approve": true})).await;
     expect_json(approved, StatusCode::ACCEPTED).await;
     let done = wait_for(&app, &id, &["completed", "failed"]).await;
-    assert_eq!((done["status"].as_str(), done["output"]["raw"].as_str()), (Some("completed"), Some("Summary of draft 2")));
+    assert_eq!(
+        (done["status"].as_str(), done["output"]["raw"].as_str()),
+        (Some("completed"), Some("Summary of draft 2"))
+    );
     assert_eq!(done["tasks"][0]["output"]["raw"], "Draft 2");
     let summary_prompt = fake.requests()[2]["messages"][1]["content"].as_str().unwrap_or_default().to_owned();
     assert!(summary_prompt.contains("Draft 2"), "the next task sees the approved answer");
@@ -413,7 +429,9 @@ async fn max_rpm_spaces_llm_calls_and_announces_the_wait(pool: PgPool) {
     let throttled: Vec<&Value> = events.iter().filter(|e| e["type"] == "run.throttled").collect();
     assert_eq!(throttled.len(), 2, "the second and third calls waited");
     assert!(throttled.iter().all(|e| e["data"]["wait_ms"].as_u64().is_some_and(|w| w > 0 && w <= 500)));
-    assert!(throttled[0]["data"]["limit"].as_str().is_some_and(|l| l.contains("crew") && l.contains("120/min")));
+    assert!(throttled[0]["data"]["limit"]
+        .as_str()
+        .is_some_and(|l| l.contains("crew") && l.contains("120/min")));
     let starts: Vec<chrono::DateTime<chrono::Utc>> = events
         .iter()
         .filter(|e| e["type"] == "llm.started")

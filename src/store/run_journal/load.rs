@@ -46,7 +46,7 @@ pub(super) async fn snapshot(store: &Store, run_id: RunId) -> StoreResult<Snapsh
     .await?;
     let messages = sqlx::query_as!(
         MessageRow,
-        r#"SELECT seq, task, role, content, tool_calls, tool_call_id, compacts
+        r#"SELECT seq, coalesce(conversation, task) AS task, role, content, tool_calls, tool_call_id, compacts
            FROM messages WHERE run_id = $1 ORDER BY seq"#,
         run_id.0
     )
@@ -54,7 +54,7 @@ pub(super) async fn snapshot(store: &Store, run_id: RunId) -> StoreResult<Snapsh
     .await?;
     let tool_calls = sqlx::query_as!(
         ToolCallRow,
-        r#"SELECT id, task, tool, arguments, status, result, error, cached
+        r#"SELECT id, coalesce(conversation, task) AS task, tool, arguments, status, result, error, cached
            FROM tool_calls WHERE run_id = $1 ORDER BY started_at, id"#,
         run_id.0
     )

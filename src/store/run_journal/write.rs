@@ -28,6 +28,7 @@ pub(super) async fn messages(
         return Ok(());
     }
     let conversations: Vec<&str> = messages.iter().map(|m| m.conversation.as_str()).collect();
+    let tasks: Vec<&str> = messages.iter().map(|m| m.task.as_str()).collect();
     let agents: Vec<&str> = messages.iter().map(|m| m.agent.as_str()).collect();
     let roles: Vec<&str> = messages.iter().map(|m| m.message.role.as_str()).collect();
     let contents: Vec<Option<&str>> = messages.iter().map(|m| m.message.content.as_deref()).collect();
@@ -39,12 +40,15 @@ pub(super) async fn messages(
         messages.iter().map(|m| m.message.tool_call_id.as_deref()).collect();
     let compacts: Vec<bool> = messages.iter().map(|m| m.compacts).collect();
     sqlx::query!(
-        r#"INSERT INTO messages (run_id, seq, task, agent, role, content, tool_calls, tool_call_id, compacts, attempt)
-           SELECT $1, last.seq + m.n, m.task, m.agent, m.role, m.content, m.tool_calls, m.tool_call_id,
-                  m.compacts, $2
+        r#"INSERT INTO messages (run_id, seq, conversation, task, agent, role, content, tool_calls, tool_call_id,
+                                compacts, attempt)
+           SELECT $1, last.seq + m.n, m.conversation, m.task, m.agent, m.role, m.content, m.tool_calls,
+                  m.tool_call_id, m.compacts, $2
              FROM (SELECT coalesce(max(seq), 0) AS seq FROM messages WHERE run_id = $1) AS last,
-                  UNNEST($3::text[], $4::text[], $5::text[], $6::text[], $7::jsonb[], $8::text[], $9::bool[])
-                  WITH ORDINALITY AS m(task, agent, role, content, tool_calls, tool_call_id, compacts, n)"#,
+                  UNNEST($3::text[], $10::text[], $4::text[], $5::text[], $6::text[], $7::jsonb[], $8::text[],
+                         $9::bool[])
+                  WITH ORDINALITY AS m(conversation, task, agent, role, content, tool_calls, tool_call_id,
+                                       compacts, n)"#,
         run_id.0,
         attempt,
         &conversations as &[&str],
@@ -54,6 +58,7 @@ pub(super) async fn messages(
         &tool_calls as &[Option<Value>],
         &tool_call_ids as &[Option<&str>],
         &compacts,
+        &tasks as &[&str],
     )
     .execute(&mut **tx)
     .await?;
@@ -77,16 +82,18 @@ pub(super) async fn tool_starts(
         return Err(CommitError::Rejected(format!("tool call '{id}' starts twice in one step")));
     }
     let conversations: Vec<&str> = starts.iter().map(|s| s.conversation.as_str()).collect();
+    let tasks: Vec<&str> = starts.iter().map(|s| s.task.as_str()).collect();
     let agents: Vec<&str> = starts.iter().map(|s| s.agent.as_str()).collect();
     let tools: Vec<&str> = starts.iter().map(|s| s.tool.as_str()).collect();
     let arguments: Vec<Value> = starts.iter().map(|s| s.arguments.clone()).collect();
     let written = sqlx::query!(
-        r#"INSERT INTO tool_calls (run_id, id, task, agent, tool, arguments, attempt)
-           SELECT $1, c.id, c.task, c.agent, c.tool, c.arguments, $2
-             FROM UNNEST($3::text[], $4::text[], $5::text[], $6::text[], $7::jsonb[])
-                  AS c(id, task, agent, tool, arguments)
+        r#"INSERT INTO tool_calls (run_id, id, conversation, task, agent, tool, arguments, attempt)
+           SELECT $1, c.id, c.conversation, c.task, c.agent, c.tool, c.arguments, $2
+             FROM UNNEST($3::text[], $4::text[], $8::text[], $5::text[], $6::text[], $7::jsonb[])
+                  AS c(id, conversation, task, agent, tool, arguments)
            ON CONFLICT (run_id, id) DO UPDATE
-              SET task = EXCLUDED.task, agent = EXCLUDED.agent, tool = EXCLUDED.tool,
+              SET conversation = EXCLUDED.conversation, task = EXCLUDED.task, agent = EXCLUDED.agent,
+                  tool = EXCLUDED.tool,
                   arguments = EXCLUDED.arguments, attempt = EXCLUDED.attempt, started_at = now()
             WHERE tool_calls.status = 'running'"#,
         run_id.0,
@@ -96,6 +103,7 @@ pub(super) async fn tool_starts(
         &agents as &[&str],
         &tools as &[&str],
         &arguments,
+        &tasks as &[&str],
     )
     .execute(&mut **tx)
     .await?;
@@ -187,7 +195,9 @@ fn fold_task_changes(changes: &[TaskChange]) -> Result<Vec<TaskUpdate<'_>>, Comm
     for change in changes {
         let (name, status, output, error) = match change {
             TaskChange::Started { task } => (task, TaskStatus::Running, None, None),
-            TaskChange::AwaitingReview { task, output } => (task, TaskStatus::Running, Some(to_json(output)?), None),
+            TaskChange::AwaitingReview { task, output } => {
+                (task, TaskStatus::Running, Some(to_json(output)?), None)
+            }
             TaskChange::Completed { task, output } => {
                 (task, TaskStatus::Completed, Some(to_json(output)?), None)
             }
