@@ -10,6 +10,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::{Config, Secret};
 use crate::domain::ValidationContext;
 use crate::engine::Engine;
+use crate::events::EventBus;
 use crate::llm::{LlmRegistry, RetryPolicy};
 use crate::ratelimit::RateLimiter;
 use crate::store::{PoolSettings, Store, StoreError};
@@ -26,12 +27,20 @@ pub struct AppState {
     pub validation: Arc<ValidationContext>,
     /// The OpenAPI document, rendered once.
     pub openapi_json: Arc<str>,
+    /// This replica's live events.
+    pub bus: EventBus,
     /// Cancelled when the service shuts down.
     pub shutdown: CancellationToken,
 }
 
 impl AppState {
+    /// The state of a server that stops with the process.
     pub fn new(store: Store, config: Config) -> Self {
+        Self::with_shutdown(store, config, CancellationToken::new())
+    }
+
+    /// The state of a server that stops when `shutdown` is cancelled (its event bus with it).
+    pub fn with_shutdown(store: Store, config: Config, shutdown: CancellationToken) -> Self {
         let validation = ValidationContext {
             builtin_tools: builtin_tool_names(),
             providers: config.providers.keys().cloned().collect(),
@@ -40,12 +49,14 @@ impl AppState {
             tracing::error!(error = %e, "the OpenAPI document does not serialize");
             "{}".to_owned()
         });
+        let bus = EventBus::start(store.clone(), shutdown.clone());
         Self {
             store,
             config: Arc::new(config),
             validation: Arc::new(validation),
             openapi_json: openapi_json.into(),
-            shutdown: CancellationToken::new(),
+            bus,
+            shutdown,
         }
     }
 }
@@ -161,8 +172,7 @@ async fn serve_api(store: Store, config: Config, shutdown: CancellationToken) ->
     } else if config.api_keys.is_empty() {
         tracing::warn!(%bind, "no API keys configured: the API is open, listening on loopback only");
     }
-    let mut state = AppState::new(store, config);
-    state.shutdown = shutdown.clone();
+    let state = AppState::with_shutdown(store, config, shutdown.clone());
     tracing::info!(addr = %listener.local_addr()?, "agentd listening");
     let server = axum::serve(listener, crate::http::router(state))
         .with_graceful_shutdown(shutdown.clone().cancelled_owned());

@@ -7,6 +7,7 @@ pub mod cli;
 pub mod config;
 pub mod domain;
 pub mod engine;
+pub mod events;
 pub mod fake_llm;
 pub mod http;
 pub mod llm;

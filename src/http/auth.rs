@@ -23,15 +23,26 @@ pub async fn require_api_key(
     if keys.is_empty() || !request.uri().path().starts_with(PROTECTED_PREFIX) {
         return Ok(next.run(request).await);
     }
-    let token = request
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|value| value.to_str().ok())
-        .and_then(bearer_token);
+    let header = request.headers().get(header::AUTHORIZATION).and_then(|value| value.to_str().ok());
+    let token = header.and_then(bearer_token).map(str::to_owned).or_else(|| query_token(&request));
     match token {
-        Some(token) if keys.accepts(token) => Ok(next.run(request).await),
+        Some(token) if keys.accepts(&token) => Ok(next.run(request).await),
         _ => Err(ApiError::Unauthorized),
     }
+}
+
+/// The `access_token` query parameter, accepted only on the event-stream routes: browsers'
+/// EventSource cannot set headers. (Elsewhere a key in a URL would end up in logs and histories.)
+fn query_token(request: &Request) -> Option<String> {
+    let path = request.uri().path();
+    let streams = path == "/v1/events" || (path.starts_with("/v1/runs/") && path.ends_with("/events"));
+    if !streams {
+        return None;
+    }
+    let query = request.uri().query()?;
+    url::form_urlencoded::parse(query.as_bytes())
+        .find(|(name, _)| name == "access_token")
+        .map(|(_, v)| v.into_owned())
 }
 
 /// The token of a `Bearer` authorization value (the scheme is case-insensitive).

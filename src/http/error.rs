@@ -35,8 +35,6 @@ pub enum ApiError {
     #[error("method not allowed")]
     MethodNotAllowed,
     #[error("{0}")]
-    NotAcceptable(String),
-    #[error("{0}")]
     Conflict(String),
     #[error("request body larger than {limit} bytes")]
     PayloadTooLarge { limit: usize },
@@ -67,7 +65,6 @@ impl ApiError {
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
-            ApiError::NotAcceptable(_) => StatusCode::NOT_ACCEPTABLE,
             ApiError::Conflict(_) => StatusCode::CONFLICT,
             ApiError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -83,7 +80,6 @@ impl ApiError {
             ApiError::Unauthorized => "unauthorized",
             ApiError::NotFound(_) => "not-found",
             ApiError::MethodNotAllowed => "method-not-allowed",
-            ApiError::NotAcceptable(_) => "not-acceptable",
             ApiError::Conflict(_) => "conflict",
             ApiError::PayloadTooLarge { .. } => "payload-too-large",
             ApiError::UnsupportedMediaType(_) => "unsupported-media-type",

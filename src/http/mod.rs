@@ -4,6 +4,7 @@
 pub mod auth;
 pub mod crews;
 pub mod error;
+pub mod events;
 pub mod extract;
 pub mod kickoffs;
 pub mod runs;
@@ -60,7 +61,9 @@ fn v1_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(runs::get_run))
         .routes(routes!(runs::list_messages))
         .routes(routes!(runs::list_tool_calls))
-        .routes(routes!(runs::list_events))
+        .routes(routes!(events::run_events))
+        .routes(routes!(events::wait_run))
+        .routes(routes!(events::all_events))
         .routes(routes!(runs::cancel_run))
         .routes(routes!(runs::resume_run))
         .routes(routes!(crews::list_crews))

@@ -1,7 +1,7 @@
 //! Reading runs: one run, the newest-first list, and a run's messages, tool calls and events.
 
 use axum::extract::State;
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::Json;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -10,13 +10,11 @@ use uuid::Uuid;
 use super::error::{ApiError, ApiResult, Problem};
 use super::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::app::AppState;
-use crate::domain::{Event, FieldError, Run, RunId, RunStatus};
+use crate::domain::{FieldError, Run, RunId, RunStatus};
 use crate::store::{CancelOutcome, Message, ResumeOutcome, ToolCall};
 
 const DEFAULT_PAGE: i64 = 50;
 const MAX_PAGE: i64 = 200;
-const DEFAULT_EVENTS: i64 = 100;
-const MAX_EVENTS: i64 = 1_000;
 
 /// Get a run with its tasks, output, error and usage.
 #[utoipa::path(
@@ -130,66 +128,8 @@ pub async fn list_tool_calls(
     Ok(Json(ToolCallList { tool_calls }))
 }
 
-/// Query of the JSON form of `GET /v1/runs/{id}/events`.
-#[derive(Debug, Deserialize, IntoParams)]
-#[into_params(parameter_in = Query)]
-pub struct EventsQuery {
-    /// Only events with a greater `seq` (default 0: from the start).
-    pub after: Option<i64>,
-    /// At most this many, 1 to 1000 (default 100).
-    pub limit: Option<i64>,
-}
-
-/// A slice of a run's event log.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct EventList {
-    pub events: Vec<Event>,
-    /// The `seq` to pass as `after` for the next slice.
-    pub next_after: i64,
-}
-
-/// A run's events, in `seq` order (the JSON form; SSE with `Accept: text/event-stream`).
-#[utoipa::path(
-    get, path = "/runs/{id}/events", tag = "events",
-    params(("id" = Uuid, Path, description = "Run id"), EventsQuery),
-    responses(
-        (status = 200, body = EventList),
-        (status = 400, description = "Malformed id or query", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "No such run", body = Problem, content_type = "application/problem+json"),
-        (status = 406, description = "Server-sent events are not served yet", body = Problem, content_type = "application/problem+json"),
-    )
-)]
-pub async fn list_events(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-    ApiPath(id): ApiPath<Uuid>,
-    ApiQuery(query): ApiQuery<EventsQuery>,
-) -> ApiResult<Json<EventList>> {
-    if wants_event_stream(&headers) {
-        return Err(ApiError::NotAcceptable(
-            "this server does not stream events yet; request the JSON form (Accept: application/json)".into(),
-        ));
-    }
-    let id = RunId(id);
-    let after = query.after.unwrap_or(0);
-    if after < 0 {
-        return Err(ApiError::BadRequest("after must be 0 or more".into()));
-    }
-    let limit = bounded(query.limit, DEFAULT_EVENTS, MAX_EVENTS, "limit")?;
-    let events = state.store.list_events(id, after, limit).await?;
-    ensure_run(&state, id, events.is_empty()).await?;
-    let next_after = events.last().map_or(after, |e| e.seq);
-    Ok(Json(EventList { events, next_after }))
-}
-
-/// Does the client ask for SSE (and not for JSON)?
-fn wants_event_stream(headers: &HeaderMap) -> bool {
-    let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or_default();
-    accept.contains("text/event-stream") && !accept.contains("application/json")
-}
-
 /// A page size from the query: the default when absent, a 400 outside `1..=max`.
-fn bounded(value: Option<i64>, default: i64, max: i64, name: &str) -> ApiResult<i64> {
+pub(super) fn bounded(value: Option<i64>, default: i64, max: i64, name: &str) -> ApiResult<i64> {
     match value {
         None => Ok(default),
         Some(v) if (1..=max).contains(&v) => Ok(v),
@@ -199,14 +139,14 @@ fn bounded(value: Option<i64>, default: i64, max: i64, name: &str) -> ApiResult<
 
 /// An empty list is a 404 when the run does not exist. Only checked when the list is empty,
 /// which is the only case where the answer is ambiguous.
-async fn ensure_run(state: &AppState, id: RunId, empty: bool) -> ApiResult<()> {
+pub(super) async fn ensure_run(state: &AppState, id: RunId, empty: bool) -> ApiResult<()> {
     if empty && !state.store.run_exists(id).await? {
         return Err(no_run(id));
     }
     Ok(())
 }
 
-fn no_run(id: RunId) -> ApiError {
+pub(super) fn no_run(id: RunId) -> ApiError {
     ApiError::NotFound(format!("no run with id {id}"))
 }
 

@@ -7,7 +7,7 @@ use sqlx::{Postgres, Transaction};
 use uuid::Uuid;
 
 use super::{parse, Store, StoreError, StoreResult};
-use crate::domain::{Event, EventType, RunId};
+use crate::domain::{Event, EventType, RunId, RunStatus};
 
 /// Append an event to a run's log inside `tx`; returns its `seq`. The run row's `last_seq` is the
 /// counter, so events of one run are serialised by that row's lock and `seq` stays dense.
@@ -92,6 +92,52 @@ impl Store {
         .fetch_all(&self.pool)
         .await?;
         rows.into_iter().map(EventRow::into_event).collect()
+    }
+
+    /// Every run's events with a global id above `after`, in id order, at most `limit`, optionally
+    /// only those of `crew`'s runs; each with its global id.
+    #[tracing::instrument(skip_all, err)]
+    pub async fn list_all_events(
+        &self,
+        after: i64,
+        limit: i64,
+        crew: Option<&str>,
+    ) -> StoreResult<Vec<(i64, Event)>> {
+        let rows = sqlx::query!(
+            r#"SELECT e.id, e.seq, e.run_id, e.type AS event_type, e.at, e.task, e.agent, e.data
+               FROM events e
+               WHERE e.id > $1
+                 AND ($3::text IS NULL OR EXISTS (SELECT 1 FROM runs r WHERE r.id = e.run_id AND r.crew_name = $3))
+               ORDER BY e.id LIMIT $2"#,
+            after,
+            limit,
+            crew
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        rows.into_iter()
+            .map(|r| {
+                let row = EventRow {
+                    seq: r.seq,
+                    run_id: r.run_id,
+                    event_type: r.event_type,
+                    at: r.at,
+                    task: r.task,
+                    agent: r.agent,
+                    data: r.data,
+                };
+                Ok((r.id, row.into_event()?))
+            })
+            .collect()
+    }
+
+    /// The status of a run, if it exists.
+    #[tracing::instrument(skip_all, fields(run_id = %run_id), err)]
+    pub async fn run_status(&self, run_id: RunId) -> StoreResult<Option<RunStatus>> {
+        let status = sqlx::query_scalar!("SELECT status FROM runs WHERE id = $1", run_id.0)
+            .fetch_optional(&self.pool)
+            .await?;
+        status.as_deref().map(parse).transpose()
     }
 
     /// Does a run with this id exist?

@@ -17,6 +17,8 @@ use crate::domain::{ErrorKind, EventType, Run, RunError, RunId, RunStatus};
 pub const RUNS_CHANNEL: &str = "agentd_runs";
 /// The channel on which cancellations are announced (payload: the run id).
 pub const CANCEL_CHANNEL: &str = "agentd_cancel";
+/// The channel on which every committed event is published (by the `events_publish` trigger).
+pub const EVENTS_CHANNEL: &str = "agentd_events";
 
 /// What a heartbeat learned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

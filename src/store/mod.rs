@@ -20,7 +20,7 @@ use sqlx::PgPool;
 pub use claim::ClaimedRun;
 pub use crews::{CrewRecord, UpsertOutcome};
 pub use journal::{Message, ToolCall};
-pub use lease::{CancelOutcome, Lease, Recovered, CANCEL_CHANNEL, RUNS_CHANNEL};
+pub use lease::{CancelOutcome, Lease, Recovered, CANCEL_CHANNEL, EVENTS_CHANNEL, RUNS_CHANNEL};
 pub use review::ResumeOutcome;
 pub use run_journal::RunJournal;
 pub use runs::{IdempotencyKey, KickoffOutcome, RunPage};

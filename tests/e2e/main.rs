@@ -6,6 +6,7 @@ mod cli;
 mod crash;
 mod crews;
 mod engine;
+mod events;
 mod journal;
 mod kickoffs;
 mod runs;

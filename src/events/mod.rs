@@ -1,0 +1,134 @@
+//! Live step events for every replica: one `LISTEN agentd_events` connection per replica (a
+//! trigger publishes each event at commit, in commit order) feeds in-process broadcast channels,
+//! one per watched run plus one for the firehose. Streams subscribe first, then replay from the
+//! database, then follow the channel; a subscriber that falls behind reads the database again
+//! instead of losing events, so a slow client never slows a worker or grows memory.
+
+mod listener;
+pub mod stream;
+mod wait;
+
+pub use wait::wait_for_run;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
+
+use crate::domain::{Event, RunId};
+use crate::store::Store;
+
+/// Items per channel a subscriber may fall behind before it reads the database instead.
+const CHANNEL_CAPACITY: usize = 1024;
+
+/// What the bus carries.
+#[derive(Debug, Clone)]
+pub enum BusItem {
+    /// A committed event with its global id and its run's crew.
+    Event { id: i64, crew: Option<Arc<str>>, event: Arc<Event> },
+    /// An event too large for a notification: read it from the database.
+    Reference { id: i64, run_id: RunId, seq: i64 },
+    /// Notifications may have been missed (the listener reconnected): read the database.
+    Resync,
+}
+
+/// The replica's event bus. Cheap to clone.
+#[derive(Clone)]
+pub struct EventBus {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    runs: Mutex<HashMap<RunId, broadcast::Sender<BusItem>>>,
+    all: broadcast::Sender<BusItem>,
+    published: AtomicU64,
+    subscribers: AtomicI64,
+}
+
+impl EventBus {
+    /// A bus fed by `store`'s notifications until `stop`.
+    pub fn start(store: Store, stop: CancellationToken) -> Self {
+        let bus = Self::detached();
+        tokio::spawn(listener::listen(store, bus.clone(), stop));
+        bus
+    }
+
+    /// A bus with no listener (fed by hand in tests).
+    pub fn detached() -> Self {
+        let (all, _) = broadcast::channel(CHANNEL_CAPACITY);
+        let inner = Inner {
+            runs: Mutex::new(HashMap::new()),
+            all,
+            published: AtomicU64::new(0),
+            subscribers: AtomicI64::new(0),
+        };
+        Self { inner: Arc::new(inner) }
+    }
+
+    fn runs(&self) -> std::sync::MutexGuard<'_, HashMap<RunId, broadcast::Sender<BusItem>>> {
+        self.inner.runs.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Follow one run's events.
+    pub fn subscribe_run(&self, run_id: RunId) -> broadcast::Receiver<BusItem> {
+        self.runs().entry(run_id).or_insert_with(|| broadcast::channel(CHANNEL_CAPACITY).0).subscribe()
+    }
+
+    /// Follow every run's events.
+    pub fn subscribe_all(&self) -> broadcast::Receiver<BusItem> {
+        self.inner.all.subscribe()
+    }
+
+    /// Deliver an item to the run's followers and the firehose.
+    pub fn publish(&self, item: BusItem) {
+        self.inner.published.fetch_add(1, Ordering::Relaxed);
+        let run_id = match &item {
+            BusItem::Event { event, .. } => Some(event.run_id),
+            BusItem::Reference { run_id, .. } => Some(*run_id),
+            BusItem::Resync => None,
+        };
+        {
+            let mut runs = self.runs();
+            match run_id {
+                Some(run_id) => {
+                    if let Some(sender) = runs.get(&run_id) {
+                        if sender.send(item.clone()).is_err() {
+                            runs.remove(&run_id);
+                        }
+                    }
+                }
+                None => runs.retain(|_, sender| sender.send(item.clone()).is_ok()),
+            }
+        }
+        let _ = self.inner.all.send(item);
+    }
+
+    /// Events published on this replica since start.
+    pub fn published(&self) -> u64 {
+        self.inner.published.load(Ordering::Relaxed)
+    }
+
+    /// Streams currently open on this replica.
+    pub fn subscribers(&self) -> i64 {
+        self.inner.subscribers.load(Ordering::Relaxed)
+    }
+
+    /// Count an open stream for as long as the guard lives.
+    pub fn track_subscriber(&self) -> SubscriberGuard {
+        self.inner.subscribers.fetch_add(1, Ordering::Relaxed);
+        SubscriberGuard { bus: self.clone() }
+    }
+}
+
+/// Counts a stream as open until dropped.
+pub struct SubscriberGuard {
+    bus: EventBus,
+}
+
+impl Drop for SubscriberGuard {
+    fn drop(&mut self) {
+        self.bus.inner.subscribers.fetch_sub(1, Ordering::Relaxed);
+    }
+}

@@ -1,0 +1,188 @@
+//! The streams clients tail: one run's events after a `seq`, or every run's after a global id.
+//! Each stream is a task that subscribes first, replays from the database, then follows the bus,
+//! feeding a small bounded channel the HTTP layer drains. When the client is slow the task waits on
+//! that channel, its bus receiver falls behind, and it reads the database again when it goes on:
+//! memory stays bounded and no event is lost, duplicated or reordered.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use tokio::sync::{broadcast, mpsc};
+
+use super::{BusItem, EventBus, SubscriberGuard};
+use crate::domain::{Event, RunId};
+use crate::store::{Store, StoreResult};
+
+/// Frames buffered between a stream's task and its HTTP response.
+const FRAME_BUFFER: usize = 64;
+/// Events read from the database per query.
+const PAGE: i64 = 500;
+
+/// One message of a stream.
+#[derive(Debug, Clone)]
+pub struct Frame {
+    /// The resume position: the run's `seq`, or the global event id on the firehose.
+    pub id: i64,
+    pub event: Arc<Event>,
+}
+
+/// Frames of a stream, in order; ends after a run's terminal event (or when the bus closes).
+pub struct FrameStream {
+    pub frames: mpsc::Receiver<Frame>,
+    _guard: SubscriberGuard,
+}
+
+/// Stream run `run_id`'s events after `after`, ending with its terminal event.
+pub fn run_stream(store: Store, bus: &EventBus, run_id: RunId, after: i64) -> FrameStream {
+    let receiver = bus.subscribe_run(run_id);
+    let (sender, frames) = mpsc::channel(FRAME_BUFFER);
+    tokio::spawn(async move {
+        let mut pump = RunPump { store, run_id, last: after, sender };
+        if let Err(error) = pump.run(receiver).await {
+            tracing::warn!(%error, %run_id, "event stream stopped on a database error");
+        }
+    });
+    FrameStream { frames, _guard: bus.track_subscriber() }
+}
+
+/// Whether the pump should go on.
+enum Flow {
+    Continue,
+    Done,
+}
+
+struct RunPump {
+    store: Store,
+    run_id: RunId,
+    /// The last `seq` sent.
+    last: i64,
+    sender: mpsc::Sender<Frame>,
+}
+
+impl RunPump {
+    async fn run(&mut self, mut receiver: broadcast::Receiver<BusItem>) -> StoreResult<()> {
+        if let Flow::Done = self.catch_up().await? {
+            return Ok(());
+        }
+        // Resumed after the terminal event of a finished run: nothing more will come.
+        if self.store.run_status(self.run_id).await?.is_none_or(|status| status.is_terminal()) {
+            return Ok(());
+        }
+        loop {
+            let flow = match receiver.recv().await {
+                Ok(BusItem::Event { event, .. }) if event.seq == self.last + 1 => self.send(event).await,
+                Ok(BusItem::Event { event, .. }) if event.seq <= self.last => Flow::Continue,
+                Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => self.catch_up().await?,
+                Err(broadcast::error::RecvError::Closed) => Flow::Done,
+            };
+            if let Flow::Done = flow {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Send everything the database has after `last`.
+    async fn catch_up(&mut self) -> StoreResult<Flow> {
+        loop {
+            let page = self.store.list_events(self.run_id, self.last, PAGE).await?;
+            let full = page.len() as i64 == PAGE;
+            for event in page {
+                if let Flow::Done = self.send(Arc::new(event)).await {
+                    return Ok(Flow::Done);
+                }
+            }
+            if !full {
+                return Ok(Flow::Continue);
+            }
+        }
+    }
+
+    async fn send(&mut self, event: Arc<Event>) -> Flow {
+        self.last = event.seq;
+        let terminal = event.event_type.is_terminal();
+        let frame = Frame { id: event.seq, event };
+        if self.sender.send(frame).await.is_err() || terminal {
+            return Flow::Done;
+        }
+        Flow::Continue
+    }
+}
+
+/// Stream every run's events after global id `after`, optionally of one crew's runs.
+pub fn firehose(store: Store, bus: &EventBus, after: i64, crew: Option<String>) -> FrameStream {
+    let receiver = bus.subscribe_all();
+    let (sender, frames) = mpsc::channel(FRAME_BUFFER);
+    tokio::spawn(async move {
+        let mut pump = FirehosePump { store, crew, last: after, sent: HashSet::new(), sender };
+        if let Err(error) = pump.run(receiver).await {
+            tracing::warn!(%error, "firehose stopped on a database error");
+        }
+    });
+    FrameStream { frames, _guard: bus.track_subscriber() }
+}
+
+struct FirehosePump {
+    store: Store,
+    crew: Option<String>,
+    /// The highest global id sent.
+    last: i64,
+    /// Ids sent out of the database at or below `last` (live events can commit out of id order;
+    /// these are not sent twice).
+    sent: HashSet<i64>,
+    sender: mpsc::Sender<Frame>,
+}
+
+impl FirehosePump {
+    async fn run(&mut self, mut receiver: broadcast::Receiver<BusItem>) -> StoreResult<()> {
+        if let Flow::Done = self.catch_up().await? {
+            return Ok(());
+        }
+        loop {
+            let flow = match receiver.recv().await {
+                Ok(BusItem::Event { id, crew, event }) => {
+                    let wanted = self.crew.as_deref().is_none_or(|c| crew.as_deref() == Some(c));
+                    if wanted && !self.sent.contains(&id) {
+                        self.send(id, event).await
+                    } else {
+                        Flow::Continue
+                    }
+                }
+                Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => self.catch_up().await?,
+                Err(broadcast::error::RecvError::Closed) => Flow::Done,
+            };
+            if let Flow::Done = flow {
+                return Ok(());
+            }
+        }
+    }
+
+    async fn catch_up(&mut self) -> StoreResult<Flow> {
+        loop {
+            let page = self.store.list_all_events(self.last, PAGE, self.crew.as_deref()).await?;
+            let full = page.len() as i64 == PAGE;
+            for (id, event) in page {
+                if let Flow::Done = self.send(id, Arc::new(event)).await {
+                    return Ok(Flow::Done);
+                }
+            }
+            if !full {
+                return Ok(Flow::Continue);
+            }
+        }
+    }
+
+    async fn send(&mut self, id: i64, event: Arc<Event>) -> Flow {
+        if id > self.last {
+            self.last = id;
+        }
+        self.sent.insert(id);
+        if self.sent.len() > 100_000 {
+            let floor = self.last - 50_000;
+            self.sent.retain(|sent| *sent > floor);
+        }
+        match self.sender.send(Frame { id, event }).await {
+            Ok(()) => Flow::Continue,
+            Err(_) => Flow::Done,
+        }
+    }
+}

@@ -1,0 +1,49 @@
+//! Waiting for a run to settle (end, or stop for human input), on the bus rather than by polling.
+
+use std::time::Duration;
+
+use tokio::sync::broadcast;
+
+use super::{BusItem, EventBus};
+use crate::domain::{EventType, Run, RunId, RunStatus};
+use crate::store::{Store, StoreResult};
+
+/// Does this status end a wait?
+fn settled(status: RunStatus) -> bool {
+    status.is_terminal() || status == RunStatus::AwaitingInput
+}
+
+/// The run once it is terminal or awaiting input, or as it stands after `timeout`; `None` if
+/// there is no such run.
+pub async fn wait_for_run(
+    store: &Store,
+    bus: &EventBus,
+    id: RunId,
+    timeout: Duration,
+) -> StoreResult<Option<Run>> {
+    // Subscribe before reading, so a change between the read and the subscription is not missed.
+    let mut receiver = bus.subscribe_run(id);
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        let Some(run) = store.get_run(id).await? else { return Ok(None) };
+        if settled(run.status) {
+            return Ok(Some(run));
+        }
+        loop {
+            let item = tokio::select! {
+                item = receiver.recv() => item,
+                () = tokio::time::sleep_until(deadline) => return store.get_run(id).await,
+            };
+            match item {
+                Ok(BusItem::Event { event, .. }) if !settles(event.event_type) => continue,
+                Err(broadcast::error::RecvError::Closed) => return store.get_run(id).await,
+                _ => break,
+            }
+        }
+    }
+}
+
+/// Does this event announce a settled run?
+fn settles(event_type: EventType) -> bool {
+    event_type.is_terminal() || event_type == EventType::RunAwaitingInput
+}

@@ -1,0 +1,180 @@
+//! Following runs: a run's event log (JSON pages, or server-sent events with exact resume), the
+//! firehose of every run's events, and waiting for a run to settle.
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::{header, HeaderMap};
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use futures_util::stream::{self, Stream};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+use uuid::Uuid;
+
+use super::error::{ApiError, ApiResult, Problem};
+use super::extract::{ApiPath, ApiQuery};
+use super::runs::{bounded, ensure_run, no_run};
+use crate::app::AppState;
+use crate::domain::{Event, Run, RunId};
+use crate::events::stream::{firehose, run_stream, FrameStream};
+use crate::events::wait_for_run;
+
+const DEFAULT_EVENTS: i64 = 100;
+const MAX_EVENTS: i64 = 1_000;
+/// Comments sent on idle streams so proxies keep them open.
+const KEEP_ALIVE: Duration = Duration::from_secs(15);
+const DEFAULT_WAIT_S: u64 = 30;
+const MAX_WAIT_S: u64 = 300;
+
+/// Query of `GET /v1/runs/{id}/events`.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct EventsQuery {
+    /// Only events with a greater `seq` (default 0: from the start); `Last-Event-ID` wins for SSE.
+    pub after: Option<i64>,
+    /// JSON form only: at most this many, 1 to 1000 (default 100).
+    pub limit: Option<i64>,
+    /// SSE only: the API key, for clients that cannot set headers (EventSource).
+    pub access_token: Option<String>,
+}
+
+/// A slice of a run's event log.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct EventList {
+    pub events: Vec<Event>,
+    /// The `seq` to pass as `after` for the next slice.
+    pub next_after: i64,
+}
+
+/// A run's events in `seq` order: a JSON page, or with `Accept: text/event-stream` a live stream.
+///
+/// The stream replays the events after `Last-Event-ID` (or `?after=`), then follows the run live,
+/// and ends after its terminal event; `id:` is the `seq`, `event:` the type, `data:` the envelope.
+#[utoipa::path(
+    get, path = "/runs/{id}/events", tag = "events",
+    params(("id" = Uuid, Path, description = "Run id"), EventsQuery,
+           ("Last-Event-ID" = Option<i64>, Header, description = "SSE: resume after this seq")),
+    responses(
+        (status = 200, description = "The events (JSON), or their stream (`text/event-stream`)", body = EventList),
+        (status = 400, description = "Malformed id or query", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such run", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn run_events(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    ApiPath(id): ApiPath<Uuid>,
+    ApiQuery(query): ApiQuery<EventsQuery>,
+) -> ApiResult<Response> {
+    let id = RunId(id);
+    let after = resume_point(&headers, query.after)?;
+    if wants_event_stream(&headers) {
+        ensure_run(&state, id, true).await?;
+        let frames = run_stream(state.store.clone(), &state.bus, id, after);
+        return Ok(sse(frames).into_response());
+    }
+    let limit = bounded(query.limit, DEFAULT_EVENTS, MAX_EVENTS, "limit")?;
+    let events = state.store.list_events(id, after, limit).await?;
+    ensure_run(&state, id, events.is_empty()).await?;
+    let next_after = events.last().map_or(after, |e| e.seq);
+    Ok(Json(EventList { events, next_after }).into_response())
+}
+
+/// Query of `GET /v1/events`.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct FirehoseQuery {
+    /// Only events with a greater global id; `Last-Event-ID` wins.
+    pub after: Option<i64>,
+    /// Only events of runs of this crew.
+    pub crew: Option<String>,
+    /// The API key, for clients that cannot set headers (EventSource).
+    pub access_token: Option<String>,
+}
+
+/// Every run's events, live (server-sent events); `id:` is the global event id.
+#[utoipa::path(
+    get, path = "/events", tag = "events",
+    params(FirehoseQuery, ("Last-Event-ID" = Option<i64>, Header, description = "Resume after this global id")),
+    responses(
+        (status = 200, description = "The stream", content_type = "text/event-stream"),
+        (status = 400, description = "Malformed query", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn all_events(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    ApiQuery(query): ApiQuery<FirehoseQuery>,
+) -> ApiResult<Response> {
+    let after = resume_point(&headers, query.after)?;
+    let frames = firehose(state.store.clone(), &state.bus, after, query.crew);
+    Ok(sse(frames).into_response())
+}
+
+/// Query of `GET /v1/runs/{id}/wait`.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct WaitQuery {
+    /// Seconds to wait at most, 0 to 300 (default 30).
+    pub timeout_s: Option<u64>,
+}
+
+/// The run once it is terminal or awaiting input, or as it stands when the timeout passes.
+#[utoipa::path(
+    get, path = "/runs/{id}/wait", tag = "runs",
+    params(("id" = Uuid, Path, description = "Run id"), WaitQuery),
+    responses(
+        (status = 200, body = Run),
+        (status = 400, description = "Malformed id or timeout", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such run", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn wait_run(
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<Uuid>,
+    ApiQuery(query): ApiQuery<WaitQuery>,
+) -> ApiResult<Json<Run>> {
+    let timeout_s = query.timeout_s.unwrap_or(DEFAULT_WAIT_S);
+    if timeout_s > MAX_WAIT_S {
+        return Err(ApiError::BadRequest(format!("timeout_s must be between 0 and {MAX_WAIT_S}")));
+    }
+    let id = RunId(id);
+    let run = wait_for_run(&state.store, &state.bus, id, Duration::from_secs(timeout_s)).await?;
+    run.map(Json).ok_or_else(|| no_run(id))
+}
+
+/// Where to resume: `Last-Event-ID`, else `?after=`, else the start.
+fn resume_point(headers: &HeaderMap, after: Option<i64>) -> ApiResult<i64> {
+    let header = headers.get("last-event-id").and_then(|v| v.to_str().ok()).map(str::trim);
+    let after = match header.filter(|h| !h.is_empty()) {
+        Some(value) => value
+            .parse::<i64>()
+            .map_err(|_| ApiError::BadRequest(format!("Last-Event-ID must be an integer, not '{value}'")))?,
+        None => after.unwrap_or(0),
+    };
+    if after < 0 {
+        return Err(ApiError::BadRequest("after must be 0 or more".into()));
+    }
+    Ok(after)
+}
+
+/// Does the client ask for SSE (and not for JSON)?
+fn wants_event_stream(headers: &HeaderMap) -> bool {
+    let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or_default();
+    accept.contains("text/event-stream") && !accept.contains("application/json")
+}
+
+/// A frame stream as server-sent events, with keep-alive comments.
+fn sse(frames: FrameStream) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>>> {
+    let events = stream::unfold(frames, |mut stream| async move {
+        let frame = stream.frames.recv().await?;
+        let data = serde_json::to_string(frame.event.as_ref()).unwrap_or_else(|_| "{}".to_owned());
+        let event =
+            SseEvent::default().id(frame.id.to_string()).event(frame.event.event_type.as_str()).data(data);
+        Some((Ok(event), stream))
+    });
+    Sse::new(events).keep_alive(KeepAlive::new().interval(KEEP_ALIVE).text("keep-alive"))
+}

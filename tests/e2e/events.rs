@@ -1,0 +1,304 @@
+//! Server-sent events as a client reads them: live tails, exact resume, the firehose, another
+//! replica's runs, a subscriber that stalls through 10,000 events, waiting, and stream auth.
+
+use std::time::{Duration, Instant};
+
+use agentd::domain::{EventType, RunId};
+use agentd::engine::journal::{Journal, RunChange, Step};
+use agentd::fake_llm::{FakeLlm, FakeReply};
+use agentd::store::Store;
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+use sqlx::PgPool;
+use uuid::Uuid;
+
+use crate::support::{expect_json, expect_problem, TestApp};
+use crate::worker::{calc_crew, fake_config, fast_settings, start_workers, wait_for};
+
+/// One server-sent event.
+#[derive(Debug, Clone)]
+pub struct Sse {
+    pub id: Option<String>,
+    pub event: Option<String>,
+    pub data: Value,
+}
+
+/// Reads a `text/event-stream` response the way a browser does.
+pub struct SseReader {
+    response: reqwest::Response,
+    buffer: String,
+    pub comments: usize,
+}
+
+impl SseReader {
+    pub async fn open(app: &TestApp, path: &str, last_event_id: Option<&str>) -> Self {
+        let mut request = app.request(reqwest::Method::GET, path).header("accept", "text/event-stream");
+        if let Some(id) = last_event_id {
+            request = request.header("last-event-id", id);
+        }
+        let response = request.send().await.expect("GET");
+        assert_eq!(response.status(), StatusCode::OK);
+        assert!(response.headers()["content-type"].to_str().expect("type").starts_with("text/event-stream"));
+        Self { response, buffer: String::new(), comments: 0 }
+    }
+
+    /// The next event, `None` when the stream ends; panics after `wait` without one.
+    pub async fn next(&mut self, wait: Duration) -> Option<Sse> {
+        let deadline = Instant::now() + wait;
+        loop {
+            if let Some(end) = self.buffer.find("\n\n") {
+                let block: String = self.buffer.drain(..end + 2).collect();
+                match parse_block(&block) {
+                    Some(event) => return Some(event),
+                    None => {
+                        self.comments += 1;
+                        continue;
+                    }
+                }
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            let chunk = tokio::time::timeout(left, self.response.chunk()).await.expect("an event in time");
+            match chunk.expect("stream") {
+                Some(bytes) => self.buffer.push_str(&String::from_utf8_lossy(&bytes)),
+                None => return None,
+            }
+        }
+    }
+
+    /// Every event until the stream ends.
+    pub async fn drain(&mut self) -> Vec<Sse> {
+        let mut events = Vec::new();
+        while let Some(event) = self.next(Duration::from_secs(30)).await {
+            events.push(event);
+        }
+        events
+    }
+}
+
+fn parse_block(block: &str) -> Option<Sse> {
+    let (mut id, mut event, mut data) = (None, None, String::new());
+    for line in block.lines() {
+        if let Some(value) = line.strip_prefix("id:") {
+            id = Some(value.trim().to_owned());
+        } else if let Some(value) = line.strip_prefix("event:") {
+            event = Some(value.trim().to_owned());
+        } else if let Some(value) = line.strip_prefix("data:") {
+            data.push_str(value.strip_prefix(' ').unwrap_or(value));
+        }
+    }
+    if data.is_empty() {
+        return None;
+    }
+    Some(Sse { id, event, data: serde_json::from_str(&data).expect("JSON data") })
+}
+
+fn seqs(events: &[Sse]) -> Vec<i64> {
+    events.iter().map(|e| e.data["seq"].as_i64().expect("seq")).collect()
+}
+
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn a_live_tail_follows_the_run_to_its_terminal_event(pool: PgPool) {
+    let fake = FakeLlm::start().await.expect("fake");
+    fake.push([
+        FakeReply::tool_calls(&[("c1", "calculator", json!({"expression": "2+3"}))])
+            .with_delay(Duration::from_millis(300)),
+        FakeReply::text("5"),
+    ]);
+    let config = fake_config(&fake);
+    let app = TestApp::spawn_with(pool.clone(), config.clone()).await;
+    let run = app.kickoff(&calc_crew(), json!({"expr": "2+3"})).await;
+    let id = run["id"].as_str().expect("id");
+    let mut stream = SseReader::open(&app, &format!("/v1/runs/{id}/events"), None).await;
+    let workers = start_workers(&pool, &config, fast_settings(2, Duration::from_secs(5)));
+    let events = stream.drain().await;
+    let types: Vec<&str> = events.iter().map(|e| e.event.as_deref().expect("event")).collect();
+    assert_eq!(types.first(), Some(&"run.queued"));
+    assert!(
+        types.contains(&"tool.started")
+            && types.contains(&"tool.finished")
+            && types.contains(&"agent.final_answer")
+    );
+    assert_eq!(types.last(), Some(&"run.completed"));
+    let expected: Vec<i64> = (1..=events.len() as i64).collect();
+    assert_eq!(seqs(&events), expected, "dense, in order, no duplicates");
+    for event in &events {
+        assert_eq!(event.id.as_deref(), Some(event.data["seq"].to_string().as_str()));
+        assert_eq!(event.event.as_deref(), event.data["type"].as_str());
+        assert_eq!(event.data["run_id"], id);
+    }
+    let tool = events.iter().find(|e| e.event.as_deref() == Some("tool.started")).expect("tool.started");
+    assert_eq!(tool.data["data"]["arguments"], json!({"expression": "2+3"}));
+    workers.shutdown().await;
+}
+
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn resume_gives_exactly_the_events_after_the_last_id(pool: PgPool) {
+    let fake = FakeLlm::start().await.expect("fake");
+    fake.push([
+        FakeReply::tool_calls(&[("c1", "calculator", json!({"expression": "1"}))]),
+        FakeReply::text("1"),
+    ]);
+    let config = fake_config(&fake);
+    let app = TestApp::spawn_with(pool.clone(), config.clone()).await;
+    let workers = start_workers(&pool, &config, fast_settings(2, Duration::from_secs(5)));
+    let id = app.kickoff(&calc_crew(), json!({"expr": "1"})).await["id"].as_str().expect("id").to_owned();
+    wait_for(&app, &id, &["completed"]).await;
+    let all = SseReader::open(&app, &format!("/v1/runs/{id}/events"), None).await.drain().await;
+    let total = all.len() as i64;
+    assert!(total > 5);
+    let resumed = SseReader::open(&app, &format!("/v1/runs/{id}/events"), Some("3")).await.drain().await;
+    assert_eq!(seqs(&resumed), (4..=total).collect::<Vec<_>>());
+    let by_query =
+        SseReader::open(&app, &format!("/v1/runs/{id}/events?after={}", total - 1), None).await.drain().await;
+    assert_eq!(seqs(&by_query), [total]);
+    let at_end =
+        SseReader::open(&app, &format!("/v1/runs/{id}/events"), Some(&total.to_string())).await.drain().await;
+    assert!(at_end.is_empty(), "a finished run's stream closes at once");
+
+    let sse = |path: String, last: &'static str| {
+        app.request(reqwest::Method::GET, &path)
+            .header("accept", "text/event-stream")
+            .header("last-event-id", last)
+            .send()
+    };
+    expect_problem(sse(format!("/v1/runs/{id}/events"), "x").await.expect("GET"), StatusCode::BAD_REQUEST)
+        .await;
+    expect_problem(
+        sse(format!("/v1/runs/{}/events", Uuid::now_v7()), "0").await.expect("GET"),
+        StatusCode::NOT_FOUND,
+    )
+    .await;
+    workers.shutdown().await;
+}
+
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn the_firehose_carries_every_run_filters_by_crew_and_resumes(pool: PgPool) {
+    let fake = FakeLlm::start().await.expect("fake");
+    fake.push([FakeReply::text("a"), FakeReply::text("b")]);
+    let config = fake_config(&fake);
+    let app = TestApp::spawn_with(pool.clone(), config.clone()).await;
+    let mut firehose = SseReader::open(&app, "/v1/events", None).await;
+    let mut other = calc_crew();
+    other["name"] = json!("other-crew");
+    let mut filtered = SseReader::open(&app, "/v1/events?crew=other-crew", None).await;
+    let workers = start_workers(&pool, &config, fast_settings(1, Duration::from_secs(5)));
+    let first = app.kickoff(&calc_crew(), json!({"expr": "1"})).await["id"].as_str().expect("id").to_owned();
+    wait_for(&app, &first, &["completed"]).await;
+    let second = app.kickoff(&other, json!({"expr": "2"})).await["id"].as_str().expect("id").to_owned();
+    wait_for(&app, &second, &["completed"]).await;
+
+    let mut seen = Vec::new();
+    while seen.iter().filter(|e: &&Sse| e.event.as_deref() == Some("run.completed")).count() < 2 {
+        seen.push(firehose.next(Duration::from_secs(10)).await.expect("event"));
+    }
+    let ids: Vec<i64> =
+        seen.iter().map(|e| e.id.as_deref().expect("id").parse().expect("global id")).collect();
+    assert!(ids.windows(2).all(|w| w[0] < w[1]), "global ids increase: {ids:?}");
+    let runs: std::collections::BTreeSet<&str> =
+        seen.iter().map(|e| e.data["run_id"].as_str().expect("run")).collect();
+    assert_eq!(runs, [first.as_str(), second.as_str()].into_iter().collect());
+
+    let only_other = filtered.next(Duration::from_secs(10)).await.expect("event");
+    assert_eq!(only_other.data["run_id"], second.as_str());
+
+    let middle = ids[ids.len() / 2];
+    let mut resumed = SseReader::open(&app, "/v1/events", Some(&middle.to_string())).await;
+    let next = resumed.next(Duration::from_secs(10)).await.expect("event");
+    assert_eq!(
+        next.id.as_deref().map(|i| i.parse::<i64>().expect("id")),
+        ids.iter().find(|i| **i > middle).copied()
+    );
+    workers.shutdown().await;
+}
+
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn a_run_executed_by_one_replica_streams_from_another(pool: PgPool) {
+    let fake = FakeLlm::start().await.expect("fake");
+    fake.push([FakeReply::text("done").with_delay(Duration::from_millis(200))]);
+    let config = fake_config(&fake);
+    let (executing, watching) = (
+        TestApp::spawn_with(pool.clone(), config.clone()).await,
+        TestApp::spawn_with(pool.clone(), config.clone()).await,
+    );
+    let id =
+        executing.kickoff(&calc_crew(), json!({"expr": "1"})).await["id"].as_str().expect("id").to_owned();
+    let mut stream = SseReader::open(&watching, &format!("/v1/runs/{id}/events"), None).await;
+    let first = stream.next(Duration::from_secs(10)).await.expect("run.queued");
+    assert_eq!(first.event.as_deref(), Some("run.queued"));
+    let workers = start_workers(&pool, &config, fast_settings(1, Duration::from_secs(5)));
+    let rest = stream.drain().await;
+    assert_eq!(rest.last().and_then(|e| e.event.as_deref()), Some("run.completed"));
+    assert_eq!(seqs(&rest), (2..=rest.len() as i64 + 1).collect::<Vec<_>>());
+    workers.shutdown().await;
+}
+
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn a_stalled_subscriber_gets_all_10000_events_in_order(pool: PgPool) {
+    let app = TestApp::spawn(pool.clone()).await;
+    let id = app.kickoff(&calc_crew(), json!({"expr": "1"})).await["id"].as_str().expect("id").to_owned();
+    let run_id = RunId(Uuid::parse_str(&id).expect("uuid"));
+    let store = Store::new(pool.clone());
+    let claimed =
+        store.claim_run(run_id, "test", Duration::from_secs(60)).await.expect("claim").expect("claimed");
+    let mut stream = SseReader::open(&app, &format!("/v1/runs/{id}/events"), None).await;
+    // Read nothing while 10,000 events are committed.
+    let journal = store.journal(run_id, claimed.attempt);
+    for batch in 0..10 {
+        let mut step = Step::default();
+        for i in 0..1_000 {
+            step.event(EventType::AgentThought, Some("t"), Some("a"), json!({"text": batch * 1_000 + i}));
+        }
+        journal.commit(step).await.expect("commit");
+    }
+    let mut end = Step::default();
+    end.event(EventType::RunCompleted, None, None, json!({"output": "done"}));
+    end.run =
+        Some(RunChange::Completed { output: agentd::domain::TaskOutput { raw: "done".into(), json: None } });
+    journal.commit(end).await.expect("commit");
+    let events = stream.drain().await;
+    assert_eq!(events.len(), 10_003, "run.queued, run.started, 10,000 thoughts, run.completed");
+    assert_eq!(seqs(&events), (1..=10_003).collect::<Vec<_>>());
+    let texts: Vec<i64> =
+        events[2..10_002].iter().map(|e| e.data["data"]["text"].as_i64().expect("text")).collect();
+    assert_eq!(texts, (0..10_000).collect::<Vec<_>>());
+}
+
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn wait_returns_when_the_run_settles_or_the_timeout_passes(pool: PgPool) {
+    let fake = FakeLlm::start().await.expect("fake");
+    fake.push([FakeReply::text("done").with_delay(Duration::from_millis(300))]);
+    let config = fake_config(&fake);
+    let app = TestApp::spawn_with(pool.clone(), config.clone()).await;
+    let id = app.kickoff(&calc_crew(), json!({"expr": "1"})).await["id"].as_str().expect("id").to_owned();
+    let queued = expect_json(app.get(&format!("/v1/runs/{id}/wait?timeout_s=0")).await, StatusCode::OK).await;
+    assert_eq!(queued["status"], "queued", "as it stands when the timeout passes");
+    let workers = start_workers(&pool, &config, fast_settings(1, Duration::from_secs(5)));
+    let done = expect_json(app.get(&format!("/v1/runs/{id}/wait?timeout_s=30")).await, StatusCode::OK).await;
+    assert_eq!(done["status"], "completed");
+    expect_problem(app.get(&format!("/v1/runs/{id}/wait?timeout_s=301")).await, StatusCode::BAD_REQUEST)
+        .await;
+    expect_problem(app.get(&format!("/v1/runs/{}/wait", Uuid::now_v7())).await, StatusCode::NOT_FOUND).await;
+    workers.shutdown().await;
+}
+
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn streams_accept_the_key_as_a_query_parameter_and_nothing_else_does(pool: PgPool) {
+    let app = TestApp::spawn_with_keys(pool, "stream-key").await;
+    let id = app.kickoff(&calc_crew(), json!({"expr": "1"})).await["id"].as_str().expect("id").to_owned();
+    let client = reqwest::Client::new();
+    let stream = client
+        .get(format!("{}/v1/runs/{id}/events?access_token=stream-key", app.base))
+        .header("accept", "text/event-stream")
+        .send()
+        .await
+        .expect("GET");
+    assert_eq!(stream.status(), StatusCode::OK);
+    let firehose =
+        client.get(format!("{}/v1/events?access_token=stream-key", app.base)).send().await.expect("GET");
+    assert_eq!(firehose.status(), StatusCode::OK);
+    let wrong = client.get(format!("{}/v1/events?access_token=nope", app.base)).send().await.expect("GET");
+    expect_problem(wrong, StatusCode::UNAUTHORIZED).await;
+    let elsewhere =
+        client.get(format!("{}/v1/runs/{id}?access_token=stream-key", app.base)).send().await.expect("GET");
+    expect_problem(elsewhere, StatusCode::UNAUTHORIZED).await;
+}
