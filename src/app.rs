@@ -12,6 +12,7 @@ use crate::domain::ValidationContext;
 use crate::engine::Engine;
 use crate::events::EventBus;
 use crate::llm::{LlmRegistry, RetryPolicy};
+use crate::metrics::Metrics;
 use crate::ratelimit::RateLimiter;
 use crate::store::{PoolSettings, Store, StoreError};
 use crate::tools::builtin_tool_names;
@@ -29,6 +30,8 @@ pub struct AppState {
     pub openapi_json: Arc<str>,
     /// This replica's live events.
     pub bus: EventBus,
+    /// What `/metrics` shows (shared with the worker pool's engine).
+    pub metrics: Arc<Metrics>,
     /// Cancelled when the service shuts down.
     pub shutdown: CancellationToken,
 }
@@ -56,6 +59,7 @@ impl AppState {
             validation: Arc::new(validation),
             openapi_json: openapi_json.into(),
             bus,
+            metrics: Arc::new(Metrics::default()),
             shutdown,
         }
     }
@@ -128,17 +132,18 @@ pub async fn serve(config: Config) -> Result<(), ServeError> {
     migrate_when_up(&store, Duration::from_secs(60)).await?;
     let shutdown = CancellationToken::new();
     tokio::spawn(watch_signals(shutdown.clone()));
+    let metrics = Arc::new(Metrics::default());
     let workers = match config.role.runs_workers() {
         true => {
-            let pool =
-                WorkerPool::new(store.clone(), Arc::new(build_engine(&config)?), worker_settings(&config));
+            let engine = build_engine(&config)?.with_metrics(metrics.clone());
+            let pool = WorkerPool::new(store.clone(), Arc::new(engine), worker_settings(&config));
             tracing::info!(slots = config.workers, lease_s = config.lease.as_secs(), "worker pool started");
             Some(tokio::spawn(pool.run(shutdown.clone())))
         }
         false => None,
     };
     let api = match config.role.serves_api() {
-        true => serve_api(store, config, shutdown.clone()).await,
+        true => serve_api(store, config, metrics, shutdown.clone()).await,
         false => {
             shutdown.cancelled().await;
             Ok(())
@@ -163,7 +168,12 @@ pub fn worker_settings(config: &Config) -> WorkerSettings {
 }
 
 /// Serve HTTP until `shutdown`, then let in-flight requests finish within the grace period.
-async fn serve_api(store: Store, config: Config, shutdown: CancellationToken) -> Result<(), ServeError> {
+async fn serve_api(
+    store: Store,
+    config: Config,
+    metrics: Arc<Metrics>,
+    shutdown: CancellationToken,
+) -> Result<(), ServeError> {
     let bind = config.bind;
     let grace = config.shutdown_grace;
     let listener = TcpListener::bind(bind).await.map_err(|source| ServeError::Bind { addr: bind, source })?;
@@ -172,7 +182,8 @@ async fn serve_api(store: Store, config: Config, shutdown: CancellationToken) ->
     } else if config.api_keys.is_empty() {
         tracing::warn!(%bind, "no API keys configured: the API is open, listening on loopback only");
     }
-    let state = AppState::with_shutdown(store, config, shutdown.clone());
+    let mut state = AppState::with_shutdown(store, config, shutdown.clone());
+    state.metrics = metrics;
     tracing::info!(addr = %listener.local_addr()?, "agentd listening");
     let server = axum::serve(listener, crate::http::router(state))
         .with_graceful_shutdown(shutdown.clone().cancelled_owned());

@@ -11,6 +11,7 @@ pub mod events;
 pub mod fake_llm;
 pub mod http;
 pub mod llm;
+pub mod metrics;
 pub mod ratelimit;
 pub mod store;
 pub mod tools;

@@ -179,6 +179,8 @@ impl<'a> AgentLoop<'a> {
         let response = self.ctx.guarded(self.turn.model.client.chat(&request)).await;
         let response = response.ok_or(EngineError::Cancelled)?.map_err(CallError::Llm)?;
         let usage = response.usage;
+        let label = self.model_label();
+        self.ctx.metrics.observe_llm(&label, started.elapsed(), usage.prompt_tokens, usage.completion_tokens);
         pending.usage.llm_calls += 1;
         pending.usage.prompt_tokens += usage.prompt_tokens as i64;
         pending.usage.completion_tokens += usage.completion_tokens as i64;

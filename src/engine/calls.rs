@@ -150,11 +150,13 @@ impl ToolRound<'_, '_> {
                 Runner::Tool(tool) => tool.call(arguments.clone()).await,
                 Runner::Delegate(mode) => self.delegate(*mode, &call.planned.key, arguments).await?,
             };
+            let elapsed = started.elapsed();
+            self.agent.ctx.metrics.observe_tool(entry.name(), elapsed);
             let outcome = match result {
                 Ok(result) => ToolCallOutcome::Succeeded { result, cached: false },
                 Err(error) => ToolCallOutcome::Failed { error },
             };
-            Ok(Some((outcome, started.elapsed().as_millis() as u64)))
+            Ok(Some((outcome, elapsed.as_millis() as u64)))
         });
         let results = self.agent.ctx.guarded(join_all(runs)).await.ok_or(EngineError::Cancelled)?;
         results.into_iter().collect()

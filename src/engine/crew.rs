@@ -17,6 +17,7 @@ use crate::domain::crew::{AgentSpec, CrewSpec, LlmSpec, Process, TaskSpec, ToolC
 use crate::domain::interpolate::interpolate;
 use crate::domain::{ErrorKind, EventType, RunError, TaskOutput, TaskStatus};
 use crate::llm::{provider_key, LlmRegistry, ResolvedModel};
+use crate::metrics::Metrics;
 use crate::ratelimit::{Limit, RateLimiter};
 use crate::tools::http::{HttpTool, Outbound};
 use crate::tools::{builtin, Tool};
@@ -27,6 +28,7 @@ pub struct Engine {
     builtins: Vec<Arc<dyn Tool>>,
     outbound: Arc<Outbound>,
     limiter: Arc<RateLimiter>,
+    metrics: Arc<Metrics>,
 }
 
 /// The kickoff's inputs and the outputs of finished tasks, by task name.
@@ -41,7 +43,19 @@ struct RunData<'a> {
 impl Engine {
     pub fn new(llms: LlmRegistry, outbound: Arc<Outbound>) -> Self {
         let builtins = builtin::instantiate(outbound.clone());
-        Self { llms, builtins, outbound, limiter: Arc::new(RateLimiter::default()) }
+        let (limiter, metrics) = (Arc::new(RateLimiter::default()), Arc::new(Metrics::default()));
+        Self { llms, builtins, outbound, limiter, metrics }
+    }
+
+    /// Record LLM and tool latencies in `metrics`.
+    pub fn with_metrics(mut self, metrics: Arc<Metrics>) -> Self {
+        self.metrics = metrics;
+        self
+    }
+
+    /// Where the engine records its metrics.
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.metrics
     }
 
     /// Share `limiter` (the one the LLM clients report 429s to).
@@ -70,9 +84,10 @@ impl Engine {
         let tools = RunTools::from_snapshot(&snapshot);
         let rate_key = format!("run-{}:", uuid::Uuid::now_v7().simple());
         let team = Team { engine: self, crew, inputs, rate_key: &rate_key };
-        let limiter = self.limiter.as_ref();
+        let (limiter, metrics) = (self.limiter.as_ref(), self.metrics.as_ref());
+        let coworkers = Some(&team as &dyn Coworkers);
         let ctx =
-            Context { journal, snapshot: &snapshot, tools: &tools, cancel, coworkers: Some(&team), limiter };
+            Context { journal, snapshot: &snapshot, tools: &tools, cancel, coworkers, limiter, metrics };
         let mut pending = Step::default();
         let mut data = RunData { crew, inputs, outputs: Vec::new(), rate_key: &rate_key };
         let result = self.perform_tasks(&mut data, &ctx, &mut pending).await;

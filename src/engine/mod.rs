@@ -26,6 +26,7 @@ use journal::{Journal, JournalError, Snapshot, Step};
 use toolbox::{DelegateMode, RunTools};
 
 use crate::domain::ErrorKind;
+use crate::metrics::Metrics;
 use crate::ratelimit::RateLimiter;
 
 /// Why the engine stopped without an answer.
@@ -63,6 +64,8 @@ pub struct Context<'a> {
     pub coworkers: Option<&'a dyn Coworkers>,
     /// The requests-per-minute gates.
     pub limiter: &'a RateLimiter,
+    /// Where LLM and tool latencies are recorded.
+    pub metrics: &'a Metrics,
 }
 
 /// The outcome of a delegation: the coworker's answer or an observation saying why not, or an

@@ -77,6 +77,7 @@ fn service_routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(service::healthz))
         .routes(routes!(service::readyz))
+        .routes(routes!(service::metrics))
         .routes(routes!(service::openapi_json))
         .routes(routes!(service::docs))
 }

@@ -12,6 +12,7 @@ use utoipa::ToSchema;
 
 use super::error::{ApiError, ApiResult, Problem};
 use crate::app::AppState;
+use crate::metrics::Gauges;
 
 /// How long readiness waits for the database.
 const READY_TIMEOUT: Duration = Duration::from_secs(2);
@@ -46,6 +47,32 @@ pub async fn readyz(State(state): State<AppState>) -> ApiResult<Json<Health>> {
         }
         Err(_) => Err(ApiError::Unavailable("database did not answer in time".into())),
     }
+}
+
+/// Metrics in the Prometheus text format.
+#[utoipa::path(
+    get, path = "/metrics", tag = "service", security(()),
+    responses(
+        (status = 200, description = "Prometheus text format", content_type = "text/plain"),
+        (status = 503, description = "Database unreachable", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn metrics(State(state): State<AppState>) -> ApiResult<Response> {
+    let runs_by_status = match tokio::time::timeout(READY_TIMEOUT, state.store.runs_by_status()).await {
+        Ok(Ok(counts)) => counts,
+        Ok(Err(error)) => {
+            tracing::warn!(%error, "reading run counts for metrics failed");
+            return Err(ApiError::Unavailable("database unreachable".into()));
+        }
+        Err(_) => return Err(ApiError::Unavailable("database did not answer in time".into())),
+    };
+    let gauges = Gauges {
+        runs_by_status,
+        sse_subscribers: state.bus.subscribers(),
+        events_published: state.bus.published(),
+    };
+    let body = state.metrics.render(&gauges);
+    Ok(([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], body).into_response())
 }
 
 /// The OpenAPI document of this API.

@@ -21,6 +21,8 @@ pub struct ClaimedRun {
     pub attempt: i32,
     pub crew: CrewSpec,
     pub inputs: Map<String, Value>,
+    /// When the run was kicked off.
+    pub created_at: DateTime<Utc>,
     /// When the run started (its first claim).
     pub started_at: DateTime<Utc>,
     /// The run's own time limit, if it set one.
@@ -32,6 +34,7 @@ struct ClaimRow {
     attempt: i32,
     crew_spec: Value,
     inputs: Value,
+    created_at: DateTime<Utc>,
     started_at: Option<DateTime<Utc>>,
     timeout_s: Option<i32>,
 }
@@ -57,7 +60,8 @@ impl Store {
                       started_at = coalesce(runs.started_at, now()), updated_at = now()
                  FROM next
                 WHERE runs.id = next.id
-            RETURNING runs.id, runs.attempt, runs.crew_spec, runs.inputs, runs.started_at, runs.timeout_s"#,
+            RETURNING runs.id, runs.attempt, runs.crew_spec, runs.inputs, runs.created_at, runs.started_at,
+                      runs.timeout_s"#,
             owner,
             lease.as_secs_f64(),
         )
@@ -83,7 +87,7 @@ impl Store {
                       lease_expires_at = now() + make_interval(secs => $3),
                       started_at = coalesce(started_at, now()), updated_at = now()
                 WHERE id = $1 AND status = 'queued'
-            RETURNING id, attempt, crew_spec, inputs, started_at, timeout_s"#,
+            RETURNING id, attempt, crew_spec, inputs, created_at, started_at, timeout_s"#,
             id.0,
             owner,
             lease.as_secs_f64(),
@@ -116,6 +120,7 @@ async fn finish_claim(
         attempt: row.attempt,
         crew: decode(row.crew_spec, &format!("runs.crew_spec of run {id}"))?,
         inputs: decode(row.inputs, &format!("runs.inputs of run {id}"))?,
+        created_at: row.created_at,
         started_at: row.started_at.unwrap_or_else(Utc::now),
         timeout: row.timeout_s.and_then(|s| u64::try_from(s).ok()).map(Duration::from_secs),
     }))

@@ -226,6 +226,16 @@ impl Store {
         Ok(RunPage { runs, next_before })
     }
 
+    /// How many runs are in each status.
+    #[tracing::instrument(skip_all, err)]
+    pub async fn runs_by_status(&self) -> StoreResult<Vec<(String, i64)>> {
+        let rows =
+            sqlx::query!(r#"SELECT status, count(*) AS "count!" FROM runs GROUP BY status ORDER BY status"#)
+                .fetch_all(&self.pool)
+                .await?;
+        Ok(rows.into_iter().map(|r| (r.status, r.count)).collect())
+    }
+
     /// Load the tasks of these runs in one query and build the runs.
     async fn attach_tasks(&self, rows: Vec<RunRow>) -> StoreResult<Vec<Run>> {
         let ids: Vec<Uuid> = rows.iter().map(|r| r.id).collect();

@@ -157,6 +157,10 @@ async fn claim_loop(shared: &Arc<Shared>, tracker: &TaskTracker, shutdown: &Canc
         let idle = match claim {
             Ok(Some(run)) => {
                 failures = 0;
+                if run.attempt == 1 {
+                    let waited = (chrono::Utc::now() - run.created_at).to_std().unwrap_or_default();
+                    shared.engine.metrics().observe_claim(waited);
+                }
                 let shared = shared.clone();
                 tracker.spawn(async move {
                     execute::execute(&shared, run).await;

@@ -70,7 +70,7 @@ async fn api_keys_guard_v1_only(pool: PgPool) {
     let second = anonymous.get(url("/v1/runs")).bearer_auth("key-two").send().await.expect("GET");
     assert_eq!(second.status(), StatusCode::OK);
     app.kickoff(&sample_crew(), sample_inputs()).await;
-    for path in ["/healthz", "/readyz", "/openapi.json", "/docs"] {
+    for path in ["/healthz", "/readyz", "/metrics", "/openapi.json", "/docs"] {
         let response = anonymous.get(url(path)).send().await.expect("GET");
         assert_eq!(response.status(), StatusCode::OK, "{path}");
     }
@@ -123,10 +123,35 @@ async fn served_openapi_matches_the_committed_file(pool: PgPool) {
         "/readyz",
         "/openapi.json",
         "/docs",
+        "/metrics",
+        "/v1/events",
+        "/v1/runs/{id}/wait",
+        "/v1/runs/{id}/cancel",
+        "/v1/runs/{id}/resume",
     ] {
         assert!(paths.contains_key(path), "{path} missing from the OpenAPI document");
     }
     let docs = app.get("/docs").await;
     assert!(docs.headers()["content-type"].to_str().expect("type").starts_with("text/html"));
     assert!(docs.text().await.expect("html").contains("/openapi.json"));
+}
+
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn metrics_show_runs_by_status_and_the_queue(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    app.kickoff(&sample_crew(), sample_inputs()).await;
+    app.kickoff(&sample_crew(), sample_inputs()).await;
+    let response = app.get("/metrics").await;
+    assert_eq!(response.status(), StatusCode::OK);
+    assert!(response.headers()["content-type"].to_str().expect("type").starts_with("text/plain"));
+    let text = response.text().await.expect("text");
+    for line in [
+        "agentd_runs{status=\"queued\"} 2",
+        "agentd_queue_depth 2",
+        "# TYPE agentd_llm_call_duration_seconds histogram",
+        "agentd_sse_subscribers 0",
+        "agentd_claim_latency_seconds_count 0",
+    ] {
+        assert!(text.contains(line), "{line} missing from:\n{text}");
+    }
 }
