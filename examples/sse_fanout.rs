@@ -69,7 +69,8 @@ async fn measure(admin_url: &str, database: &str) -> Result<(), BoxError> {
     }
     let mut end = Step::default();
     end.event(EventType::RunCompleted, None, None, json!({"output": "done"}));
-    end.run = Some(RunChange::Completed { output: agentd::domain::TaskOutput { raw: "done".into(), json: None } });
+    end.run =
+        Some(RunChange::Completed { output: agentd::domain::TaskOutput { raw: "done".into(), json: None } });
     journal.commit(end).await?;
     for reader in readers {
         reader.await??;
@@ -134,7 +135,9 @@ fn thought_index(data: &str) -> Option<i64> {
 fn report(subscribers: usize, events: usize, latencies: &[Duration]) {
     let mut sorted = latencies.to_vec();
     sorted.sort();
-    let at = |q: f64| sorted.get(((sorted.len() as f64 * q) as usize).min(sorted.len().saturating_sub(1))).copied();
+    let at = |q: f64| {
+        sorted.get(((sorted.len() as f64 * q) as usize).min(sorted.len().saturating_sub(1))).copied()
+    };
     println!("| subscribers | events | deliveries | p50 | p99 | max |");
     println!("|---|---|---|---|---|---|");
     println!(

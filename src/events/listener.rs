@@ -12,7 +12,7 @@ use sqlx::postgres::PgListener;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-use super::{BusItem, EventBus};
+use super::{BusItem, Envelope, EventBus};
 use crate::domain::{Event, EventType, RunId};
 use crate::store::{Store, EVENTS_CHANNEL};
 
@@ -79,7 +79,7 @@ fn item(payload: Payload) -> BusItem {
         (false, Some(event_type), Some(at)) => BusItem::Event {
             id: payload.id,
             crew: payload.crew.map(Arc::from),
-            event: Arc::new(Event {
+            event: Envelope::new(Event {
                 seq: payload.seq,
                 run_id,
                 event_type,

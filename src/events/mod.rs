@@ -23,11 +23,25 @@ use crate::store::Store;
 /// Items per channel a subscriber may fall behind before it reads the database instead.
 const CHANNEL_CAPACITY: usize = 1024;
 
+/// An event with its JSON, serialised once for every subscriber.
+#[derive(Debug)]
+pub struct Envelope {
+    pub event: Event,
+    pub json: String,
+}
+
+impl Envelope {
+    pub fn new(event: Event) -> Arc<Self> {
+        let json = serde_json::to_string(&event).unwrap_or_else(|_| "{}".to_owned());
+        Arc::new(Self { event, json })
+    }
+}
+
 /// What the bus carries.
 #[derive(Debug, Clone)]
 pub enum BusItem {
     /// A committed event with its global id and its run's crew.
-    Event { id: i64, crew: Option<Arc<str>>, event: Arc<Event> },
+    Event { id: i64, crew: Option<Arc<str>>, event: Arc<Envelope> },
     /// An event too large for a notification: read it from the database.
     Reference { id: i64, run_id: RunId, seq: i64 },
     /// Notifications may have been missed (the listener reconnected): read the database.
@@ -85,7 +99,7 @@ impl EventBus {
     pub fn publish(&self, item: BusItem) {
         self.inner.published.fetch_add(1, Ordering::Relaxed);
         let run_id = match &item {
-            BusItem::Event { event, .. } => Some(event.run_id),
+            BusItem::Event { event, .. } => Some(event.event.run_id),
             BusItem::Reference { run_id, .. } => Some(*run_id),
             BusItem::Resync => None,
         };

@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use tokio::sync::{broadcast, mpsc};
 
-use super::{BusItem, EventBus, SubscriberGuard};
-use crate::domain::{Event, RunId};
+use super::{BusItem, Envelope, EventBus, SubscriberGuard};
+use crate::domain::RunId;
 use crate::store::{Store, StoreResult};
 
 /// Frames buffered between a stream's task and its HTTP response.
@@ -23,7 +23,7 @@ const PAGE: i64 = 500;
 pub struct Frame {
     /// The resume position: the run's `seq`, or the global event id on the firehose.
     pub id: i64,
-    pub event: Arc<Event>,
+    pub event: Arc<Envelope>,
 }
 
 /// Frames of a stream, in order; ends after a run's terminal event (or when the bus closes).
@@ -70,8 +70,10 @@ impl RunPump {
         }
         loop {
             let flow = match receiver.recv().await {
-                Ok(BusItem::Event { event, .. }) if event.seq == self.last + 1 => self.send(event).await,
-                Ok(BusItem::Event { event, .. }) if event.seq <= self.last => Flow::Continue,
+                Ok(BusItem::Event { event, .. }) if event.event.seq == self.last + 1 => {
+                    self.send(event).await
+                }
+                Ok(BusItem::Event { event, .. }) if event.event.seq <= self.last => Flow::Continue,
                 Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => self.catch_up().await?,
                 Err(broadcast::error::RecvError::Closed) => Flow::Done,
             };
@@ -87,7 +89,7 @@ impl RunPump {
             let page = self.store.list_events(self.run_id, self.last, PAGE).await?;
             let full = page.len() as i64 == PAGE;
             for event in page {
-                if let Flow::Done = self.send(Arc::new(event)).await {
+                if let Flow::Done = self.send(Envelope::new(event)).await {
                     return Ok(Flow::Done);
                 }
             }
@@ -97,10 +99,10 @@ impl RunPump {
         }
     }
 
-    async fn send(&mut self, event: Arc<Event>) -> Flow {
-        self.last = event.seq;
-        let terminal = event.event_type.is_terminal();
-        let frame = Frame { id: event.seq, event };
+    async fn send(&mut self, event: Arc<Envelope>) -> Flow {
+        self.last = event.event.seq;
+        let terminal = event.event.event_type.is_terminal();
+        let frame = Frame { id: event.event.seq, event };
         if self.sender.send(frame).await.is_err() || terminal {
             return Flow::Done;
         }
@@ -161,7 +163,7 @@ impl FirehosePump {
             let page = self.store.list_all_events(self.last, PAGE, self.crew.as_deref()).await?;
             let full = page.len() as i64 == PAGE;
             for (id, event) in page {
-                if let Flow::Done = self.send(id, Arc::new(event)).await {
+                if let Flow::Done = self.send(id, Envelope::new(event)).await {
                     return Ok(Flow::Done);
                 }
             }
@@ -171,7 +173,7 @@ impl FirehosePump {
         }
     }
 
-    async fn send(&mut self, id: i64, event: Arc<Event>) -> Flow {
+    async fn send(&mut self, id: i64, event: Arc<Envelope>) -> Flow {
         if id > self.last {
             self.last = id;
         }

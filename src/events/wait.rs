@@ -35,7 +35,7 @@ pub async fn wait_for_run(
                 () = tokio::time::sleep_until(deadline) => return store.get_run(id).await,
             };
             match item {
-                Ok(BusItem::Event { event, .. }) if !settles(event.event_type) => continue,
+                Ok(BusItem::Event { event, .. }) if !settles(event.event.event_type) => continue,
                 Err(broadcast::error::RecvError::Closed) => return store.get_run(id).await,
                 _ => break,
             }

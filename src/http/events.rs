@@ -171,9 +171,11 @@ fn wants_event_stream(headers: &HeaderMap) -> bool {
 fn sse(frames: FrameStream) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>>> {
     let events = stream::unfold(frames, |mut stream| async move {
         let frame = stream.frames.recv().await?;
-        let data = serde_json::to_string(frame.event.as_ref()).unwrap_or_else(|_| "{}".to_owned());
-        let event =
-            SseEvent::default().id(frame.id.to_string()).event(frame.event.event_type.as_str()).data(data);
+        let envelope = &frame.event;
+        let event = SseEvent::default()
+            .id(frame.id.to_string())
+            .event(envelope.event.event_type.as_str())
+            .data(envelope.json.as_str());
         Some((Ok(event), stream))
     });
     Sse::new(events).keep_alive(KeepAlive::new().interval(KEEP_ALIVE).text("keep-alive"))
