@@ -71,21 +71,26 @@ impl Store {
         })
     }
 
-    /// Give a running run back to the queue at once (shutdown, transient failure), so another
-    /// worker continues it; a run being cancelled is cancelled instead. `false` if not ours.
+    /// Give a running run back to the queue at once, so another worker continues it; a run being
+    /// cancelled is cancelled instead. After a failure (`failure: Some`), a run that has used up
+    /// its attempts fails with that reason instead of being requeued. `false` if not ours.
     #[tracing::instrument(skip_all, fields(run_id = %id, attempt), err)]
-    pub async fn release_run(&self, id: RunId, attempt: i32) -> StoreResult<bool> {
+    pub async fn release_run(&self, id: RunId, attempt: i32, failure: Option<&str>) -> StoreResult<bool> {
         let mut tx = self.pool.begin().await?;
-        let status = sqlx::query_scalar!(
-            "SELECT status FROM runs WHERE id = $1 AND attempt = $2 FOR UPDATE",
+        let run = sqlx::query!(
+            "SELECT status, max_attempts FROM runs WHERE id = $1 AND attempt = $2 FOR UPDATE",
             id.0,
             attempt
         )
         .fetch_optional(&mut *tx)
         .await?;
-        let released = match status.as_deref() {
-            Some("running") => requeue(&mut tx, id).await?,
-            Some("cancelling") => cancel_now(&mut tx, id).await?,
+        let released = match (run.as_ref().map(|r| r.status.as_str()), failure) {
+            (Some("running"), Some(why)) if run.as_ref().is_some_and(|r| attempt >= r.max_attempts) => {
+                let message = format!("gave up after {attempt} attempts; the last failed: {why}");
+                fail(&mut tx, id, RunError { kind: ErrorKind::Internal, message }).await?
+            }
+            (Some("running"), _) => requeue(&mut tx, id).await?,
+            (Some("cancelling"), _) => cancel_now(&mut tx, id).await?,
             _ => false,
         };
         tx.commit().await?;

@@ -79,12 +79,12 @@ async fn conclude(
             let message = "the run exceeded its time limit".to_owned();
             store.fail_run(run.id, run.attempt, RunError { kind: ErrorKind::Timeout, message }).await
         }
-        (Err(_), Some(StopReason::Shutdown)) => store.release_run(run.id, run.attempt).await,
+        (Err(_), Some(StopReason::Shutdown)) => store.release_run(run.id, run.attempt, None).await,
         (Err(error), None) => {
             // The journal failed (the database is down, say): hand the run back so a later
             // attempt continues it; max_attempts bounds the retries.
             tracing::error!(%error, "the run stopped on an error outside the engine; handing it back");
-            store.release_run(run.id, run.attempt).await
+            store.release_run(run.id, run.attempt, Some(&error.to_string())).await
         }
     };
     if let Err(error) = outcome {

@@ -443,3 +443,31 @@ async fn max_rpm_spaces_llm_calls_and_announces_the_wait(pool: PgPool) {
     }
     workers.shutdown().await;
 }
+
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn releasing_after_failures_gives_up_at_max_attempts(pool: PgPool) {
+    let app = TestApp::spawn(pool.clone()).await;
+    let store = Store::new(pool.clone());
+    let id = RunId(
+        Uuid::parse_str(app.kickoff(&calc_crew(), json!({"expr": "1"})).await["id"].as_str().expect("id"))
+            .expect("uuid"),
+    );
+    sqlx::query("UPDATE runs SET max_attempts = 2 WHERE id = $1")
+        .bind(id.0)
+        .execute(&pool)
+        .await
+        .expect("limit");
+    let first = store.claim_run(id, "w", Duration::from_secs(30)).await.expect("claim").expect("claimed");
+    assert!(store.release_run(id, first.attempt, Some("the database went away")).await.expect("release"));
+    assert_eq!(store.get_run(id).await.expect("get").expect("run").status, agentd::domain::RunStatus::Queued);
+    assert!(!store.release_run(id, first.attempt, None).await.expect("release"), "not ours any more");
+    let second = store.claim_run(id, "w", Duration::from_secs(30)).await.expect("claim").expect("claimed");
+    assert!(store.release_run(id, second.attempt, Some("the database went away")).await.expect("release"));
+    let run = store.get_run(id).await.expect("get").expect("run");
+    assert_eq!(run.status, agentd::domain::RunStatus::Failed);
+    let error = run.error.expect("error");
+    assert!(
+        error.message.contains("gave up after 2 attempts") && error.message.contains("went away"),
+        "{error:?}"
+    );
+}
