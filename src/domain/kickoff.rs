@@ -31,6 +31,73 @@ pub struct KickoffRequest {
     pub timeout_s: Option<u32>,
 }
 
+/// The body of `POST /v1/kickoffs/batch`: one run per input set (CrewAI's `kickoff_for_each`).
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BatchKickoffRequest {
+    /// A crew spec, or the name of a registered crew.
+    #[schema(value_type = CrewRef)]
+    pub crew: Value,
+    /// One input set per run (1 to 1000).
+    #[schema(value_type = Vec<Object>)]
+    pub inputs: Vec<Map<String, Value>>,
+    /// Free-form data kept with every run.
+    #[serde(default)]
+    #[schema(value_type = Object)]
+    pub metadata: Map<String, Value>,
+    /// Seconds each run may take from its start (the server's default when absent).
+    #[serde(default)]
+    #[schema(minimum = 1, maximum = 604800)]
+    pub timeout_s: Option<u32>,
+}
+
+/// The most runs one batch may create.
+pub const MAX_BATCH: usize = 1_000;
+
+/// Validate a crew once and each input set against it; one run per set, or every violation
+/// (input errors named `inputs[<i>].<name>`).
+pub fn prepare_batch(
+    crew: CrewSpec,
+    inputs: Vec<Map<String, Value>>,
+    metadata: Map<String, Value>,
+    timeout_s: Option<u32>,
+    ctx: &ValidationContext,
+) -> Result<Vec<NewRun>, Vec<FieldError>> {
+    if inputs.is_empty() || inputs.len() > MAX_BATCH {
+        return Err(vec![FieldError::new("inputs", format!("must hold 1 to {MAX_BATCH} input sets"))]);
+    }
+    let mut errors: Vec<FieldError> = match validate_crew(&crew, ctx) {
+        Ok(()) => Vec::new(),
+        Err(errors) => errors.into_iter().map(|e| e.under("crew")).collect(),
+    };
+    for (i, set) in inputs.iter().enumerate() {
+        if let Err(missing) = validate_inputs(&crew, set) {
+            let indexed = missing.into_iter().map(|mut e| {
+                e.field = e.field.replacen("inputs", &format!("inputs[{i}]"), 1);
+                e
+            });
+            errors.extend(indexed);
+        }
+    }
+    if timeout_s.is_some_and(|t| !(1..=MAX_TIMEOUT_S).contains(&t)) {
+        errors.push(FieldError::new("timeout_s", format!("must be between 1 and {MAX_TIMEOUT_S}")));
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    let runs = inputs
+        .into_iter()
+        .map(|inputs| NewRun {
+            id: RunId::new(),
+            crew: crew.clone(),
+            inputs,
+            metadata: metadata.clone(),
+            timeout_s,
+        })
+        .collect();
+    Ok(runs)
+}
+
 /// The `crew` of a kickoff: a spec or a registered crew's name.
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
 #[serde(untagged)]

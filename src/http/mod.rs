@@ -57,6 +57,7 @@ impl Modify for BearerAuth {
 fn v1_routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(kickoffs::create_kickoff))
+        .routes(routes!(kickoffs::create_batch))
         .routes(routes!(runs::list_runs))
         .routes(routes!(runs::get_run))
         .routes(routes!(runs::list_messages))

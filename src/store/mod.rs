@@ -23,7 +23,7 @@ pub use journal::{Message, ToolCall};
 pub use lease::{CancelOutcome, Lease, Recovered, CANCEL_CHANNEL, EVENTS_CHANNEL, RUNS_CHANNEL};
 pub use review::ResumeOutcome;
 pub use run_journal::RunJournal;
-pub use runs::{IdempotencyKey, KickoffOutcome, RunPage};
+pub use runs::{BatchOutcome, IdempotencyKey, KickoffOutcome, RunPage};
 
 /// The schema migrations, embedded in the binary.
 pub static MIGRATOR: Migrator = sqlx::migrate!("./migrations");

@@ -36,6 +36,19 @@ pub enum KickoffOutcome {
     KeyConflict,
 }
 
+/// What `create_runs` did.
+#[derive(Debug)]
+pub enum BatchOutcome {
+    Created(Vec<Run>),
+    Replayed(Vec<Run>),
+    KeyConflict,
+}
+
+/// The first run of a one-run batch.
+fn first(runs: Vec<Run>) -> StoreResult<Run> {
+    runs.into_iter().next().ok_or_else(|| StoreError::Corrupt("a stored run vanished".into()))
+}
+
 /// One page of runs, newest first.
 #[derive(Debug)]
 pub struct RunPage {
@@ -117,32 +130,57 @@ impl Store {
     /// transaction. With an idempotency key, a key already used for the same request returns the
     /// original run instead, and concurrent requests with one key make exactly one run (the later
     /// ones wait on the key's row lock, then replay).
-    #[tracing::instrument(skip_all, fields(run_id = %run.id), err)]
     pub async fn create_run(
         &self,
         run: &NewRun,
         key: Option<&IdempotencyKey>,
     ) -> StoreResult<KickoffOutcome> {
+        Ok(match self.create_runs(std::slice::from_ref(run), key).await? {
+            BatchOutcome::Created(runs) => KickoffOutcome::Created(first(runs)?),
+            BatchOutcome::Replayed(runs) => KickoffOutcome::Replayed(first(runs)?),
+            BatchOutcome::KeyConflict => KickoffOutcome::KeyConflict,
+        })
+    }
+
+    /// Store several runs at once, all or none, as [`Store::create_run`] stores one; one
+    /// idempotency key covers them all.
+    #[tracing::instrument(skip_all, fields(runs = runs.len()), err)]
+    pub async fn create_runs(
+        &self,
+        runs: &[NewRun],
+        key: Option<&IdempotencyKey>,
+    ) -> StoreResult<BatchOutcome> {
+        let ids: Vec<Uuid> = runs.iter().map(|r| r.id.0).collect();
         let mut tx = self.pool.begin().await?;
         if let Some(key) = key {
-            if !claim_idempotency_key(&mut tx, key, &[run.id.0]).await? {
+            if !claim_idempotency_key(&mut tx, key, &ids).await? {
                 tx.rollback().await?;
                 // Another request holds the key (we waited for it to commit): answer as it did.
-                return Ok(self.find_idempotent_run(key).await?.unwrap_or(KickoffOutcome::KeyConflict));
+                return Ok(self.find_idempotent_runs(key).await?.unwrap_or(BatchOutcome::KeyConflict));
             }
         }
-        insert_run(&mut tx, run).await?;
+        for run in runs {
+            insert_run(&mut tx, run).await?;
+        }
         tx.commit().await?;
-        let created = self.get_run(run.id).await?;
-        created
-            .map(KickoffOutcome::Created)
-            .ok_or_else(|| StoreError::Corrupt(format!("run {} vanished after insert", run.id)))
+        Ok(BatchOutcome::Created(self.get_runs(&ids).await?))
     }
 
     /// What an idempotency key already stands for: the original run when it was used with the
     /// same request in the last 24 hours, a conflict when with another; `None` when it is free.
-    #[tracing::instrument(skip_all, err)]
     pub async fn find_idempotent_run(&self, key: &IdempotencyKey) -> StoreResult<Option<KickoffOutcome>> {
+        Ok(match self.find_idempotent_runs(key).await? {
+            None => None,
+            Some(BatchOutcome::KeyConflict) => Some(KickoffOutcome::KeyConflict),
+            Some(BatchOutcome::Replayed(runs) | BatchOutcome::Created(runs)) => {
+                Some(KickoffOutcome::Replayed(first(runs)?))
+            }
+        })
+    }
+
+    /// The runs an idempotency key stands for (see [`Store::find_idempotent_run`]).
+    #[tracing::instrument(skip_all, err)]
+    pub async fn find_idempotent_runs(&self, key: &IdempotencyKey) -> StoreResult<Option<BatchOutcome>> {
         let stored = sqlx::query!(
             r#"SELECT scope, request_hash, run_ids FROM idempotency_keys
                WHERE key = $1 AND created_at >= now() - make_interval(hours => $2)"#,
@@ -153,15 +191,29 @@ impl Store {
         .await?;
         let Some(stored) = stored else { return Ok(None) };
         if stored.scope != key.scope || stored.request_hash != key.fingerprint {
-            return Ok(Some(KickoffOutcome::KeyConflict));
+            return Ok(Some(BatchOutcome::KeyConflict));
         }
-        let Some(first) = stored.run_ids.first() else {
-            return Err(StoreError::Corrupt(format!("idempotency key {} has no runs", key.key)));
-        };
-        match self.get_run(RunId(*first)).await? {
-            Some(run) => Ok(Some(KickoffOutcome::Replayed(run))),
-            None => Err(StoreError::Corrupt(format!("idempotency key {} points nowhere", key.key))),
+        let runs = self.get_runs(&stored.run_ids).await?;
+        if runs.len() != stored.run_ids.len() || runs.is_empty() {
+            return Err(StoreError::Corrupt(format!("idempotency key {} points at missing runs", key.key)));
         }
+        Ok(Some(BatchOutcome::Replayed(runs)))
+    }
+
+    /// These runs, in the order of `ids` (missing ones left out).
+    async fn get_runs(&self, ids: &[Uuid]) -> StoreResult<Vec<Run>> {
+        let rows = sqlx::query_as!(
+            RunRow,
+            r#"SELECT id, status, crew_name, inputs, metadata, attempt, output, error, llm_calls,
+                      prompt_tokens, completion_tokens, tool_calls, created_at, started_at, finished_at
+               FROM runs WHERE id = ANY($1)"#,
+            ids
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        let mut runs = self.attach_tasks(rows).await?;
+        runs.sort_by_key(|run| ids.iter().position(|id| *id == run.id.0));
+        Ok(runs)
     }
 
     /// The run with this id, with its tasks.

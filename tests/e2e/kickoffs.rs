@@ -275,3 +275,73 @@ pub async fn assert_runs(pool: &PgPool, expected: i64) {
     let count: i64 = sqlx::query_scalar("SELECT count(*) FROM runs").fetch_one(pool).await.expect("count");
     assert_eq!(count, expected);
 }
+
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn a_batch_makes_one_run_per_input_set_all_or_none(pool: PgPool) {
+    let app = TestApp::spawn(pool.clone()).await;
+    let inputs = json!([{"topic": "tides", "audience": "kids"}, {"topic": "moons", "audience": "adults"},
+                        {"topic": "comets", "audience": "pilots"}]);
+    let body = json!({"crew": sample_crew(), "inputs": inputs, "metadata": {"batch": 1}});
+    let response = app
+        .request(Method::POST, "/v1/kickoffs/batch")
+        .header("idempotency-key", "b-1")
+        .json(&body)
+        .send()
+        .await
+        .expect("POST");
+    let batch = expect_json(response, StatusCode::ACCEPTED).await;
+    let runs = batch["runs"].as_array().expect("runs");
+    assert_eq!(runs.len(), 3);
+    let topics: Vec<&str> = runs.iter().map(|r| r["inputs"]["topic"].as_str().expect("topic")).collect();
+    assert_eq!(topics, ["tides", "moons", "comets"], "runs come back in input order");
+    for run in runs {
+        assert_eq!((run["status"].as_str(), run["metadata"]["batch"].as_i64()), (Some("queued"), Some(1)));
+        let events = expect_json(
+            app.get(&format!("/v1/runs/{}/events", run["id"].as_str().expect("id"))).await,
+            StatusCode::OK,
+        )
+        .await;
+        assert_eq!(events["events"][0]["type"], "run.queued");
+    }
+    assert_runs(&pool, 3).await;
+
+    let replay = app
+        .request(Method::POST, "/v1/kickoffs/batch")
+        .header("idempotency-key", "b-1")
+        .json(&body)
+        .send()
+        .await
+        .expect("POST");
+    assert_eq!(replay.headers()["idempotent-replayed"], "true");
+    assert_eq!(expect_json(replay, StatusCode::OK).await, batch);
+    let single = app
+        .request(Method::POST, "/v1/kickoffs")
+        .header("idempotency-key", "b-1")
+        .json(&json!({"crew": sample_crew(), "inputs": sample_inputs()}))
+        .send()
+        .await
+        .expect("POST");
+    expect_problem(single, StatusCode::UNPROCESSABLE_ENTITY).await;
+
+    let bad = json!({"crew": sample_crew(), "inputs": [sample_inputs(), {"topic": "x"}, {}]});
+    let problem =
+        expect_problem(app.post_json("/v1/kickoffs/batch", &bad).await, StatusCode::UNPROCESSABLE_ENTITY)
+            .await;
+    let fields = problem_fields(&problem);
+    assert_eq!(
+        fields.keys().map(String::as_str).collect::<Vec<_>>(),
+        ["inputs[1].audience", "inputs[2].audience", "inputs[2].topic"]
+    );
+    expect_problem(
+        app.post_json("/v1/kickoffs/batch", &json!({"crew": sample_crew(), "inputs": []})).await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+    )
+    .await;
+    let too_many: Vec<Value> = (0..1001).map(|_| sample_inputs()).collect();
+    expect_problem(
+        app.post_json("/v1/kickoffs/batch", &json!({"crew": sample_crew(), "inputs": too_many})).await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+    )
+    .await;
+    assert_runs(&pool, 3).await;
+}
