@@ -134,6 +134,12 @@ pub struct TaskSpec {
     pub output_schema: Option<Value>,
     #[serde(default)]
     pub human_input: bool,
+    /// A sentence the answer must satisfy, checked by the model (JSON shape: `output_schema`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guardrail: Option<String>,
+    /// Redos a failed guardrail allows (default 3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guardrail_max_retries: Option<u32>,
 }
 
 /// A tool declared by the crew: an HTTP endpoint the agents may call.

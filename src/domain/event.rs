@@ -52,6 +52,10 @@ pub enum EventType {
     RunFailed,
     #[serde(rename = "run.cancelled")]
     RunCancelled,
+    #[serde(rename = "guardrail.passed")]
+    GuardrailPassed,
+    #[serde(rename = "guardrail.failed")]
+    GuardrailFailed,
 }
 
 impl EventType {
@@ -79,6 +83,8 @@ impl EventType {
             EventType::RunCompleted => "run.completed",
             EventType::RunFailed => "run.failed",
             EventType::RunCancelled => "run.cancelled",
+            EventType::GuardrailPassed => "guardrail.passed",
+            EventType::GuardrailFailed => "guardrail.failed",
         }
     }
 

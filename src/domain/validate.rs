@@ -254,6 +254,12 @@ impl Validator<'_> {
         if let Some(tools) = &task.tools {
             self.tool_refs(tools, &format!("{path}.tools"), known_tools);
         }
+        if task.guardrail.as_deref().is_some_and(|g| g.trim().is_empty()) {
+            self.error(format!("{path}.guardrail"), "must not be empty");
+        }
+        if task.guardrail_max_retries.is_some_and(|n| n > 10) {
+            self.error(format!("{path}.guardrail_max_retries"), "must be at most 10");
+        }
         if let Some(schema) = &task.output_schema {
             check_schema(schema, &format!("{path}.output_schema"), &mut self.errors);
         }

@@ -19,6 +19,7 @@ use crate::domain::schema::validate_instance;
 use crate::domain::{ErrorKind, EventType, TaskOutput};
 use crate::llm::{ChatMessage, ChatRequest, ChatResponse, LlmError, LlmErrorKind, ResolvedModel, Role};
 
+use super::guardrail::Guardrail;
 use super::toolbox::Toolbox;
 use crate::ratelimit::Limit;
 
@@ -49,6 +50,8 @@ pub struct AgentTurn {
     /// The requests-per-minute gates of this agent's calls.
     pub limits: Vec<Limit>,
     pub output_schema: Option<Value>,
+    /// A sentence the answer must satisfy, judged by the model, and how many redos it allows.
+    pub guardrail: Option<Guardrail>,
     /// Role, goal and backstory.
     pub identity: String,
     /// The task prompt (description, expected output, context).
@@ -69,6 +72,7 @@ pub(super) struct AgentLoop<'a> {
     pub(super) iterations: u32,
     pub(super) style: Style,
     schema_retries: u32,
+    pub(super) guardrail_retries: u32,
     compacted_last: bool,
 }
 
@@ -132,7 +136,16 @@ impl<'a> AgentLoop<'a> {
             .iter()
             .filter(|m| m.conversation == turn.conversation && m.message.role == Role::Assistant)
             .count() as u32;
-        Self { turn, ctx, messages, iterations, style, schema_retries: 0, compacted_last: false }
+        Self {
+            turn,
+            ctx,
+            messages,
+            iterations,
+            style,
+            schema_retries: 0,
+            guardrail_retries: 0,
+            compacted_last: false,
+        }
     }
 
     /// After a crash: finish what the last journaled reply started. `Some` if that ends the task.
@@ -293,7 +306,7 @@ impl<'a> AgentLoop<'a> {
             Style::Native if text.trim().is_empty() => {
                 Ok(self.feedback(react::ParseError::Empty.to_string(), pending))
             }
-            Style::Native => self.finish(text, pending),
+            Style::Native => self.finish(text, pending).await,
             Style::React => self.handle_react(&text, pending, resumed).await,
         }
     }
@@ -305,7 +318,7 @@ impl<'a> AgentLoop<'a> {
         resumed: bool,
     ) -> Result<Flow, EngineError> {
         match react::parse(text) {
-            Ok(ReactStep::Final { output, .. }) => self.finish(output, pending),
+            Ok(ReactStep::Final { output, .. }) => self.finish(output, pending).await,
             Ok(ReactStep::Action { thought, tool, input }) => {
                 if !thought.is_empty() && !resumed {
                     self.turn.event(pending, EventType::AgentThought, json!({"text": thought}));
@@ -318,7 +331,7 @@ impl<'a> AgentLoop<'a> {
     }
 
     /// A reply that could not be used: say why, count the iteration, go on.
-    fn feedback(&mut self, error: String, pending: &mut Step) -> Flow {
+    pub(super) fn feedback(&mut self, error: String, pending: &mut Step) -> Flow {
         self.turn.event(pending, EventType::AgentParseError, json!({"error": error}));
         let guidance = match self.style {
             Style::React => prompts::parse_error_feedback(&error, &self.turn.toolbox.definitions()),
@@ -342,8 +355,28 @@ impl<'a> AgentLoop<'a> {
     }
 
     /// A final answer: check it against the output schema, then announce it.
-    fn finish(&mut self, output: String, pending: &mut Step) -> Result<Flow, EngineError> {
-        let Some(schema) = &self.turn.output_schema else { return self.finish_raw(output, pending) };
+    /// A final answer: check it against the output schema and the guardrail, then announce it.
+    async fn finish(&mut self, output: String, pending: &mut Step) -> Result<Flow, EngineError> {
+        let output = match self.check_schema(output, pending)? {
+            Ok(output) => output,
+            Err(flow) => return Ok(flow),
+        };
+        if let Some(flow) = self.check_guardrail(&output, pending).await? {
+            return Ok(flow);
+        }
+        self.turn.event(pending, EventType::AgentFinalAnswer, json!({"output": output.raw}));
+        Ok(Flow::Finish(output))
+    }
+
+    /// The answer as the task's output, or the feedback that asks for a valid one.
+    fn check_schema(
+        &mut self,
+        output: String,
+        pending: &mut Step,
+    ) -> Result<Result<TaskOutput, Flow>, EngineError> {
+        let Some(schema) = &self.turn.output_schema else {
+            return Ok(Ok(TaskOutput { raw: output, json: None }));
+        };
         let parsed = parse_lenient(&output);
         let errors = match &parsed {
             Some(value) => validate_instance(schema, value),
@@ -351,16 +384,14 @@ impl<'a> AgentLoop<'a> {
         };
         if errors.is_empty() {
             let json = parsed.unwrap_or(Value::Null);
-            let raw = json.to_string();
-            self.turn.event(pending, EventType::AgentFinalAnswer, json!({"output": raw}));
-            return Ok(Flow::Finish(TaskOutput { raw, json: Some(json) }));
+            return Ok(Ok(TaskOutput { raw: json.to_string(), json: Some(json) }));
         }
         self.schema_retries += 1;
         if self.schema_retries > MAX_SCHEMA_RETRIES {
             let message = format!("the final answer does not match the output schema: {}", errors.join("; "));
             return Err(EngineError::failed(ErrorKind::LlmError, message));
         }
-        Ok(self.feedback(prompts::schema_feedback(&errors), pending))
+        Ok(Err(self.feedback(prompts::schema_feedback(&errors), pending)))
     }
 
     fn finish_raw(&mut self, output: String, pending: &mut Step) -> Result<Flow, EngineError> {

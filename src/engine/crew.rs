@@ -9,6 +9,7 @@ use serde_json::{json, Map, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::agent::{AgentTurn, Style};
+use super::guardrail::{Guardrail, DEFAULT_GUARDRAIL_RETRIES};
 use super::journal::{Journal, RunChange, Step, TaskChange};
 use super::prompts;
 use super::toolbox::{DelegateMode, RunTools, Runner, ToolEntry, Toolbox};
@@ -198,6 +199,7 @@ impl Engine {
             max_iter: agent.max_iter,
             limits,
             output_schema: task.output_schema.clone(),
+            guardrail: guardrail_of(task),
             identity: prompts::role_playing(&fill(&agent.role), &fill(&agent.goal), &fill(&agent.backstory)),
             task_prompt,
         })
@@ -226,6 +228,7 @@ impl Engine {
             max_iter: crate::domain::crew::DEFAULT_MAX_ITER,
             limits,
             output_schema: task.output_schema.clone(),
+            guardrail: guardrail_of(task),
             identity: prompts::role_playing(
                 prompts::MANAGER_ROLE,
                 prompts::MANAGER_GOAL,
@@ -318,6 +321,12 @@ fn rate_limits(data: &RunData<'_>, agent: Option<&AgentSpec>, model: &ResolvedMo
     limits
 }
 
+/// A task's guardrail, with its retry budget.
+fn guardrail_of(task: &TaskSpec) -> Option<Guardrail> {
+    let max_retries = task.guardrail_max_retries.unwrap_or(DEFAULT_GUARDRAIL_RETRIES);
+    task.guardrail.as_ref().map(|rule| Guardrail { rule: rule.clone(), max_retries })
+}
+
 /// Temperature and token limit of a model reference.
 fn llm_options(llm: Option<&LlmSpec>) -> (Option<f64>, Option<u32>) {
     match llm {
@@ -393,6 +402,8 @@ impl Coworkers for Team<'_> {
                 tools: None,
                 output_schema: None,
                 human_input: false,
+                guardrail: None,
+                guardrail_max_retries: None,
             };
             let mut turn = match self.engine.turn(&data, &spec, agent) {
                 Ok(turn) => turn,

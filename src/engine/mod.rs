@@ -6,6 +6,7 @@
 pub mod agent;
 mod calls;
 pub mod crew;
+pub mod guardrail;
 pub mod journal;
 pub mod prompts;
 pub mod react;

@@ -183,3 +183,18 @@ pub fn delegation_tool(mode: DelegateMode, coworkers: &str) -> ToolInfo {
         idempotent: true,
     }
 }
+
+/// The system prompt of the guardrail judge.
+pub const GUARDRAIL_SYSTEM: &str =
+    "You are a strict reviewer. You check whether an answer satisfies a rule, \
+    and reply with JSON only: {\"pass\": true|false, \"reason\": \"one sentence\"}.";
+
+/// Ask the judge about one answer.
+pub fn guardrail_question(task: &str, rule: &str, answer: &str) -> String {
+    format!("The task was:\n{task}\n\nThe rule the answer must satisfy:\n{rule}\n\nThe answer:\n{answer}\n\nDoes the answer satisfy the rule?")
+}
+
+/// Fed back when the answer failed its guardrail.
+pub fn guardrail_feedback(reason: &str) -> String {
+    format!("Your final answer did not pass the required check: {reason}\nGive your Final Answer again, fixing this.")
+}
