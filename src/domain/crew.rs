@@ -134,6 +134,9 @@ pub struct TaskSpec {
     pub output_schema: Option<Value>,
     #[serde(default)]
     pub human_input: bool,
+    /// Start the task and move on; the next task without it waits for it.
+    #[serde(default)]
+    pub async_execution: bool,
     /// A sentence the answer must satisfy, checked by the model (JSON shape: `output_schema`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub guardrail: Option<String>,

@@ -254,6 +254,9 @@ impl Validator<'_> {
         if let Some(tools) = &task.tools {
             self.tool_refs(tools, &format!("{path}.tools"), known_tools);
         }
+        if task.async_execution && task.human_input {
+            self.error(format!("{path}.human_input"), "an async task cannot wait for human input");
+        }
         if task.guardrail.as_deref().is_some_and(|g| g.trim().is_empty()) {
             self.error(format!("{path}.guardrail"), "must not be empty");
         }

@@ -110,22 +110,30 @@ impl Engine {
         result
     }
 
-    /// Every task in order, skipping those the journal shows finished.
+    /// Every task in order, skipping those the journal shows finished. Consecutive
+    /// `async_execution` tasks run together; the next task without it first waits for them (their
+    /// outputs become context in task order).
     async fn perform_tasks(
         &self,
         data: &mut RunData<'_>,
         ctx: &Context<'_>,
         pending: &mut Step,
     ) -> Result<TaskOutput, EngineError> {
-        let mut last = None;
-        for task in &data.crew.tasks {
+        let crew = data.crew;
+        let mut outputs: Vec<Option<TaskOutput>> = vec![None; crew.tasks.len()];
+        let mut running: Vec<(usize, TaskFuture<'_>)> = Vec::new();
+        for (index, task) in crew.tasks.iter().enumerate() {
             let record = ctx.snapshot.tasks.iter().find(|t| t.name == task.name);
             if let Some(output) =
                 record.filter(|t| t.status == TaskStatus::Completed).and_then(|t| t.output.clone())
             {
-                data.outputs.push((task.name.clone(), output.clone()));
-                last = Some(output);
+                outputs[index] = Some(output);
+                data.outputs = ordered_outputs(crew, &outputs);
                 continue;
+            }
+            if !task.async_execution {
+                settle(&mut running, &mut outputs, ctx, pending).await?;
+                data.outputs = ordered_outputs(crew, &outputs);
             }
             let performer = self.performer(data, task);
             let agent = match (&performer, &task.agent) {
@@ -133,16 +141,23 @@ impl Engine {
                 (Err(_), Some(agent)) => agent.clone(),
                 (Err(_), None) => MANAGER.to_owned(),
             };
-            if record.is_none_or(|t| t.status == TaskStatus::Pending) {
-                pending.tasks.push(TaskChange::Started { task: task.name.clone() });
-                let event = json!({"task": task.name, "agent": agent});
-                pending.event(EventType::TaskStarted, Some(&task.name), Some(&agent), event);
+            let fresh = record.is_none_or(|t| t.status == TaskStatus::Pending);
+            if task.async_execution {
+                running.push((index, Box::pin(perform_alone(performer, task, agent, fresh, ctx))));
+                continue;
             }
-            let output = perform(performer, task, &agent, ctx, pending).await?;
-            data.outputs.push((task.name.clone(), output.clone()));
-            last = Some(output);
+            if fresh {
+                start(task, &agent, pending);
+            }
+            outputs[index] = Some(perform(performer, task, &agent, ctx, pending).await?);
+            data.outputs = ordered_outputs(crew, &outputs);
         }
-        last.ok_or_else(|| EngineError::failed(ErrorKind::Internal, "the crew has no tasks"))
+        settle(&mut running, &mut outputs, ctx, pending).await?;
+        outputs
+            .into_iter()
+            .next_back()
+            .flatten()
+            .ok_or_else(|| EngineError::failed(ErrorKind::Internal, "the crew has no tasks"))
     }
 
     /// The loop that performs `task`: its agent's (sequential) or the manager's (hierarchical).
@@ -261,6 +276,62 @@ impl Engine {
             })
             .collect()
     }
+}
+
+/// A task running on its own (`async_execution`).
+type TaskFuture<'a> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<TaskOutput, EngineError>> + Send + 'a>>;
+
+/// Journal a task's start.
+fn start(task: &TaskSpec, agent: &str, pending: &mut Step) {
+    pending.tasks.push(TaskChange::Started { task: task.name.clone() });
+    let event = json!({"task": task.name, "agent": agent});
+    pending.event(EventType::TaskStarted, Some(&task.name), Some(agent), event);
+}
+
+/// Perform an async task with its own journal steps, committing its end itself.
+async fn perform_alone(
+    performer: Result<AgentTurn, EngineError>,
+    task: &TaskSpec,
+    agent: String,
+    fresh: bool,
+    ctx: &Context<'_>,
+) -> Result<TaskOutput, EngineError> {
+    let mut pending = Step::default();
+    if fresh {
+        start(task, &agent, &mut pending);
+    }
+    let result = perform(performer, task, &agent, ctx, &mut pending).await;
+    ctx.commit(&mut pending).await?;
+    result
+}
+
+/// Wait for the running async tasks (after committing what is pending: they call out).
+async fn settle(
+    running: &mut Vec<(usize, TaskFuture<'_>)>,
+    outputs: &mut [Option<TaskOutput>],
+    ctx: &Context<'_>,
+    pending: &mut Step,
+) -> Result<(), EngineError> {
+    if running.is_empty() {
+        return Ok(());
+    }
+    ctx.commit(pending).await?;
+    let (indices, futures): (Vec<usize>, Vec<TaskFuture<'_>>) = running.drain(..).unzip();
+    let results = futures_util::future::join_all(futures).await;
+    for (index, result) in indices.into_iter().zip(results) {
+        outputs[index] = Some(result?);
+    }
+    Ok(())
+}
+
+/// The finished tasks' outputs in task order.
+fn ordered_outputs(crew: &CrewSpec, outputs: &[Option<TaskOutput>]) -> Vec<(String, TaskOutput)> {
+    crew.tasks
+        .iter()
+        .zip(outputs)
+        .filter_map(|(task, output)| output.clone().map(|output| (task.name.clone(), output)))
+        .collect()
 }
 
 /// The name the manager of the hierarchical process goes by in events and the journal.
@@ -402,6 +473,7 @@ impl Coworkers for Team<'_> {
                 tools: None,
                 output_schema: None,
                 human_input: false,
+                async_execution: false,
                 guardrail: None,
                 guardrail_max_retries: None,
             };

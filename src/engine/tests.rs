@@ -25,6 +25,8 @@ type Reply = Result<ChatResponse, LlmError>;
 #[derive(Default)]
 struct ScriptedLlm {
     replies: Mutex<VecDeque<Reply>>,
+    /// Replies for requests to a given model, before the shared ones.
+    by_model: Mutex<std::collections::HashMap<String, VecDeque<Reply>>>,
     requests: Mutex<Vec<ChatRequest>>,
     hang: bool,
 }
@@ -42,7 +44,8 @@ impl ScriptedLlm {
 impl LlmClient for ScriptedLlm {
     fn chat<'a>(&'a self, request: &'a ChatRequest) -> LlmFuture<'a> {
         self.requests.lock().expect("lock").push(request.clone());
-        let reply = self.replies.lock().expect("lock").pop_front();
+        let own = self.by_model.lock().expect("lock").get_mut(&request.model).and_then(VecDeque::pop_front);
+        let reply = own.or_else(|| self.replies.lock().expect("lock").pop_front());
         let hang = self.hang;
         Box::pin(async move {
             if hang {
@@ -691,4 +694,53 @@ async fn a_guardrail_that_keeps_failing_fails_the_task() {
         "{error:?}"
     );
     assert_eq!(event_types(&journal).iter().filter(|t| **t == "guardrail.failed").count(), 2);
+}
+
+#[tokio::test]
+async fn async_tasks_overlap_and_the_next_task_sees_both_outputs() {
+    let barrier = Arc::new(tokio::sync::Barrier::new(2));
+    let tool =
+        Arc::new(Echo { barrier: Some(barrier), ..Arc::into_inner(echo("echo", true)).expect("fresh") });
+    let llm = ScriptedLlm::new(vec![text("Summary of both")]);
+    {
+        let mut by_model = llm.by_model.lock().expect("lock");
+        by_model.insert(
+            "model-a".into(),
+            VecDeque::from([calls(&[("a1", "echo", json!({"text": "a"}))]), text("Alpha done")]),
+        );
+        by_model.insert(
+            "model-b".into(),
+            VecDeque::from([calls(&[("b1", "echo", json!({"text": "b"}))]), text("Beta done")]),
+        );
+    }
+    let engine = engine(llm.clone(), true, vec![tool.clone()]);
+    let spec = json!({
+        "name": "c",
+        "agents": [
+            {"name": "a", "role": "A", "goal": "g", "backstory": "b", "llm": "openai/model-a", "tools": ["echo"]},
+            {"name": "b", "role": "B", "goal": "g", "backstory": "b", "llm": "openai/model-b", "tools": ["echo"]},
+            {"name": "s", "role": "S", "goal": "g", "backstory": "b"}
+        ],
+        "tasks": [
+            {"name": "alpha", "description": "Do alpha", "expected_output": "x", "agent": "a", "async_execution": true},
+            {"name": "beta", "description": "Do beta", "expected_output": "x", "agent": "b", "async_execution": true},
+            {"name": "sum", "description": "Sum up", "expected_output": "x", "agent": "s"}
+        ]
+    });
+    let crew = CrewSpec::from_json(spec).expect("crew");
+    let journal = MemoryJournal::new(&["alpha", "beta", "sum"]);
+    assert_eq!(run(&engine, &crew, &journal).await.expect("run"), "Summary of both");
+    let outcomes: Vec<_> = journal.snapshot().tool_calls.into_iter().map(|c| c.outcome).collect();
+    assert!(
+        outcomes.iter().all(|o| matches!(o, Some(ToolCallOutcome::Succeeded { .. }))),
+        "both tools passed the two-party barrier, so the tasks overlapped: {outcomes:?}"
+    );
+    let last = llm.requests().into_iter().find(|r| r.model == "test-model").expect("the summary request");
+    let prompt = last.messages[1].content.clone().unwrap_or_default();
+    let (alpha, beta) =
+        (prompt.find("Alpha done").expect("alpha output"), prompt.find("Beta done").expect("beta output"));
+    assert!(alpha < beta, "context in task order: {prompt}");
+    let completed =
+        journal.snapshot().tasks.iter().filter(|t| t.status == crate::domain::TaskStatus::Completed).count();
+    assert_eq!(completed, 3);
 }
