@@ -277,6 +277,7 @@ impl<'a> AgentLoop<'a> {
             content: response.content.clone(),
             tool_calls: if self.style == Style::Native { response.tool_calls.clone() } else { Vec::new() },
             tool_call_id: None,
+            images: Vec::new(),
         };
         self.push(reply.clone(), pending);
         reply

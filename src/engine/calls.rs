@@ -14,7 +14,8 @@ use super::react::ActionInput;
 use super::toolbox::{DelegateMode, Prepared, Runner, ToolEntry};
 use super::EngineError;
 use crate::domain::EventType;
-use crate::llm::{ChatMessage, ToolCallRequest};
+use crate::llm::{ChatMessage, Image, ToolCallRequest};
+use crate::tools::{parse_image, MAX_IMAGE_BYTES};
 
 /// A tool call as the model asked for it.
 pub struct PlannedCall {
@@ -184,15 +185,20 @@ impl ToolRound<'_, '_> {
             (Action::Answer { arguments, outcome, .. }, _) => (outcome.clone(), 0, arguments, None),
             (Action::Execute { .. }, None) => return None,
         };
+        let (outcome, image) = take_image(outcome);
         let turn = self.agent.turn;
         let id = &call.planned.key;
         let (observation, answer) = match &outcome {
             ToolCallOutcome::Succeeded { result, cached } => {
-                if !cached {
+                if !cached && image.is_none() {
                     self.agent.ctx.tools.record(&call.tool, arguments, result);
                 }
-                let data = json!({"tool_call_id": id, "tool": call.tool, "observation": result,
-                                  "cached": cached, "duration_ms": duration_ms});
+                let mut data = json!({"tool_call_id": id, "tool": call.tool, "observation": result,
+                                      "cached": cached, "duration_ms": duration_ms});
+                if let Some((image, bytes)) = &image {
+                    data["media_type"] = json!(image.media_type);
+                    data["bytes"] = json!(bytes);
+                }
                 turn.event(pending, EventType::ToolFinished, data);
                 let answer = entry.is_some_and(|e| e.result_as_answer).then(|| result.clone());
                 (result.clone(), answer)
@@ -208,6 +214,11 @@ impl ToolRound<'_, '_> {
         };
         pending.tool_ends.push(ToolCallEnd { id: id.clone(), outcome });
         self.observe(call, &observation, pending);
+        if let Some((image, _)) = image {
+            // Tool messages carry text only: the image follows as a user message.
+            let message = format!("The image returned by '{}':", call.tool);
+            self.agent.push(ChatMessage { images: vec![image], ..ChatMessage::user(message) }, pending);
+        }
         answer
     }
 
@@ -237,6 +248,22 @@ impl ToolRound<'_, '_> {
         let conversation = call_id.to_owned();
         coworkers.delegate(ctx, &self.agent.turn.task, conversation, mode, arguments).await
     }
+}
+
+/// Split an image result into the text the journal and events keep and the image the model sees
+/// (with its size); an image over the size cap becomes a failure.
+fn take_image(outcome: ToolCallOutcome) -> (ToolCallOutcome, Option<(Image, usize)>) {
+    let ToolCallOutcome::Succeeded { result, cached } = &outcome else { return (outcome, None) };
+    let Some((media_type, data)) = parse_image(result) else { return (outcome, None) };
+    let bytes = data.len() / 4 * 3;
+    if bytes > MAX_IMAGE_BYTES {
+        let error =
+            format!("the tool returned an image of {bytes} bytes, over the limit of {MAX_IMAGE_BYTES}");
+        return (ToolCallOutcome::Failed { error }, None);
+    }
+    let text = format!("The tool returned an image ({media_type}, {bytes} bytes); it is attached.");
+    let image = Image { media_type: media_type.to_owned(), data: data.to_owned() };
+    (ToolCallOutcome::Succeeded { result: text, cached: *cached }, Some((image, bytes)))
 }
 
 /// A call the crash left running: run it again if that is safe, else fail it.

@@ -508,6 +508,7 @@ async fn resume_reruns_idempotent_and_fails_other_interrupted_calls() {
                 arguments: "{\"text\": \"y\"}".into(),
             }],
             tool_call_id: None,
+            images: Vec::new(),
         };
         let message = |m: ChatMessage| super::journal::NewMessage {
             conversation: "t".into(),
@@ -743,4 +744,70 @@ async fn async_tasks_overlap_and_the_next_task_sees_both_outputs() {
     let completed =
         journal.snapshot().tasks.iter().filter(|t| t.status == crate::domain::TaskStatus::Completed).count();
     assert_eq!(completed, 3);
+}
+
+/// A tool that returns a fixed result.
+struct Fixed {
+    info: ToolInfo,
+    result: String,
+}
+
+impl Tool for Fixed {
+    fn info(&self) -> &ToolInfo {
+        &self.info
+    }
+
+    fn call(&self, _arguments: Value) -> ToolFuture<'_> {
+        let result = self.result.clone();
+        Box::pin(async move { Ok(result) })
+    }
+}
+
+#[tokio::test]
+async fn image_results_reach_the_model_as_multimodal_messages() {
+    let png = crate::tools::image_result("image/png", &[0x89, b'P', b'N', b'G', 1, 2, 3, 4, 5]);
+    let camera = Arc::new(Fixed {
+        info: ToolInfo {
+            name: "camera".into(),
+            description: "Takes a picture".into(),
+            parameters: json!({"type": "object", "properties": {}}),
+            idempotent: true,
+        },
+        result: png.clone(),
+    });
+    let llm = ScriptedLlm::new(vec![calls(&[("c1", "camera", json!({}))]), text("A tiny PNG.")]);
+    let engine = engine(llm.clone(), true, vec![camera]);
+    let journal = MemoryJournal::new(&["t"]);
+    assert_eq!(
+        run(&engine, &crew(json!(["camera"]), "native", json!({})), &journal).await.expect("run"),
+        "A tiny PNG."
+    );
+    let request = &llm.requests()[1];
+    let tool_message = request.messages.iter().find(|m| m.role == Role::Tool).expect("tool message");
+    assert!(
+        tool_message.images.is_empty()
+            && tool_message.content.as_deref().is_some_and(|c| c.contains("image/png"))
+    );
+    let with_image = request.messages.iter().find(|m| !m.images.is_empty()).expect("image message");
+    assert_eq!(with_image.role, Role::User);
+    assert_eq!(with_image.images[0].media_type, "image/png");
+    assert_eq!(
+        Some(with_image.images[0].data.as_str()),
+        crate::tools::parse_image(&png).map(|(_, data)| data)
+    );
+    let finished =
+        journal.events().into_iter().find(|e| e.event_type == EventType::ToolFinished).expect("finished");
+    assert_eq!(
+        (finished.data["media_type"].as_str(), finished.data["bytes"].as_u64()),
+        (Some("image/png"), Some(9))
+    );
+    assert!(
+        !finished.data.to_string().contains(crate::tools::parse_image(&png).map(|(_, d)| d).unwrap_or("x")),
+        "no image data in events"
+    );
+    let Some(ToolCallOutcome::Succeeded { result, .. }) = journal.snapshot().tool_calls[0].outcome.clone()
+    else {
+        panic!("failed")
+    };
+    assert!(!result.contains("VISION_IMAGE"), "the journal keeps the description, the message the image");
 }

@@ -11,7 +11,7 @@ pub use openai::{OpenAiClient, RateLimitHook};
 pub use registry::{provider_key, LlmRegistry, ResolvedModel};
 pub use retry::{parse_retry_after, Backoff, RetryPolicy};
 pub use types::{
-    ChatMessage, ChatRequest, ChatResponse, LlmError, LlmErrorKind, Role, TokenUsage, ToolCallRequest,
+    ChatMessage, ChatRequest, ChatResponse, Image, LlmError, LlmErrorKind, Role, TokenUsage, ToolCallRequest,
     ToolDefinition,
 };
 

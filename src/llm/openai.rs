@@ -167,7 +167,16 @@ fn request_body(request: &ChatRequest) -> Value {
 fn message_json(message: &ChatMessage) -> Value {
     let mut out = Map::new();
     out.insert("role".into(), json!(message.role.as_str()));
-    out.insert("content".into(), json!(message.content));
+    if message.images.is_empty() {
+        out.insert("content".into(), json!(message.content));
+    } else {
+        let text = json!({"type": "text", "text": message.content.as_deref().unwrap_or_default()});
+        let images = message.images.iter().map(|image| {
+            json!({"type": "image_url",
+                   "image_url": {"url": format!("data:{};base64,{}", image.media_type, image.data)}})
+        });
+        out.insert("content".into(), Value::Array(std::iter::once(text).chain(images).collect()));
+    }
     if !message.tool_calls.is_empty() {
         let calls = message.tool_calls.iter().map(|call| {
             json!({"id": call.id, "type": "function",

@@ -58,6 +58,7 @@ fn request() -> ChatRequest {
                     arguments: "{}".into(),
                 }],
                 tool_call_id: None,
+                images: Vec::new(),
             },
             ChatMessage::tool("c0", "42"),
         ],
@@ -247,4 +248,21 @@ async fn rate_limits_are_reported_to_the_hook() {
     let hook: RateLimitHook = Arc::new(move |wait| sink.lock().expect("lock").push(wait));
     client(&base, fast_policy()).on_rate_limit(hook).chat(&request()).await.expect("chat");
     assert_eq!(*seen.lock().expect("lock"), [Duration::from_millis(120)]);
+}
+
+#[tokio::test]
+async fn images_are_sent_as_content_parts() {
+    let (base, fake) = serve(vec![ok(answer("seen"))]).await;
+    let image = Image { media_type: "image/png".into(), data: "iVBORw0KGgo=".into() };
+    let request = ChatRequest {
+        model: "gpt-test".into(),
+        messages: vec![ChatMessage { images: vec![image], ..ChatMessage::user("Look:") }],
+        ..ChatRequest::default()
+    };
+    client(&base, fast_policy()).chat(&request).await.expect("chat");
+    assert_eq!(
+        fake.requests()[0]["messages"][0]["content"],
+        json!([{"type": "text", "text": "Look:"},
+               {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}])
+    );
 }

@@ -48,11 +48,27 @@ pub struct ChatMessage {
     /// For a tool message: the call it answers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_call_id: Option<String>,
+    /// Images sent with a user message (a tool's image result).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<Image>,
+}
+
+/// An image for the model, base64-encoded.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Image {
+    pub media_type: String,
+    pub data: String,
 }
 
 impl ChatMessage {
     fn text(role: Role, content: impl Into<String>) -> Self {
-        Self { role, content: Some(content.into()), tool_calls: Vec::new(), tool_call_id: None }
+        Self {
+            role,
+            content: Some(content.into()),
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+            images: Vec::new(),
+        }
     }
 
     pub fn system(content: impl Into<String>) -> Self {

@@ -9,7 +9,7 @@ use reqwest::Method;
 use serde_json::Value;
 
 use super::egress::{guarded_client, EgressError, EgressPolicy};
-use super::{Tool, ToolFuture, ToolInfo, ToolResult};
+use super::{image_result, Tool, ToolFuture, ToolInfo, ToolResult, MAX_IMAGE_BYTES};
 use crate::domain::crew::{HttpMethod, ToolSpec};
 
 /// The client and limits of outbound tool requests.
@@ -52,12 +52,34 @@ pub async fn fetch(
     }
     let response = request.send().await.map_err(describe)?;
     let status = response.status();
+    let media_type = response
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(|v| v.split(';').next().unwrap_or_default().trim().to_ascii_lowercase())
+        .filter(|m| m.starts_with("image/"));
+    if let (true, Some(media_type)) = (status.is_success(), media_type) {
+        let bytes = read_bytes(response, MAX_IMAGE_BYTES).await?;
+        return Ok(image_result(&media_type, &bytes));
+    }
     let text = read_limited(response, outbound.max_response_bytes).await?;
     if status.is_success() {
         Ok(text)
     } else {
         Err(format!("HTTP {status}: {text}"))
     }
+}
+
+/// Read a whole body of at most `limit` bytes; a larger one is an error.
+async fn read_bytes(mut response: reqwest::Response, limit: usize) -> Result<Vec<u8>, String> {
+    let mut bytes = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(describe)? {
+        if bytes.len() + chunk.len() > limit {
+            return Err(format!("the image is larger than the limit of {limit} bytes"));
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    Ok(bytes)
 }
 
 /// Read at most `limit` bytes of the body, marking a cut.

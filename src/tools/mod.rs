@@ -15,7 +15,28 @@ use serde_json::{json, Value};
 use utoipa::ToSchema;
 
 /// What a tool call produced, or why it failed; both are shown to the model as the observation.
+/// An image is returned as `VISION_IMAGE:<media type>:<base64>` (see [`image_result`]).
 pub type ToolResult = Result<String, String>;
+
+/// The prefix of a tool result that is an image.
+pub const IMAGE_PREFIX: &str = "VISION_IMAGE:";
+/// The largest image handed to a model, in bytes.
+pub const MAX_IMAGE_BYTES: usize = 4 * 1024 * 1024;
+
+/// A tool result carrying an image.
+pub fn image_result(media_type: &str, bytes: &[u8]) -> String {
+    use base64::Engine as _;
+    format!("{IMAGE_PREFIX}{media_type}:{}", base64::engine::general_purpose::STANDARD.encode(bytes))
+}
+
+/// The media type and base64 data of an image result (`VISION_IMAGE:image/png:iVBOR...`).
+pub fn parse_image(result: &str) -> Option<(&str, &str)> {
+    let (media_type, data) = result.strip_prefix(IMAGE_PREFIX)?.split_once(':')?;
+    let valid = media_type.starts_with("image/")
+        && !data.is_empty()
+        && data.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'='));
+    valid.then_some((media_type, data))
+}
 
 /// A boxed tool future (tools are used as `dyn Tool`).
 pub type ToolFuture<'a> = Pin<Box<dyn Future<Output = ToolResult> + Send + 'a>>;
@@ -83,4 +104,19 @@ pub fn builtin_tools() -> Vec<ToolInfo> {
 /// The names of the built-in tools.
 pub fn builtin_tool_names() -> Vec<String> {
     builtin_tools().into_iter().map(|t| t.name).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn image_results_round_trip_and_reject_malformed_ones() {
+        let result = image_result("image/jpeg", b"\xff\xd8\xff");
+        assert_eq!(parse_image(&result), Some(("image/jpeg", "/9j/")));
+        assert_eq!(parse_image("VISION_IMAGE:text/plain:aGk="), None);
+        assert_eq!(parse_image("VISION_IMAGE:image/png:"), None);
+        assert_eq!(parse_image("VISION_IMAGE:image/png:not base64!"), None);
+        assert_eq!(parse_image("plain text"), None);
+    }
 }

@@ -22,6 +22,7 @@ struct MessageRow {
     tool_calls: Option<Value>,
     tool_call_id: Option<String>,
     compacts: bool,
+    images: Option<Value>,
 }
 
 struct ToolCallRow {
@@ -46,7 +47,7 @@ pub(super) async fn snapshot(store: &Store, run_id: RunId) -> StoreResult<Snapsh
     .await?;
     let messages = sqlx::query_as!(
         MessageRow,
-        r#"SELECT seq, coalesce(conversation, task) AS task, role, content, tool_calls, tool_call_id, compacts
+        r#"SELECT seq, coalesce(conversation, task) AS task, role, content, tool_calls, tool_call_id, compacts, images
            FROM messages WHERE run_id = $1 ORDER BY seq"#,
         run_id.0
     )
@@ -88,6 +89,7 @@ impl MessageRow {
             content: self.content,
             tool_calls: tool_calls.unwrap_or_default(),
             tool_call_id: self.tool_call_id,
+            images: self.images.map(|i| decode(i, "messages.images")).transpose()?.unwrap_or_default(),
         };
         Ok(MessageRecord { conversation, message, compacts: self.compacts })
     }

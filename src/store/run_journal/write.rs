@@ -39,16 +39,20 @@ pub(super) async fn messages(
     let tool_call_ids: Vec<Option<&str>> =
         messages.iter().map(|m| m.message.tool_call_id.as_deref()).collect();
     let compacts: Vec<bool> = messages.iter().map(|m| m.compacts).collect();
+    let images = messages
+        .iter()
+        .map(|m| (!m.message.images.is_empty()).then(|| to_json(&m.message.images)).transpose())
+        .collect::<Result<Vec<Option<Value>>, _>>()?;
     sqlx::query!(
         r#"INSERT INTO messages (run_id, seq, conversation, task, agent, role, content, tool_calls, tool_call_id,
-                                compacts, attempt)
+                                compacts, images, attempt)
            SELECT $1, last.seq + m.n, m.conversation, m.task, m.agent, m.role, m.content, m.tool_calls,
-                  m.tool_call_id, m.compacts, $2
+                  m.tool_call_id, m.compacts, m.images, $2
              FROM (SELECT coalesce(max(seq), 0) AS seq FROM messages WHERE run_id = $1) AS last,
                   UNNEST($3::text[], $10::text[], $4::text[], $5::text[], $6::text[], $7::jsonb[], $8::text[],
-                         $9::bool[])
+                         $9::bool[], $11::jsonb[])
                   WITH ORDINALITY AS m(conversation, task, agent, role, content, tool_calls, tool_call_id,
-                                       compacts, n)"#,
+                                       compacts, images, n)"#,
         run_id.0,
         attempt,
         &conversations as &[&str],
@@ -59,6 +63,7 @@ pub(super) async fn messages(
         &tool_call_ids as &[Option<&str>],
         &compacts,
         &tasks as &[&str],
+        &images as &[Option<Value>],
     )
     .execute(&mut **tx)
     .await?;
