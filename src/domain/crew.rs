@@ -163,9 +163,17 @@ pub struct ToolSpec {
     /// Cache results per run, keyed by arguments.
     #[serde(default = "default_true")]
     pub cache: bool,
-    /// Safe to call again after a crash interrupted a call.
-    #[serde(default = "default_true")]
-    pub idempotent: bool,
+    /// Safe to call again after a crash interrupted a call (default: true for GET, false for
+    /// POST).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotent: Option<bool>,
+}
+
+impl ToolSpec {
+    /// Whether an interrupted call may be repeated: as declared, else only for GET.
+    pub fn is_idempotent(&self) -> bool {
+        self.idempotent.unwrap_or(self.http.method == HttpMethod::Get)
+    }
 }
 
 fn default_true() -> bool {

@@ -17,7 +17,9 @@ use super::repair::parse_lenient;
 use super::{Context, EngineError};
 use crate::domain::schema::validate_instance;
 use crate::domain::{ErrorKind, EventType, TaskOutput};
-use crate::llm::{ChatMessage, ChatRequest, ChatResponse, LlmError, LlmErrorKind, ResolvedModel, Role};
+use crate::llm::{
+    ChatMessage, ChatRequest, ChatResponse, LlmError, LlmErrorKind, ResolvedModel, Role, ToolCallRequest,
+};
 
 use super::guardrail::Guardrail;
 use super::toolbox::Toolbox;
@@ -272,10 +274,14 @@ impl<'a> AgentLoop<'a> {
     /// Journal and remember the model's reply.
     fn record_reply(&mut self, response: &ChatResponse, pending: &mut Step) -> ChatMessage {
         self.iterations += 1;
+        let tool_calls = match self.style {
+            Style::Native => unique_ids(response.tool_calls.clone(), self.iterations),
+            Style::React => Vec::new(),
+        };
         let reply = ChatMessage {
             role: Role::Assistant,
             content: response.content.clone(),
-            tool_calls: if self.style == Style::Native { response.tool_calls.clone() } else { Vec::new() },
+            tool_calls,
             tool_call_id: None,
             images: Vec::new(),
         };
@@ -496,6 +502,19 @@ impl From<EngineError> for CallError {
 fn is_fallback_notice(message: &ChatMessage) -> bool {
     message.role == Role::User
         && message.content.as_deref().is_some_and(|c| c.starts_with(prompts::FALLBACK_NOTICE))
+}
+
+/// Give calls with an empty or repeated provider id an id of their own (the journal keys calls
+/// by id; some providers send `""` or reuse `call_0`).
+fn unique_ids(mut calls: Vec<ToolCallRequest>, iteration: u32) -> Vec<ToolCallRequest> {
+    let mut seen = std::collections::HashSet::new();
+    for (index, call) in calls.iter_mut().enumerate() {
+        if call.id.trim().is_empty() || !seen.insert(call.id.clone()) {
+            call.id = format!("call_{iteration}_{index}");
+            seen.insert(call.id.clone());
+        }
+    }
+    calls
 }
 
 /// Group lines into chunks of at most about `limit` characters.

@@ -79,9 +79,18 @@ impl ToolRound<'_, '_> {
         let mut calls: Vec<Call> = planned.into_iter().map(|p| self.plan(p)).collect();
         restrict_batch(&mut calls);
         self.journal_starts(&calls, pending);
+        // Calls that run nothing (refused, cached) end in the same step as their start, so a crash
+        // during the others never leaves them looking interrupted. Their messages follow in order.
+        for call in &calls {
+            if let Action::Answer { outcome, .. } = &call.action {
+                pending
+                    .tool_ends
+                    .push(ToolCallEnd { id: call.planned.key.clone(), outcome: outcome.clone() });
+            }
+        }
         self.agent.ctx.commit(pending).await?;
-        let outcomes = self.execute(&calls).await?;
         let mut answer = None;
+        let outcomes = self.execute(&calls).await?;
         for (call, outcome) in calls.iter().zip(outcomes) {
             if let Some(result) = self.conclude(call, outcome, pending) {
                 answer = answer.or(Some(result));
@@ -212,7 +221,9 @@ impl ToolRound<'_, '_> {
                 (format!("Error: {error}"), None)
             }
         };
-        pending.tool_ends.push(ToolCallEnd { id: id.clone(), outcome });
+        if !matches!(call.action, Action::Answer { .. }) {
+            pending.tool_ends.push(ToolCallEnd { id: id.clone(), outcome });
+        }
         self.observe(call, &observation, pending);
         if let Some((image, _)) = image {
             // Tool messages carry text only: the image follows as a user message.

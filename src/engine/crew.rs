@@ -482,6 +482,7 @@ impl Coworkers for Team<'_> {
                 Err(error) => return Ok(Err(error.to_string())),
             };
             turn.conversation = conversation;
+            turn.toolbox = std::mem::take(&mut turn.toolbox).without_delegation();
             let shared = field("context");
             turn.task_prompt =
                 prompts::task_prompt(&spec.description, &spec.expected_output, Some(&shared), false);

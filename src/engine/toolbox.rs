@@ -80,6 +80,12 @@ impl Toolbox {
         self.entries.is_empty()
     }
 
+    /// The same tools without the delegation ones (a coworker does not delegate further).
+    pub fn without_delegation(self) -> Self {
+        let entries = self.entries.into_iter().filter(|e| matches!(e.runner, Runner::Tool(_))).collect();
+        Self { entries }
+    }
+
     /// The definitions offered to the model.
     pub fn definitions(&self) -> Vec<ToolDefinition> {
         self.entries

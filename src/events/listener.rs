@@ -61,7 +61,13 @@ async fn session(
     }
     *connected_before = true;
     loop {
-        let notification = listener.recv().await?;
+        // `try_recv` reports a lost connection (`None`, then reconnects): notifications may have
+        // been missed meanwhile, so subscribers read the database again.
+        let Some(notification) = listener.try_recv().await? else {
+            tracing::warn!("the events LISTEN connection was lost; subscribers resynchronise");
+            bus.publish(BusItem::Resync);
+            continue;
+        };
         match serde_json::from_str::<Payload>(notification.payload()) {
             Ok(payload) => bus.publish(item(payload)),
             Err(error) => {

@@ -85,9 +85,11 @@ impl EventBus {
         self.inner.runs.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Follow one run's events.
-    pub fn subscribe_run(&self, run_id: RunId) -> broadcast::Receiver<BusItem> {
-        self.runs().entry(run_id).or_insert_with(|| broadcast::channel(CHANNEL_CAPACITY).0).subscribe()
+    /// Follow one run's events. The run's channel exists while someone follows it.
+    pub fn subscribe_run(&self, run_id: RunId) -> RunSubscription {
+        let receiver =
+            self.runs().entry(run_id).or_insert_with(|| broadcast::channel(CHANNEL_CAPACITY).0).subscribe();
+        RunSubscription { receiver, bus: self.clone(), run_id }
     }
 
     /// Follow every run's events.
@@ -136,6 +138,23 @@ impl EventBus {
     }
 }
 
+/// A receiver of one run's events; the last one dropped removes the run's channel.
+pub struct RunSubscription {
+    pub receiver: broadcast::Receiver<BusItem>,
+    bus: EventBus,
+    run_id: RunId,
+}
+
+impl Drop for RunSubscription {
+    fn drop(&mut self) {
+        let mut runs = self.bus.runs();
+        // The count still includes this receiver, which is dropped right after.
+        if runs.get(&self.run_id).is_some_and(|sender| sender.receiver_count() <= 1) {
+            runs.remove(&self.run_id);
+        }
+    }
+}
+
 /// Counts a stream as open until dropped.
 pub struct SubscriberGuard {
     bus: EventBus,
@@ -144,5 +163,22 @@ pub struct SubscriberGuard {
 impl Drop for SubscriberGuard {
     fn drop(&mut self) {
         self.bus.inner.subscribers.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_channel_lives_as_long_as_its_subscribers() {
+        let bus = EventBus::detached();
+        let run = RunId::new();
+        let first = bus.subscribe_run(run);
+        let second = bus.subscribe_run(run);
+        drop(first);
+        assert_eq!(bus.runs().len(), 1);
+        drop(second);
+        assert!(bus.runs().is_empty(), "no channel left behind");
     }
 }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use tokio::sync::{broadcast, mpsc};
 
-use super::{BusItem, Envelope, EventBus, SubscriberGuard};
+use super::{BusItem, Envelope, EventBus, RunSubscription, SubscriberGuard};
 use crate::domain::RunId;
 use crate::store::{Store, StoreResult};
 
@@ -34,11 +34,11 @@ pub struct FrameStream {
 
 /// Stream run `run_id`'s events after `after`, ending with its terminal event.
 pub fn run_stream(store: Store, bus: &EventBus, run_id: RunId, after: i64) -> FrameStream {
-    let receiver = bus.subscribe_run(run_id);
+    let subscription = bus.subscribe_run(run_id);
     let (sender, frames) = mpsc::channel(FRAME_BUFFER);
     tokio::spawn(async move {
         let mut pump = RunPump { store, run_id, last: after, sender };
-        if let Err(error) = pump.run(receiver).await {
+        if let Err(error) = pump.run(subscription).await {
             tracing::warn!(%error, %run_id, "event stream stopped on a database error");
         }
     });
@@ -60,7 +60,7 @@ struct RunPump {
 }
 
 impl RunPump {
-    async fn run(&mut self, mut receiver: broadcast::Receiver<BusItem>) -> StoreResult<()> {
+    async fn run(&mut self, mut subscription: RunSubscription) -> StoreResult<()> {
         if let Flow::Done = self.catch_up().await? {
             return Ok(());
         }
@@ -69,7 +69,11 @@ impl RunPump {
             return Ok(());
         }
         loop {
-            let flow = match receiver.recv().await {
+            let item = tokio::select! {
+                item = subscription.receiver.recv() => item,
+                () = self.sender.closed() => return Ok(()),
+            };
+            let flow = match item {
                 Ok(BusItem::Event { event, .. }) if event.event.seq == self.last + 1 => {
                     self.send(event).await
                 }
@@ -140,7 +144,11 @@ impl FirehosePump {
             return Ok(());
         }
         loop {
-            let flow = match receiver.recv().await {
+            let item = tokio::select! {
+                item = receiver.recv() => item,
+                () = self.sender.closed() => return Ok(()),
+            };
+            let flow = match item {
                 Ok(BusItem::Event { id, crew, event }) => {
                     let wanted = self.crew.as_deref().is_none_or(|c| crew.as_deref() == Some(c));
                     if wanted && !self.sent.contains(&id) {

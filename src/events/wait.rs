@@ -21,8 +21,11 @@ pub async fn wait_for_run(
     id: RunId,
     timeout: Duration,
 ) -> StoreResult<Option<Run>> {
+    if store.run_status(id).await?.is_none() {
+        return Ok(None);
+    }
     // Subscribe before reading, so a change between the read and the subscription is not missed.
-    let mut receiver = bus.subscribe_run(id);
+    let mut subscription = bus.subscribe_run(id);
     let deadline = tokio::time::Instant::now() + timeout;
     loop {
         let Some(run) = store.get_run(id).await? else { return Ok(None) };
@@ -31,7 +34,7 @@ pub async fn wait_for_run(
         }
         loop {
             let item = tokio::select! {
-                item = receiver.recv() => item,
+                item = subscription.receiver.recv() => item,
                 () = tokio::time::sleep_until(deadline) => return store.get_run(id).await,
             };
             match item {

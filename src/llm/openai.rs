@@ -73,7 +73,8 @@ impl OpenAiClient {
             error.message = self.scrub(&error.message);
             let wait = error.retry_after.unwrap_or_else(|| self.backoff.delay(retry));
             if let (LlmErrorKind::RateLimited, Some(hook)) = (error.kind, &self.on_rate_limit) {
-                hook(wait);
+                // Others pause at most as long as this call would have waited.
+                hook(wait.min(self.policy().max_retry_after));
             }
             let exhausted = retry + 1 >= self.policy().max_attempts;
             if !attempt.transient || exhausted || wait > self.policy().max_retry_after {

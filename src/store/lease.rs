@@ -78,18 +78,24 @@ impl Store {
     pub async fn release_run(&self, id: RunId, attempt: i32, failure: Option<&str>) -> StoreResult<bool> {
         let mut tx = self.pool.begin().await?;
         let run = sqlx::query!(
-            "SELECT status, max_attempts FROM runs WHERE id = $1 AND attempt = $2 FOR UPDATE",
+            "SELECT status, interruptions, max_attempts FROM runs WHERE id = $1 AND attempt = $2 FOR UPDATE",
             id.0,
             attempt
         )
         .fetch_optional(&mut *tx)
         .await?;
+        let exhausted = run.as_ref().is_some_and(|r| r.interruptions + 1 >= r.max_attempts);
         let released = match (run.as_ref().map(|r| r.status.as_str()), failure) {
-            (Some("running"), Some(why)) if run.as_ref().is_some_and(|r| attempt >= r.max_attempts) => {
-                let message = format!("gave up after {attempt} attempts; the last failed: {why}");
+            (Some("running"), Some(why)) if exhausted => {
+                let tries = run.as_ref().map_or(0, |r| r.interruptions + 1);
+                let message = format!("gave up after {tries} interrupted attempts; the last failed: {why}");
                 fail(&mut tx, id, RunError { kind: ErrorKind::Internal, message }).await?
             }
-            (Some("running"), _) => requeue(&mut tx, id).await?,
+            (Some("running"), Some(_)) => {
+                count_interruption(&mut tx, id).await?;
+                requeue(&mut tx, id).await?
+            }
+            (Some("running"), None) => requeue(&mut tx, id).await?,
             (Some("cancelling"), _) => cancel_now(&mut tx, id).await?,
             _ => false,
         };
@@ -103,7 +109,7 @@ impl Store {
     pub async fn recover_expired_leases(&self) -> StoreResult<Recovered> {
         let mut tx = self.pool.begin().await?;
         let expired = sqlx::query!(
-            r#"SELECT id, status, attempt, max_attempts FROM runs
+            r#"SELECT id, status, interruptions, max_attempts FROM runs
                WHERE status IN ('running', 'cancelling') AND lease_expires_at < now()
                ORDER BY lease_expires_at LIMIT 100
                FOR UPDATE SKIP LOCKED"#
@@ -116,14 +122,15 @@ impl Store {
             if run.status == "cancelling" {
                 cancel_now(&mut tx, id).await?;
                 recovered.cancelled += 1;
-            } else if run.attempt >= run.max_attempts {
+            } else if run.interruptions + 1 >= run.max_attempts {
                 let message = format!(
                     "the run was interrupted {} times (its worker stopped or lost its lease); giving up",
-                    run.attempt
+                    run.interruptions + 1
                 );
                 fail(&mut tx, id, RunError { kind: ErrorKind::Internal, message }).await?;
                 recovered.failed += 1;
             } else {
+                count_interruption(&mut tx, id).await?;
                 requeue(&mut tx, id).await?;
                 recovered.requeued += 1;
             }
@@ -194,6 +201,14 @@ async fn holds(tx: &mut Transaction<'_, Postgres>, id: RunId, attempt: i32) -> S
     .fetch_optional(&mut **tx)
     .await?;
     Ok(matches!(status.as_deref(), Some("running" | "cancelling")))
+}
+
+/// Count one more interruption of a run.
+async fn count_interruption(tx: &mut Transaction<'_, Postgres>, id: RunId) -> StoreResult<()> {
+    sqlx::query!("UPDATE runs SET interruptions = interruptions + 1 WHERE id = $1", id.0)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
 }
 
 /// Put a run back in the queue and wake a worker.

@@ -136,7 +136,7 @@ impl HttpTool {
             name: spec.name.clone(),
             description: spec.description.clone(),
             parameters: spec.parameters.clone(),
-            idempotent: spec.idempotent,
+            idempotent: spec.is_idempotent(),
         };
         let timeout = Duration::from_millis(spec.http.timeout_ms);
         Self { info, url: spec.http.url.clone(), method: spec.http.method, timeout, outbound }

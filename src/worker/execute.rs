@@ -2,12 +2,15 @@
 //! cancellation or a lost lease), a time limit, and the end the engine does not journal itself
 //! (cancelled, timed out, handed back at shutdown, failed outside the engine).
 
+use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use futures_util::FutureExt;
 use tokio_util::sync::CancellationToken;
 
 use super::{Active, Shared, StopReason};
+use crate::domain::RunId;
 use crate::domain::{ErrorKind, RunError};
 use crate::engine::journal::JournalError;
 use crate::engine::EngineError;
@@ -19,12 +22,23 @@ pub(super) async fn execute(shared: &Arc<Shared>, run: ClaimedRun) {
     let stop = CancellationToken::new();
     let reason = Arc::new(Mutex::new(None));
     let active = Active { stop: stop.clone(), reason: reason.clone() };
-    shared.active().insert(run.id, active);
-    let watchdog = tokio::spawn(watch(shared.clone(), run.id, run.attempt, deadline(shared, &run)));
+    shared.active().insert(run.id, active.clone());
+    let watchdog = tokio::spawn(watch(shared.clone(), active, run.attempt, run.id, deadline(shared, &run)));
+    let _stop_watchdog = AbortOnDrop(watchdog);
     let journal = shared.store.journal(run.id, run.attempt);
-    let result = shared.engine.run(&run.crew, &run.inputs, &journal, &stop).await;
-    watchdog.abort();
-    shared.active().remove(&run.id);
+    let execution =
+        AssertUnwindSafe(shared.engine.run(&run.crew, &run.inputs, &journal, &stop)).catch_unwind();
+    let result = execution.await.unwrap_or_else(|_| {
+        tracing::error!("the engine panicked; handing the run back");
+        Err(EngineError::Journal(JournalError::Storage("the engine panicked".into())))
+    });
+    {
+        // Only this attempt's entry: a later attempt of the same run may have replaced it.
+        let mut active = shared.active();
+        if active.get(&run.id).is_some_and(|a| Arc::ptr_eq(&a.reason, &reason)) {
+            active.remove(&run.id);
+        }
+    }
     let reason = *reason.lock().unwrap_or_else(|p| p.into_inner());
     conclude(shared, &run, result, reason).await;
 }
@@ -36,9 +50,19 @@ fn deadline(shared: &Shared, run: &ClaimedRun) -> Option<Duration> {
     Some(limit.saturating_sub(elapsed))
 }
 
-/// Renew the lease until the run ends; stop it when the lease is lost, a cancellation is seen,
-/// or the time limit passes.
-async fn watch(shared: Arc<Shared>, id: crate::domain::RunId, attempt: i32, remaining: Option<Duration>) {
+/// Aborts a task when dropped (so a watchdog never outlives its run, even on a panic).
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Renew the lease until the run ends; stop it when the lease is lost (or cannot be renewed for a
+/// whole lease: another replica may have taken over), a cancellation is seen, or the time limit
+/// passes.
+async fn watch(shared: Arc<Shared>, active: Active, attempt: i32, id: RunId, remaining: Option<Duration>) {
     let timeout = async {
         match remaining {
             Some(remaining) => tokio::time::sleep(remaining).await,
@@ -46,15 +70,20 @@ async fn watch(shared: Arc<Shared>, id: crate::domain::RunId, attempt: i32, rema
         }
     };
     tokio::pin!(timeout);
+    let mut renewed = tokio::time::Instant::now();
     loop {
         tokio::select! {
-            () = &mut timeout => return shared.stop(id, StopReason::Timeout),
+            () = &mut timeout => return active.stop(StopReason::Timeout),
             () = tokio::time::sleep(shared.settings.heartbeat) => {}
         }
         match shared.store.renew_lease(id, attempt, shared.settings.lease).await {
-            Ok(Lease::Held) => {}
-            Ok(Lease::Cancelling) => shared.stop(id, StopReason::Cancelled),
-            Ok(Lease::Lost) => return shared.stop(id, StopReason::LeaseLost),
+            Ok(Lease::Held) => renewed = tokio::time::Instant::now(),
+            Ok(Lease::Cancelling) => active.stop(StopReason::Cancelled),
+            Ok(Lease::Lost) => return active.stop(StopReason::LeaseLost),
+            Err(error) if renewed.elapsed() >= shared.settings.lease => {
+                tracing::error!(%error, "the lease could not be renewed for a whole lease; stopping");
+                return active.stop(StopReason::LeaseLost);
+            }
             Err(error) => tracing::warn!(%error, "renewing the lease failed"),
         }
     }
@@ -69,6 +98,9 @@ async fn conclude(
 ) {
     let store = &shared.store;
     let outcome = match (result, reason) {
+        (Err(EngineError::AwaitingInput), Some(StopReason::Cancelled)) => {
+            store.finish_cancelled(run.id, run.attempt).await
+        }
         (Ok(_), _) | (Err(EngineError::Failed { .. } | EngineError::AwaitingInput), _) => return,
         (Err(EngineError::Journal(JournalError::Fenced)), _) | (_, Some(StopReason::LeaseLost)) => {
             tracing::warn!("the run's lease was lost; another worker owns it now");

@@ -36,8 +36,12 @@ async fn session(shared: &Shared) -> Result<Infallible, sqlx::Error> {
     // A notification may have been missed while (re)connecting: look for work now.
     shared.wake.notify_one();
     loop {
-        let notification = listener.recv().await?;
-        dispatch(shared, notification.channel(), notification.payload());
+        match listener.try_recv().await? {
+            Some(notification) => dispatch(shared, notification.channel(), notification.payload()),
+            // The connection was lost and is being re-established: look for work we may have
+            // missed (heartbeats catch missed cancellations).
+            None => shared.wake.notify_one(),
+        }
     }
 }
 

@@ -70,6 +70,7 @@ enum StopReason {
 }
 
 /// A run this replica is executing.
+#[derive(Clone)]
 struct Active {
     stop: CancellationToken,
     reason: Arc<Mutex<Option<StopReason>>>,

@@ -55,7 +55,7 @@ async fn kickoff_snapshots_the_spec_with_defaults(pool: PgPool) {
     assert_eq!(spec["process"], "sequential");
     assert_eq!(spec["agents"][0]["max_iter"], 20);
     assert_eq!(spec["agents"][0]["tool_calling"], "auto");
-    assert_eq!(spec["tools"][0]["idempotent"], true);
+    assert_eq!(spec["tools"][0].get("idempotent"), None, "a POST tool is not idempotent unless it says so");
     assert_eq!(spec["tasks"][0]["description"], "Research {topic}", "placeholders are filled at run time");
 }
 

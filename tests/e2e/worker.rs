@@ -467,7 +467,7 @@ async fn releasing_after_failures_gives_up_at_max_attempts(pool: PgPool) {
     assert_eq!(run.status, agentd::domain::RunStatus::Failed);
     let error = run.error.expect("error");
     assert!(
-        error.message.contains("gave up after 2 attempts") && error.message.contains("went away"),
+        error.message.contains("gave up after 2 interrupted attempts") && error.message.contains("went away"),
         "{error:?}"
     );
 }

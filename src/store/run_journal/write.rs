@@ -241,13 +241,17 @@ pub(super) async fn run_change_and_usage(
         r#"UPDATE runs
               SET llm_calls = llm_calls + $2, prompt_tokens = prompt_tokens + $3,
                   completion_tokens = completion_tokens + $4, tool_calls = tool_calls + $5,
-                  status = coalesce($6, status),
+                  -- A cancellation requested meanwhile wins over a pause for human input.
+                  status = CASE WHEN status = 'cancelling' AND $6 = 'awaiting_input' THEN status
+                                ELSE coalesce($6, status) END,
                   output = coalesce($7, output),
                   error = coalesce($8, error),
                   finished_at = CASE WHEN $6::text IN ('completed', 'failed', 'cancelled') THEN now()
                                      ELSE finished_at END,
-                  lease_owner = CASE WHEN $6::text IS NULL THEN lease_owner END,
-                  lease_expires_at = CASE WHEN $6::text IS NULL THEN lease_expires_at END,
+                  lease_owner = CASE WHEN $6::text IS NULL OR (status = 'cancelling' AND $6 = 'awaiting_input')
+                                     THEN lease_owner END,
+                  lease_expires_at = CASE WHEN $6::text IS NULL OR (status = 'cancelling' AND $6 = 'awaiting_input')
+                                          THEN lease_expires_at END,
                   updated_at = now()
             WHERE id = $1"#,
         run_id.0,
