@@ -196,8 +196,8 @@ async fn serve_api(
     Ok(())
 }
 
-/// Cancel `token` on SIGTERM or Ctrl-C.
-async fn watch_signals(token: CancellationToken) {
+/// Cancel `token` on SIGTERM or Ctrl-C (and return then).
+pub async fn watch_signals(token: CancellationToken) {
     let ctrl_c = async {
         if let Err(error) = tokio::signal::ctrl_c().await {
             tracing::error!(%error, "cannot listen for Ctrl-C");

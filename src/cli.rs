@@ -1,5 +1,5 @@
-//! The command line: `agentd [serve]`, `agentd migrate`, `agentd openapi`, with flags that fall
-//! back to environment variables.
+//! The command line: `agentd [serve]`, `agentd migrate`, `agentd openapi`, `agentd fake-llm`, with
+//! flags that fall back to environment variables.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -30,6 +30,22 @@ enum Command {
     Migrate(DatabaseArgs),
     /// Print the OpenAPI document.
     Openapi,
+    /// Serve a fake OpenAI-compatible LLM that answers every chat completion with one text reply
+    /// (for demos and curl-driven integration tests; point OPENAI_BASE_URL at it).
+    FakeLlm(FakeLlmArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+struct FakeLlmArgs {
+    /// Address to listen on (port 0: a free one; the log says which).
+    #[arg(long, default_value = "127.0.0.1:0")]
+    bind: SocketAddr,
+    /// The assistant message every request gets (ReAct agents need a "Final Answer: ..." reply).
+    #[arg(long, default_value = "Hello from the fake LLM.")]
+    reply: String,
+    /// Milliseconds to wait before each reply.
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=600_000))]
+    delay_ms: u64,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -132,6 +148,7 @@ pub fn main() -> ExitCode {
         Some(Command::Openapi) => print_openapi(),
         Some(Command::Migrate(args)) => run_async(migrate(args)),
         Some(Command::Serve(args)) => run_async(serve(args)),
+        Some(Command::FakeLlm(args)) => run_async(fake_llm(args)),
         None => run_async(serve(cli.serve)),
     }
 }
@@ -173,6 +190,17 @@ fn run_async(task: impl std::future::Future<Output = Result<(), BoxError>>) -> E
 async fn serve(args: ServeArgs) -> Result<(), BoxError> {
     let config = args.into_config()?;
     crate::app::serve(config).await?;
+    Ok(())
+}
+
+async fn fake_llm(args: FakeLlmArgs) -> Result<(), BoxError> {
+    use crate::fake_llm::{FakeLlm, FakeReply};
+    let fake = FakeLlm::start_on(args.bind).await?;
+    fake.set_recording(false);
+    fake.set_default(Some(FakeReply::text(&args.reply).with_delay(Duration::from_millis(args.delay_ms))));
+    tracing::info!(addr = %fake.addr(), base_url = %fake.base_url(), "fake LLM listening");
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    crate::app::watch_signals(shutdown).await;
     Ok(())
 }
 

@@ -1,9 +1,12 @@
 //! A scripted OpenAI-compatible chat-completions server, for tests, demos and curl-driven
 //! integration runs without a real model: each request gets the next scripted reply (a text, tool
 //! calls, or any status, headers and body, optionally delayed), and every request is recorded.
+//! With a default reply set, requests past the end of the script get that reply (this is what
+//! `agentd fake-llm` serves); without one, an exhausted script answers 500.
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -68,10 +71,24 @@ impl FakeReply {
     }
 }
 
-#[derive(Default)]
 struct Script {
     replies: Mutex<VecDeque<FakeReply>>,
+    /// The reply once `replies` is empty; none: a 500.
+    default: Mutex<Option<FakeReply>>,
     requests: Mutex<Vec<(HeaderMap, Value)>>,
+    /// Whether requests are kept (a long-lived server turns this off).
+    record: AtomicBool,
+}
+
+impl Default for Script {
+    fn default() -> Self {
+        Self {
+            replies: Mutex::default(),
+            default: Mutex::default(),
+            requests: Mutex::default(),
+            record: AtomicBool::new(true),
+        }
+    }
 }
 
 /// A running fake server. It stops when the runtime that started it stops.
@@ -84,12 +101,17 @@ pub struct FakeLlm {
 impl FakeLlm {
     /// Listen on a free loopback port with an empty script.
     pub async fn start() -> std::io::Result<Self> {
+        Self::start_on(SocketAddr::from(([127, 0, 0, 1], 0))).await
+    }
+
+    /// Listen on `addr` (port 0: a free one) with an empty script.
+    pub async fn start_on(addr: SocketAddr) -> std::io::Result<Self> {
         let script = Arc::new(Script::default());
         let app = axum::Router::new()
             .route("/v1/chat/completions", post(chat))
             .route("/chat/completions", post(chat))
             .with_state(script.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let listener = tokio::net::TcpListener::bind(addr).await?;
         let addr = listener.local_addr()?;
         tokio::spawn(async move {
             if let Err(error) = axum::serve(listener, app).await {
@@ -97,6 +119,11 @@ impl FakeLlm {
             }
         });
         Ok(Self { script, addr })
+    }
+
+    /// The address it listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
     }
 
     /// The base URL to configure as a provider's (`…/v1`).
@@ -107,6 +134,16 @@ impl FakeLlm {
     /// Queue replies.
     pub fn push(&self, replies: impl IntoIterator<Item = FakeReply>) {
         lock(&self.script.replies).extend(replies);
+    }
+
+    /// Answer `reply` to every request the script has no reply for (`None`: a 500 again).
+    pub fn set_default(&self, reply: Option<FakeReply>) {
+        *lock(&self.script.default) = reply;
+    }
+
+    /// Keep requests for `requests()` (the default) or not, as a long-lived server should.
+    pub fn set_recording(&self, record: bool) {
+        self.script.record.store(record, Ordering::Relaxed);
     }
 
     /// The bodies of every request so far.
@@ -130,8 +167,10 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 async fn chat(State(script): State<Arc<Script>>, headers: HeaderMap, Json(body): Json<Value>) -> Response {
-    lock(&script.requests).push((headers, body));
-    let reply = lock(&script.replies).pop_front();
+    if script.record.load(Ordering::Relaxed) {
+        lock(&script.requests).push((headers, body));
+    }
+    let reply = lock(&script.replies).pop_front().or_else(|| lock(&script.default).clone());
     let Some(reply) = reply else {
         let body = json!({"error": {"message": "the fake LLM's script is exhausted", "type": "fake"}});
         return (StatusCode::INTERNAL_SERVER_ERROR, Json(body)).into_response();
@@ -145,4 +184,47 @@ async fn chat(State(script): State<Arc<Script>>, headers: HeaderMap, Json(body):
         }
     }
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn ask(fake: &FakeLlm) -> (u16, Value) {
+        let response = reqwest::Client::new()
+            .post(format!("{}/chat/completions", fake.base_url()))
+            .json(&json!({"model": "m", "messages": []}))
+            .send()
+            .await
+            .expect("POST");
+        (response.status().as_u16(), response.json().await.expect("JSON"))
+    }
+
+    fn content(body: &Value) -> &str {
+        body["choices"][0]["message"]["content"].as_str().unwrap_or_default()
+    }
+
+    #[tokio::test]
+    async fn an_exhausted_script_answers_500_unless_a_default_is_set() {
+        let fake = FakeLlm::start().await.expect("start");
+        assert_eq!(ask(&fake).await.0, 500);
+        fake.set_default(Some(FakeReply::text("default")));
+        fake.push([FakeReply::text("scripted")]);
+        assert_eq!(content(&ask(&fake).await.1), "scripted");
+        let (status, body) = ask(&fake).await;
+        assert_eq!((status, content(&body)), (200, "default"));
+        assert_eq!(content(&ask(&fake).await.1), "default");
+        assert_eq!(fake.requests().len(), 4);
+        fake.set_default(None);
+        assert_eq!(ask(&fake).await.0, 500);
+    }
+
+    #[tokio::test]
+    async fn requests_are_not_kept_when_recording_is_off() {
+        let fake = FakeLlm::start().await.expect("start");
+        fake.set_recording(false);
+        fake.set_default(Some(FakeReply::text("x")));
+        ask(&fake).await;
+        assert!(fake.requests().is_empty());
+    }
 }

@@ -23,7 +23,8 @@ const PAGE: i64 = 500;
 pub struct Frame {
     /// The resume position: the run's `seq`, or the global event id on the firehose.
     pub id: i64,
-    pub event: Arc<Envelope>,
+    /// The event; none for a bare position (where a firehose that starts at the end starts).
+    pub event: Option<Arc<Envelope>>,
 }
 
 /// Frames of a stream, in order; ends after a run's terminal event (or when the bus closes).
@@ -106,7 +107,7 @@ impl RunPump {
     async fn send(&mut self, event: Arc<Envelope>) -> Flow {
         self.last = event.event.seq;
         let terminal = event.event.event_type.is_terminal();
-        let frame = Frame { id: event.event.seq, event };
+        let frame = Frame { id: event.event.seq, event: Some(event) };
         if self.sender.send(frame).await.is_err() || terminal {
             return Flow::Done;
         }
@@ -114,13 +115,16 @@ impl RunPump {
     }
 }
 
-/// Stream every run's events after global id `after`, optionally of one crew's runs.
-pub fn firehose(store: Store, bus: &EventBus, after: i64, crew: Option<String>) -> FrameStream {
+/// Stream every run's events after global id `after`, optionally of one crew's runs. With no
+/// `after`, start at the end of the log: the first frame is a bare position (the highest id
+/// committed once the stream is subscribed), then only events committed later follow.
+pub fn firehose(store: Store, bus: &EventBus, after: Option<i64>, crew: Option<String>) -> FrameStream {
     let receiver = bus.subscribe_all();
     let (sender, frames) = mpsc::channel(FRAME_BUFFER);
     tokio::spawn(async move {
-        let mut pump = FirehosePump { store, crew, last: after, sent: HashSet::new(), sender };
-        if let Err(error) = pump.run(receiver).await {
+        let last = after.unwrap_or(0);
+        let mut pump = FirehosePump { store, crew, last, sent: HashSet::new(), sender };
+        if let Err(error) = pump.run(receiver, after.is_none()).await {
             tracing::warn!(%error, "firehose stopped on a database error");
         }
     });
@@ -139,8 +143,15 @@ struct FirehosePump {
 }
 
 impl FirehosePump {
-    async fn run(&mut self, mut receiver: broadcast::Receiver<BusItem>) -> StoreResult<()> {
-        if let Flow::Done = self.catch_up().await? {
+    async fn run(&mut self, mut receiver: broadcast::Receiver<BusItem>, from_end: bool) -> StoreResult<()> {
+        if from_end {
+            // Subscribed already: an event committed from here on reaches the receiver, whatever
+            // its id (ids are taken at insert, so a later commit may carry a lower one).
+            self.last = self.store.last_event_id().await?;
+            if self.sender.send(Frame { id: self.last, event: None }).await.is_err() {
+                return Ok(());
+            }
+        } else if let Flow::Done = self.catch_up().await? {
             return Ok(());
         }
         loop {
@@ -190,7 +201,7 @@ impl FirehosePump {
             let floor = self.last - 50_000;
             self.sent.retain(|sent| *sent > floor);
         }
-        match self.sender.send(Frame { id, event }).await {
+        match self.sender.send(Frame { id, event: Some(event) }).await {
             Ok(()) => Flow::Continue,
             Err(_) => Flow::Done,
         }

@@ -89,6 +89,10 @@ pub async fn run_events(
 pub struct FirehoseQuery {
     /// Only events with a greater global id; `Last-Event-ID` wins.
     pub after: Option<i64>,
+    /// `true`: skip the stored log and start at its end. The first message is then a bare `id:`
+    /// (the position, so a reconnecting EventSource resumes from there); events committed later
+    /// follow. Ignored when `Last-Event-ID` or `after` is given.
+    pub from_now: Option<bool>,
     /// Only events of runs of this crew.
     pub crew: Option<String>,
     /// The API key, for clients that cannot set headers (EventSource).
@@ -96,6 +100,9 @@ pub struct FirehoseQuery {
 }
 
 /// Every run's events, live (server-sent events); `id:` is the global event id.
+///
+/// Replays from after `Last-Event-ID` (or `?after=`; by default from the start of the log, or with
+/// `from_now=true` from its end), then follows every run live.
 #[utoipa::path(
     get, path = "/events", tag = "events",
     params(FirehoseQuery, ("Last-Event-ID" = Option<i64>, Header, description = "Resume after this global id")),
@@ -110,7 +117,9 @@ pub async fn all_events(
     ApiQuery(query): ApiQuery<FirehoseQuery>,
 ) -> ApiResult<Response> {
     let after = resume_point(&headers, query.after)?;
-    let frames = firehose(state.store.clone(), &state.bus, after, query.crew);
+    let resuming = query.after.is_some() || last_event_id(&headers).is_some();
+    let from_end = query.from_now == Some(true) && !resuming;
+    let frames = firehose(state.store.clone(), &state.bus, (!from_end).then_some(after), query.crew);
     Ok(sse(frames).into_response())
 }
 
@@ -148,8 +157,7 @@ pub async fn wait_run(
 
 /// Where to resume: `Last-Event-ID`, else `?after=`, else the start.
 fn resume_point(headers: &HeaderMap, after: Option<i64>) -> ApiResult<i64> {
-    let header = headers.get("last-event-id").and_then(|v| v.to_str().ok()).map(str::trim);
-    let after = match header.filter(|h| !h.is_empty()) {
+    let after = match last_event_id(headers) {
         Some(value) => value
             .parse::<i64>()
             .map_err(|_| ApiError::BadRequest(format!("Last-Event-ID must be an integer, not '{value}'")))?,
@@ -159,6 +167,12 @@ fn resume_point(headers: &HeaderMap, after: Option<i64>) -> ApiResult<i64> {
         return Err(ApiError::BadRequest("after must be 0 or more".into()));
     }
     Ok(after)
+}
+
+/// A non-empty `Last-Event-ID` header.
+fn last_event_id(headers: &HeaderMap) -> Option<&str> {
+    let header = headers.get("last-event-id").and_then(|v| v.to_str().ok()).map(str::trim);
+    header.filter(|h| !h.is_empty())
 }
 
 /// Does the client ask for SSE (and not for JSON)?
@@ -171,12 +185,13 @@ fn wants_event_stream(headers: &HeaderMap) -> bool {
 fn sse(frames: FrameStream) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>>> {
     let events = stream::unfold(frames, |mut stream| async move {
         let frame = stream.frames.recv().await?;
-        let envelope = &frame.event;
-        let event = SseEvent::default()
-            .id(frame.id.to_string())
-            .event(envelope.event.event_type.as_str())
-            .data(envelope.json.as_str());
-        Some((Ok(event), stream))
+        let message = SseEvent::default().id(frame.id.to_string());
+        let message = match &frame.event {
+            Some(envelope) => message.event(envelope.event.event_type.as_str()).data(envelope.json.as_str()),
+            // A bare position: EventSource keeps the id and dispatches nothing.
+            None => message,
+        };
+        Some((Ok(message), stream))
     });
     Sse::new(events).keep_alive(KeepAlive::new().interval(KEEP_ALIVE).text("keep-alive"))
 }

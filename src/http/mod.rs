@@ -73,9 +73,10 @@ fn v1_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(tools::list_tools))
 }
 
-/// Routes open to anyone: health, readiness, documentation.
+/// Routes open to anyone: health, readiness, documentation, the dashboard page.
 fn service_routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
+        .routes(routes!(service::dashboard))
         .routes(routes!(service::healthz))
         .routes(routes!(service::readyz))
         .routes(routes!(service::metrics))

@@ -1,13 +1,16 @@
-//! Service endpoints that need no API key: liveness, readiness, the OpenAPI document and its
-//! browsable page.
+//! Service endpoints that need no API key: liveness, readiness, the OpenAPI document, its
+//! browsable page and the dashboard.
 
+use std::sync::LazyLock;
 use std::time::Duration;
 
 use axum::extract::State;
-use axum::http::header;
+use axum::http::{header, HeaderValue};
 use axum::response::{Html, IntoResponse, Response};
 use axum::Json;
+use base64::Engine as _;
 use serde::Serialize;
+use sha2::{Digest, Sha256};
 use utoipa::ToSchema;
 
 use super::error::{ApiError, ApiResult, Problem};
@@ -85,4 +88,78 @@ pub async fn openapi_json(State(state): State<AppState>) -> Response {
 #[utoipa::path(get, path = "/docs", tag = "service", security(()), responses((status = 200, description = "HTML page", content_type = "text/html")))]
 pub async fn docs() -> Html<&'static str> {
     Html(include_str!("docs.html"))
+}
+
+/// The dashboard page (self-contained: HTML, CSS and JS inline).
+const DASHBOARD: &str = include_str!("dashboard.html");
+
+/// The dashboard's Content-Security-Policy: only its own inline script and style (by hash), and
+/// requests to this origin; so even a slip in escaping could not run injected script.
+static DASHBOARD_CSP: LazyLock<HeaderValue> = LazyLock::new(|| {
+    let scripts = inline_hashes(DASHBOARD, "<script>", "</script>");
+    let styles = inline_hashes(DASHBOARD, "<style>", "</style>");
+    let policy = format!(
+        "default-src 'none'; script-src {scripts}; style-src {styles}; connect-src 'self'; \
+         img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+    );
+    HeaderValue::from_str(&policy).expect("the policy is ASCII")
+});
+
+/// The CSP source list (`'sha256-…'`) of every inline element between `open` and `close`.
+fn inline_hashes(html: &str, open: &str, close: &str) -> String {
+    let mut hashes = Vec::new();
+    let mut rest = html;
+    while let Some(start) = rest.find(open) {
+        let body = &rest[start + open.len()..];
+        let Some(end) = body.find(close) else { break };
+        let digest = Sha256::digest(&body.as_bytes()[..end]);
+        hashes.push(format!("'sha256-{}'", base64::engine::general_purpose::STANDARD.encode(digest)));
+        rest = &body[end + close.len()..];
+    }
+    if hashes.is_empty() {
+        return "'none'".to_owned();
+    }
+    hashes.join(" ")
+}
+
+/// The dashboard: recent runs with live status, a run's live event timeline, and a kickoff form.
+///
+/// The page needs no key; it asks for one and sends it with its API requests (as
+/// `Authorization: Bearer`, and as `access_token` on the event streams only).
+#[utoipa::path(get, path = "/", tag = "service", security(()), responses((status = 200, description = "HTML page", content_type = "text/html")))]
+pub async fn dashboard() -> Response {
+    let headers = [
+        (header::CONTENT_SECURITY_POLICY, DASHBOARD_CSP.clone()),
+        (header::CACHE_CONTROL, HeaderValue::from_static("no-cache")),
+        (header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff")),
+        (header::REFERRER_POLICY, HeaderValue::from_static("no-referrer")),
+    ];
+    (headers, Html(DASHBOARD)).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hashes_every_inline_element() {
+        let html = "<style>a{}</style><script>1</script><p></p><script>2</script>";
+        let scripts = inline_hashes(html, "<script>", "</script>");
+        assert_eq!(scripts.matches("'sha256-").count(), 2);
+        // sha256("1"), base64.
+        assert!(scripts.starts_with("'sha256-a4ayc/80/OGda4BO/1o/V0etpOqiLx1JwB5S3beHW0s='"), "{scripts}");
+        assert_eq!(inline_hashes("<p></p>", "<script>", "</script>"), "'none'");
+    }
+
+    #[test]
+    fn the_dashboard_has_one_inline_script_and_style_and_no_external_assets() {
+        assert_eq!(DASHBOARD.matches("<script").count(), 1);
+        assert_eq!(DASHBOARD.matches("<style").count(), 1);
+        for external in
+            ["src=\"http", "href=\"http", "//cdn", "@import", "innerHTML", "outerHTML", "insertAdjacentHTML"]
+        {
+            assert!(!DASHBOARD.contains(external), "the dashboard must not use {external}");
+        }
+        assert!(DASHBOARD_CSP.to_str().expect("ASCII").contains("script-src 'sha256-"));
+    }
 }

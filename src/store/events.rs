@@ -94,6 +94,16 @@ impl Store {
         rows.into_iter().map(EventRow::into_event).collect()
     }
 
+    /// The highest global event id committed (0 with no events): where a firehose that starts at
+    /// the end of the log starts.
+    #[tracing::instrument(skip_all, err)]
+    pub async fn last_event_id(&self) -> StoreResult<i64> {
+        let id = sqlx::query_scalar!(r#"SELECT coalesce(max(id), 0) AS "id!" FROM events"#)
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(id)
+    }
+
     /// Every run's events with a global id above `after`, in id order, at most `limit`, optionally
     /// only those of `crew`'s runs; each with its global id.
     #[tracing::instrument(skip_all, err)]

@@ -1,4 +1,5 @@
-//! The `agentd` binary itself: `openapi`, `migrate`, and `serve` with graceful shutdown.
+//! The `agentd` binary itself: `openapi`, `migrate`, `serve` with graceful shutdown, and
+//! `fake-llm`.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -131,4 +132,64 @@ async fn serve_migrates_answers_and_drains_on_sigterm(pool: PgPool) {
     assert_eq!(ready.status(), reqwest::StatusCode::OK);
     let exited = agentd.signal("-TERM").await;
     assert!(exited.success(), "{exited:?}");
+}
+
+/// Start `agentd fake-llm` with `args`; the child and its base URL.
+fn start_fake_llm(args: &[&str]) -> (std::process::Child, String) {
+    let mut child = Command::new(BIN)
+        .arg("fake-llm")
+        .args(args)
+        .env("RUST_LOG", "info")
+        .env("NO_COLOR", "1")
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn agentd fake-llm");
+    let stderr = child.stderr.take().expect("stderr");
+    let mut lines = BufReader::new(stderr).lines();
+    let addr = loop {
+        let line = lines.next().expect("a log line").expect("read");
+        if line.contains("fake LLM listening") {
+            let at = line.find("addr=").expect("addr field");
+            break line[at + 5..].split_whitespace().next().expect("address").to_owned();
+        }
+    };
+    std::thread::spawn(move || lines.map_while(Result::ok).for_each(drop));
+    (child, format!("http://{addr}/v1"))
+}
+
+#[tokio::test]
+async fn fake_llm_answers_every_request_with_its_reply() {
+    let (mut child, base) = start_fake_llm(&["--reply", "Final Answer: 42", "--delay-ms", "200"]);
+    let client = reqwest::Client::new();
+    for _ in 0..3 {
+        let started = std::time::Instant::now();
+        let response = client
+            .post(format!("{base}/chat/completions"))
+            .json(&serde_json::json!({"model": "any", "messages": [{"role": "user", "content": "hi"}]}))
+            .send()
+            .await
+            .expect("POST");
+        assert_eq!(response.status(), reqwest::StatusCode::OK);
+        let body: serde_json::Value = response.json().await.expect("JSON");
+        assert_eq!(body["choices"][0]["message"]["content"], "Final Answer: 42");
+        assert!(started.elapsed() >= Duration::from_millis(200));
+    }
+    Command::new("kill").args(["-TERM", &child.id().to_string()]).status().expect("kill");
+    let status = tokio::task::spawn_blocking(move || child.wait()).await.expect("join").expect("wait");
+    assert!(status.success(), "{status:?}");
+}
+
+#[tokio::test]
+async fn fake_llm_has_a_default_reply() {
+    let (mut child, base) = start_fake_llm(&[]);
+    let response = reqwest::Client::new()
+        .post(format!("{base}/chat/completions"))
+        .json(&serde_json::json!({"model": "any", "messages": []}))
+        .send()
+        .await
+        .expect("POST");
+    let body: serde_json::Value = response.json().await.expect("JSON");
+    assert_eq!(body["choices"][0]["message"]["content"], "Hello from the fake LLM.");
+    let _ = child.kill();
+    let _ = child.wait();
 }

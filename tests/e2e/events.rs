@@ -28,6 +28,8 @@ pub struct SseReader {
     response: reqwest::Response,
     buffer: String,
     pub comments: usize,
+    /// Ids of messages without data (positions), which a browser keeps as its Last-Event-ID.
+    pub positions: Vec<String>,
 }
 
 impl SseReader {
@@ -39,7 +41,7 @@ impl SseReader {
         let response = request.send().await.expect("GET");
         assert_eq!(response.status(), StatusCode::OK);
         assert!(response.headers()["content-type"].to_str().expect("type").starts_with("text/event-stream"));
-        Self { response, buffer: String::new(), comments: 0 }
+        Self { response, buffer: String::new(), comments: 0, positions: Vec::new() }
     }
 
     /// The next event, `None` when the stream ends; panics after `wait` without one.
@@ -49,12 +51,11 @@ impl SseReader {
             if let Some(end) = self.buffer.find("\n\n") {
                 let block: String = self.buffer.drain(..end + 2).collect();
                 match parse_block(&block) {
-                    Some(event) => return Some(event),
-                    None => {
-                        self.comments += 1;
-                        continue;
-                    }
+                    (_, Some(event)) => return Some(event),
+                    (Some(id), None) => self.positions.push(id),
+                    (None, None) => self.comments += 1,
                 }
+                continue;
             }
             let left = deadline.saturating_duration_since(Instant::now());
             let chunk = tokio::time::timeout(left, self.response.chunk()).await.expect("an event in time");
@@ -75,7 +76,8 @@ impl SseReader {
     }
 }
 
-fn parse_block(block: &str) -> Option<Sse> {
+/// A message's id, and the event when it has data.
+fn parse_block(block: &str) -> (Option<String>, Option<Sse>) {
     let (mut id, mut event, mut data) = (None, None, String::new());
     for line in block.lines() {
         if let Some(value) = line.strip_prefix("id:") {
@@ -87,9 +89,9 @@ fn parse_block(block: &str) -> Option<Sse> {
         }
     }
     if data.is_empty() {
-        return None;
+        return (id, None);
     }
-    Some(Sse { id, event, data: serde_json::from_str(&data).expect("JSON data") })
+    (id.clone(), Some(Sse { id, event, data: serde_json::from_str(&data).expect("JSON data") }))
 }
 
 fn seqs(events: &[Sse]) -> Vec<i64> {
@@ -207,6 +209,52 @@ async fn the_firehose_carries_every_run_filters_by_crew_and_resumes(pool: PgPool
     assert_eq!(
         next.id.as_deref().map(|i| i.parse::<i64>().expect("id")),
         ids.iter().find(|i| **i > middle).copied()
+    );
+    workers.shutdown().await;
+}
+
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn the_firehose_can_start_at_the_end_of_the_log(pool: PgPool) {
+    let fake = FakeLlm::start().await.expect("fake");
+    fake.push([FakeReply::text("a"), FakeReply::text("b")]);
+    let config = fake_config(&fake);
+    let app = TestApp::spawn_with(pool.clone(), config.clone()).await;
+    let workers = start_workers(&pool, &config, fast_settings(1, Duration::from_secs(5)));
+    let first = app.kickoff(&calc_crew(), json!({"expr": "1"})).await["id"].as_str().expect("id").to_owned();
+    wait_for(&app, &first, &["completed"]).await;
+    let mut everything = SseReader::open(&app, "/v1/events", None).await;
+    let mut end = 0;
+    loop {
+        let event = everything.next(Duration::from_secs(10)).await.expect("event");
+        end = event.id.as_deref().expect("id").parse::<i64>().expect("global id").max(end);
+        if event.event.as_deref() == Some("run.completed") {
+            break;
+        }
+    }
+
+    // From now: a bare position (the end of the log), then only what comes later.
+    let mut tail = SseReader::open(&app, "/v1/events?from_now=true", None).await;
+    let second = app.kickoff(&calc_crew(), json!({"expr": "2"})).await["id"].as_str().expect("id").to_owned();
+    let next = tail.next(Duration::from_secs(10)).await.expect("event");
+    assert_eq!(tail.positions, [end.to_string()]);
+    assert_eq!(
+        (next.event.as_deref(), next.data["run_id"].as_str()),
+        (Some("run.queued"), Some(second.as_str()))
+    );
+    assert!(next.id.as_deref().expect("id").parse::<i64>().expect("id") > end);
+    wait_for(&app, &second, &["completed"]).await;
+
+    // Last-Event-ID or after wins over from_now: a reconnecting EventSource resumes exactly.
+    let path = "/v1/events?from_now=true";
+    let mut resumed = SseReader::open(&app, path, Some(&end.to_string())).await;
+    let next = resumed.next(Duration::from_secs(10)).await.expect("event");
+    assert_eq!(next.data["run_id"], second.as_str());
+    assert!(resumed.positions.is_empty());
+    let mut replay = SseReader::open(&app, "/v1/events?from_now=true&after=0", None).await;
+    let next = replay.next(Duration::from_secs(10)).await.expect("event");
+    assert_eq!(
+        (next.event.as_deref(), next.data["run_id"].as_str()),
+        (Some("run.queued"), Some(first.as_str()))
     );
     workers.shutdown().await;
 }

@@ -70,10 +70,30 @@ async fn api_keys_guard_v1_only(pool: PgPool) {
     let second = anonymous.get(url("/v1/runs")).bearer_auth("key-two").send().await.expect("GET");
     assert_eq!(second.status(), StatusCode::OK);
     app.kickoff(&sample_crew(), sample_inputs()).await;
-    for path in ["/healthz", "/readyz", "/metrics", "/openapi.json", "/docs"] {
+    for path in ["/", "/healthz", "/readyz", "/metrics", "/openapi.json", "/docs"] {
         let response = anonymous.get(url(path)).send().await.expect("GET");
         assert_eq!(response.status(), StatusCode::OK, "{path}");
     }
+}
+
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn the_dashboard_is_a_self_contained_page_behind_a_strict_policy(pool: PgPool) {
+    let app = TestApp::spawn_with_keys(pool, "dash-key").await;
+    let response = reqwest::get(format!("{}/", app.base)).await.expect("GET /");
+    assert_eq!(response.status(), StatusCode::OK);
+    let headers = response.headers().clone();
+    assert!(headers["content-type"].to_str().expect("type").starts_with("text/html"));
+    let csp = headers["content-security-policy"].to_str().expect("csp");
+    assert!(csp.contains("default-src 'none'") && csp.contains("script-src 'sha256-"), "{csp}");
+    assert!(!csp.contains("unsafe-inline"), "{csp}");
+    let page = response.text().await.expect("body");
+    for testid in ["api-key", "kickoff-body", "kickoff-submit", "timeline", "runs"] {
+        assert!(page.contains(&format!("data-testid=\"{testid}\"")), "missing data-testid {testid}");
+    }
+    assert!(!page.contains("<script src") && !page.contains("<link rel=\"stylesheet\""));
+    // The page is public; the API behind it is not.
+    let runs = reqwest::get(format!("{}/v1/runs", app.base)).await.expect("GET");
+    assert_eq!(runs.status(), StatusCode::UNAUTHORIZED);
 }
 
 #[sqlx::test(migrator = "agentd::store::MIGRATOR")]

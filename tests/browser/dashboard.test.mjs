@@ -1,0 +1,248 @@
+// The dashboard in a real browser (Debian's Chromium through playwright-core): the key prompt, a
+// kickoff, the live timeline with the fake LLM's final answer, the run's row turning completed, a
+// reload without duplicates, and (with AGENTD_PID_FILE) a server restart in the middle of a run.
+//
+// Started by tests/browser/run.sh, which provides:
+//   AGENTD_URL, AGENTD_API_KEY  the server and its key
+//   FAKE_LLM_REPLY              the final answer the fake LLM gives
+//   AGENTD_PID_FILE             optional: the pid of `agentd serve`, restarted by run.sh when it exits
+//   BROWSER_ARTIFACTS           where screenshots go
+//   CHROMIUM                    the browser (default /usr/bin/chromium)
+
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { chromium } from "playwright-core";
+
+const required = (name) => {
+  const value = process.env[name];
+  if (!value) {
+    console.error(`dashboard.test: ${name} is not set (run tests/browser/run.sh)`);
+    process.exit(2);
+  }
+  return value;
+};
+
+const base = required("AGENTD_URL");
+const apiKey = required("AGENTD_API_KEY");
+const reply = required("FAKE_LLM_REPLY");
+const pidFile = process.env.AGENTD_PID_FILE || "";
+const artifacts = process.env.BROWSER_ARTIFACTS || tmpdir();
+const executablePath = process.env.CHROMIUM || "/usr/bin/chromium";
+const WAIT = Number(process.env.STEP_TIMEOUT_MS || 20000);
+const OVERALL = 180000;
+
+const guard = setTimeout(() => {
+  console.error(`dashboard.test: gave up after ${OVERALL / 1000} s`);
+  process.exit(1);
+}, OVERALL);
+guard.unref();
+
+const profile = mkdtempSync(join(tmpdir(), "agentd-chromium-"));
+const context = await chromium.launchPersistentContext(profile, {
+  executablePath,
+  headless: true,
+  args: [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+  ],
+  viewport: { width: 1280, height: 900 },
+});
+const page = context.pages()[0] || (await context.newPage());
+page.setDefaultTimeout(WAIT);
+
+// Problems the page itself reports: uncaught exceptions and Content-Security-Policy violations.
+const pageProblems = [];
+page.on("pageerror", (error) => pageProblems.push(`uncaught: ${error.message}`));
+page.on("console", (message) => {
+  if (message.type() === "error" && /Content Security Policy|Refused to/i.test(message.text())) {
+    pageProblems.push(`console: ${message.text()}`);
+  }
+});
+// The event-stream requests the page makes, with their headers (to see how they resume).
+const streamRequests = [];
+page.on("request", async (request) => {
+  const url = new URL(request.url());
+  if (!url.pathname.endsWith("/events")) return;
+  const headers = await request.allHeaders().catch(() => request.headers());
+  streamRequests.push({ at: Date.now(), path: url.pathname, params: url.searchParams, headers });
+});
+
+let passed = 0;
+let failed = 0;
+
+async function step(name, body) {
+  const started = Date.now();
+  try {
+    await body();
+    passed += 1;
+    console.log(`ok ${passed} - ${name} (${Date.now() - started} ms)`);
+  } catch (error) {
+    failed += 1;
+    const shot = join(artifacts, "dashboard-failure.png");
+    await page.screenshot({ path: shot, fullPage: true }).catch(() => {});
+    const notice = await page.locator("[data-testid=notice]").textContent().catch(() => "");
+    console.error(`not ok - ${name}: ${error.message.split("\n")[0]}`);
+    if (notice) console.error(`  the page's notice: ${notice}`);
+    for (const problem of pageProblems) console.error(`  ${problem}`);
+    console.error(`  screenshot: ${shot}`);
+    throw error;
+  }
+}
+
+function check(condition, message) {
+  if (!condition) throw new Error(message);
+}
+
+// The timeline as the page shows it: [{seq, type}].
+async function timeline() {
+  return page.$$eval("[data-testid=timeline] > li[data-seq]", (items) =>
+    items.map((li) => ({ seq: Number(li.getAttribute("data-seq")), type: li.getAttribute("data-type") })));
+}
+
+// Exactly seq 1..n, each once, in order; ends with run.completed.
+function checkComplete(events, label) {
+  const seqs = events.map((e) => e.seq);
+  const expected = seqs.map((_, i) => i + 1);
+  check(JSON.stringify(seqs) === JSON.stringify(expected), `${label}: seqs are not 1..${seqs.length} once each: ${seqs.join(",")}`);
+  check(events[0]?.type === "run.queued", `${label}: the first event is ${events[0]?.type}, not run.queued`);
+  check(events.at(-1)?.type === "run.completed", `${label}: the last event is ${events.at(-1)?.type}, not run.completed`);
+  for (const type of ["run.started", "task.started", "llm.started", "llm.finished", "agent.final_answer", "task.completed"]) {
+    check(events.some((e) => e.type === type), `${label}: no ${type} in ${events.map((e) => e.type).join(",")}`);
+  }
+}
+
+async function waitForFinalAnswer(runId) {
+  await page.waitForFunction(
+    (text) => [...document.querySelectorAll("[data-testid=timeline] [data-testid=final-answer]")]
+      .some((node) => node.textContent.includes(text)),
+    reply,
+    { timeout: WAIT * 2 },
+  ).catch(() => { throw new Error(`the final answer "${reply}" of run ${runId} did not appear in the timeline`); });
+}
+
+async function waitForRowStatus(runId, status) {
+  const row = page.locator(`[data-testid=run-row][data-run-id="${runId}"][data-status="${status}"]`);
+  await row.waitFor({ timeout: WAIT * 2 }).catch(() => { throw new Error(`the row of run ${runId} did not turn ${status}`); });
+  const text = await row.locator("[data-testid=run-status]").textContent();
+  check(text.trim() === status, `the row's status reads "${text}", not "${status}"`);
+}
+
+async function kickoff() {
+  const before = page.url();
+  await page.getByTestId("kickoff-submit").click();
+  await page.waitForFunction((url) => location.href !== url && /#run=[0-9a-f-]{36}$/.test(location.hash), before)
+    .catch(async () => {
+      const error = await page.getByTestId("kickoff-error").textContent().catch(() => "");
+      throw new Error(`the kickoff did not open a run${error ? `: ${error}` : ""}`);
+    });
+  return new URL(page.url()).hash.slice("#run=".length);
+}
+
+let runId = "";
+let first = [];
+
+try {
+  await step("the page loads without a key and asks for one", async () => {
+    const response = await page.goto(`${base}/`);
+    check(response.status() === 200, `GET / answered ${response.status()}`);
+    await page.getByTestId("notice").filter({ hasText: "API key" }).waitFor();
+    check(await page.getByTestId("api-key").isVisible(), "no API key field");
+  });
+
+  await step("the key is accepted and the firehose goes live", async () => {
+    await page.getByTestId("api-key").fill(apiKey);
+    await page.getByTestId("api-key-save").click();
+    await page.getByTestId("connection").filter({ hasText: /^live$/ }).waitFor();
+    check(await page.getByTestId("notice").isHidden(), "the key notice is still shown");
+  });
+
+  await step("an invalid kickoff shows the problem readably", async () => {
+    const example = await page.getByTestId("kickoff-body").inputValue();
+    const body = JSON.parse(example);
+    check(body.crew && body.inputs, "the prefilled body has no crew or inputs");
+    body.crew.tasks[0].agent = "ghost";
+    await page.getByTestId("kickoff-body").fill(JSON.stringify(body, null, 2));
+    await page.getByTestId("kickoff-submit").click();
+    const error = page.getByTestId("kickoff-error");
+    await error.filter({ hasText: "422" }).waitFor();
+    const text = await error.textContent();
+    check(text.includes("crew.tasks[0].agent") && text.includes("ghost"), `the problem lacks the field: ${text}`);
+    await page.getByRole("button", { name: "Reset example" }).click();
+    check((await page.getByTestId("kickoff-body").inputValue()) === example, "Reset example did not restore the body");
+  });
+
+  await step("the prefilled kickoff opens the new run's timeline", async () => {
+    runId = await kickoff();
+    await page.locator(`[data-testid=run-row][data-run-id="${runId}"]`).waitFor();
+    check(await page.getByTestId("kickoff-error").isHidden(), "the kickoff shows an error");
+  });
+
+  await step("the fake LLM's final answer appears in the timeline", () => waitForFinalAnswer(runId));
+
+  await step("the run's row turns completed", () => waitForRowStatus(runId, "completed"));
+
+  await step("the timeline holds every event once, in order", async () => {
+    await page.locator('[data-testid=timeline] > li[data-type="run.completed"]').waitFor();
+    first = await timeline();
+    checkComplete(first, "live");
+    await page.locator('[data-testid=run-summary] [data-testid=run-detail-status]', { hasText: "completed" }).waitFor();
+    const shown = await page.locator("main").innerText();
+    check(!/\[object |\bnull\b|undefined/.test(shown), `the page shows a rendering slip: ${shown.slice(0, 400)}`);
+  });
+
+  await step("a reload shows the same timeline without duplicates", async () => {
+    await page.reload();
+    await page.locator('[data-testid=timeline] > li[data-type="run.completed"]').waitFor();
+    await page.waitForTimeout(500); // anything extra (a duplicate) would have arrived by now
+    const again = await timeline();
+    checkComplete(again, "after reload");
+    check(JSON.stringify(again) === JSON.stringify(first), "the reloaded timeline differs from the live one");
+    check((await page.getByTestId("api-key").inputValue()) === apiKey, "the key was not kept");
+    await page.getByTestId("connection").filter({ hasText: /^live$/ }).waitFor();
+    await waitForRowStatus(runId, "completed");
+  });
+
+  if (pidFile) {
+    await step("the timeline survives a server restart in the middle of a run", async () => {
+      const second = await kickoff();
+      check(second !== runId, "the second kickoff opened the first run");
+      // The LLM call is in flight (the fake waits 1.5 s): restart the server now.
+      await page.locator('[data-testid=timeline] > li[data-type="llm.started"]').waitFor();
+      const seenBefore = Math.max(...(await timeline()).map((e) => e.seq));
+      const pid = Number(readFileSync(pidFile, "utf8").trim());
+      const killedAt = Date.now();
+      process.kill(pid, "SIGTERM");
+      await page.getByTestId("connection").filter({ hasText: /reconnecting|offline/ }).waitFor();
+      await waitForFinalAnswer(second);
+      await waitForRowStatus(second, "completed");
+      await page.locator('[data-testid=timeline] > li[data-type="run.completed"]').waitFor();
+      const events = await timeline();
+      checkComplete(events, "across the restart");
+      check(events.filter((e) => e.type === "run.started").length >= 2,
+        `the run was not picked up again after the restart: ${events.map((e) => e.type).join(",")}`);
+      const resumes = streamRequests.filter((r) => r.at > killedAt && r.path === `/v1/runs/${second}/events`);
+      check(resumes.length > 0, "the timeline's stream was not reopened after the restart");
+      const point = (r) => Number(r.headers["last-event-id"] ?? r.params.get("after") ?? 0);
+      check(resumes.every((r) => point(r) >= seenBefore),
+        `a reconnection did not resume after seq ${seenBefore}: ${resumes.map(point).join(",")}`);
+      const firehose = streamRequests.filter((r) => r.at > killedAt && r.path === "/v1/events");
+      check(firehose.some((r) => Number(r.headers["last-event-id"]) > 0),
+        "the firehose did not resume with Last-Event-ID after the restart");
+      await page.getByTestId("connection").filter({ hasText: /^live$/ }).waitFor();
+    });
+  }
+
+  await step("no uncaught script errors or CSP violations", async () => {
+    check(pageProblems.length === 0, pageProblems.join("; "));
+    await page.screenshot({ path: join(artifacts, "dashboard.png"), fullPage: true });
+  });
+} catch {
+  // Reported by step().
+} finally {
+  await context.close().catch(() => {});
+  rmSync(profile, { recursive: true, force: true });
+}
+
+console.log(`browser: ${passed} passed, ${failed} failed`);
+process.exit(failed > 0 ? 1 : 0);
