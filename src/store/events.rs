@@ -8,6 +8,7 @@ use uuid::Uuid;
 
 use super::{parse, Store, StoreError, StoreResult};
 use crate::domain::{Event, EventType, RunId, RunStatus};
+use crate::engine::journal::NewEvent;
 
 /// Append an event to a run's log inside `tx`; returns its `seq`. The run row's `last_seq` is the
 /// counter, so events of one run are serialised by that row's lock and `seq` stays dense.
@@ -59,6 +60,44 @@ impl EventRow {
             data: self.data,
         })
     }
+}
+
+/// Append several events to a run's log inside `tx`, in order, with one counter update and one
+/// insert whatever their number.
+pub(crate) async fn append_events_tx(
+    tx: &mut Transaction<'_, Postgres>,
+    run_id: RunId,
+    events: &[NewEvent],
+) -> StoreResult<()> {
+    if events.is_empty() {
+        return Ok(());
+    }
+    let types: Vec<&str> = events.iter().map(|e| e.event_type.as_str()).collect();
+    let tasks: Vec<Option<&str>> = events.iter().map(|e| e.task.as_deref()).collect();
+    let agents: Vec<Option<&str>> = events.iter().map(|e| e.agent.as_deref()).collect();
+    let data: Vec<Value> = events.iter().map(|e| e.data.clone()).collect();
+    let inserted = sqlx::query!(
+        r#"WITH next AS (
+               UPDATE runs SET last_seq = last_seq + $2, updated_at = now() WHERE id = $1
+               RETURNING last_seq - $2 AS base
+           )
+           INSERT INTO events (run_id, seq, type, task, agent, data)
+           SELECT $1, next.base + e.n, e.type, e.task, e.agent, e.data
+             FROM next, UNNEST($3::text[], $4::text[], $5::text[], $6::jsonb[])
+                  WITH ORDINALITY AS e(type, task, agent, data, n)"#,
+        run_id.0,
+        events.len() as i64,
+        &types as &[&str],
+        &tasks as &[Option<&str>],
+        &agents as &[Option<&str>],
+        &data,
+    )
+    .execute(&mut **tx)
+    .await?;
+    if inserted.rows_affected() != events.len() as u64 {
+        return Err(StoreError::Corrupt(format!("events for missing run {run_id}")));
+    }
+    Ok(())
 }
 
 impl Store {

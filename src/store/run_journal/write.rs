@@ -1,7 +1,7 @@
 //! The statements of a journal commit, each for one part of a [`Step`](crate::engine::journal::Step)
 //! and each skipped when its part is empty. Rows go in batches (`UNNEST`), so a part costs one
-//! round trip however many rows it has; only events go one by one, through [`append_event_tx`]
-//! (which owns the per-run `seq`).
+//! round trip however many rows it has; events too, through [`append_events_tx`] (which owns the
+//! per-run `seq`).
 
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -12,7 +12,7 @@ use crate::domain::{RunId, TaskStatus};
 use crate::engine::journal::{
     NewEvent, NewMessage, RunChange, TaskChange, ToolCallEnd, ToolCallOutcome, ToolCallStart, UsageDelta,
 };
-use crate::store::events::append_event_tx;
+use crate::store::events::append_events_tx;
 
 type Tx<'c> = Transaction<'c, Postgres>;
 type WriteResult = Result<(), CommitError>;
@@ -270,10 +270,7 @@ pub(super) async fn run_change_and_usage(
 
 /// Append the step's events in order.
 pub(super) async fn events(tx: &mut Tx<'_>, run_id: RunId, events: &[NewEvent]) -> WriteResult {
-    for event in events {
-        let (task, agent) = (event.task.as_deref(), event.agent.as_deref());
-        append_event_tx(tx, run_id, event.event_type, task, agent, &event.data).await?;
-    }
+    append_events_tx(tx, run_id, events).await?;
     Ok(())
 }
 
