@@ -75,6 +75,9 @@ struct Script {
     replies: Mutex<VecDeque<FakeReply>>,
     /// The reply once `replies` is empty; none: a 500.
     default: Mutex<Option<FakeReply>>,
+    /// Once `replies` is empty: a tool call, or the answer when the conversation ends with a tool
+    /// result (a stateless native tool round, for load tests).
+    tool_round: Mutex<Option<(FakeReply, FakeReply)>>,
     requests: Mutex<Vec<(HeaderMap, Value)>>,
     /// Whether requests are kept (a long-lived server turns this off).
     record: AtomicBool,
@@ -85,6 +88,7 @@ impl Default for Script {
         Self {
             replies: Mutex::default(),
             default: Mutex::default(),
+            tool_round: Mutex::default(),
             requests: Mutex::default(),
             record: AtomicBool::new(true),
         }
@@ -141,6 +145,12 @@ impl FakeLlm {
         *lock(&self.script.default) = reply;
     }
 
+    /// Answer every request the script has no reply for with `call` (a native tool call), or with
+    /// `answer` once the conversation holds a tool result (`None`: off).
+    pub fn set_tool_round(&self, round: Option<(FakeReply, FakeReply)>) {
+        *lock(&self.script.tool_round) = round;
+    }
+
     /// Keep requests for `requests()` (the default) or not, as a long-lived server should.
     pub fn set_recording(&self, record: bool) {
         self.script.record.store(record, Ordering::Relaxed);
@@ -167,10 +177,19 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 async fn chat(State(script): State<Arc<Script>>, headers: HeaderMap, Json(body): Json<Value>) -> Response {
+    let after_tool = body
+        .pointer("/messages")
+        .and_then(Value::as_array)
+        .is_some_and(|messages| messages.iter().any(|m| m["role"] == "tool"));
     if script.record.load(Ordering::Relaxed) {
         lock(&script.requests).push((headers, body));
     }
-    let reply = lock(&script.replies).pop_front().or_else(|| lock(&script.default).clone());
+    let round = || {
+        lock(&script.tool_round)
+            .as_ref()
+            .map(|(call, answer)| if after_tool { answer.clone() } else { call.clone() })
+    };
+    let reply = lock(&script.replies).pop_front().or_else(round).or_else(|| lock(&script.default).clone());
     let Some(reply) = reply else {
         let body = json!({"error": {"message": "the fake LLM's script is exhausted", "type": "fake"}});
         return (StatusCode::INTERNAL_SERVER_ERROR, Json(body)).into_response();
@@ -226,5 +245,33 @@ mod tests {
         fake.set_default(Some(FakeReply::text("x")));
         ask(&fake).await;
         assert!(fake.requests().is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_tool_round_calls_a_tool_then_answers_after_its_result() {
+        let fake = FakeLlm::start().await.expect("start");
+        let call = FakeReply::tool_calls(&[("c1", "calculator", json!({"expression": "1+1"}))]);
+        fake.set_tool_round(Some((call, FakeReply::text("2"))));
+        let client = reqwest::Client::new();
+        let ask_with = |messages: Value| {
+            client
+                .post(format!("{}/chat/completions", fake.base_url()))
+                .json(&json!({"model": "m", "messages": messages}))
+                .send()
+        };
+        let first: Value = ask_with(json!([{"role": "user", "content": "1+1?"}]))
+            .await
+            .expect("POST")
+            .json()
+            .await
+            .expect("JSON");
+        assert_eq!(first["choices"][0]["message"]["tool_calls"][0]["function"]["name"], "calculator");
+        let second: Value = ask_with(json!([{"role": "user", "content": "1+1?"}, {"role": "tool", "tool_call_id": "c1", "content": "2"}]))
+            .await
+            .expect("POST")
+            .json()
+            .await
+            .expect("JSON");
+        assert_eq!(content(&second), "2");
     }
 }
