@@ -27,6 +27,8 @@ pub struct ClaimedRun {
     pub started_at: DateTime<Utc>,
     /// The run's own time limit, if it set one.
     pub timeout: Option<Duration>,
+    /// Time spent awaiting human input, which the time limit does not count.
+    pub paused: Duration,
 }
 
 struct ClaimRow {
@@ -37,6 +39,7 @@ struct ClaimRow {
     created_at: DateTime<Utc>,
     started_at: Option<DateTime<Utc>>,
     timeout_s: Option<i32>,
+    paused_s: f64,
 }
 
 impl Store {
@@ -61,7 +64,7 @@ impl Store {
                  FROM next
                 WHERE runs.id = next.id
             RETURNING runs.id, runs.attempt, runs.crew_spec, runs.inputs, runs.created_at, runs.started_at,
-                      runs.timeout_s"#,
+                      runs.timeout_s, runs.paused_s"#,
             owner,
             lease.as_secs_f64(),
         )
@@ -87,7 +90,7 @@ impl Store {
                       lease_expires_at = now() + make_interval(secs => $3),
                       started_at = coalesce(started_at, now()), updated_at = now()
                 WHERE id = $1 AND status = 'queued'
-            RETURNING id, attempt, crew_spec, inputs, created_at, started_at, timeout_s"#,
+            RETURNING id, attempt, crew_spec, inputs, created_at, started_at, timeout_s, paused_s"#,
             id.0,
             owner,
             lease.as_secs_f64(),
@@ -123,5 +126,6 @@ async fn finish_claim(
         created_at: row.created_at,
         started_at: row.started_at.unwrap_or_else(Utc::now),
         timeout: row.timeout_s.and_then(|s| u64::try_from(s).ok()).map(Duration::from_secs),
+        paused: Duration::try_from_secs_f64(row.paused_s).unwrap_or_default(),
     }))
 }

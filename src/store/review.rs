@@ -41,6 +41,16 @@ impl Store {
         if status != RunStatus::AwaitingInput {
             return Ok(ResumeOutcome::NotAwaiting(status));
         }
+        // The pause began when the run entered awaiting_input (its last update, before any write here).
+        sqlx::query!(
+            r#"UPDATE runs SET status = 'queued',
+                      paused_s = paused_s + greatest(extract(epoch FROM now() - updated_at)::float8, 0),
+                      updated_at = now()
+               WHERE id = $1"#,
+            id.0
+        )
+        .execute(&mut *tx)
+        .await?;
         let task = sqlx::query!(
             r#"SELECT name, agent, output AS "output!" FROM run_tasks
                WHERE run_id = $1 AND status = 'running' AND output IS NOT NULL
@@ -90,9 +100,6 @@ impl Store {
             .execute(&mut *tx)
             .await?;
         }
-        sqlx::query!("UPDATE runs SET status = 'queued', updated_at = now() WHERE id = $1", id.0)
-            .execute(&mut *tx)
-            .await?;
         let data = json!({"feedback": feedback, "approve": approve});
         append_event_tx(&mut tx, id, EventType::RunResumed, Some(&task.name), task.agent.as_deref(), &data)
             .await?;

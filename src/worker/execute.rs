@@ -47,7 +47,7 @@ pub(super) async fn execute(shared: &Arc<Shared>, run: ClaimedRun) {
 fn deadline(shared: &Shared, run: &ClaimedRun) -> Option<Duration> {
     let limit = run.timeout.or(shared.settings.default_timeout)?;
     let elapsed = (chrono::Utc::now() - run.started_at).to_std().unwrap_or_default();
-    Some(limit.saturating_sub(elapsed))
+    Some(limit.saturating_sub(elapsed.saturating_sub(run.paused)))
 }
 
 /// Aborts a task when dropped (so a watchdog never outlives its run, even on a panic).

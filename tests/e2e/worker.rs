@@ -471,3 +471,31 @@ async fn releasing_after_failures_gives_up_at_max_attempts(pool: PgPool) {
         "{error:?}"
     );
 }
+
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn time_awaiting_input_does_not_count_toward_the_time_limit(pool: PgPool) {
+    let app = TestApp::spawn(pool.clone()).await;
+    let store = Store::new(pool.clone());
+    let id = RunId(
+        Uuid::parse_str(app.kickoff(&calc_crew(), json!({"expr": "1"})).await["id"].as_str().expect("id"))
+            .expect("uuid"),
+    );
+    store.claim_run(id, "w", Duration::from_secs(30)).await.expect("claim").expect("claimed");
+    // The run paused for human review ten minutes ago with an answer waiting.
+    sqlx::query(
+        "UPDATE runs SET status = 'awaiting_input', updated_at = now() - interval '10 minutes' WHERE id = $1;",
+    )
+    .bind(id.0)
+    .execute(&pool)
+    .await
+    .expect("pause");
+    sqlx::query("UPDATE run_tasks SET status = 'running', output = '{\"raw\": \"draft\", \"json\": null}' WHERE run_id = $1")
+        .bind(id.0)
+        .execute(&pool)
+        .await
+        .expect("answer");
+    let resumed = post(&app, &format!("/v1/runs/{id}/resume"), &json!({"approve": true})).await;
+    expect_json(resumed, StatusCode::ACCEPTED).await;
+    let claimed = store.claim_run(id, "w", Duration::from_secs(30)).await.expect("claim").expect("claimed");
+    assert!(claimed.paused >= Duration::from_secs(599), "{:?}", claimed.paused);
+}
