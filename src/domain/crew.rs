@@ -27,6 +27,12 @@ pub struct CrewSpec {
     /// The manager's model for the hierarchical process.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub manager_llm: Option<LlmSpec>,
+    /// Plan each task into steps before performing it (sequential process).
+    #[serde(default)]
+    pub planning: bool,
+    /// The planner's model (the agent's when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub planning_llm: Option<LlmSpec>,
 }
 
 /// How tasks are executed.
@@ -137,6 +143,12 @@ pub struct TaskSpec {
     /// Start the task and move on; the next task without it waits for it.
     #[serde(default)]
     pub async_execution: bool,
+    /// With planning: the bound of each step's loop (default 15).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_step_iterations: Option<u32>,
+    /// With planning: seconds a step may take; past it the step returns what it has.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step_timeout_s: Option<u32>,
     /// A sentence the answer must satisfy, checked by the model (JSON shape: `output_schema`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub guardrail: Option<String>,

@@ -56,6 +56,14 @@ pub enum EventType {
     GuardrailPassed,
     #[serde(rename = "guardrail.failed")]
     GuardrailFailed,
+    #[serde(rename = "task.planned")]
+    TaskPlanned,
+    #[serde(rename = "step.started")]
+    StepStarted,
+    #[serde(rename = "step.completed")]
+    StepCompleted,
+    #[serde(rename = "step.failed")]
+    StepFailed,
 }
 
 impl EventType {
@@ -85,6 +93,10 @@ impl EventType {
             EventType::RunCancelled => "run.cancelled",
             EventType::GuardrailPassed => "guardrail.passed",
             EventType::GuardrailFailed => "guardrail.failed",
+            EventType::TaskPlanned => "task.planned",
+            EventType::StepStarted => "step.started",
+            EventType::StepCompleted => "step.completed",
+            EventType::StepFailed => "step.failed",
         }
     }
 

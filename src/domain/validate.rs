@@ -121,6 +121,12 @@ impl Validator<'_> {
             self.error("tasks", "a crew needs at least one task");
         }
         self.positive(crew.max_rpm, "max_rpm");
+        if let Some(llm) = &crew.planning_llm {
+            self.llm(llm, "planning_llm");
+        }
+        if crew.planning && crew.process == Process::Hierarchical {
+            self.error("planning", "planning works with the sequential process only");
+        }
         match (&crew.process, &crew.manager_llm) {
             (Process::Hierarchical, None) => {
                 self.error("manager_llm", "the hierarchical process needs a manager_llm")
@@ -253,6 +259,12 @@ impl Validator<'_> {
         }
         if let Some(tools) = &task.tools {
             self.tool_refs(tools, &format!("{path}.tools"), known_tools);
+        }
+        if task.max_step_iterations.is_some_and(|n| !(1..=100).contains(&n)) {
+            self.error(format!("{path}.max_step_iterations"), "must be between 1 and 100");
+        }
+        if task.step_timeout_s.is_some_and(|n| !(1..=3600).contains(&n)) {
+            self.error(format!("{path}.step_timeout_s"), "must be between 1 and 3600");
         }
         if task.async_execution && task.human_input {
             self.error(format!("{path}.human_input"), "an async task cannot wait for human input");

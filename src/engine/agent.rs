@@ -22,6 +22,7 @@ use crate::llm::{
 };
 
 use super::guardrail::Guardrail;
+use super::plan::PlanOptions;
 use super::toolbox::Toolbox;
 use crate::ratelimit::Limit;
 
@@ -38,6 +39,7 @@ const MAX_SCHEMA_RETRIES: u32 = 3;
 const SUMMARY_CHUNK_CHARS: usize = 8_000;
 
 /// Everything one agent needs for one task.
+#[derive(Clone)]
 pub struct AgentTurn {
     /// The journal key of the conversation (the task's name, or a delegation's key).
     pub conversation: String,
@@ -54,6 +56,8 @@ pub struct AgentTurn {
     pub output_schema: Option<Value>,
     /// A sentence the answer must satisfy, judged by the model, and how many redos it allows.
     pub guardrail: Option<Guardrail>,
+    /// Plan the task into steps first (`planning: true`).
+    pub plan: Option<PlanOptions>,
     /// Role, goal and backstory.
     pub identity: String,
     /// The task prompt (description, expected output, context).
@@ -82,11 +86,24 @@ impl AgentTurn {
     /// Run the loop to a final answer. Journal writes go into `pending`, which is committed before
     /// every external call; what remains in it on return is the caller's to commit.
     pub async fn execute(&self, ctx: &Context<'_>, pending: &mut Step) -> Result<TaskOutput, EngineError> {
+        if let Some(options) = &self.plan {
+            return Box::pin(super::plan::execute(self, options, ctx, pending)).await;
+        }
+        self.execute_with_transcript(ctx, pending).await.map(|(output, _)| output)
+    }
+
+    /// Run the loop, returning the answer and the conversation that led to it.
+    pub(super) async fn execute_with_transcript(
+        &self,
+        ctx: &Context<'_>,
+        pending: &mut Step,
+    ) -> Result<(TaskOutput, Vec<ChatMessage>), EngineError> {
         let mut agent = AgentLoop::start(self, ctx, pending);
         if let Some(output) = agent.resume(pending).await? {
-            return Ok(output);
+            return Ok((output, agent.messages));
         }
-        agent.run(pending).await
+        let output = agent.run(pending).await?;
+        Ok((output, agent.messages))
     }
 
     pub(super) fn event(&self, pending: &mut Step, event_type: EventType, data: Value) {

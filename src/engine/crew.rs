@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 use super::agent::{AgentTurn, Style};
 use super::guardrail::{Guardrail, DEFAULT_GUARDRAIL_RETRIES};
 use super::journal::{Journal, RunChange, Step, TaskChange};
+use super::plan::{PlanOptions, DEFAULT_MAX_STEP_ITERATIONS};
 use super::prompts;
 use super::toolbox::{DelegateMode, RunTools, Runner, ToolEntry, Toolbox};
 use super::{Context, Coworkers, DelegationFuture, EngineError};
@@ -195,6 +196,7 @@ impl Engine {
         };
         let (temperature, max_tokens) = llm_options(agent.llm.as_ref());
         let limits = rate_limits(data, Some(agent), &model);
+        let model_for_plan = model.clone();
         let context = context_of(task, &data.outputs);
         let task_prompt = prompts::task_prompt(
             &fill(&task.description),
@@ -215,9 +217,35 @@ impl Engine {
             limits,
             output_schema: task.output_schema.clone(),
             guardrail: guardrail_of(task),
+            plan: self.plan_options(data, task, &model_for_plan)?,
             identity: prompts::role_playing(&fill(&agent.role), &fill(&agent.goal), &fill(&agent.backstory)),
             task_prompt,
         })
+    }
+
+    /// How `task` is planned, when the crew plans: the planner (`planning_llm`, else the agent's
+    /// model) and the step limits.
+    fn plan_options(
+        &self,
+        data: &RunData<'_>,
+        task: &TaskSpec,
+        agent_model: &ResolvedModel,
+    ) -> Result<Option<PlanOptions>, EngineError> {
+        if !data.crew.planning {
+            return Ok(None);
+        }
+        let planner = match &data.crew.planning_llm {
+            Some(llm) => self
+                .llms
+                .resolve(Some(llm.model()))
+                .map_err(|e| EngineError::failed(ErrorKind::LlmError, e.message))?,
+            None => agent_model.clone(),
+        };
+        Ok(Some(PlanOptions {
+            planner,
+            max_step_iterations: task.max_step_iterations.unwrap_or(DEFAULT_MAX_STEP_ITERATIONS),
+            step_timeout: task.step_timeout_s.map(|s| std::time::Duration::from_secs(u64::from(s))),
+        }))
     }
 
     /// The manager of the hierarchical process on `task`: it delegates to the crew's agents.
@@ -244,6 +272,7 @@ impl Engine {
             limits,
             output_schema: task.output_schema.clone(),
             guardrail: guardrail_of(task),
+            plan: None,
             identity: prompts::role_playing(
                 prompts::MANAGER_ROLE,
                 prompts::MANAGER_GOAL,
@@ -474,6 +503,8 @@ impl Coworkers for Team<'_> {
                 output_schema: None,
                 human_input: false,
                 async_execution: false,
+                max_step_iterations: None,
+                step_timeout_s: None,
                 guardrail: None,
                 guardrail_max_retries: None,
             };
@@ -482,6 +513,7 @@ impl Coworkers for Team<'_> {
                 Err(error) => return Ok(Err(error.to_string())),
             };
             turn.conversation = conversation;
+            turn.plan = None;
             turn.toolbox = std::mem::take(&mut turn.toolbox).without_delegation();
             let shared = field("context");
             turn.task_prompt =

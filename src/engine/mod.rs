@@ -8,6 +8,7 @@ mod calls;
 pub mod crew;
 pub mod guardrail;
 pub mod journal;
+pub mod plan;
 pub mod prompts;
 pub mod react;
 pub mod repair;

@@ -198,3 +198,38 @@ pub fn guardrail_question(task: &str, rule: &str, answer: &str) -> String {
 pub fn guardrail_feedback(reason: &str) -> String {
     format!("Your final answer did not pass the required check: {reason}\nGive your Final Answer again, fixing this.")
 }
+
+/// The planner's system prompt.
+pub const PLANNER_SYSTEM: &str =
+    "You plan how to perform a task. Break it into a short ordered list of concrete \
+    steps, each small enough to do on its own. Reply with JSON only: \
+    {\"steps\": [{\"description\": \"...\", \"expected_tool\": \"tool name or null\"}]}.";
+
+/// Ask for a plan of a task.
+pub fn planner_prompt(task: &str, tools: &[String]) -> String {
+    let tools = if tools.is_empty() { "none".to_owned() } else { tools.join("\n") };
+    format!("The task:\n{task}\n\nThe tools available:\n{tools}\n\nGive the plan.")
+}
+
+/// The system prompt of a step's executor (before the agent's identity).
+pub const STEP_SYSTEM: &str = "You execute exactly one step of a larger plan. Do this step only, using \
+    tools when needed, then give its result as your final answer.";
+
+/// The user prompt of one step.
+pub fn step_prompt(step: &str, earlier: &[String], expected_tool: Option<&str>) -> String {
+    let mut prompt = format!("Current step: {step}");
+    if !earlier.is_empty() {
+        let results: Vec<String> =
+            earlier.iter().enumerate().map(|(i, r)| format!("Step {}: {r}", i + 1)).collect();
+        prompt.push_str(&format!("\n\nResults of the earlier steps:\n{}", results.join("\n")));
+    }
+    if let Some(tool) = expected_tool {
+        prompt.push_str(&format!("\n\nThis step is expected to use the tool '{tool}'."));
+    }
+    prompt
+}
+
+/// The task prompt once the plan's steps are done.
+pub fn plan_final_prompt(task: &str, results: &str) -> String {
+    format!("{task}\n\nYour plan's steps are done. Their results:\n{results}\n\nGive the final answer for the task.")
+}

@@ -157,3 +157,40 @@ async fn kill_9_during_a_non_idempotent_tool_call_does_not_repeat_it(pool: PgPoo
         .expect("tool message");
     assert!(observation["content"].as_str().is_some_and(|c| c.contains("interrupted")), "{observation}");
 }
+
+#[sqlx::test(migrations = false)]
+async fn kill_9_during_a_planned_run_resumes_at_the_step_in_flight(pool: PgPool) {
+    let url = child_database_url(&pool).await;
+    let fake = FakeLlm::start().await.expect("fake");
+    let plan = json!({"steps": [{"description": "Find high tide"}, {"description": "Find low tide"}]});
+    fake.push([
+        FakeReply::text(&plan.to_string()),
+        FakeReply::text("High tide at 6"),
+        FakeReply::text("never delivered").with_delay(Duration::from_secs(60)),
+        FakeReply::text("Low tide at 12"),
+        FakeReply::text("Tides: 6 and 12"),
+    ]);
+    let crew = json!({
+        "name": "tides", "planning": true,
+        "agents": [{"name": "a", "role": "Researcher", "goal": "Tides", "backstory": "Careful."}],
+        "tasks": [{"name": "t", "description": "Report the tides", "expected_output": "Two times", "agent": "a"}]
+    });
+    let base_url = fake.base_url();
+    let first = Agentd::start(&url, &env(&base_url, &[]));
+    let id = kickoff(&first.base, &json!({"crew": crew, "inputs": {}})).await;
+    wait_requests(&fake, 3).await;
+    first.signal("-KILL").await;
+    let second = Agentd::start(&url, &env(&base_url, &[]));
+    let done = wait_done(&second.base, &id).await;
+    assert_eq!(
+        (done["status"].as_str(), done["output"]["raw"].as_str()),
+        (Some("completed"), Some("Tides: 6 and 12"))
+    );
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 5, "no new plan and step 1 not redone");
+    assert_eq!(requests[3]["messages"], requests[2]["messages"], "step 2 resumed from its own conversation");
+    let events = get(&second.base, &format!("/v1/runs/{id}/events?limit=1000")).await;
+    let planned =
+        events["events"].as_array().expect("events").iter().filter(|e| e["type"] == "task.planned").count();
+    assert_eq!(planned, 1);
+}
