@@ -266,7 +266,8 @@ impl ToolRound<'_, '_> {
 fn take_image(outcome: ToolCallOutcome) -> (ToolCallOutcome, Option<(Image, usize)>) {
     let ToolCallOutcome::Succeeded { result, cached } = &outcome else { return (outcome, None) };
     let Some((media_type, data)) = parse_image(result) else { return (outcome, None) };
-    let bytes = data.len() / 4 * 3;
+    let padding = data.bytes().rev().take_while(|b| *b == b'=').count();
+    let bytes = (data.len() / 4 * 3).saturating_sub(padding);
     if bytes > MAX_IMAGE_BYTES {
         let error =
             format!("the tool returned an image of {bytes} bytes, over the limit of {MAX_IMAGE_BYTES}");

@@ -1006,3 +1006,179 @@ async fn llm_authentication_failure_fails_the_run_without_leaking_the_key(pool: 
         assert!(!stored.to_string().contains(KEY), "the key leaked: {stored}");
     }
 }
+
+/// The messages of request `i` as (role, text) pairs.
+fn shape(request: &Value) -> Vec<(String, String)> {
+    sent(request)
+        .iter()
+        .map(|m| (m["role"].as_str().unwrap_or_default().to_owned(), m["content"].to_string()))
+        .collect()
+}
+
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn a_planned_task_runs_three_steps_in_isolated_conversations(pool: PgPool) {
+    let h = Harness::start(pool, true).await;
+    let plan = json!({"steps": [{"description": "Find high tide"}, {"description": "Find low tide"},
+                                {"description": "Compute the range"}]});
+    h.fake.push([
+        FakeReply::text(&plan.to_string()),
+        FakeReply::text("High at 6"),
+        FakeReply::text("Low at 12"),
+        FakeReply::text("Range 3 m"),
+        FakeReply::text("Tides: 6, 12, 3 m"),
+    ]);
+    let out = h.run(&crew(json!([]), "auto", json!({"planning": true}))).await;
+    assert_eq!(out.raw(), "Tides: 6, 12, 3 m");
+    let steps: Vec<&str> =
+        out.event_types().into_iter().filter(|t| t.starts_with("step.") || *t == "task.planned").collect();
+    assert_eq!(
+        steps,
+        [
+            "task.planned",
+            "step.started",
+            "step.completed",
+            "step.started",
+            "step.completed",
+            "step.started",
+            "step.completed"
+        ]
+    );
+    assert_eq!(out.data("task.planned")[0]["steps"][1]["description"], "Find low tide");
+    let requests = h.fake.requests();
+    assert_eq!(requests.len(), 5);
+    for (n, request) in requests[1..4].iter().enumerate() {
+        let messages = shape(request);
+        assert_eq!(messages.len(), 2, "step {} starts from its own system prompt and step", n + 1);
+        for other in ["High at 6", "Low at 12", "Range 3 m"].iter().skip(n) {
+            assert!(messages.iter().all(|(_, text)| !text.contains(other)), "step {} saw {other}", n + 1);
+        }
+    }
+    assert!(last_sent(&requests[3]).contains("High at 6") && last_sent(&requests[3]).contains("Low at 12"));
+    assert!(last_sent(&requests[4]).contains("Range 3 m"));
+}
+
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn a_step_fails_on_an_unused_expected_tool_and_a_slow_step_times_out(pool: PgPool) {
+    let h = Harness::start(pool, true).await;
+    let plan = json!({"steps": [{"description": "Add 3 and 4", "expected_tool": "calculator"},
+                                {"description": "Ask the archive"}]});
+    h.fake.push([
+        FakeReply::text(&plan.to_string()),
+        FakeReply::text("7, I think"),
+        FakeReply::text("too late").with_delay(Duration::from_secs(5)),
+        FakeReply::text("Done anyway"),
+    ]);
+    let mut spec = crew(json!(["calculator"]), "auto", json!({"planning": true}));
+    spec["tasks"][0]["step_timeout_s"] = json!(1);
+    let out = h.run(&spec).await;
+    assert_eq!(out.raw(), "Done anyway");
+    let failed = out.data("step.failed");
+    assert_eq!(failed.len(), 1);
+    assert!(failed[0]["reason"].as_str().is_some_and(|r| r.contains("calculator")), "{failed:?}");
+    let completed = out.data("step.completed");
+    assert_eq!((completed[0]["step"].as_i64(), completed[0]["timed_out"].as_bool()), (Some(2), Some(true)));
+    let last = last_sent(&h.fake.requests()[3]).to_owned();
+    assert!(last.contains("Step failed") && last.contains("timed out"), "{last}");
+}
+
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn async_tasks_overlap_and_a_later_task_sees_both(pool: PgPool) {
+    let h = Harness::start_with(pool, true, allow_loopback).await;
+    let server = ToolServer::start("found", Some(Arc::new(Barrier::new(2)))).await;
+    let call = || FakeReply::tool_calls(&[("c1", "lookup_order", json!({"order_id": "A1"}))]);
+    h.fake.push([
+        call(),
+        call(),
+        FakeReply::text("first answer"),
+        FakeReply::text("second answer"),
+        FakeReply::text("Both done"),
+    ]);
+    let spec = json!({
+        "name": "e2e",
+        "agents": [{"name": "a", "role": "Clerk", "goal": "g", "backstory": "b", "llm": "openai/test-model",
+                    "tools": ["lookup_order"]}],
+        "tasks": [
+            {"name": "one", "description": "Look up A1", "expected_output": "x", "agent": "a", "async_execution": true},
+            {"name": "two", "description": "Look up A1 again", "expected_output": "x", "agent": "a", "async_execution": true},
+            {"name": "sum", "description": "Sum up", "expected_output": "x", "agent": "a"}
+        ],
+        "tools": [lookup_tool(&server.url, json!({"cache": false}))]
+    });
+    let out = h.run(&spec).await;
+    assert_eq!(out.raw(), "Both done");
+    assert_eq!(server.hits(), 2);
+    assert!(
+        out.tool_calls.iter().all(|c| c["status"] == "succeeded"),
+        "both passed the 2-party barrier together"
+    );
+    let outputs: Vec<&str> = out.run["tasks"]
+        .as_array()
+        .expect("tasks")
+        .iter()
+        .map(|t| t["output"]["raw"].as_str().expect("output"))
+        .collect();
+    let prompt = last_sent(&h.fake.requests()[4]).to_owned();
+    let (one, two) = (
+        prompt.find(outputs[0]).expect("task one's output"),
+        prompt.find(outputs[1]).expect("task two's output"),
+    );
+    assert!(one < two, "outputs in task order: {prompt}");
+}
+
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn a_guardrail_fails_once_then_passes(pool: PgPool) {
+    let h = Harness::start(pool, true).await;
+    h.fake.push([
+        FakeReply::text("Tides rise."),
+        FakeReply::text("{\"pass\": false, \"reason\": \"no source is cited\"}"),
+        FakeReply::text("Tides rise (source: NOAA)."),
+        FakeReply::text("{\"pass\": true, \"reason\": \"cites NOAA\"}"),
+    ]);
+    let out = h
+        .run(&crew(
+            json!([]),
+            "auto",
+            json!({"tasks": [{"guardrail": "The answer cites at least one source."}]}),
+        ))
+        .await;
+    assert_eq!(out.raw(), "Tides rise (source: NOAA).");
+    assert_eq!(out.data("guardrail.failed"), [&json!({"task": "t", "reason": "no source is cited"})]);
+    assert_eq!(out.data("guardrail.passed"), [&json!({"task": "t", "reason": "cites NOAA"})]);
+    assert!(last_sent(&h.fake.requests()[2]).contains("no source is cited"));
+    assert_eq!(out.run["usage"]["llm_calls"], 4);
+}
+
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn an_image_observation_arrives_as_a_multimodal_message(pool: PgPool) {
+    let h = Harness::start_with(pool, true, allow_loopback).await;
+    let app = axum::Router::new().route(
+        "/lookup",
+        axum::routing::post(|| async {
+            ([("content-type", "image/png")], vec![0x89u8, b'P', b'N', b'G', 0, 1, 2, 3])
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let url = format!("http://{}/lookup", listener.local_addr().expect("addr"));
+    tokio::spawn(async move { axum::serve(listener, app).await.expect("serve") });
+    h.fake.push([
+        FakeReply::tool_calls(&[("c1", "lookup_order", json!({"order_id": "A1"}))]),
+        FakeReply::text("A tiny PNG."),
+    ]);
+    let out = h
+        .run(&crew(json!(["lookup_order"]), "native", json!({"tools": [lookup_tool(&url, json!({}))]})))
+        .await;
+    assert_eq!(out.raw(), "A tiny PNG.");
+    let finished = out.data("tool.finished");
+    assert_eq!(
+        (finished[0]["media_type"].as_str(), finished[0]["bytes"].as_u64()),
+        (Some("image/png"), Some(8))
+    );
+    let request = &h.fake.requests()[1];
+    let image = sent(request).iter().find(|m| m["content"].is_array()).expect("a multimodal message");
+    assert_eq!(image["role"], "user");
+    assert_eq!(image["content"][1]["type"], "image_url");
+    assert!(image["content"][1]["image_url"]["url"]
+        .as_str()
+        .is_some_and(|u| u.starts_with("data:image/png;base64,")));
+    assert!(!out.events.iter().any(|e| e.to_string().contains("base64")), "no image data in events");
+}
