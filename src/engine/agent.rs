@@ -120,6 +120,43 @@ impl AgentTurn {
         }
     }
 
+    /// A model call beside the agent's conversation (a plan, a guardrail verdict), journaled in a
+    /// conversation of its own (`conversation`) and committed before the call; the reply's text.
+    /// `what` names it in errors.
+    pub(super) async fn side_call(
+        &self,
+        model: &ResolvedModel,
+        conversation: &str,
+        messages: Vec<ChatMessage>,
+        what: &str,
+        ctx: &Context<'_>,
+        pending: &mut Step,
+    ) -> Result<String, EngineError> {
+        let record = |message: ChatMessage| NewMessage {
+            conversation: conversation.to_owned(),
+            ..self.message(message)
+        };
+        pending.messages.extend(messages.iter().cloned().map(record));
+        ctx.commit(pending).await?;
+        let request = ChatRequest { model: model.model.clone(), messages, ..ChatRequest::default() };
+        let response = match ctx.guarded(model.client.chat(&request)).await {
+            None => return Err(EngineError::Cancelled),
+            Some(Err(error)) => {
+                return Err(EngineError::failed(
+                    ErrorKind::LlmError,
+                    format!("{what} failed: {}", error.message),
+                ))
+            }
+            Some(Ok(response)) => response,
+        };
+        pending.usage.llm_calls += 1;
+        pending.usage.prompt_tokens += response.usage.prompt_tokens as i64;
+        pending.usage.completion_tokens += response.usage.completion_tokens as i64;
+        let text = response.content.unwrap_or_default();
+        pending.messages.push(record(ChatMessage::assistant(text.clone())));
+        Ok(text)
+    }
+
     fn system_prompt(&self, style: Style) -> String {
         match (style, self.toolbox.is_empty()) {
             (Style::Native, _) => self.identity.clone(),

@@ -6,12 +6,12 @@
 use serde_json::{json, Value};
 
 use super::agent::{AgentLoop, Flow};
-use super::journal::{NewMessage, Step};
+use super::journal::Step;
 use super::prompts;
 use super::repair::parse_lenient;
 use super::EngineError;
 use crate::domain::{ErrorKind, EventType, TaskOutput};
-use crate::llm::{ChatMessage, ChatRequest, Role};
+use crate::llm::{ChatMessage, Role};
 
 /// Redos a failed guardrail allows by default.
 pub const DEFAULT_GUARDRAIL_RETRIES: u32 = 3;
@@ -77,29 +77,10 @@ impl AgentLoop<'_> {
                 &output.raw,
             )),
         ];
-        let record = |message: ChatMessage| NewMessage {
-            conversation: conversation.clone(),
-            ..self.turn.message(message)
-        };
-        pending.messages.extend(messages.iter().cloned().map(record));
-        self.ctx.commit(pending).await?;
-        let request =
-            ChatRequest { model: self.turn.model.model.clone(), messages, ..ChatRequest::default() };
-        let response = match self.ctx.guarded(self.turn.model.client.chat(&request)).await {
-            None => return Err(EngineError::Cancelled),
-            Some(Err(error)) => {
-                return Err(EngineError::failed(
-                    ErrorKind::LlmError,
-                    format!("the guardrail check failed: {}", error.message),
-                ))
-            }
-            Some(Ok(response)) => response,
-        };
-        pending.usage.llm_calls += 1;
-        pending.usage.prompt_tokens += response.usage.prompt_tokens as i64;
-        pending.usage.completion_tokens += response.usage.completion_tokens as i64;
-        let text = response.content.unwrap_or_default();
-        pending.messages.push(record(ChatMessage::assistant(text.clone())));
+        let text = self
+            .turn
+            .side_call(&self.turn.model, &conversation, messages, "the guardrail check", self.ctx, pending)
+            .await?;
         Ok(read_verdict(&text))
     }
 }

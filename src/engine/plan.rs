@@ -10,13 +10,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::agent::AgentTurn;
-use super::journal::{NewMessage, Step};
+use super::journal::Step;
 use super::prompts;
 use super::react::{self, ReactStep};
 use super::repair::parse_lenient;
 use super::{Context, EngineError};
-use crate::domain::{ErrorKind, EventType, TaskOutput};
-use crate::llm::{ChatMessage, ChatRequest, ResolvedModel, Role};
+use crate::domain::{EventType, TaskOutput};
+use crate::llm::{ChatMessage, ResolvedModel, Role};
 
 /// Default bound of a step's inner loop.
 pub const DEFAULT_MAX_STEP_ITERATIONS: u32 = 15;
@@ -89,26 +89,7 @@ async fn plan(
         ChatMessage::system(prompts::PLANNER_SYSTEM),
         ChatMessage::user(prompts::planner_prompt(&turn.task_prompt, &tools)),
     ];
-    let record =
-        |message: ChatMessage| NewMessage { conversation: conversation.clone(), ..turn.message(message) };
-    pending.messages.extend(messages.iter().cloned().map(record));
-    ctx.commit(pending).await?;
-    let request = ChatRequest { model: options.planner.model.clone(), messages, ..ChatRequest::default() };
-    let response = match ctx.guarded(options.planner.client.chat(&request)).await {
-        None => return Err(EngineError::Cancelled),
-        Some(Err(error)) => {
-            return Err(EngineError::failed(
-                ErrorKind::LlmError,
-                format!("planning failed: {}", error.message),
-            ))
-        }
-        Some(Ok(response)) => response,
-    };
-    pending.usage.llm_calls += 1;
-    pending.usage.prompt_tokens += response.usage.prompt_tokens as i64;
-    pending.usage.completion_tokens += response.usage.completion_tokens as i64;
-    let text = response.content.unwrap_or_default();
-    pending.messages.push(record(ChatMessage::assistant(text.clone())));
+    let text = turn.side_call(&options.planner, &conversation, messages, "planning", ctx, pending).await?;
     let steps = read_plan(&text, turn);
     turn.event(pending, EventType::TaskPlanned, json!({"task": turn.task, "steps": steps}));
     Ok(steps)
