@@ -44,33 +44,55 @@ struct ClaimRow {
 
 impl Store {
     /// Claim the oldest queued run for `owner` for `lease`: it becomes `running` with its attempt
-    /// bumped and `run.started` logged, in one transaction. Runs other transactions are claiming
-    /// are skipped (`SKIP LOCKED`), so concurrent claimers never take the same run. `None` when
-    /// no run is queued.
-    #[tracing::instrument(skip_all, fields(owner = %owner, run_id = tracing::field::Empty), err)]
+    /// bumped and `run.started` logged, atomically. Runs other transactions are claiming are
+    /// skipped (`SKIP LOCKED`), so concurrent claimers never take the same run. `None` when no run
+    /// is queued.
     pub async fn claim_next_run(&self, owner: &str, lease: Duration) -> StoreResult<Option<ClaimedRun>> {
-        let mut tx = self.pool.begin().await?;
-        let row = sqlx::query_as!(
+        self.claim_next_runs(owner, lease, 1).await?.into_iter().next().transpose()
+    }
+
+    /// Claim up to `limit` of the oldest queued runs at once (one statement), as
+    /// [`Store::claim_next_run`] claims one; each claimed run, or why it cannot be read, oldest
+    /// first.
+    #[tracing::instrument(skip_all, fields(owner = %owner, limit), err)]
+    pub async fn claim_next_runs(
+        &self,
+        owner: &str,
+        lease: Duration,
+        limit: i64,
+    ) -> StoreResult<Vec<StoreResult<ClaimedRun>>> {
+        let mut rows = sqlx::query_as!(
             ClaimRow,
             r#"WITH next AS (
                    SELECT id FROM runs WHERE status = 'queued'
                    ORDER BY created_at, id
-                   FOR UPDATE SKIP LOCKED LIMIT 1
+                   FOR UPDATE SKIP LOCKED LIMIT $3
+               ), claimed AS (
+                   UPDATE runs
+                      SET status = 'running', attempt = runs.attempt + 1, lease_owner = $1,
+                          lease_expires_at = now() + make_interval(secs => $2),
+                          started_at = coalesce(runs.started_at, now()), updated_at = now(),
+                          last_seq = runs.last_seq + 1
+                     FROM next
+                    WHERE runs.id = next.id
+                RETURNING runs.id, runs.attempt, runs.last_seq, runs.crew_spec, runs.inputs, runs.created_at,
+                          runs.started_at, runs.timeout_s, runs.paused_s
+               ), started AS (
+                   INSERT INTO events (run_id, seq, type, data)
+                   SELECT id, last_seq, 'run.started', jsonb_build_object('attempt', attempt, 'worker', $1::text)
+                     FROM claimed
                )
-               UPDATE runs
-                  SET status = 'running', attempt = runs.attempt + 1, lease_owner = $1,
-                      lease_expires_at = now() + make_interval(secs => $2),
-                      started_at = coalesce(runs.started_at, now()), updated_at = now()
-                 FROM next
-                WHERE runs.id = next.id
-            RETURNING runs.id, runs.attempt, runs.crew_spec, runs.inputs, runs.created_at, runs.started_at,
-                      runs.timeout_s, runs.paused_s"#,
+               SELECT id AS "id!", attempt AS "attempt!", crew_spec AS "crew_spec!", inputs AS "inputs!",
+                      created_at AS "created_at!", started_at, timeout_s, paused_s AS "paused_s!"
+                 FROM claimed"#,
             owner,
             lease.as_secs_f64(),
+            limit,
         )
-        .fetch_optional(&mut *tx)
+        .fetch_all(&self.pool)
         .await?;
-        finish_claim(tx, row, owner).await
+        rows.sort_by_key(|row| (row.created_at, row.id));
+        Ok(rows.into_iter().map(claimed_run).collect())
     }
 
     /// Claim the run `id` for `owner` for `lease`, as [`Store::claim_next_run`] does, provided it
@@ -118,7 +140,13 @@ async fn finish_claim(
     let data = json!({ "attempt": row.attempt, "worker": owner });
     append_event_tx(&mut tx, id, EventType::RunStarted, None, None, &data).await?;
     tx.commit().await?;
-    Ok(Some(ClaimedRun {
+    claimed_run(row).map(Some)
+}
+
+/// Read a claimed row (after its claim is committed; see [`finish_claim`]).
+fn claimed_run(row: ClaimRow) -> StoreResult<ClaimedRun> {
+    let id = RunId(row.id);
+    Ok(ClaimedRun {
         id,
         attempt: row.attempt,
         crew: decode(row.crew_spec, &format!("runs.crew_spec of run {id}"))?,
@@ -127,5 +155,5 @@ async fn finish_claim(
         started_at: row.started_at.unwrap_or_else(Utc::now),
         timeout: row.timeout_s.and_then(|s| u64::try_from(s).ok()).map(Duration::from_secs),
         paused: Duration::try_from_secs_f64(row.paused_s).unwrap_or_default(),
-    }))
+    })
 }

@@ -18,6 +18,9 @@ use crate::domain::RunId;
 use crate::engine::Engine;
 use crate::store::Store;
 
+/// Runs claimed per statement at most.
+const CLAIM_BATCH: usize = 32;
+
 /// How the pool behaves.
 #[derive(Debug, Clone)]
 pub struct WorkerSettings {
@@ -147,42 +150,77 @@ async fn claim_loop(shared: &Arc<Shared>, tracker: &TaskTracker, shutdown: &Canc
     let slots = Arc::new(Semaphore::new(shared.settings.slots.max(1)));
     let mut failures = 0u32;
     loop {
-        let permit = tokio::select! {
+        let first = tokio::select! {
             () = shutdown.cancelled() => return,
             permit = slots.clone().acquire_owned() => match permit {
                 Ok(permit) => permit,
                 Err(_) => return,
             },
         };
-        let claim = shared.store.claim_next_run(&shared.settings.owner, shared.settings.lease).await;
-        let idle = match claim {
-            Ok(Some(run)) => {
-                failures = 0;
-                if run.attempt == 1 {
-                    let waited = (chrono::Utc::now() - run.created_at).to_std().unwrap_or_default();
-                    shared.engine.metrics().observe_claim(waited);
-                }
-                let shared = shared.clone();
-                tracker.spawn(async move {
-                    execute::execute(&shared, run).await;
-                    drop(permit);
-                });
-                continue;
+        // Claim as many runs as there are free slots, up to a batch, in one statement.
+        let mut permits = vec![first];
+        while permits.len() < CLAIM_BATCH {
+            match slots.clone().try_acquire_owned() {
+                Ok(permit) => permits.push(permit),
+                Err(_) => break,
             }
-            Ok(None) => shared.settings.poll_interval,
+        }
+        let (owner, lease) = (&shared.settings.owner, shared.settings.lease);
+        let idle = match shared.store.claim_next_runs(owner, lease, permits.len() as i64).await {
+            Ok(claimed) if !claimed.is_empty() => {
+                failures = 0;
+                let full = claimed.len() == permits.len();
+                for (run, permit) in claimed.into_iter().zip(permits.drain(..)) {
+                    start_run(shared, tracker, run, permit);
+                }
+                if full {
+                    continue;
+                }
+                Duration::ZERO
+            }
+            Ok(_) => shared.settings.poll_interval,
             Err(error) => {
                 failures = failures.saturating_add(1);
-                tracing::error!(%error, "claiming a run failed");
+                tracing::error!(%error, "claiming runs failed");
                 Duration::from_millis(250 * u64::from(failures.min(20)))
             }
         };
-        drop(permit);
+        drop(permits);
+        if idle.is_zero() {
+            continue;
+        }
         tokio::select! {
             () = shutdown.cancelled() => return,
             () = shared.wake.notified() => {}
             () = tokio::time::sleep(idle) => {}
         }
     }
+}
+
+/// Execute a claimed run in its slot (or log why it cannot be read: its lease then expires and
+/// recovery gives up on it after `max_attempts`).
+fn start_run(
+    shared: &Arc<Shared>,
+    tracker: &TaskTracker,
+    run: crate::store::StoreResult<crate::store::ClaimedRun>,
+    permit: tokio::sync::OwnedSemaphorePermit,
+) {
+    let run = match run {
+        Ok(run) => run,
+        Err(error) => {
+            tracing::error!(%error, "a claimed run cannot be read");
+            return;
+        }
+    };
+    if run.attempt == 1 {
+        let waited = (chrono::Utc::now() - run.created_at).to_std().unwrap_or_default();
+        shared.engine.metrics().observe_claim(waited);
+    }
+    let shared = shared.clone();
+    tracker.spawn(async move {
+        execute::execute(&shared, run).await;
+        drop(permit);
+    });
 }
 
 async fn recover_periodically(shared: Arc<Shared>, stop: CancellationToken) {

@@ -130,3 +130,26 @@ async fn concurrent_claims_take_each_run_exactly_once(pool: PgPool) {
     let queued = store.list_runs(Some(RunStatus::Queued), None, 100).await.expect("list");
     assert!(queued.runs.is_empty());
 }
+
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn a_batch_claim_takes_the_oldest_runs_each_with_its_run_started(pool: PgPool) {
+    let store = Store::new(pool);
+    let mut ids = Vec::new();
+    for _ in 0..5 {
+        let run = crate::support::new_run();
+        store.create_run(&run, None).await.expect("create");
+        ids.push(run.id);
+    }
+    let claimed = store.claim_next_runs("batch", Duration::from_secs(30), 3).await.expect("claim");
+    let claimed: Vec<_> = claimed.into_iter().map(|r| r.expect("readable")).collect();
+    assert_eq!(claimed.iter().map(|r| r.id).collect::<Vec<_>>(), ids[..3]);
+    for run in &claimed {
+        assert_eq!(run.attempt, 1);
+        let events = store.list_events(run.id, 0, 10).await.expect("events");
+        let started: Vec<_> = events.iter().map(|e| (e.seq, e.event_type, e.data.clone())).collect();
+        assert_eq!(started[1], (2, EventType::RunStarted, json!({"attempt": 1, "worker": "batch"})));
+    }
+    let rest = store.claim_next_runs("batch", Duration::from_secs(30), 10).await.expect("claim");
+    assert_eq!(rest.len(), 2);
+    assert!(store.claim_next_runs("batch", Duration::from_secs(30), 10).await.expect("claim").is_empty());
+}
