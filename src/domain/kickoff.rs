@@ -7,8 +7,9 @@ use sha2::{Digest, Sha256};
 use utoipa::ToSchema;
 
 use super::crew::CrewSpec;
+use super::run::RunLinks;
 use super::validate::{check_crew_name, validate_crew, validate_inputs, FieldError, ValidationContext};
-use super::RunId;
+use super::{Run, RunId, RunStatus, TaskRun, TaskStatus, Usage};
 
 /// The body of `POST /v1/kickoffs`.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
@@ -144,6 +145,42 @@ pub struct NewRun {
     pub inputs: Map<String, Value>,
     pub metadata: Map<String, Value>,
     pub timeout_s: Option<u32>,
+}
+
+impl NewRun {
+    /// The run as the API shows it right after it was stored (queued, nothing done yet), without
+    /// reading it back.
+    pub fn queued(&self, created_at: chrono::DateTime<chrono::Utc>) -> Run {
+        let tasks = self
+            .crew
+            .tasks
+            .iter()
+            .map(|task| TaskRun {
+                name: task.name.clone(),
+                agent: task.agent.clone(),
+                status: TaskStatus::Pending,
+                output: None,
+                started_at: None,
+                finished_at: None,
+            })
+            .collect();
+        Run {
+            id: self.id,
+            status: RunStatus::Queued,
+            crew_name: self.crew.name.clone(),
+            inputs: self.inputs.clone(),
+            metadata: self.metadata.clone(),
+            created_at,
+            started_at: None,
+            finished_at: None,
+            attempt: 0,
+            output: None,
+            tasks,
+            error: None,
+            usage: Usage::default(),
+            links: RunLinks::for_run(self.id),
+        }
+    }
 }
 
 /// The longest `timeout_s` a run may ask for (a week).

@@ -21,9 +21,7 @@ pub async fn wait_for_run(
     id: RunId,
     timeout: Duration,
 ) -> StoreResult<Option<Run>> {
-    if store.run_status(id).await?.is_none() {
-        return Ok(None);
-    }
+    // (An unknown run's subscription is dropped on return, freeing its channel.)
     // Subscribe before reading, so a change between the read and the subscription is not missed.
     let mut subscription = bus.subscribe_run(id);
     let deadline = tokio::time::Instant::now() + timeout;

@@ -1,7 +1,7 @@
 //! Runs and their tasks: creating a run (with its first event and its idempotency key, in one
 //! transaction), reading one, listing them newest first.
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, SubsecRound, Utc};
 use serde_json::{json, Value};
 use sqlx::{Postgres, Transaction};
 use uuid::Uuid;
@@ -159,11 +159,13 @@ impl Store {
                 return Ok(self.find_idempotent_runs(key).await?.unwrap_or(BatchOutcome::KeyConflict));
             }
         }
+        // Postgres keeps microseconds: so does the answer.
+        let created_at = Utc::now().trunc_subsecs(6);
         for run in runs {
-            insert_run(&mut tx, run).await?;
+            insert_run(&mut tx, run, created_at).await?;
         }
         tx.commit().await?;
-        Ok(BatchOutcome::Created(self.get_runs(&ids).await?))
+        Ok(BatchOutcome::Created(runs.iter().map(|run| run.queued(created_at)).collect()))
     }
 
     /// What an idempotency key already stands for: the original run when it was used with the
@@ -339,18 +341,23 @@ async fn claim_idempotency_key(
 }
 
 /// Insert a queued run, its pending tasks and its `run.queued` event.
-async fn insert_run(tx: &mut Transaction<'_, Postgres>, run: &NewRun) -> StoreResult<()> {
+async fn insert_run(
+    tx: &mut Transaction<'_, Postgres>,
+    run: &NewRun,
+    created_at: DateTime<Utc>,
+) -> StoreResult<()> {
     let spec = serde_json::to_value(&run.crew)
         .map_err(|e| StoreError::Corrupt(format!("crew spec does not serialize: {e}")))?;
     sqlx::query!(
-        r#"INSERT INTO runs (id, crew_name, crew_spec, inputs, metadata, timeout_s)
-           VALUES ($1, $2, $3, $4, $5, $6)"#,
+        r#"INSERT INTO runs (id, crew_name, crew_spec, inputs, metadata, timeout_s, created_at)
+           VALUES ($1, $2, $3, $4, $5, $6, $7)"#,
         run.id.0,
         run.crew.name,
         spec,
         Value::Object(run.inputs.clone()),
         Value::Object(run.metadata.clone()),
         run.timeout_s.map(|t| t as i32),
+        created_at,
     )
     .execute(&mut **tx)
     .await?;
