@@ -176,7 +176,8 @@ async fn claim_loop(shared: &Arc<Shared>, tracker: &TaskTracker, shutdown: &Canc
                 if full {
                     continue;
                 }
-                Duration::ZERO
+                // The queue is empty for now: new runs announce themselves.
+                shared.settings.poll_interval
             }
             Ok(_) => shared.settings.poll_interval,
             Err(error) => {
@@ -186,9 +187,6 @@ async fn claim_loop(shared: &Arc<Shared>, tracker: &TaskTracker, shutdown: &Canc
             }
         };
         drop(permits);
-        if idle.is_zero() {
-            continue;
-        }
         tokio::select! {
             () = shutdown.cancelled() => return,
             () = shared.wake.notified() => {}

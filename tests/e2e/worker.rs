@@ -293,7 +293,10 @@ async fn shutdown_hands_in_flight_runs_back_to_the_queue(pool: PgPool) {
 #[sqlx::test(migrator = "agentd::store::MIGRATOR")]
 async fn two_replicas_complete_fifty_runs_exactly_once(pool: PgPool) {
     let fake = FakeLlm::start().await.expect("fake");
-    fake.push((0..50).map(|i| FakeReply::text(&format!("answer {i}"))));
+    // Each answer takes a while, so one replica's 8 slots fill up and the other must take runs too.
+    fake.push(
+        (0..50).map(|i| FakeReply::text(&format!("answer {i}")).with_delay(Duration::from_millis(150))),
+    );
     let config = fake_config(&fake);
     let (a, b) = (
         TestApp::spawn_with(pool.clone(), config.clone()).await,
