@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::agent::{AgentTurn, Style};
 use super::guardrail::{Guardrail, DEFAULT_GUARDRAIL_RETRIES};
-use super::journal::{Journal, RunChange, Step, TaskChange};
+use super::journal::{Journal, RunChange, Snapshot, Step, TaskChange, TaskRecord};
 use super::plan::{PlanOptions, DEFAULT_MAX_STEP_ITERATIONS};
 use super::prompts;
 use super::toolbox::{DelegateMode, RunTools, Runner, ToolEntry, Toolbox};
@@ -74,7 +74,6 @@ impl Engine {
 
     /// Execute (or continue) a run to its end. On success or task failure the run's end is
     /// journaled here; on cancellation or a lost lease the caller decides.
-    #[tracing::instrument(skip_all, fields(crew = %crew.name), err)]
     pub async fn run(
         &self,
         crew: &CrewSpec,
@@ -83,6 +82,35 @@ impl Engine {
         cancel: &CancellationToken,
     ) -> Result<TaskOutput, EngineError> {
         let snapshot = journal.load().await?;
+        self.run_from(crew, inputs, journal, snapshot, cancel).await
+    }
+
+    /// [`Engine::run`] for a run's first attempt: nothing can be journaled yet, so the journal is
+    /// not read (its tasks are all pending).
+    pub async fn run_first_attempt(
+        &self,
+        crew: &CrewSpec,
+        inputs: &Map<String, Value>,
+        journal: &dyn Journal,
+        cancel: &CancellationToken,
+    ) -> Result<TaskOutput, EngineError> {
+        let tasks = crew
+            .tasks
+            .iter()
+            .map(|task| TaskRecord { name: task.name.clone(), status: TaskStatus::Pending, output: None })
+            .collect();
+        self.run_from(crew, inputs, journal, Snapshot { tasks, ..Snapshot::default() }, cancel).await
+    }
+
+    #[tracing::instrument(skip_all, fields(crew = %crew.name), err)]
+    async fn run_from(
+        &self,
+        crew: &CrewSpec,
+        inputs: &Map<String, Value>,
+        journal: &dyn Journal,
+        snapshot: Snapshot,
+        cancel: &CancellationToken,
+    ) -> Result<TaskOutput, EngineError> {
         let tools = RunTools::from_snapshot(&snapshot);
         let rate_key = format!("run-{}:", uuid::Uuid::now_v7().simple());
         let team = Team { engine: self, crew, inputs, rate_key: &rate_key };

@@ -26,8 +26,14 @@ pub(super) async fn execute(shared: &Arc<Shared>, run: ClaimedRun) {
     let watchdog = tokio::spawn(watch(shared.clone(), active, run.attempt, run.id, deadline(shared, &run)));
     let _stop_watchdog = AbortOnDrop(watchdog);
     let journal = shared.store.journal(run.id, run.attempt);
-    let execution =
-        AssertUnwindSafe(shared.engine.run(&run.crew, &run.inputs, &journal, &stop)).catch_unwind();
+    let execution = AssertUnwindSafe(async {
+        match run.attempt {
+            // The first claim: nothing is journaled yet, so the journal need not be read.
+            1 => shared.engine.run_first_attempt(&run.crew, &run.inputs, &journal, &stop).await,
+            _ => shared.engine.run(&run.crew, &run.inputs, &journal, &stop).await,
+        }
+    })
+    .catch_unwind();
     let result = execution.await.unwrap_or_else(|_| {
         tracing::error!("the engine panicked; handing the run back");
         Err(EngineError::Journal(JournalError::Storage("the engine panicked".into())))
