@@ -41,21 +41,13 @@ pub fn strip_fences(text: &str) -> &str {
 fn close_truncated(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 8);
     let mut stack = Vec::new();
-    let mut in_string = false;
-    let mut escaped = false;
+    let mut strings = Strings::default();
     for c in text.chars() {
         out.push(c);
-        if in_string {
-            match (escaped, c) {
-                (true, _) => escaped = false,
-                (false, '\\') => escaped = true,
-                (false, '"') => in_string = false,
-                _ => {}
-            }
+        if strings.inside(c) {
             continue;
         }
         match c {
-            '"' => in_string = true,
             '{' => stack.push('}'),
             '[' => stack.push(']'),
             '}' | ']' => {
@@ -64,8 +56,8 @@ fn close_truncated(text: &str) -> String {
             _ => {}
         }
     }
-    if in_string {
-        if escaped {
+    if strings.open {
+        if strings.escaped {
             out.pop();
         }
         out.push('"');
@@ -93,22 +85,36 @@ fn trim_dangling(out: &mut String) {
     }
 }
 
+/// Where a left-to-right scan of JSON text is with respect to strings.
+#[derive(Default)]
+struct Strings {
+    open: bool,
+    escaped: bool,
+}
+
+impl Strings {
+    /// Take the next character; whether it belongs to a string (its quotes included).
+    fn inside(&mut self, c: char) -> bool {
+        if !self.open {
+            self.open = c == '"';
+            return self.open;
+        }
+        match (self.escaped, c) {
+            (true, _) => self.escaped = false,
+            (false, '\\') => self.escaped = true,
+            (false, '"') => self.open = false,
+            _ => {}
+        }
+        true
+    }
+}
+
 /// Drop commas directly before a closing bracket (outside strings).
 fn remove_trailing_commas(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
-    let mut in_string = false;
-    let mut escaped = false;
+    let mut strings = Strings::default();
     for c in text.chars() {
-        if in_string {
-            match (escaped, c) {
-                (true, _) => escaped = false,
-                (false, '\\') => escaped = true,
-                (false, '"') => in_string = false,
-                _ => {}
-            }
-        } else if c == '"' {
-            in_string = true;
-        } else if c == '}' || c == ']' {
+        if !strings.inside(c) && (c == '}' || c == ']') {
             let kept = out.trim_end().len();
             out.truncate(kept);
             if out.ends_with(',') {

@@ -10,8 +10,7 @@ use super::{parse, Store, StoreError, StoreResult};
 use crate::domain::{Event, EventType, RunId, RunStatus};
 use crate::engine::journal::NewEvent;
 
-/// Append an event to a run's log inside `tx`; returns its `seq`. The run row's `last_seq` is the
-/// counter, so events of one run are serialised by that row's lock and `seq` stays dense.
+/// Append one event to a run's log inside `tx`; returns its `seq` (see [`append_events_tx`]).
 pub(crate) async fn append_event_tx(
     tx: &mut Transaction<'_, Postgres>,
     run_id: RunId,
@@ -20,22 +19,47 @@ pub(crate) async fn append_event_tx(
     agent: Option<&str>,
     data: &Value,
 ) -> StoreResult<i64> {
-    let seq = sqlx::query_scalar!(
+    let (task, agent) = (task.map(str::to_owned), agent.map(str::to_owned));
+    let event = NewEvent { event_type, task, agent, data: data.clone() };
+    append_events_tx(tx, run_id, std::slice::from_ref(&event)).await
+}
+
+/// Append events to a run's log inside `tx`, in order, with one counter update and one insert
+/// whatever their number; returns the last `seq`. The run row's `last_seq` is the counter, so the
+/// events of one run are serialised by that row's lock and `seq` stays dense.
+pub(crate) async fn append_events_tx(
+    tx: &mut Transaction<'_, Postgres>,
+    run_id: RunId,
+    events: &[NewEvent],
+) -> StoreResult<i64> {
+    let types: Vec<&str> = events.iter().map(|e| e.event_type.as_str()).collect();
+    let tasks: Vec<Option<&str>> = events.iter().map(|e| e.task.as_deref()).collect();
+    let agents: Vec<Option<&str>> = events.iter().map(|e| e.agent.as_deref()).collect();
+    let data: Vec<Value> = events.iter().map(|e| e.data.clone()).collect();
+    let seqs = sqlx::query_scalar!(
         r#"WITH next AS (
-               UPDATE runs SET last_seq = last_seq + 1, updated_at = now() WHERE id = $1 RETURNING last_seq
+               UPDATE runs SET last_seq = last_seq + $2, updated_at = now() WHERE id = $1
+               RETURNING last_seq - $2 AS base
            )
            INSERT INTO events (run_id, seq, type, task, agent, data)
-           SELECT $1, last_seq, $2, $3, $4, $5 FROM next
+           SELECT $1, next.base + e.n, e.type, e.task, e.agent, e.data
+             FROM next, UNNEST($3::text[], $4::text[], $5::text[], $6::jsonb[])
+                  WITH ORDINALITY AS e(type, task, agent, data, n)
            RETURNING seq"#,
         run_id.0,
-        event_type.as_str(),
-        task,
-        agent,
-        data,
+        events.len() as i64,
+        &types as &[&str],
+        &tasks as &[Option<&str>],
+        &agents as &[Option<&str>],
+        &data,
     )
-    .fetch_optional(&mut **tx)
+    .fetch_all(&mut **tx)
     .await?;
-    seq.ok_or_else(|| StoreError::Corrupt(format!("event for missing run {run_id}")))
+    match seqs.iter().max() {
+        Some(last) if seqs.len() == events.len() => Ok(*last),
+        _ if events.is_empty() => Ok(0),
+        _ => Err(StoreError::Corrupt(format!("events for missing run {run_id}"))),
+    }
 }
 
 struct EventRow {
@@ -60,44 +84,6 @@ impl EventRow {
             data: self.data,
         })
     }
-}
-
-/// Append several events to a run's log inside `tx`, in order, with one counter update and one
-/// insert whatever their number.
-pub(crate) async fn append_events_tx(
-    tx: &mut Transaction<'_, Postgres>,
-    run_id: RunId,
-    events: &[NewEvent],
-) -> StoreResult<()> {
-    if events.is_empty() {
-        return Ok(());
-    }
-    let types: Vec<&str> = events.iter().map(|e| e.event_type.as_str()).collect();
-    let tasks: Vec<Option<&str>> = events.iter().map(|e| e.task.as_deref()).collect();
-    let agents: Vec<Option<&str>> = events.iter().map(|e| e.agent.as_deref()).collect();
-    let data: Vec<Value> = events.iter().map(|e| e.data.clone()).collect();
-    let inserted = sqlx::query!(
-        r#"WITH next AS (
-               UPDATE runs SET last_seq = last_seq + $2, updated_at = now() WHERE id = $1
-               RETURNING last_seq - $2 AS base
-           )
-           INSERT INTO events (run_id, seq, type, task, agent, data)
-           SELECT $1, next.base + e.n, e.type, e.task, e.agent, e.data
-             FROM next, UNNEST($3::text[], $4::text[], $5::text[], $6::jsonb[])
-                  WITH ORDINALITY AS e(type, task, agent, data, n)"#,
-        run_id.0,
-        events.len() as i64,
-        &types as &[&str],
-        &tasks as &[Option<&str>],
-        &agents as &[Option<&str>],
-        &data,
-    )
-    .execute(&mut **tx)
-    .await?;
-    if inserted.rows_affected() != events.len() as u64 {
-        return Err(StoreError::Corrupt(format!("events for missing run {run_id}")));
-    }
-    Ok(())
 }
 
 impl Store {

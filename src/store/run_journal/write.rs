@@ -270,7 +270,9 @@ pub(super) async fn run_change_and_usage(
 
 /// Append the step's events in order.
 pub(super) async fn events(tx: &mut Tx<'_>, run_id: RunId, events: &[NewEvent]) -> WriteResult {
-    append_events_tx(tx, run_id, events).await?;
+    if !events.is_empty() {
+        append_events_tx(tx, run_id, events).await?;
+    }
     Ok(())
 }
 
