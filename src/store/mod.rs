@@ -5,12 +5,14 @@
 mod claim;
 mod crews;
 mod events;
+mod group;
 mod journal;
 mod lease;
 mod review;
 mod run_journal;
 mod runs;
 
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use sqlx::migrate::Migrator;
@@ -19,6 +21,7 @@ use sqlx::PgPool;
 
 pub use claim::ClaimedRun;
 pub use crews::{CrewRecord, UpsertOutcome};
+use group::Group;
 pub use journal::{Message, ToolCall};
 pub use lease::{CancelOutcome, Lease, Recovered, CANCEL_CHANNEL, EVENTS_CHANNEL, RUNS_CHANNEL};
 pub use review::ResumeOutcome;
@@ -38,6 +41,29 @@ pub enum StoreError {
     /// A row holds data the code cannot read (a bug or a manual edit).
     #[error("corrupt row: {0}")]
     Corrupt(String),
+    /// The grouped write this one was part of failed (see `group`).
+    #[error("{0}")]
+    Group(Arc<StoreError>),
+    /// The store is shutting down: its writers are gone.
+    #[error("the store has stopped")]
+    Stopped,
+}
+
+impl StoreError {
+    /// Is the database out of reach (rather than refusing this particular write)?
+    pub fn is_unavailable(&self) -> bool {
+        match self {
+            StoreError::Database(
+                sqlx::Error::PoolTimedOut
+                | sqlx::Error::PoolClosed
+                | sqlx::Error::Io(_)
+                | sqlx::Error::Tls(_),
+            )
+            | StoreError::Stopped => true,
+            StoreError::Group(inner) => inner.is_unavailable(),
+            _ => false,
+        }
+    }
 }
 
 pub type StoreResult<T> = Result<T, StoreError>;
@@ -50,15 +76,46 @@ pub struct PoolSettings {
 }
 
 /// The handle every component uses to reach Postgres. Cheap to clone.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Store {
     pool: PgPool,
+    groups: Arc<Groups>,
 }
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").field("pool", &self.pool).finish_non_exhaustive()
+    }
+}
+
+/// The group-commit writers (see `group`), started on first use; they stop when the last clone
+/// of the store is dropped.
+#[derive(Default)]
+struct Groups {
+    journal: OnceLock<Group<run_journal::JournalWrite>>,
+    kickoffs: OnceLock<Group<runs::KickoffWrite>>,
+    leases: OnceLock<Group<lease::RenewWrite>>,
+}
+
+/// Writer tasks per kind of grouped write: two, so one batch's round trips overlap another's.
+const GROUP_WRITERS: usize = 2;
 
 impl Store {
     /// Wrap an existing pool (tests hand in the pool of a fresh database).
     pub fn new(pool: PgPool) -> Self {
-        Self { pool }
+        Self { pool, groups: Arc::default() }
+    }
+
+    fn journal_group(&self) -> &Group<run_journal::JournalWrite> {
+        self.groups.journal.get_or_init(|| Group::start(&self.pool, GROUP_WRITERS))
+    }
+
+    fn kickoff_group(&self) -> &Group<runs::KickoffWrite> {
+        self.groups.kickoffs.get_or_init(|| Group::start(&self.pool, GROUP_WRITERS))
+    }
+
+    fn lease_group(&self) -> &Group<lease::RenewWrite> {
+        self.groups.leases.get_or_init(|| Group::start(&self.pool, 1))
     }
 
     /// A pool that connects on first use, so the API can start (and report not-ready) while the
@@ -68,7 +125,7 @@ impl Store {
             .max_connections(settings.max_connections)
             .acquire_timeout(settings.acquire_timeout)
             .connect_lazy_with(options);
-        Self { pool }
+        Self::new(pool)
     }
 
     pub fn pool(&self) -> &PgPool {

@@ -1,14 +1,17 @@
 //! The engine's [`Journal`] on Postgres, for one attempt of one run: a commit writes a whole
-//! [`Step`] in one transaction, fenced by the run's `attempt` (a worker whose lease went to another
-//! claim cannot write); a load reads back the tasks, messages and tool calls the run has journaled.
+//! [`Step`] atomically, fenced by the run's `attempt` (a worker whose lease went to another claim
+//! cannot write); a load reads back the tasks, messages and tool calls the run has journaled.
+//! Commits go through the journal's group commit (see [`group`](super::group)): the steps of
+//! many runs share a transaction under load.
 
 mod load;
 mod write;
 
-use sqlx::{Postgres, Transaction};
+use sqlx::PgPool;
 
+use super::group::{Failure, GroupWrite};
 use super::{Store, StoreError};
-use crate::domain::{RunId, RunStatus};
+use crate::domain::RunId;
 use crate::engine::journal::{Journal, JournalError, JournalFuture, Snapshot, Step};
 
 /// The journal of one attempt of a run (from [`Store::journal`]).
@@ -28,7 +31,7 @@ impl Store {
 
 /// Why a commit did not happen.
 #[derive(Debug)]
-enum CommitError {
+pub(super) enum CommitError {
     Fenced,
     /// The step contradicts the journal (an unknown task, a tool call that never started):
     /// an engine bug, reported without writing anything.
@@ -84,35 +87,58 @@ impl RunJournal {
         })
     }
 
-    /// Lock the run, check the fence, then write the step's parts in order; any failure rolls the
-    /// whole step back (dropping the transaction).
-    async fn try_commit(&self, step: Step) -> Result<(), CommitError> {
-        let mut tx = self.store.pool.begin().await?;
-        if !self.holds_run(&mut tx).await? {
-            tx.rollback().await?;
-            return Err(CommitError::Fenced);
-        }
-        let (run_id, attempt) = (self.run_id, self.attempt);
-        write::messages(&mut tx, run_id, attempt, &step.messages).await?;
-        write::tool_starts(&mut tx, run_id, attempt, &step.tool_starts).await?;
-        write::tool_ends(&mut tx, run_id, &step.tool_ends).await?;
-        write::task_changes(&mut tx, run_id, &step.tasks).await?;
-        write::run_change_and_usage(&mut tx, run_id, step.run.as_ref(), step.usage).await?;
-        write::events(&mut tx, run_id, &step.events).await?;
-        tx.commit().await?;
-        Ok(())
+    async fn try_commit(&self, step: Step) -> Answer {
+        let commit = Commit { run_id: self.run_id, attempt: self.attempt, step };
+        self.store.journal_group().submit(commit).await
+    }
+}
+
+/// A step to commit for an attempt of a run.
+pub(super) struct Commit {
+    run_id: RunId,
+    attempt: i32,
+    step: Step,
+}
+
+/// How a commit ended.
+pub(super) type Answer = Result<(), CommitError>;
+
+/// The journal's group commit: the steps of a batch (at most one per run) are fenced together,
+/// then each part of them is written with one statement, in one transaction.
+pub(super) struct JournalWrite;
+
+impl GroupWrite for JournalWrite {
+    type Item = Commit;
+    type Output = Answer;
+    const MAX_BATCH: usize = 256;
+
+    fn key(commit: &Commit) -> Option<uuid::Uuid> {
+        Some(commit.run_id.0)
     }
 
-    /// Lock the run row (serialising this run's writers) and tell whether this attempt may still
-    /// write: the run exists, no later claim took it, it is not finished, and it was not put back
-    /// in the queue (a queued run has no lease holder).
-    async fn holds_run(&self, tx: &mut Transaction<'_, Postgres>) -> Result<bool, CommitError> {
-        let row = sqlx::query!("SELECT attempt, status FROM runs WHERE id = $1 FOR UPDATE", self.run_id.0)
-            .fetch_optional(&mut **tx)
-            .await?;
-        let Some(row) = row else { return Ok(false) };
-        let status: RunStatus = super::parse(&row.status)?;
-        Ok(row.attempt == self.attempt && !status.is_terminal() && status != RunStatus::Queued)
+    /// Lock the runs, check the fences, then write the held steps' parts in order; a failure
+    /// rolls the whole batch back (dropping the transaction).
+    async fn write(pool: &PgPool, commits: &[Commit]) -> Result<Vec<Answer>, Failure<Answer>> {
+        for (index, commit) in commits.iter().enumerate() {
+            write::check(commit).map_err(|e| Failure::Item(index, Err(e)))?;
+        }
+        let mut tx = pool.begin().await?;
+        let holds = write::fence(&mut tx, commits).await?;
+        let live: Vec<write::Live<'_>> =
+            commits.iter().enumerate().filter(|(index, _)| holds[*index]).collect();
+        if !live.is_empty() {
+            write::messages(&mut tx, &live).await?;
+            write::tool_starts(&mut tx, &live).await?;
+            write::tool_ends(&mut tx, &live).await?;
+            write::task_changes(&mut tx, &live).await?;
+            write::runs_and_events(&mut tx, &live).await?;
+        }
+        tx.commit().await?;
+        Ok(holds.into_iter().map(|held| if held { Ok(()) } else { Err(CommitError::Fenced) }).collect())
+    }
+
+    fn failed(error: StoreError) -> Answer {
+        Err(CommitError::Store(error))
     }
 }
 
@@ -120,11 +146,10 @@ impl RunJournal {
 /// (those are logged).
 fn describe(e: &StoreError) -> String {
     match e {
-        StoreError::Database(
-            sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_) | sqlx::Error::Tls(_),
-        ) => "the database is unavailable".into(),
-        StoreError::Database(_) | StoreError::Migrate(_) => "database error".into(),
+        e if e.is_unavailable() => "the database is unavailable".into(),
+        StoreError::Group(inner) => describe(inner),
         StoreError::Corrupt(what) => format!("corrupt row: {what}"),
+        _ => "database error".into(),
     }
 }
 

@@ -1,12 +1,13 @@
 //! Runs and their tasks: creating a run (with its first event and its idempotency key, in one
-//! transaction), reading one, listing them newest first.
+//! transaction), reading one, listing them newest first. Kickoffs without an idempotency key go
+//! through a group commit (see [`group`](super::group)): concurrent ones share a transaction.
 
 use chrono::{DateTime, SubsecRound, Utc};
-use serde_json::{json, Value};
-use sqlx::{Postgres, Transaction};
+use serde_json::Value;
+use sqlx::{PgPool, Postgres, Transaction};
 use uuid::Uuid;
 
-use super::events::append_event_tx;
+use super::group::{Failure, GroupWrite};
 use super::lease::{notify, RUNS_CHANNEL};
 use super::{decode, parse, Store, StoreError, StoreResult};
 use crate::domain::kickoff::NewRun;
@@ -150,21 +151,23 @@ impl Store {
         runs: &[NewRun],
         key: Option<&IdempotencyKey>,
     ) -> StoreResult<BatchOutcome> {
-        let ids: Vec<Uuid> = runs.iter().map(|r| r.id.0).collect();
-        let mut tx = self.pool.begin().await?;
-        if let Some(key) = key {
-            if !claim_idempotency_key(&mut tx, key, &ids).await? {
-                tx.rollback().await?;
-                // Another request holds the key (we waited for it to commit): answer as it did.
-                return Ok(self.find_idempotent_runs(key).await?.unwrap_or(BatchOutcome::KeyConflict));
-            }
-        }
         // Postgres keeps microseconds: so does the answer.
         let created_at = Utc::now().trunc_subsecs(6);
-        for run in runs {
-            insert_run(&mut tx, run, created_at).await?;
+        let rows = runs.iter().map(|run| QueuedRun::new(run, created_at)).collect::<StoreResult<Vec<_>>>()?;
+        match key {
+            None => self.kickoff_group().submit(rows).await?,
+            Some(key) => {
+                let ids: Vec<Uuid> = runs.iter().map(|r| r.id.0).collect();
+                let mut tx = self.pool.begin().await?;
+                if !claim_idempotency_key(&mut tx, key, &ids).await? {
+                    tx.rollback().await?;
+                    // Another request holds the key (we waited for it to commit): answer as it did.
+                    return Ok(self.find_idempotent_runs(key).await?.unwrap_or(BatchOutcome::KeyConflict));
+                }
+                insert_runs(&mut tx, &rows).await?;
+                tx.commit().await?;
+            }
         }
-        tx.commit().await?;
         Ok(BatchOutcome::Created(runs.iter().map(|run| run.queued(created_at)).collect()))
     }
 
@@ -340,41 +343,124 @@ async fn claim_idempotency_key(
     Ok(claimed.is_some())
 }
 
-/// Insert a queued run, its pending tasks and its `run.queued` event.
-async fn insert_run(
-    tx: &mut Transaction<'_, Postgres>,
-    run: &NewRun,
+/// A run to store as queued, its crew spec serialised.
+pub(super) struct QueuedRun {
+    id: Uuid,
+    crew_name: String,
+    spec: Value,
+    inputs: Value,
+    metadata: Value,
+    timeout_s: Option<i32>,
     created_at: DateTime<Utc>,
+    /// Its tasks' names and agents, in order.
+    tasks: Vec<(String, Option<String>)>,
+}
+
+impl QueuedRun {
+    fn new(run: &NewRun, created_at: DateTime<Utc>) -> StoreResult<Self> {
+        let spec = serde_json::to_value(&run.crew)
+            .map_err(|e| StoreError::Corrupt(format!("crew spec does not serialize: {e}")))?;
+        Ok(Self {
+            id: run.id.0,
+            crew_name: run.crew.name.clone(),
+            spec,
+            inputs: Value::Object(run.inputs.clone()),
+            metadata: Value::Object(run.metadata.clone()),
+            timeout_s: run.timeout_s.map(|t| t as i32),
+            created_at,
+            tasks: run.crew.tasks.iter().map(|t| (t.name.clone(), t.agent.clone())).collect(),
+        })
+    }
+}
+
+/// The kickoffs' group commit: the runs of every kickoff in a batch are stored together.
+pub(super) struct KickoffWrite;
+
+impl GroupWrite for KickoffWrite {
+    /// The runs of one kickoff (several for a batch kickoff: all or none).
+    type Item = Vec<QueuedRun>;
+    type Output = StoreResult<()>;
+    const MAX_BATCH: usize = 512;
+
+    fn key(_: &Self::Item) -> Option<Uuid> {
+        None
+    }
+
+    async fn write(
+        pool: &PgPool,
+        kickoffs: &[Vec<QueuedRun>],
+    ) -> Result<Vec<StoreResult<()>>, Failure<StoreResult<()>>> {
+        let runs: Vec<&QueuedRun> = kickoffs.iter().flatten().collect();
+        let mut tx = pool.begin().await?;
+        insert_runs(&mut tx, &runs).await?;
+        tx.commit().await?;
+        Ok(kickoffs.iter().map(|_| Ok(())).collect())
+    }
+
+    fn failed(error: StoreError) -> StoreResult<()> {
+        Err(error)
+    }
+}
+
+/// Insert queued runs, their pending tasks and their `run.queued` events (each run's first, so
+/// `last_seq` starts at 1), and announce them to idle workers with one notification.
+async fn insert_runs<R: std::borrow::Borrow<QueuedRun>>(
+    tx: &mut Transaction<'_, Postgres>,
+    runs: &[R],
 ) -> StoreResult<()> {
-    let spec = serde_json::to_value(&run.crew)
-        .map_err(|e| StoreError::Corrupt(format!("crew spec does not serialize: {e}")))?;
+    let Some(first) = runs.first() else { return Ok(()) };
+    let (mut ids, mut names, mut specs, mut inputs) = (vec![], vec![], vec![], vec![]);
+    let (mut metadata, mut timeouts, mut created) = (vec![], vec![], vec![]);
+    let (mut task_runs, mut positions, mut task_names, mut agents) = (vec![], vec![], vec![], vec![]);
+    for run in runs {
+        let run = run.borrow();
+        ids.push(run.id);
+        names.push(run.crew_name.as_str());
+        specs.push(run.spec.clone());
+        inputs.push(run.inputs.clone());
+        metadata.push(run.metadata.clone());
+        timeouts.push(run.timeout_s);
+        created.push(run.created_at);
+        for (position, (name, agent)) in run.tasks.iter().enumerate() {
+            task_runs.push(run.id);
+            positions.push(position as i32);
+            task_names.push(name.as_str());
+            agents.push(agent.as_deref());
+        }
+    }
     sqlx::query!(
-        r#"INSERT INTO runs (id, crew_name, crew_spec, inputs, metadata, timeout_s, created_at)
-           VALUES ($1, $2, $3, $4, $5, $6, $7)"#,
-        run.id.0,
-        run.crew.name,
-        spec,
-        Value::Object(run.inputs.clone()),
-        Value::Object(run.metadata.clone()),
-        run.timeout_s.map(|t| t as i32),
-        created_at,
+        r#"INSERT INTO runs (id, crew_name, crew_spec, inputs, metadata, timeout_s, created_at, last_seq)
+           SELECT r.id, r.crew_name, r.crew_spec, r.inputs, r.metadata, r.timeout_s, r.created_at, 1
+             FROM UNNEST($1::uuid[], $2::text[], $3::jsonb[], $4::jsonb[], $5::jsonb[], $6::int4[],
+                         $7::timestamptz[]) AS r(id, crew_name, crew_spec, inputs, metadata, timeout_s, created_at)"#,
+        &ids,
+        &names as &[&str],
+        &specs,
+        &inputs,
+        &metadata,
+        &timeouts as &[Option<i32>],
+        &created,
     )
     .execute(&mut **tx)
     .await?;
-    let positions: Vec<i32> = (0..run.crew.tasks.len() as i32).collect();
-    let names: Vec<String> = run.crew.tasks.iter().map(|t| t.name.clone()).collect();
-    let agents: Vec<Option<String>> = run.crew.tasks.iter().map(|t| t.agent.clone()).collect();
     sqlx::query!(
         r#"INSERT INTO run_tasks (run_id, position, name, agent)
-           SELECT $1, * FROM UNNEST($2::int4[], $3::text[], $4::text[])"#,
-        run.id.0,
+           SELECT * FROM UNNEST($1::uuid[], $2::int4[], $3::text[], $4::text[])"#,
+        &task_runs,
         &positions,
-        &names,
-        &agents as &[Option<String>],
+        &task_names as &[&str],
+        &agents as &[Option<&str>],
     )
     .execute(&mut **tx)
     .await?;
-    append_event_tx(tx, run.id, EventType::RunQueued, None, None, &json!({})).await?;
-    notify(tx, RUNS_CHANNEL, run.id).await?;
+    sqlx::query!(
+        r#"INSERT INTO events (run_id, seq, type, data)
+           SELECT id, 1, $2, '{}' FROM UNNEST($1::uuid[]) WITH ORDINALITY AS r(id, n) ORDER BY n"#,
+        &ids,
+        EventType::RunQueued.as_str(),
+    )
+    .execute(&mut **tx)
+    .await?;
+    notify(tx, RUNS_CHANNEL, RunId(first.borrow().id)).await?;
     Ok(())
 }

@@ -1,68 +1,107 @@
-//! The statements of a journal commit, each for one part of a [`Step`](crate::engine::journal::Step)
-//! and each skipped when its part is empty. Rows go in batches (`UNNEST`), so a part costs one
-//! round trip however many rows it has; events too, through [`append_events_tx`] (which owns the
-//! per-run `seq`).
+//! The statements of a journal commit, for a batch of steps of different runs (see
+//! [`group`](crate::store::group)): one statement per part (messages, tool-call starts and ends,
+//! task changes, the runs with their events), each covering every step of the batch and skipped
+//! when no step has that part. Rows go in as arrays (`UNNEST`), so a part costs one round trip
+//! however many rows and runs it has. A part that contradicts the journal (an unknown task, a tool
+//! call that never started) refuses its step alone: the batch is retried without it.
+
+use std::collections::HashMap;
 
 use serde::Serialize;
 use serde_json::{json, Value};
 use sqlx::{Postgres, Transaction};
+use uuid::Uuid;
 
-use super::CommitError;
-use crate::domain::{RunId, TaskStatus};
-use crate::engine::journal::{
-    NewEvent, NewMessage, RunChange, TaskChange, ToolCallEnd, ToolCallOutcome, ToolCallStart, UsageDelta,
-};
-use crate::store::events::append_events_tx;
+use super::{Answer, Commit, CommitError};
+use crate::domain::{RunStatus, TaskStatus};
+use crate::engine::journal::{RunChange, TaskChange, ToolCallOutcome};
+use crate::store::group::Failure;
+use crate::store::parse;
 
 type Tx<'c> = Transaction<'c, Postgres>;
-type WriteResult = Result<(), CommitError>;
+type WriteResult = Result<(), Failure<Answer>>;
 
-/// Append messages after the run's last one (`seq` stays dense: the run row is locked).
-pub(super) async fn messages(
-    tx: &mut Tx<'_>,
-    run_id: RunId,
-    attempt: i32,
-    messages: &[NewMessage],
-) -> WriteResult {
-    if messages.is_empty() {
+/// A step of the batch whose run this attempt still holds, with its index in the batch.
+pub(super) type Live<'a> = (usize, &'a Commit);
+
+/// Refuse a step that contradicts itself before anything is written.
+pub(super) fn check(commit: &Commit) -> Result<(), CommitError> {
+    let ids: Vec<&str> = commit.step.tool_starts.iter().map(|s| s.id.as_str()).collect();
+    match ids.iter().enumerate().find_map(|(i, id)| ids[..i].contains(id).then_some(id)) {
+        Some(id) => Err(CommitError::Rejected(format!("tool call '{id}' starts twice in one step"))),
+        None => Ok(()),
+    }
+}
+
+/// Lock the batch's runs (in id order, as every grouped writer does, so two batches never
+/// deadlock) and tell, per step, whether its attempt may still write: the run exists, no later
+/// claim took it, it is not finished, and it was not put back in the queue.
+pub(super) async fn fence(tx: &mut Tx<'_>, commits: &[Commit]) -> Result<Vec<bool>, Failure<Answer>> {
+    let ids: Vec<Uuid> = commits.iter().map(|c| c.run_id.0).collect();
+    let rows =
+        sqlx::query!("SELECT id, attempt, status FROM runs WHERE id = ANY($1) ORDER BY id FOR UPDATE", &ids)
+            .fetch_all(&mut **tx)
+            .await?;
+    let mut holds = HashMap::new();
+    for row in rows {
+        let status: RunStatus = parse(&row.status)?;
+        holds.insert(row.id, (row.attempt, !status.is_terminal() && status != RunStatus::Queued));
+    }
+    Ok(commits
+        .iter()
+        .map(|c| holds.get(&c.run_id.0).is_some_and(|&(attempt, open)| open && attempt == c.attempt))
+        .collect())
+}
+
+/// Append messages after each run's last one (`seq` stays dense: the run rows are locked).
+pub(super) async fn messages(tx: &mut Tx<'_>, live: &[Live<'_>]) -> WriteResult {
+    let (mut runs, mut attempts, mut ordinals) = (vec![], vec![], vec![]);
+    let (mut conversations, mut tasks, mut agents, mut roles) = (vec![], vec![], vec![], vec![]);
+    let (mut contents, mut tool_calls, mut tool_call_ids, mut compacts, mut images) =
+        (vec![], vec![], vec![], vec![], vec![]);
+    for &(index, commit) in live {
+        for (n, m) in commit.step.messages.iter().enumerate() {
+            runs.push(commit.run_id.0);
+            attempts.push(commit.attempt);
+            ordinals.push(n as i64 + 1);
+            conversations.push(m.conversation.as_str());
+            tasks.push(m.task.as_str());
+            agents.push(m.agent.as_str());
+            roles.push(m.message.role.as_str());
+            contents.push(m.message.content.as_deref());
+            let calls = &m.message.tool_calls;
+            tool_calls.push((!calls.is_empty()).then(|| to_json(index, calls)).transpose()?);
+            tool_call_ids.push(m.message.tool_call_id.as_deref());
+            compacts.push(m.compacts);
+            let pictures = &m.message.images;
+            images.push((!pictures.is_empty()).then(|| to_json(index, pictures)).transpose()?);
+        }
+    }
+    if runs.is_empty() {
         return Ok(());
     }
-    let conversations: Vec<&str> = messages.iter().map(|m| m.conversation.as_str()).collect();
-    let tasks: Vec<&str> = messages.iter().map(|m| m.task.as_str()).collect();
-    let agents: Vec<&str> = messages.iter().map(|m| m.agent.as_str()).collect();
-    let roles: Vec<&str> = messages.iter().map(|m| m.message.role.as_str()).collect();
-    let contents: Vec<Option<&str>> = messages.iter().map(|m| m.message.content.as_deref()).collect();
-    let tool_calls = messages
-        .iter()
-        .map(|m| (!m.message.tool_calls.is_empty()).then(|| to_json(&m.message.tool_calls)).transpose())
-        .collect::<Result<Vec<Option<Value>>, _>>()?;
-    let tool_call_ids: Vec<Option<&str>> =
-        messages.iter().map(|m| m.message.tool_call_id.as_deref()).collect();
-    let compacts: Vec<bool> = messages.iter().map(|m| m.compacts).collect();
-    let images = messages
-        .iter()
-        .map(|m| (!m.message.images.is_empty()).then(|| to_json(&m.message.images)).transpose())
-        .collect::<Result<Vec<Option<Value>>, _>>()?;
     sqlx::query!(
         r#"INSERT INTO messages (run_id, seq, conversation, task, agent, role, content, tool_calls, tool_call_id,
                                 compacts, images, attempt)
-           SELECT $1, last.seq + m.n, m.conversation, m.task, m.agent, m.role, m.content, m.tool_calls,
-                  m.tool_call_id, m.compacts, m.images, $2
-             FROM (SELECT coalesce(max(seq), 0) AS seq FROM messages WHERE run_id = $1) AS last,
-                  UNNEST($3::text[], $10::text[], $4::text[], $5::text[], $6::text[], $7::jsonb[], $8::text[],
-                         $9::bool[], $11::jsonb[])
-                  WITH ORDINALITY AS m(conversation, task, agent, role, content, tool_calls, tool_call_id,
-                                       compacts, images, n)"#,
-        run_id.0,
-        attempt,
+           SELECT m.run_id, last.seq + m.n, m.conversation, m.task, m.agent, m.role, m.content, m.tool_calls,
+                  m.tool_call_id, m.compacts, m.images, m.attempt
+             FROM UNNEST($1::uuid[], $2::int4[], $3::int8[], $4::text[], $5::text[], $6::text[], $7::text[],
+                         $8::text[], $9::jsonb[], $10::text[], $11::bool[], $12::jsonb[])
+                  AS m(run_id, attempt, n, conversation, task, agent, role, content, tool_calls, tool_call_id,
+                       compacts, images)
+                  CROSS JOIN LATERAL (SELECT coalesce(max(seq), 0) AS seq FROM messages WHERE run_id = m.run_id)
+                  AS last"#,
+        &runs,
+        &attempts,
+        &ordinals,
         &conversations as &[&str],
+        &tasks as &[&str],
         &agents as &[&str],
         &roles as &[&str],
         &contents as &[Option<&str>],
         &tool_calls as &[Option<Value>],
         &tool_call_ids as &[Option<&str>],
         &compacts,
-        &tasks as &[&str],
         &images as &[Option<Value>],
     )
     .execute(&mut **tx)
@@ -71,86 +110,105 @@ pub(super) async fn messages(
 }
 
 /// Record tool calls as `running`. A call already journaled as `running` (interrupted by a crash
-/// and now run again) starts afresh under this attempt; reusing the id of a finished call is an
-/// error.
-pub(super) async fn tool_starts(
-    tx: &mut Tx<'_>,
-    run_id: RunId,
-    attempt: i32,
-    starts: &[ToolCallStart],
-) -> WriteResult {
-    if starts.is_empty() {
+/// and now run again) starts afresh under this attempt; reusing the id of a finished call refuses
+/// the step.
+pub(super) async fn tool_starts(tx: &mut Tx<'_>, live: &[Live<'_>]) -> WriteResult {
+    let (mut runs, mut attempts, mut ids, mut conversations) = (vec![], vec![], vec![], vec![]);
+    let (mut tasks, mut agents, mut tools, mut arguments) = (vec![], vec![], vec![], vec![]);
+    for &(_, commit) in live {
+        for start in &commit.step.tool_starts {
+            runs.push(commit.run_id.0);
+            attempts.push(commit.attempt);
+            ids.push(start.id.as_str());
+            conversations.push(start.conversation.as_str());
+            tasks.push(start.task.as_str());
+            agents.push(start.agent.as_str());
+            tools.push(start.tool.as_str());
+            arguments.push(start.arguments.clone());
+        }
+    }
+    if runs.is_empty() {
         return Ok(());
     }
-    let ids: Vec<&str> = starts.iter().map(|s| s.id.as_str()).collect();
-    if let Some(id) = ids.iter().enumerate().find_map(|(i, id)| ids[..i].contains(id).then_some(id)) {
-        return Err(CommitError::Rejected(format!("tool call '{id}' starts twice in one step")));
-    }
-    let conversations: Vec<&str> = starts.iter().map(|s| s.conversation.as_str()).collect();
-    let tasks: Vec<&str> = starts.iter().map(|s| s.task.as_str()).collect();
-    let agents: Vec<&str> = starts.iter().map(|s| s.agent.as_str()).collect();
-    let tools: Vec<&str> = starts.iter().map(|s| s.tool.as_str()).collect();
-    let arguments: Vec<Value> = starts.iter().map(|s| s.arguments.clone()).collect();
-    let written = sqlx::query!(
+    let written = sqlx::query_scalar!(
         r#"INSERT INTO tool_calls (run_id, id, conversation, task, agent, tool, arguments, attempt)
-           SELECT $1, c.id, c.conversation, c.task, c.agent, c.tool, c.arguments, $2
-             FROM UNNEST($3::text[], $4::text[], $8::text[], $5::text[], $6::text[], $7::jsonb[])
-                  AS c(id, conversation, task, agent, tool, arguments)
+           SELECT c.run_id, c.id, c.conversation, c.task, c.agent, c.tool, c.arguments, c.attempt
+             FROM UNNEST($1::uuid[], $2::int4[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+                         $8::jsonb[])
+                  AS c(run_id, attempt, id, conversation, task, agent, tool, arguments)
            ON CONFLICT (run_id, id) DO UPDATE
               SET conversation = EXCLUDED.conversation, task = EXCLUDED.task, agent = EXCLUDED.agent,
-                  tool = EXCLUDED.tool,
-                  arguments = EXCLUDED.arguments, attempt = EXCLUDED.attempt, started_at = now()
-            WHERE tool_calls.status = 'running'"#,
-        run_id.0,
-        attempt,
+                  tool = EXCLUDED.tool, arguments = EXCLUDED.arguments, attempt = EXCLUDED.attempt,
+                  started_at = now()
+            WHERE tool_calls.status = 'running'
+           RETURNING run_id"#,
+        &runs,
+        &attempts,
         &ids as &[&str],
         &conversations as &[&str],
+        &tasks as &[&str],
         &agents as &[&str],
         &tools as &[&str],
         &arguments,
-        &tasks as &[&str],
     )
-    .execute(&mut **tx)
+    .fetch_all(&mut **tx)
     .await?;
-    expect_rows(written.rows_affected(), ids.len(), "a tool call id of this step belongs to a finished call")
+    expect_rows(
+        live,
+        &written,
+        |c| c.step.tool_starts.len(),
+        "a tool call id of this step belongs to a finished call",
+    )
 }
 
-/// Finish tool calls (the last end of an id in the step wins).
-pub(super) async fn tool_ends(tx: &mut Tx<'_>, run_id: RunId, ends: &[ToolCallEnd]) -> WriteResult {
-    if ends.is_empty() {
+/// Finish tool calls (the last end of an id in a step wins).
+pub(super) async fn tool_ends(tx: &mut Tx<'_>, live: &[Live<'_>]) -> WriteResult {
+    let (mut runs, mut ids, mut statuses) = (vec![], vec![], vec![]);
+    let (mut results, mut errors, mut cached) = (vec![], vec![], vec![]);
+    let mut expected: HashMap<Uuid, usize> = HashMap::new();
+    for &(_, commit) in live {
+        let ends = last_per_key(&commit.step.tool_ends, |e| e.id.as_str());
+        expected.insert(commit.run_id.0, ends.len());
+        for end in ends {
+            let (status, result, error, was_cached) = match &end.outcome {
+                ToolCallOutcome::Succeeded { result, cached } => {
+                    ("succeeded", Some(result.as_str()), None, *cached)
+                }
+                ToolCallOutcome::Failed { error } => ("failed", None, Some(error.as_str()), false),
+            };
+            runs.push(commit.run_id.0);
+            ids.push(end.id.as_str());
+            statuses.push(status);
+            results.push(result);
+            errors.push(error);
+            cached.push(was_cached);
+        }
+    }
+    if runs.is_empty() {
         return Ok(());
     }
-    let ends = last_per_key(ends, |e| e.id.as_str());
-    let ids: Vec<&str> = ends.iter().map(|e| e.id.as_str()).collect();
-    let (mut statuses, mut results, mut errors, mut cached) = (vec![], vec![], vec![], vec![]);
-    for end in &ends {
-        let (status, result, error, was_cached) = match &end.outcome {
-            ToolCallOutcome::Succeeded { result, cached } => {
-                ("succeeded", Some(result.as_str()), None, *cached)
-            }
-            ToolCallOutcome::Failed { error } => ("failed", None, Some(error.as_str()), false),
-        };
-        statuses.push(status);
-        results.push(result);
-        errors.push(error);
-        cached.push(was_cached);
-    }
-    let written = sqlx::query!(
+    let written = sqlx::query_scalar!(
         r#"UPDATE tool_calls AS t
               SET status = e.status, result = e.result, error = e.error, cached = e.cached, finished_at = now()
-             FROM UNNEST($2::text[], $3::text[], $4::text[], $5::text[], $6::bool[])
-                  AS e(id, status, result, error, cached)
-            WHERE t.run_id = $1 AND t.id = e.id"#,
-        run_id.0,
+             FROM UNNEST($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bool[])
+                  AS e(run_id, id, status, result, error, cached)
+            WHERE t.run_id = e.run_id AND t.id = e.id
+           RETURNING t.run_id"#,
+        &runs,
         &ids as &[&str],
         &statuses as &[&str],
         &results as &[Option<&str>],
         &errors as &[Option<&str>],
         &cached,
     )
-    .execute(&mut **tx)
+    .fetch_all(&mut **tx)
     .await?;
-    expect_rows(written.rows_affected(), ids.len(), "a tool call of this step never started")
+    expect_rows(
+        live,
+        &written,
+        |c| expected.get(&c.run_id.0).copied().unwrap_or(0),
+        "a tool call of this step never started",
+    )
 }
 
 /// A task's state after all of its changes in one step.
@@ -161,38 +219,52 @@ struct TaskUpdate<'a> {
     error: Option<Value>,
 }
 
-/// Apply task changes, folded per task first (a task may start and finish in one step).
+/// Apply task changes, folded per task of a step first (a task may start and finish in one step).
 /// `started_at` is set on a task's first change; `finished_at` when it completes or fails (and
 /// cleared should it start again); the error is that of the last failure, if it is failed.
-pub(super) async fn task_changes(tx: &mut Tx<'_>, run_id: RunId, changes: &[TaskChange]) -> WriteResult {
-    if changes.is_empty() {
+pub(super) async fn task_changes(tx: &mut Tx<'_>, live: &[Live<'_>]) -> WriteResult {
+    let (mut runs, mut names, mut statuses, mut outputs, mut errors) =
+        (vec![], vec![], vec![], vec![], vec![]);
+    let mut expected: HashMap<Uuid, usize> = HashMap::new();
+    for &(index, commit) in live {
+        let updates = fold_task_changes(&commit.step.tasks).map_err(|e| Failure::Item(index, Err(e)))?;
+        expected.insert(commit.run_id.0, updates.len());
+        for update in updates {
+            runs.push(commit.run_id.0);
+            names.push(update.name);
+            statuses.push(update.status.as_str());
+            outputs.push(update.output);
+            errors.push(update.error);
+        }
+    }
+    if runs.is_empty() {
         return Ok(());
     }
-    let (mut names, mut statuses, mut outputs, mut errors) = (vec![], vec![], vec![], vec![]);
-    for update in fold_task_changes(changes)? {
-        names.push(update.name);
-        statuses.push(update.status.as_str());
-        outputs.push(update.output);
-        errors.push(update.error);
-    }
-    let written = sqlx::query!(
+    let written = sqlx::query_scalar!(
         r#"UPDATE run_tasks AS t
               SET status = c.status,
                   output = coalesce(c.output, t.output),
                   error = c.error,
                   started_at = coalesce(t.started_at, now()),
                   finished_at = CASE WHEN c.status = 'running' THEN NULL ELSE now() END
-             FROM UNNEST($2::text[], $3::text[], $4::jsonb[], $5::jsonb[]) AS c(name, status, output, error)
-            WHERE t.run_id = $1 AND t.name = c.name"#,
-        run_id.0,
+             FROM UNNEST($1::uuid[], $2::text[], $3::text[], $4::jsonb[], $5::jsonb[])
+                  AS c(run_id, name, status, output, error)
+            WHERE t.run_id = c.run_id AND t.name = c.name
+           RETURNING t.run_id"#,
+        &runs,
         &names as &[&str],
         &statuses as &[&str],
         &outputs as &[Option<Value>],
         &errors as &[Option<Value>],
     )
-    .execute(&mut **tx)
+    .fetch_all(&mut **tx)
     .await?;
-    expect_rows(written.rows_affected(), names.len(), "a task of this step is not one of the run's")
+    expect_rows(
+        live,
+        &written,
+        |c| expected.get(&c.run_id.0).copied().unwrap_or(0),
+        "a task of this step is not one of the run's",
+    )
 }
 
 fn fold_task_changes(changes: &[TaskChange]) -> Result<Vec<TaskUpdate<'_>>, CommitError> {
@@ -201,10 +273,10 @@ fn fold_task_changes(changes: &[TaskChange]) -> Result<Vec<TaskUpdate<'_>>, Comm
         let (name, status, output, error) = match change {
             TaskChange::Started { task } => (task, TaskStatus::Running, None, None),
             TaskChange::AwaitingReview { task, output } => {
-                (task, TaskStatus::Running, Some(to_json(output)?), None)
+                (task, TaskStatus::Running, Some(value(output)?), None)
             }
             TaskChange::Completed { task, output } => {
-                (task, TaskStatus::Completed, Some(to_json(output)?), None)
+                (task, TaskStatus::Completed, Some(value(output)?), None)
             }
             TaskChange::Failed { task, error } => {
                 (task, TaskStatus::Failed, None, Some(json!({ "message": error })))
@@ -221,58 +293,93 @@ fn fold_task_changes(changes: &[TaskChange]) -> Result<Vec<TaskUpdate<'_>>, Comm
     Ok(updates)
 }
 
-/// Add the usage and, when the run ends, record its outcome and release its lease.
-pub(super) async fn run_change_and_usage(
-    tx: &mut Tx<'_>,
-    run_id: RunId,
-    change: Option<&RunChange>,
-    usage: UsageDelta,
-) -> WriteResult {
-    if change.is_none() && usage == UsageDelta::default() {
-        return Ok(());
+/// Per run: add the usage, record its end (releasing its lease) when it ends, and append its
+/// events in order after its last one, taking their `seq`s from the run's `last_seq` counter.
+pub(super) async fn runs_and_events(tx: &mut Tx<'_>, live: &[Live<'_>]) -> WriteResult {
+    let (mut runs, mut llm_calls, mut prompt_tokens, mut completion_tokens) =
+        (vec![], vec![], vec![], vec![]);
+    let (mut tool_calls, mut statuses, mut outputs, mut errors, mut counts) =
+        (vec![], vec![], vec![], vec![], vec![]);
+    let (mut event_runs, mut ordinals, mut types, mut tasks, mut agents, mut data) =
+        (vec![], vec![], vec![], vec![], vec![], vec![]);
+    for &(index, commit) in live {
+        let step = &commit.step;
+        let (status, output, error) = match &step.run {
+            None => (None, None, None),
+            Some(RunChange::AwaitingInput) => (Some("awaiting_input"), None, None),
+            Some(RunChange::Completed { output }) => (Some("completed"), Some(to_json(index, output)?), None),
+            Some(RunChange::Failed { error }) => (Some("failed"), None, Some(to_json(index, error)?)),
+        };
+        runs.push(commit.run_id.0);
+        llm_calls.push(step.usage.llm_calls);
+        prompt_tokens.push(step.usage.prompt_tokens);
+        completion_tokens.push(step.usage.completion_tokens);
+        tool_calls.push(step.usage.tool_calls);
+        statuses.push(status);
+        outputs.push(output);
+        errors.push(error);
+        counts.push(step.events.len() as i64);
+        for (n, event) in step.events.iter().enumerate() {
+            event_runs.push(commit.run_id.0);
+            ordinals.push(n as i64 + 1);
+            types.push(event.event_type.as_str());
+            tasks.push(event.task.as_deref());
+            agents.push(event.agent.as_deref());
+            data.push(event.data.clone());
+        }
     }
-    let (status, output, error) = match change {
-        None => (None, None, None),
-        Some(RunChange::AwaitingInput) => (Some("awaiting_input"), None, None),
-        Some(RunChange::Completed { output }) => (Some("completed"), Some(to_json(output)?), None),
-        Some(RunChange::Failed { error }) => (Some("failed"), None, Some(to_json(error)?)),
-    };
     sqlx::query!(
-        r#"UPDATE runs
-              SET llm_calls = llm_calls + $2, prompt_tokens = prompt_tokens + $3,
-                  completion_tokens = completion_tokens + $4, tool_calls = tool_calls + $5,
-                  -- A cancellation requested meanwhile wins over a pause for human input.
-                  status = CASE WHEN status = 'cancelling' AND $6 = 'awaiting_input' THEN status
-                                ELSE coalesce($6, status) END,
-                  output = coalesce($7, output),
-                  error = coalesce($8, error),
-                  finished_at = CASE WHEN $6::text IN ('completed', 'failed', 'cancelled') THEN now()
-                                     ELSE finished_at END,
-                  lease_owner = CASE WHEN $6::text IS NULL OR (status = 'cancelling' AND $6 = 'awaiting_input')
-                                     THEN lease_owner END,
-                  lease_expires_at = CASE WHEN $6::text IS NULL OR (status = 'cancelling' AND $6 = 'awaiting_input')
-                                          THEN lease_expires_at END,
-                  updated_at = now()
-            WHERE id = $1"#,
-        run_id.0,
-        usage.llm_calls,
-        usage.prompt_tokens,
-        usage.completion_tokens,
-        usage.tool_calls,
-        status,
-        output,
-        error,
+        r#"WITH changed AS (
+               UPDATE runs AS r
+                  SET llm_calls = r.llm_calls + u.llm_calls, prompt_tokens = r.prompt_tokens + u.prompt_tokens,
+                      completion_tokens = r.completion_tokens + u.completion_tokens,
+                      tool_calls = r.tool_calls + u.tool_calls,
+                      -- A cancellation requested meanwhile wins over a pause for human input.
+                      status = CASE WHEN r.status = 'cancelling' AND u.status = 'awaiting_input' THEN r.status
+                                    ELSE coalesce(u.status, r.status) END,
+                      output = coalesce(u.output, r.output),
+                      error = coalesce(u.error, r.error),
+                      finished_at = CASE WHEN u.status IN ('completed', 'failed', 'cancelled') THEN now()
+                                         ELSE r.finished_at END,
+                      lease_owner = CASE WHEN u.status IS NULL
+                                              OR (r.status = 'cancelling' AND u.status = 'awaiting_input')
+                                         THEN r.lease_owner END,
+                      lease_expires_at = CASE WHEN u.status IS NULL
+                                                   OR (r.status = 'cancelling' AND u.status = 'awaiting_input')
+                                              THEN r.lease_expires_at END,
+                      last_seq = r.last_seq + u.events,
+                      updated_at = now()
+                 FROM UNNEST($1::uuid[], $2::int8[], $3::int8[], $4::int8[], $5::int8[], $6::text[], $7::jsonb[],
+                             $8::jsonb[], $9::int8[])
+                      AS u(id, llm_calls, prompt_tokens, completion_tokens, tool_calls, status, output, error,
+                           events)
+                WHERE r.id = u.id
+            RETURNING r.id, r.last_seq - u.events AS base
+           )
+           INSERT INTO events (run_id, seq, type, task, agent, data)
+           SELECT e.run_id, changed.base + e.n, e.type, e.task, e.agent, e.data
+             FROM UNNEST($10::uuid[], $11::int8[], $12::text[], $13::text[], $14::text[], $15::jsonb[])
+                  WITH ORDINALITY AS e(run_id, n, type, task, agent, data, position)
+                  JOIN changed ON changed.id = e.run_id
+            ORDER BY e.position"#,
+        &runs,
+        &llm_calls,
+        &prompt_tokens,
+        &completion_tokens,
+        &tool_calls,
+        &statuses as &[Option<&str>],
+        &outputs as &[Option<Value>],
+        &errors as &[Option<Value>],
+        &counts,
+        &event_runs,
+        &ordinals,
+        &types as &[&str],
+        &tasks as &[Option<&str>],
+        &agents as &[Option<&str>],
+        &data,
     )
     .execute(&mut **tx)
     .await?;
-    Ok(())
-}
-
-/// Append the step's events in order.
-pub(super) async fn events(tx: &mut Tx<'_>, run_id: RunId, events: &[NewEvent]) -> WriteResult {
-    if !events.is_empty() {
-        append_events_tx(tx, run_id, events).await?;
-    }
     Ok(())
 }
 
@@ -288,15 +395,29 @@ fn last_per_key<T>(items: &[T], key: impl Fn(&T) -> &str) -> Vec<&T> {
     kept
 }
 
-fn expect_rows(written: u64, expected: usize, otherwise: &str) -> WriteResult {
-    if written == expected as u64 {
-        Ok(())
-    } else {
-        Err(CommitError::Rejected(otherwise.to_owned()))
+/// Refuse the first step for which a statement touched another number of rows than it should.
+fn expect_rows(
+    live: &[Live<'_>],
+    written: &[Uuid],
+    expected: impl Fn(&Commit) -> usize,
+    otherwise: &str,
+) -> WriteResult {
+    let mut counts: HashMap<Uuid, usize> = HashMap::new();
+    for run in written {
+        *counts.entry(*run).or_default() += 1;
+    }
+    match live.iter().find(|(_, c)| counts.get(&c.run_id.0).copied().unwrap_or(0) != expected(c)) {
+        Some(&(index, _)) => Err(Failure::Item(index, Err(CommitError::Rejected(otherwise.to_owned())))),
+        None => Ok(()),
     }
 }
 
-fn to_json(value: &impl Serialize) -> Result<Value, CommitError> {
+fn value(value: &impl Serialize) -> Result<Value, CommitError> {
     serde_json::to_value(value)
         .map_err(|e| CommitError::Rejected(format!("a step value does not serialize: {e}")))
+}
+
+/// `value`, refusing step `index` when it does not serialize.
+fn to_json(index: usize, v: &impl Serialize) -> Result<Value, Failure<Answer>> {
+    value(v).map_err(|e| Failure::Item(index, Err(e)))
 }

@@ -1,0 +1,197 @@
+//! Group commit: concurrent writes of one kind (kickoffs, journal steps, lease renewals) queue for
+//! a few writer tasks, each of which stores whatever has queued in one transaction with one
+//! statement per table. Under load many writes share a commit and every statement covers many
+//! rows; a lone write is taken at once (nothing waits for a batch to fill), so an idle service
+//! answers as fast as with a transaction per write.
+//!
+//! A batch holds at most one item per key (the run a journal step belongs to): a key's items are
+//! written in the order they were submitted. When a batch fails as a whole for a reason that is
+//! not the database being unreachable (a row one item carries that Postgres refuses, a deadlock),
+//! its items are retried one by one, so one bad item never fails the others. An item whose future
+//! is dropped is still written: as with an acknowledgement lost in transit, the submitter cannot
+//! tell the two apart, and every writer here is fenced against stale submitters.
+
+use std::collections::{HashSet, VecDeque};
+use std::future::Future;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use sqlx::PgPool;
+use tokio::sync::{mpsc, oneshot};
+use uuid::Uuid;
+
+use super::StoreError;
+
+/// One kind of grouped write.
+pub(super) trait GroupWrite: Send + Sync + 'static {
+    type Item: Send + 'static;
+    type Output: Send + 'static;
+
+    /// Items per transaction at most.
+    const MAX_BATCH: usize;
+
+    /// The key no two items of one batch may share; `None` for items that may go with any.
+    fn key(item: &Self::Item) -> Option<Uuid>;
+
+    /// Write `items` in one transaction: one output per item, in order, once it committed.
+    fn write(
+        pool: &PgPool,
+        items: &[Self::Item],
+    ) -> impl Future<Output = Result<Vec<Self::Output>, Failure<Self::Output>>> + Send;
+
+    /// An item's answer when its write failed with `error`.
+    fn failed(error: StoreError) -> Self::Output;
+}
+
+/// Why a batch did not commit.
+pub(super) enum Failure<O> {
+    /// The item at this index cannot be written (the others may be): it gets this answer and the
+    /// rest are written without it.
+    Item(usize, O),
+    /// The transaction failed.
+    Whole(StoreError),
+}
+
+impl<O> From<sqlx::Error> for Failure<O> {
+    fn from(e: sqlx::Error) -> Self {
+        Failure::Whole(e.into())
+    }
+}
+
+impl<O> From<StoreError> for Failure<O> {
+    fn from(e: StoreError) -> Self {
+        Failure::Whole(e)
+    }
+}
+
+struct Job<W: GroupWrite> {
+    key: Option<Uuid>,
+    item: W::Item,
+    reply: oneshot::Sender<W::Output>,
+}
+
+/// The queues of one kind of write, one per writer task (started on first use).
+pub(super) struct Group<W: GroupWrite> {
+    queues: Vec<mpsc::UnboundedSender<Job<W>>>,
+    next: AtomicUsize,
+}
+
+impl<W: GroupWrite> Group<W> {
+    /// Start `writers` writer tasks on the current runtime. They end when the group is dropped.
+    pub(super) fn start(pool: &PgPool, writers: usize) -> Self {
+        let queues = (0..writers.max(1))
+            .map(|_| {
+                let (sender, receiver) = mpsc::unbounded_channel();
+                tokio::spawn(writer::<W>(pool.clone(), receiver));
+                sender
+            })
+            .collect();
+        Self { queues, next: AtomicUsize::new(0) }
+    }
+
+    /// Queue `item` and wait for its answer. Items with a key always go to the same writer (so
+    /// they stay in order); others go round the writers.
+    pub(super) async fn submit(&self, item: W::Item) -> W::Output {
+        let key = W::key(&item);
+        let index = match key {
+            Some(key) => (key.as_u64_pair().1 as usize) % self.queues.len(),
+            None => self.next.fetch_add(1, Ordering::Relaxed) % self.queues.len(),
+        };
+        let (reply, answer) = oneshot::channel();
+        if self.queues[index].send(Job { key, item, reply }).is_err() {
+            return W::failed(StoreError::Stopped);
+        }
+        answer.await.unwrap_or_else(|_| W::failed(StoreError::Stopped))
+    }
+}
+
+/// Take batches off `queue` until every sender is gone.
+async fn writer<W: GroupWrite>(pool: PgPool, mut queue: mpsc::UnboundedReceiver<Job<W>>) {
+    let mut waiting: VecDeque<Job<W>> = VecDeque::new();
+    loop {
+        if waiting.is_empty() {
+            match queue.recv().await {
+                Some(job) => waiting.push_back(job),
+                None => return,
+            }
+        }
+        while waiting.len() < 2 * W::MAX_BATCH {
+            match queue.try_recv() {
+                Ok(job) => waiting.push_back(job),
+                Err(_) => break,
+            }
+        }
+        let batch = take_batch::<W>(&mut waiting);
+        write_batch::<W>(&pool, batch).await;
+    }
+}
+
+/// The oldest waiting jobs with distinct keys, up to a batch; the rest keep their order.
+fn take_batch<W: GroupWrite>(waiting: &mut VecDeque<Job<W>>) -> Vec<Job<W>> {
+    let mut batch = Vec::new();
+    let mut keys = HashSet::new();
+    let mut rest = VecDeque::new();
+    for job in waiting.drain(..) {
+        let fits = batch.len() < W::MAX_BATCH && job.key.is_none_or(|key| keys.insert(key));
+        if fits {
+            batch.push(job);
+        } else {
+            rest.push_back(job);
+        }
+    }
+    *waiting = rest;
+    batch
+}
+
+/// Write a batch, answering every job in it.
+async fn write_batch<W: GroupWrite>(pool: &PgPool, mut batch: Vec<Job<W>>) {
+    loop {
+        if batch.is_empty() {
+            return;
+        }
+        let (items, replies): (Vec<W::Item>, Vec<_>) =
+            batch.into_iter().map(|j| (j.item, (j.key, j.reply))).unzip();
+        match W::write(pool, &items).await {
+            Ok(outputs) => {
+                for ((_, reply), output) in replies.into_iter().zip(outputs) {
+                    let _ = reply.send(output);
+                }
+                return;
+            }
+            Err(Failure::Item(index, output)) => {
+                let mut jobs: Vec<Job<W>> = rejoin(items, replies);
+                if index < jobs.len() {
+                    let _ = jobs.remove(index).reply.send(output);
+                }
+                batch = jobs;
+            }
+            Err(Failure::Whole(error)) if items.len() > 1 && !error.is_unavailable() => {
+                tracing::warn!(%error, items = items.len(), "a grouped write failed; writing its items one by one");
+                for job in rejoin(items, replies) {
+                    Box::pin(write_batch::<W>(pool, vec![job])).await;
+                }
+                return;
+            }
+            Err(Failure::Whole(error)) => {
+                // A lone item gets the error itself; several share it.
+                if let [(_, _)] = replies.as_slice() {
+                    if let Some((_, reply)) = replies.into_iter().next() {
+                        let _ = reply.send(W::failed(error));
+                    }
+                    return;
+                }
+                let error = Arc::new(error);
+                for (_, reply) in replies {
+                    let _ = reply.send(W::failed(StoreError::Group(error.clone())));
+                }
+                return;
+            }
+        }
+    }
+}
+
+type Reply<W> = (Option<Uuid>, oneshot::Sender<<W as GroupWrite>::Output>);
+
+fn rejoin<W: GroupWrite>(items: Vec<W::Item>, replies: Vec<Reply<W>>) -> Vec<Job<W>> {
+    items.into_iter().zip(replies).map(|(item, (key, reply))| Job { key, item, reply }).collect()
+}
