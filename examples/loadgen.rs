@@ -1,30 +1,34 @@
-//! The benchmark harness: agentd (API and worker pool, in this process) on a fresh database, a
-//! fake OpenAI-compatible model answering a native tool call then a final answer (so each run is
-//! 2 LLM calls and 1 tool call), and clients driving it over HTTP. Prints a markdown table and
-//! writes `bench-results.json`.
+//! The benchmark harness: agentd on a fresh database, in a process of its own (this program run
+//! again as `agentd serve`, so it is the binary's own code path and its memory is its own), a fake
+//! OpenAI-compatible model answering a native tool call then a final answer (so each run is 2 LLM
+//! calls and 1 tool call), and clients driving agentd over HTTP; the fake and the clients live in
+//! this process. Prints a markdown table and writes `bench-results.json`.
 //!
 //! `DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres cargo run --release --example loadgen -- [scenario...]`
 //!
 //! Scenarios (all by default): `latency` (sequential kickoffs, 0 ms model: kickoff-to-completed
 //! p50/p99 seen by the client), `throughput` (2,000 runs from 64 concurrent clients), `inflight`
 //! (`INFLIGHT` runs, default 10,000, kicked off at once with a 2 s model: wall time against the
-//! ideal 4 s, peak RSS of this process), `dbcost` (committed transactions and rows written per
+//! ideal 4 s, peak RSS of agentd), `dbcost` (committed transactions and rows written per
 //! run, from `pg_stat_database`). The fan-out scenario is `examples/sse_fanout.rs`.
 
+use std::process::{ExitCode, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use agentd::app::{build_engine, AppState};
-use agentd::config::{self, Config, FileConfig, Secret};
 use agentd::fake_llm::{FakeLlm, FakeReply};
 use agentd::store::Store;
-use agentd::worker::{WorkerPool, WorkerSettings};
 use serde_json::{json, Value};
 use sqlx::postgres::PgPoolOptions;
 use sqlx::{Connection, PgPool};
-use tokio_util::sync::CancellationToken;
+use tokio::process::{Child, Command};
+use tokio::sync::Semaphore;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// The allocator the `agentd` binary uses.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// One scenario's result.
 struct Row {
@@ -39,8 +43,25 @@ fn setting(name: &str, default: usize) -> usize {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }
 
-#[tokio::main]
-async fn main() -> Result<(), BoxError> {
+/// Set in the environment of the agentd this program starts.
+const AGENTD_ROLE: &str = "LOADGEN_IS_AGENTD";
+
+fn main() -> ExitCode {
+    if std::env::var_os(AGENTD_ROLE).is_some() {
+        // The agentd under test: exactly `agentd serve`, configured by the environment.
+        return agentd::cli::main();
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build();
+    match runtime.map_err(BoxError::from).and_then(|runtime| runtime.block_on(bench())) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("loadgen: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn bench() -> Result<(), BoxError> {
     let admin_url = std::env::var("DATABASE_URL").map_err(|_| "set DATABASE_URL")?;
     let wanted: Vec<String> = std::env::args().skip(1).collect();
     let run = |name: &str| wanted.is_empty() || wanted.iter().any(|w| w == name);
@@ -62,7 +83,7 @@ struct Bench {
     pool: PgPool,
     fake: FakeLlm,
     database: String,
-    stop: CancellationToken,
+    agentd: Child,
     handle: Arc<Handle>,
 }
 
@@ -72,35 +93,68 @@ impl Bench {
         let mut admin = sqlx::PgConnection::connect(admin_url).await?;
         sqlx::query(&format!("CREATE DATABASE {database}")).execute(&mut admin).await?;
         let url = format!("{}/{database}", admin_url.rsplit_once('/').map_or(admin_url, |(base, _)| base));
-        let connections = setting("DB_CONNECTIONS", 32) as u32;
-        let pool = PgPoolOptions::new().max_connections(connections).connect(&url).await?;
-        let store = Store::new(pool.clone());
-        store.migrate().await?;
+        let pool = PgPoolOptions::new().max_connections(4).connect(&url).await?;
+        Store::new(pool.clone()).migrate().await?;
         let fake = FakeLlm::start().await?;
         fake.set_recording(false);
-        let toml = format!("[providers.openai]\nbase_url = \"{}\"\n", fake.base_url());
-        let file: FileConfig = toml::from_str(&toml)?;
-        let config =
-            Config { providers: config::providers(&file, |_| None)?, ..Config::new(Secret::new(url)) };
-        let stop = CancellationToken::new();
-        let state = AppState::with_shutdown(store.clone(), config.clone(), stop.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-        let base = format!("http://{}", listener.local_addr()?);
-        tokio::spawn(async move { axum::serve(listener, agentd::http::router(state)).await });
-        let slots = setting("SLOTS", 10_000);
-        let settings = WorkerSettings {
-            poll_interval: Duration::from_millis(200),
-            ..WorkerSettings::new(slots, Duration::from_secs(30))
-        };
-        let pool_task = WorkerPool::new(store, Arc::new(build_engine(&config)?), settings);
-        tokio::spawn(pool_task.run(stop.clone()));
-        let client = reqwest::Client::builder().pool_max_idle_per_host(256).tcp_nodelay(true).build()?;
-        let handle = Arc::new(Handle { base, client });
-        Ok(Self { pool, fake, database, stop, handle })
+        let bind = agentd::app::listen(([127, 0, 0, 1], 0).into())?.local_addr()?;
+        let agentd = Command::new(std::env::current_exe()?)
+            .arg("serve")
+            .env(AGENTD_ROLE, "1")
+            .env("DATABASE_URL", &url)
+            .env("AGENTD_BIND", bind.to_string())
+            .env("AGENTD_WORKERS", setting("SLOTS", 10_000).to_string())
+            .env("AGENTD_DB_MAX_CONNECTIONS", setting("DB_CONNECTIONS", 32).to_string())
+            .env("OPENAI_BASE_URL", fake.base_url())
+            .env("RUST_LOG", std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()))
+            .stdin(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()?;
+        let client = reqwest::Client::builder().pool_max_idle_per_host(1024).tcp_nodelay(true).build()?;
+        let handle = Arc::new(Handle { base: format!("http://{bind}"), client });
+        let bench = Self { pool, fake, database, agentd, handle };
+        bench.wait_until_ready().await?;
+        Ok(bench)
     }
 
-    async fn stop(self, admin_url: &str) -> Result<(), BoxError> {
-        self.stop.cancel();
+    /// Poll `/readyz` until agentd answers 200 (it migrates nothing: the schema is there).
+    async fn wait_until_ready(&self) -> Result<(), BoxError> {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let ready = self.handle.client.get(format!("{}/readyz", self.handle.base)).send().await;
+            if ready.is_ok_and(|r| r.status().is_success()) {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                return Err("agentd did not become ready within 30 s".into());
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// agentd's peak resident set so far, in MiB (Linux).
+    fn agentd_peak_rss_mib(&self) -> f64 {
+        let status = self.agentd.id().map(|pid| format!("/proc/{pid}/status"));
+        let status = status.and_then(|path| std::fs::read_to_string(path).ok()).unwrap_or_default();
+        let kib = status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .and_then(|v| v.split_whitespace().next())
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0);
+        kib / 1024.0
+    }
+
+    /// agentd's `/metrics` counter `name` with `labels`, if it reports it.
+    async fn agentd_counter(&self, name: &str, labels: &str) -> Result<Option<f64>, BoxError> {
+        let text =
+            self.handle.client.get(format!("{}/metrics", self.handle.base)).send().await?.text().await?;
+        let series = format!("{name}{{{labels}}} ");
+        Ok(text.lines().find_map(|l| l.strip_prefix(&series)).and_then(|v| v.trim().parse().ok()))
+    }
+
+    async fn stop(mut self, admin_url: &str) -> Result<(), BoxError> {
+        self.agentd.kill().await?;
         self.pool.close().await;
         let mut admin = sqlx::PgConnection::connect(admin_url).await?;
         sqlx::query(&format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.database))
@@ -182,15 +236,22 @@ impl Bench {
         let latency = Duration::from_secs(2);
         self.model(latency);
         let runs = setting("INFLIGHT", 10_000);
+        // All kicked off at once, as a client service would: over a pool of connections (one
+        // connection per run would need 10,000 sockets on each side, beyond the usual file limit).
+        let connections = Arc::new(Semaphore::new(setting("KICKOFF_CONNECTIONS", 1000)));
         let started = Instant::now();
         let mut kickoffs = Vec::new();
         for _ in 0..runs {
-            let this = self.clone_handle();
-            kickoffs.push(tokio::spawn(async move { this.kickoff().await }));
+            let (this, connections) = (self.clone_handle(), connections.clone());
+            kickoffs.push(tokio::spawn(async move {
+                let _connection = connections.acquire_owned().await?;
+                this.kickoff().await
+            }));
         }
         for kickoff in kickoffs {
             kickoff.await??;
         }
+        let accepted = started.elapsed().as_secs_f64();
         loop {
             let done: i64 = sqlx::query_scalar(
                 "SELECT count(*) FROM runs WHERE status IN ('completed', 'failed', 'cancelled')",
@@ -207,6 +268,27 @@ impl Bench {
             .fetch_one(&self.pool)
             .await?;
         let ideal = 2.0 * latency.as_secs_f64();
+        // Where the time went: the last kickoff's answer, the last claim, the slowest execution.
+        let (last_claim, slowest): (f64, f64) = sqlx::query_as(
+            "SELECT extract(epoch FROM max(started_at) - min(created_at))::float8,
+                    extract(epoch FROM max(finished_at - started_at))::float8 FROM runs",
+        )
+        .fetch_one(&self.pool)
+        .await?;
+        eprintln!("inflight: all kickoffs answered after {accepted:.2} s, last claim after {last_claim:.2} s, slowest execution {slowest:.2} s, all done after {wall:.2} s");
+        for kind in ["kickoff", "journal", "lease"] {
+            let label = format!("kind=\"{kind}\"");
+            let batches =
+                self.agentd_counter("agentd_group_commit_batches_total", &label).await?.unwrap_or(0.0);
+            let items = self.agentd_counter("agentd_group_commit_items_total", &label).await?.unwrap_or(0.0);
+            let busy =
+                self.agentd_counter("agentd_group_commit_busy_seconds_total", &label).await?.unwrap_or(0.0);
+            eprintln!(
+                "  group commit {kind}: {batches} transactions, {:.1} items and {:.1} ms each, writers busy {busy:.2} s",
+                items / batches.max(1.0),
+                busy * 1e3 / batches.max(1.0),
+            );
+        }
         Ok(vec![
             Row {
                 scenario: "inflight",
@@ -224,8 +306,8 @@ impl Bench {
             },
             Row {
                 scenario: "inflight",
-                metric: "peak RSS (agentd + fake + clients)".into(),
-                value: peak_rss_mib(),
+                metric: "agentd peak RSS".into(),
+                value: self.agentd_peak_rss_mib(),
                 unit: "MiB",
                 target: "≤ 1024",
             },
@@ -281,9 +363,13 @@ struct Handle {
 impl Handle {
     async fn kickoff(&self) -> Result<String, BoxError> {
         let body = json!({"crew": crew(), "inputs": {}});
-        let run: Value =
-            self.client.post(format!("{}/v1/kickoffs", self.base)).json(&body).send().await?.json().await?;
-        Ok(run["id"].as_str().ok_or("no id")?.to_owned())
+        let response = self.client.post(format!("{}/v1/kickoffs", self.base)).json(&body).send().await?;
+        let status = response.status();
+        let run: Value = response.json().await?;
+        match run["id"].as_str() {
+            Some(id) if status.is_success() => Ok(id.to_owned()),
+            _ => Err(format!("kickoff answered {status}: {run}").into()),
+        }
     }
 
     async fn one_run(&self) -> Result<(), BoxError> {
@@ -321,18 +407,6 @@ async fn stats(pool: &PgPool, database: &str) -> Result<[i64; 3], BoxError> {
     .fetch_one(pool)
     .await?;
     Ok([row.0, row.1, row.2])
-}
-
-/// The peak resident set of this process, in MiB (Linux).
-fn peak_rss_mib() -> f64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let kib = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|v| v.parse::<f64>().ok())
-        .unwrap_or(0.0);
-    kib / 1024.0
 }
 
 fn report(rows: &[Row]) -> Result<(), BoxError> {

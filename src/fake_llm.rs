@@ -115,7 +115,7 @@ impl FakeLlm {
             .route("/v1/chat/completions", post(chat))
             .route("/chat/completions", post(chat))
             .with_state(script.clone());
-        let listener = tokio::net::TcpListener::bind(addr).await?;
+        let listener = crate::app::listen(addr)?;
         let addr = listener.local_addr()?;
         tokio::spawn(async move {
             if let Err(error) = axum::serve(listener, app).await {

@@ -7,6 +7,8 @@ use std::fmt::Write;
 use std::sync::Mutex;
 use std::time::Duration;
 
+use crate::store::GroupStats;
+
 /// Upper bounds (seconds) of the latency buckets.
 const BUCKETS: [f64; 14] =
     [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0];
@@ -61,6 +63,8 @@ pub struct Gauges {
     pub runs_by_status: Vec<(String, i64)>,
     pub sse_subscribers: i64,
     pub events_published: u64,
+    /// Each kind of grouped write and what it has done.
+    pub group_commits: Vec<(&'static str, GroupStats)>,
 }
 
 impl Metrics {
@@ -106,6 +110,7 @@ impl Metrics {
             "Events this replica received to publish.",
         );
         let _ = writeln!(out, "agentd_events_published_total {}", gauges.events_published);
+        render_group_commits(&gauges.group_commits, &mut out);
         self.with(|s| render_recorded(s, &mut out));
         out
     }
@@ -132,6 +137,29 @@ fn render_recorded(s: &State, out: &mut String) {
     }
 }
 
+/// Transactions, items and busy time of each kind of grouped write (items per transaction tells
+/// how much the group commit saves; busy time near wall time, that its writers are saturated).
+fn render_group_commits(groups: &[(&str, GroupStats)], out: &mut String) {
+    type Series = (&'static str, &'static str, fn(&GroupStats) -> f64);
+    let series: [Series; 3] = [
+        ("agentd_group_commit_batches_total", "Transactions written by grouped writes, by kind.", |s| {
+            s.batches as f64
+        }),
+        ("agentd_group_commit_items_total", "Writes carried by those transactions, by kind.", |s| {
+            s.items as f64
+        }),
+        ("agentd_group_commit_busy_seconds_total", "Time spent writing those transactions, by kind.", |s| {
+            s.busy_seconds
+        }),
+    ];
+    for (name, help, value) in series {
+        header(out, name, "counter", help);
+        for (kind, stats) in groups {
+            let _ = writeln!(out, "{name}{{kind=\"{kind}\"}} {}", value(stats));
+        }
+    }
+}
+
 fn header(out: &mut String, name: &str, kind: &str, help: &str) {
     let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
 }
@@ -151,8 +179,13 @@ mod tests {
         metrics.observe_llm("openai/gpt\"x", Duration::from_millis(30), 10, 5);
         metrics.observe_llm("openai/gpt\"x", Duration::from_millis(300), 1, 1);
         metrics.observe_tool("calculator", Duration::from_micros(200));
-        let gauges =
-            Gauges { runs_by_status: vec![("queued".into(), 3)], sse_subscribers: 2, events_published: 9 };
+        let journal = GroupStats { batches: 4, items: 10, busy_seconds: 0.5 };
+        let gauges = Gauges {
+            runs_by_status: vec![("queued".into(), 3)],
+            sse_subscribers: 2,
+            events_published: 9,
+            group_commits: vec![("journal", journal)],
+        };
         let text = metrics.render(&gauges);
         assert!(text.contains("agentd_runs{status=\"queued\"} 3"));
         assert!(text.contains("agentd_queue_depth 3"));
@@ -166,5 +199,8 @@ mod tests {
         assert!(
             text.contains("agentd_sse_subscribers 2") && text.contains("agentd_events_published_total 9")
         );
+        assert!(text.contains("agentd_group_commit_batches_total{kind=\"journal\"} 4"));
+        assert!(text.contains("agentd_group_commit_items_total{kind=\"journal\"} 10"));
+        assert!(text.contains("agentd_group_commit_busy_seconds_total{kind=\"journal\"} 0.5"));
     }
 }

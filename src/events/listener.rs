@@ -16,6 +16,12 @@ use super::{BusItem, Envelope, EventBus};
 use crate::domain::{Event, EventType, RunId};
 use crate::store::{Store, EVENTS_CHANNEL};
 
+/// The one field of a payload read before the rest: whose event it is.
+#[derive(Debug, Deserialize)]
+struct Head {
+    run_id: Uuid,
+}
+
 /// The notification payload the `events_publish` trigger sends.
 #[derive(Debug, Deserialize)]
 struct Payload {
@@ -68,6 +74,15 @@ async fn session(
             bus.publish(BusItem::Resync);
             continue;
         };
+        // Most events have no follower on this replica: those are counted, not decoded.
+        let followed = match serde_json::from_str::<Head>(notification.payload()) {
+            Ok(head) => bus.is_followed(RunId(head.run_id)),
+            Err(_) => true,
+        };
+        if !followed {
+            bus.count_unfollowed();
+            continue;
+        }
         match serde_json::from_str::<Payload>(notification.payload()) {
             Ok(payload) => bus.publish(item(payload)),
             Err(error) => {

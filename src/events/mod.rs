@@ -121,6 +121,16 @@ impl EventBus {
         let _ = self.inner.all.send(item);
     }
 
+    /// Does anyone on this replica follow `run_id`'s events (or every run's)?
+    pub fn is_followed(&self, run_id: RunId) -> bool {
+        self.inner.all.receiver_count() > 0 || self.runs().contains_key(&run_id)
+    }
+
+    /// An event arrived that nobody here follows (counted as published, delivered to no one).
+    pub fn count_unfollowed(&self) {
+        self.inner.published.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// Events published on this replica since start.
     pub fn published(&self) -> u64 {
         self.inner.published.load(Ordering::Relaxed)

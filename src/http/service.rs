@@ -73,6 +73,7 @@ pub async fn metrics(State(state): State<AppState>) -> ApiResult<Response> {
         runs_by_status,
         sse_subscribers: state.bus.subscribers(),
         events_published: state.bus.published(),
+        group_commits: state.store.group_stats(),
     };
     let body = state.metrics.render(&gauges);
     Ok(([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], body).into_response())

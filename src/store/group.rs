@@ -13,8 +13,9 @@
 
 use std::collections::{HashSet, VecDeque};
 use std::future::Future;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 
 use sqlx::PgPool;
 use tokio::sync::{mpsc, oneshot};
@@ -74,19 +75,48 @@ struct Job<W: GroupWrite> {
 pub(super) struct Group<W: GroupWrite> {
     queues: Vec<mpsc::UnboundedSender<Job<W>>>,
     next: AtomicUsize,
+    counters: Arc<Counters>,
+}
+
+/// What a group's writers have done (for `/metrics`).
+#[derive(Debug, Default)]
+struct Counters {
+    batches: AtomicU64,
+    items: AtomicU64,
+    busy_micros: AtomicU64,
+}
+
+/// A snapshot of a group's counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct GroupStats {
+    /// Transactions written (retries of a failed batch included).
+    pub batches: u64,
+    /// Items written in them.
+    pub items: u64,
+    /// Time the writers spent writing, in seconds.
+    pub busy_seconds: f64,
 }
 
 impl<W: GroupWrite> Group<W> {
     /// Start `writers` writer tasks on the current runtime. They end when the group is dropped.
     pub(super) fn start(pool: &PgPool, writers: usize) -> Self {
+        let counters = Arc::new(Counters::default());
         let queues = (0..writers.max(1))
             .map(|_| {
                 let (sender, receiver) = mpsc::unbounded_channel();
-                tokio::spawn(writer::<W>(pool.clone(), receiver));
+                tokio::spawn(writer::<W>(pool.clone(), receiver, counters.clone()));
                 sender
             })
             .collect();
-        Self { queues, next: AtomicUsize::new(0) }
+        Self { queues, next: AtomicUsize::new(0), counters }
+    }
+
+    pub(super) fn stats(&self) -> GroupStats {
+        GroupStats {
+            batches: self.counters.batches.load(Ordering::Relaxed),
+            items: self.counters.items.load(Ordering::Relaxed),
+            busy_seconds: self.counters.busy_micros.load(Ordering::Relaxed) as f64 / 1e6,
+        }
     }
 
     /// Queue `item` and wait for its answer. Items with a key always go to the same writer (so
@@ -106,7 +136,11 @@ impl<W: GroupWrite> Group<W> {
 }
 
 /// Take batches off `queue` until every sender is gone.
-async fn writer<W: GroupWrite>(pool: PgPool, mut queue: mpsc::UnboundedReceiver<Job<W>>) {
+async fn writer<W: GroupWrite>(
+    pool: PgPool,
+    mut queue: mpsc::UnboundedReceiver<Job<W>>,
+    counters: Arc<Counters>,
+) {
     let mut waiting: VecDeque<Job<W>> = VecDeque::new();
     loop {
         if waiting.is_empty() {
@@ -122,7 +156,7 @@ async fn writer<W: GroupWrite>(pool: PgPool, mut queue: mpsc::UnboundedReceiver<
             }
         }
         let batch = take_batch::<W>(&mut waiting);
-        write_batch::<W>(&pool, batch).await;
+        write_batch::<W>(&pool, batch, &counters).await;
     }
 }
 
@@ -144,14 +178,19 @@ fn take_batch<W: GroupWrite>(waiting: &mut VecDeque<Job<W>>) -> Vec<Job<W>> {
 }
 
 /// Write a batch, answering every job in it.
-async fn write_batch<W: GroupWrite>(pool: &PgPool, mut batch: Vec<Job<W>>) {
+async fn write_batch<W: GroupWrite>(pool: &PgPool, mut batch: Vec<Job<W>>, counters: &Counters) {
     loop {
         if batch.is_empty() {
             return;
         }
         let (items, replies): (Vec<W::Item>, Vec<_>) =
             batch.into_iter().map(|j| (j.item, (j.key, j.reply))).unzip();
-        match W::write(pool, &items).await {
+        let started = Instant::now();
+        let written = W::write(pool, &items).await;
+        counters.batches.fetch_add(1, Ordering::Relaxed);
+        counters.items.fetch_add(items.len() as u64, Ordering::Relaxed);
+        counters.busy_micros.fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);
+        match written {
             Ok(outputs) => {
                 for ((_, reply), output) in replies.into_iter().zip(outputs) {
                     let _ = reply.send(output);
@@ -168,7 +207,7 @@ async fn write_batch<W: GroupWrite>(pool: &PgPool, mut batch: Vec<Job<W>>) {
             Err(Failure::Whole(error)) if items.len() > 1 && !error.is_unavailable() => {
                 tracing::warn!(%error, items = items.len(), "a grouped write failed; writing its items one by one");
                 for job in rejoin(items, replies) {
-                    Box::pin(write_batch::<W>(pool, vec![job])).await;
+                    Box::pin(write_batch::<W>(pool, vec![job], counters)).await;
                 }
                 return;
             }

@@ -22,6 +22,7 @@ use sqlx::PgPool;
 pub use claim::ClaimedRun;
 pub use crews::{CrewRecord, UpsertOutcome};
 use group::Group;
+pub use group::GroupStats;
 pub use journal::{Message, ToolCall};
 pub use lease::{CancelOutcome, Lease, Recovered, CANCEL_CHANNEL, EVENTS_CHANNEL, RUNS_CHANNEL};
 pub use review::ResumeOutcome;
@@ -116,6 +117,20 @@ impl Store {
 
     fn lease_group(&self) -> &Group<lease::RenewWrite> {
         self.groups.leases.get_or_init(|| Group::start(&self.pool, 1))
+    }
+
+    /// What each kind of grouped write has done so far in this process: `journal`, `kickoff`
+    /// and `lease` (kinds not used yet are left out).
+    pub fn group_stats(&self) -> Vec<(&'static str, GroupStats)> {
+        let groups = &self.groups;
+        [
+            ("journal", groups.journal.get().map(Group::stats)),
+            ("kickoff", groups.kickoffs.get().map(Group::stats)),
+            ("lease", groups.leases.get().map(Group::stats)),
+        ]
+        .into_iter()
+        .filter_map(|(kind, stats)| Some((kind, stats?)))
+        .collect()
     }
 
     /// A pool that connects on first use, so the API can start (and report not-ready) while the

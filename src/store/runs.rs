@@ -113,6 +113,24 @@ impl RunRow {
     }
 }
 
+/// A task as [`Store::get_run`] reads it (a JSON object per task).
+#[derive(serde::Deserialize)]
+struct TaskJson {
+    name: String,
+    agent: Option<String>,
+    status: String,
+    output: Option<Value>,
+    started_at: Option<DateTime<Utc>>,
+    finished_at: Option<DateTime<Utc>>,
+}
+
+impl TaskJson {
+    fn into_task(self) -> StoreResult<TaskRun> {
+        let TaskJson { name, agent, status, output, started_at, finished_at } = self;
+        TaskRow { run_id: Uuid::nil(), name, agent, status, output, started_at, finished_at }.into_task()
+    }
+}
+
 impl TaskRow {
     fn into_task(self) -> StoreResult<TaskRun> {
         Ok(TaskRun {
@@ -224,18 +242,41 @@ impl Store {
     /// The run with this id, with its tasks.
     #[tracing::instrument(skip_all, fields(run_id = %id), err)]
     pub async fn get_run(&self, id: RunId) -> StoreResult<Option<Run>> {
-        let row = sqlx::query_as!(
-            RunRow,
+        // One statement (the tasks as a JSON array), so the run and its tasks are one snapshot.
+        let row = sqlx::query!(
             r#"SELECT id, status, crew_name, inputs, metadata, attempt, output, error, llm_calls,
-                      prompt_tokens, completion_tokens, tool_calls, created_at, started_at, finished_at
+                      prompt_tokens, completion_tokens, tool_calls, created_at, started_at, finished_at,
+                      (SELECT coalesce(jsonb_agg(jsonb_build_object(
+                                  'name', t.name, 'agent', t.agent, 'status', t.status, 'output', t.output,
+                                  'started_at', t.started_at, 'finished_at', t.finished_at) ORDER BY t.position),
+                              '[]')
+                         FROM run_tasks AS t WHERE t.run_id = runs.id) AS "tasks!"
                FROM runs WHERE id = $1"#,
             id.0
         )
         .fetch_optional(&self.pool)
         .await?;
         let Some(row) = row else { return Ok(None) };
-        let mut runs = self.attach_tasks(vec![row]).await?;
-        Ok(runs.pop())
+        let tasks: Vec<TaskJson> = decode(row.tasks, "run_tasks of a run")?;
+        let tasks = tasks.into_iter().map(TaskJson::into_task).collect::<StoreResult<Vec<_>>>()?;
+        let run = RunRow {
+            id: row.id,
+            status: row.status,
+            crew_name: row.crew_name,
+            inputs: row.inputs,
+            metadata: row.metadata,
+            attempt: row.attempt,
+            output: row.output,
+            error: row.error,
+            llm_calls: row.llm_calls,
+            prompt_tokens: row.prompt_tokens,
+            completion_tokens: row.completion_tokens,
+            tool_calls: row.tool_calls,
+            created_at: row.created_at,
+            started_at: row.started_at,
+            finished_at: row.finished_at,
+        };
+        run.into_run(tasks).map(Some)
     }
 
     /// Runs newest first, optionally of one status, strictly older than `before`.

@@ -19,7 +19,7 @@ use crate::engine::Engine;
 use crate::store::Store;
 
 /// Runs claimed per statement at most.
-const CLAIM_BATCH: usize = 32;
+const CLAIM_BATCH: usize = 256;
 
 /// How the pool behaves.
 #[derive(Debug, Clone)]
