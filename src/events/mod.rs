@@ -126,9 +126,9 @@ impl EventBus {
         self.inner.all.receiver_count() > 0 || self.runs().contains_key(&run_id)
     }
 
-    /// An event arrived that nobody here follows (counted as published, delivered to no one).
-    pub fn count_unfollowed(&self) {
-        self.inner.published.fetch_add(1, Ordering::Relaxed);
+    /// Events arrived that nobody here follows (counted as published, delivered to no one).
+    pub fn count_unfollowed(&self, events: usize) {
+        self.inner.published.fetch_add(events as u64, Ordering::Relaxed);
     }
 
     /// Events published on this replica since start.

@@ -317,7 +317,7 @@ impl GroupWrite for RenewWrite {
                      FROM runs AS r
                      JOIN UNNEST($1::uuid[], $2::int4[], $3::float8[]) AS h(id, attempt, lease)
                        ON r.id = h.id AND r.attempt = h.attempt
-                    WHERE r.status IN ('running', 'cancelling')
+                    WHERE r.id = ANY($1) AND r.status IN ('running', 'cancelling')
                     ORDER BY r.id
                       FOR UPDATE OF r
                )

@@ -27,6 +27,8 @@ pub struct Sse {
 pub struct SseReader {
     response: reqwest::Response,
     buffer: String,
+    /// Bytes of a character split between chunks.
+    partial: Vec<u8>,
     pub comments: usize,
     /// Ids of messages without data (positions), which a browser keeps as its Last-Event-ID.
     pub positions: Vec<String>,
@@ -41,7 +43,7 @@ impl SseReader {
         let response = request.send().await.expect("GET");
         assert_eq!(response.status(), StatusCode::OK);
         assert!(response.headers()["content-type"].to_str().expect("type").starts_with("text/event-stream"));
-        Self { response, buffer: String::new(), comments: 0, positions: Vec::new() }
+        Self { response, buffer: String::new(), partial: Vec::new(), comments: 0, positions: Vec::new() }
     }
 
     /// The next event, `None` when the stream ends; panics after `wait` without one.
@@ -60,7 +62,18 @@ impl SseReader {
             let left = deadline.saturating_duration_since(Instant::now());
             let chunk = tokio::time::timeout(left, self.response.chunk()).await.expect("an event in time");
             match chunk.expect("stream") {
-                Some(bytes) => self.buffer.push_str(&String::from_utf8_lossy(&bytes)),
+                Some(bytes) => {
+                    // A chunk may end inside a multi-byte character: keep its start for the next.
+                    self.partial.extend_from_slice(&bytes);
+                    let valid = match std::str::from_utf8(&self.partial) {
+                        Ok(text) => text.len(),
+                        Err(error) if error.error_len().is_none() => error.valid_up_to(),
+                        Err(error) => panic!("the stream is not UTF-8: {error}"),
+                    };
+                    let rest = self.partial.split_off(valid);
+                    self.buffer.push_str(std::str::from_utf8(&self.partial).expect("checked"));
+                    self.partial = rest;
+                }
                 None => return None,
             }
         }
@@ -309,6 +322,41 @@ async fn a_stalled_subscriber_gets_all_10000_events_in_order(pool: PgPool) {
     let texts: Vec<i64> =
         events[2..10_002].iter().map(|e| e.data["data"]["text"].as_i64().expect("text")).collect();
     assert_eq!(texts, (0..10_000).collect::<Vec<_>>());
+}
+
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn events_of_every_size_arrive_live_intact_and_in_order(pool: PgPool) {
+    // One commit of events small enough to share a notification, one that fills most of one, and
+    // ones too large for any (sent as references that the replica reads from the table).
+    let app = TestApp::spawn(pool.clone()).await;
+    let id = app.kickoff(&calc_crew(), json!({"expr": "1"})).await["id"].as_str().expect("id").to_owned();
+    let run_id = RunId(Uuid::parse_str(&id).expect("uuid"));
+    let store = Store::new(pool.clone());
+    let claimed =
+        store.claim_run(run_id, "test", Duration::from_secs(60)).await.expect("claim").expect("claimed");
+    let mut stream = SseReader::open(&app, &format!("/v1/runs/{id}/events"), None).await;
+    for _ in 0..2 {
+        stream.next(Duration::from_secs(10)).await.expect("run.queued, run.started");
+    }
+    let sizes = [10, 3_000, 10, 5_000, 20_000, 10, 10, 3_700, 3_700, 3_700];
+    let mut step = Step::default();
+    for (i, size) in sizes.iter().enumerate() {
+        step.event(
+            EventType::AgentThought,
+            Some("t"),
+            Some("a"),
+            json!({"i": i, "text": "é".repeat(*size / 2)}),
+        );
+    }
+    store.journal(run_id, claimed.attempt).commit(step).await.expect("commit");
+    let mut live = Vec::new();
+    while live.len() < sizes.len() {
+        live.push(stream.next(Duration::from_secs(10)).await.expect("an event, live"));
+    }
+    assert_eq!(seqs(&live), (3..=12).collect::<Vec<_>>());
+    for (event, size) in live.iter().zip(sizes) {
+        assert_eq!(event.data["data"]["text"].as_str().map(|t| t.chars().count()), Some(size / 2));
+    }
 }
 
 #[sqlx::test(migrator = "agentd::store::MIGRATOR")]

@@ -2,7 +2,9 @@
 //! [`group`](crate::store::group)): one statement per part (messages, tool-call starts and ends,
 //! task changes, the runs with their events), each covering every step of the batch and skipped
 //! when no step has that part. Rows go in as arrays (`UNNEST`), so a part costs one round trip
-//! however many rows and runs it has. A part that contradicts the journal (an unknown task, a tool
+//! however many rows and runs it has. Every join with such an array also says `= ANY` of the
+//! array's run ids, so the planner looks the rows up by index even when its statistics still
+//! think the table small (a hash join would read the whole table on every commit). A part that contradicts the journal (an unknown task, a tool
 //! call that never started) refuses its step alone: the batch is retried without it.
 
 use std::collections::HashMap;
@@ -192,7 +194,7 @@ pub(super) async fn tool_ends(tx: &mut Tx<'_>, live: &[Live<'_>]) -> WriteResult
               SET status = e.status, result = e.result, error = e.error, cached = e.cached, finished_at = now()
              FROM UNNEST($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bool[])
                   AS e(run_id, id, status, result, error, cached)
-            WHERE t.run_id = e.run_id AND t.id = e.id
+            WHERE t.run_id = e.run_id AND t.id = e.id AND t.run_id = ANY($1)
            RETURNING t.run_id"#,
         &runs,
         &ids as &[&str],
@@ -249,7 +251,7 @@ pub(super) async fn task_changes(tx: &mut Tx<'_>, live: &[Live<'_>]) -> WriteRes
                   finished_at = CASE WHEN c.status = 'running' THEN NULL ELSE now() END
              FROM UNNEST($1::uuid[], $2::text[], $3::text[], $4::jsonb[], $5::jsonb[])
                   AS c(run_id, name, status, output, error)
-            WHERE t.run_id = c.run_id AND t.name = c.name
+            WHERE t.run_id = c.run_id AND t.name = c.name AND t.run_id = ANY($1)
            RETURNING t.run_id"#,
         &runs,
         &names as &[&str],
@@ -353,7 +355,7 @@ pub(super) async fn runs_and_events(tx: &mut Tx<'_>, live: &[Live<'_>]) -> Write
                              $8::jsonb[], $9::int8[])
                       AS u(id, llm_calls, prompt_tokens, completion_tokens, tool_calls, status, output, error,
                            events)
-                WHERE r.id = u.id
+                WHERE r.id = u.id AND r.id = ANY($1)
             RETURNING r.id, r.last_seq - u.events AS base
            )
            INSERT INTO events (run_id, seq, type, task, agent, data)
