@@ -92,7 +92,7 @@ impl Bench {
         let database = format!("agentd_bench_{scenario}_{}", std::process::id());
         let mut admin = sqlx::PgConnection::connect(admin_url).await?;
         sqlx::query(&format!("CREATE DATABASE {database}")).execute(&mut admin).await?;
-        let url = format!("{}/{database}", admin_url.rsplit_once('/').map_or(admin_url, |(base, _)| base));
+        let url = database_url(admin_url, &database)?;
         let pool = PgPoolOptions::new().max_connections(4).connect(&url).await?;
         Store::new(pool.clone()).migrate().await?;
         let fake = FakeLlm::start().await?;
@@ -195,6 +195,18 @@ impl Bench {
             times.push(self.one_run().await?);
         }
         times.sort();
+        // Where the time goes: the median gap before each event of a run, by event.
+        let gaps: Vec<(String, f64)> = sqlx::query_as(
+            "SELECT type, percentile_cont(0.5) WITHIN GROUP (ORDER BY gap)::float8 FROM (
+                 SELECT e.type, extract(epoch FROM e.at - lag(e.at) OVER (PARTITION BY e.run_id ORDER BY e.seq)) * 1e3
+                        AS gap, e.seq
+                   FROM events AS e) AS g
+              WHERE gap IS NOT NULL GROUP BY type, seq ORDER BY seq",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        let gaps: Vec<String> = gaps.iter().map(|(event, ms)| format!("{event} +{ms:.2}")).collect();
+        eprintln!("latency: median ms before each event: {}", gaps.join(", "));
         let ms = |q: f64| times[((times.len() as f64 * q) as usize).min(times.len() - 1)].as_secs_f64() * 1e3;
         Ok(vec![
             Row {
@@ -386,6 +398,17 @@ impl Handle {
         }
         Ok(())
     }
+}
+
+/// The URL of `database` on the server of `admin_url`. The connection is plain TCP unless
+/// `admin_url` sets `sslmode`: on loopback, TLS only adds encryption to every statement.
+fn database_url(admin_url: &str, database: &str) -> Result<String, BoxError> {
+    let mut url = url::Url::parse(admin_url)?;
+    url.set_path(database);
+    if !url.query_pairs().any(|(key, _)| key == "sslmode") {
+        url.query_pairs_mut().append_pair("sslmode", "disable");
+    }
+    Ok(url.into())
 }
 
 /// A one-agent, one-tool crew: 2 LLM calls and 1 tool call per run.

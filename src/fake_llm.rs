@@ -176,14 +176,41 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-async fn chat(State(script): State<Arc<Script>>, headers: HeaderMap, Json(body): Json<Value>) -> Response {
-    let after_tool = body
-        .pointer("/messages")
-        .and_then(Value::as_array)
-        .is_some_and(|messages| messages.iter().any(|m| m["role"] == "tool"));
-    if script.record.load(Ordering::Relaxed) {
+/// What the fake reads of a request it does not record: the messages' roles (so a benchmark's
+/// fake spends little on each request).
+#[derive(serde::Deserialize)]
+struct Roles {
+    #[serde(default)]
+    messages: Vec<Role>,
+}
+
+#[derive(serde::Deserialize)]
+struct Role {
+    role: Option<String>,
+}
+
+async fn chat(State(script): State<Arc<Script>>, headers: HeaderMap, body: axum::body::Bytes) -> Response {
+    let invalid = |e: serde_json::Error| {
+        let body = json!({"error": {"message": format!("invalid JSON body: {e}"), "type": "fake"}});
+        (StatusCode::BAD_REQUEST, Json(body)).into_response()
+    };
+    let after_tool = if script.record.load(Ordering::Relaxed) {
+        let body: Value = match serde_json::from_slice(&body) {
+            Ok(body) => body,
+            Err(e) => return invalid(e),
+        };
+        let after_tool = body
+            .pointer("/messages")
+            .and_then(Value::as_array)
+            .is_some_and(|messages| messages.iter().any(|m| m["role"] == "tool"));
         lock(&script.requests).push((headers, body));
-    }
+        after_tool
+    } else {
+        match serde_json::from_slice::<Roles>(&body) {
+            Ok(roles) => roles.messages.iter().any(|m| m.role.as_deref() == Some("tool")),
+            Err(e) => return invalid(e),
+        }
+    };
     let round = || {
         lock(&script.tool_round)
             .as_ref()
