@@ -132,6 +132,30 @@ impl Bench {
         }
     }
 
+    /// CPU seconds used so far by agentd, by this process (the fake and the clients) and by the
+    /// whole machine (Linux; clock ticks of 10 ms).
+    fn cpu_seconds(&self) -> [f64; 3] {
+        let ticks = |path: String| -> f64 {
+            let stat = std::fs::read_to_string(path).unwrap_or_default();
+            // utime and stime: fields 14 and 15, counted after the parenthesised command name.
+            let fields: Vec<&str> = stat.rsplit_once(')').map_or("", |(_, rest)| rest).split_whitespace().collect();
+            fields.get(11..13).map_or(0.0, |f| f.iter().filter_map(|v| v.parse::<f64>().ok()).sum())
+        };
+        let agentd = self.agentd.id().map_or(0.0, |pid| ticks(format!("/proc/{pid}/stat")));
+        let harness = ticks("/proc/self/stat".into());
+        let machine = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+        let busy: f64 = machine
+            .lines()
+            .next()
+            .map(|cpu| cpu.split_whitespace().skip(1).take(8).enumerate())
+            .into_iter()
+            .flatten()
+            .filter(|(i, _)| *i != 3 && *i != 4) // not idle, not iowait
+            .filter_map(|(_, v)| v.parse::<f64>().ok())
+            .sum();
+        [agentd / 100.0, harness / 100.0, busy / 100.0]
+    }
+
     /// agentd's peak resident set so far, in MiB (Linux).
     fn agentd_peak_rss_mib(&self) -> f64 {
         let status = self.agentd.id().map(|pid| format!("/proc/{pid}/status"));
@@ -251,6 +275,7 @@ impl Bench {
         // All kicked off at once, as a client service would: over a pool of connections (one
         // connection per run would need 10,000 sockets on each side, beyond the usual file limit).
         let connections = Arc::new(Semaphore::new(setting("KICKOFF_CONNECTIONS", 1000)));
+        let cpu_before = self.cpu_seconds();
         let started = Instant::now();
         let mut kickoffs = Vec::new();
         for _ in 0..runs {
@@ -276,6 +301,14 @@ impl Bench {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         let wall = started.elapsed().as_secs_f64();
+        let cpu: Vec<f64> = self.cpu_seconds().iter().zip(cpu_before).map(|(after, before)| after - before).collect();
+        eprintln!(
+            "inflight: CPU seconds: agentd {:.1}, fake and clients {:.1}, the rest (Postgres, kernel) {:.1}, of {:.1} available",
+            cpu[0],
+            cpu[1],
+            cpu[2] - cpu[0] - cpu[1],
+            wall * std::thread::available_parallelism().map_or(1.0, |n| n.get() as f64)
+        );
         let completed: i64 = sqlx::query_scalar("SELECT count(*) FROM runs WHERE status = 'completed'")
             .fetch_one(&self.pool)
             .await?;
