@@ -362,7 +362,7 @@ impl Bench {
     async fn db_cost(&self) -> Result<Vec<Row>, BoxError> {
         self.model(Duration::ZERO);
         self.one_run().await?;
-        let runs = 200;
+        let runs = 500;
         let before = stats(&self.pool, &self.database).await?;
         for _ in 0..runs {
             self.one_run().await?;
@@ -451,10 +451,11 @@ fn crew() -> Value {
            "tasks": [{"name": "t", "description": "What is 6*7?", "expected_output": "A number", "agent": "a"}]})
 }
 
-/// Committed transactions, rows inserted and rows updated in `database` so far (the statistics
-/// collector lags a little: it is flushed first).
+/// Committed transactions, rows inserted and rows updated in `database` so far. Each session
+/// reports its counts when it has been idle a while (up to 10 s in Postgres 15), so this waits for
+/// every session to have reported before reading.
 async fn stats(pool: &PgPool, database: &str) -> Result<[i64; 3], BoxError> {
-    tokio::time::sleep(Duration::from_millis(600)).await;
+    tokio::time::sleep(Duration::from_secs(11)).await;
     sqlx::query("SELECT pg_stat_force_next_flush()").execute(pool).await.ok();
     let row: (i64, i64, i64) = sqlx::query_as(
         "SELECT xact_commit, tup_inserted, tup_updated FROM pg_stat_database WHERE datname = $1",
