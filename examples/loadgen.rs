@@ -138,7 +138,8 @@ impl Bench {
         let ticks = |path: String| -> f64 {
             let stat = std::fs::read_to_string(path).unwrap_or_default();
             // utime and stime: fields 14 and 15, counted after the parenthesised command name.
-            let fields: Vec<&str> = stat.rsplit_once(')').map_or("", |(_, rest)| rest).split_whitespace().collect();
+            let fields: Vec<&str> =
+                stat.rsplit_once(')').map_or("", |(_, rest)| rest).split_whitespace().collect();
             fields.get(11..13).map_or(0.0, |f| f.iter().filter_map(|v| v.parse::<f64>().ok()).sum())
         };
         let agentd = self.agentd.id().map_or(0.0, |pid| ticks(format!("/proc/{pid}/stat")));
@@ -301,7 +302,8 @@ impl Bench {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         let wall = started.elapsed().as_secs_f64();
-        let cpu: Vec<f64> = self.cpu_seconds().iter().zip(cpu_before).map(|(after, before)| after - before).collect();
+        let cpu: Vec<f64> =
+            self.cpu_seconds().iter().zip(cpu_before).map(|(after, before)| after - before).collect();
         eprintln!(
             "inflight: CPU seconds: agentd {:.1}, fake and clients {:.1}, the rest (Postgres, kernel) {:.1}, of {:.1} available",
             cpu[0],

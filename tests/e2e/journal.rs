@@ -327,3 +327,66 @@ async fn concurrent_commits_keep_message_seq_dense(pool: PgPool) {
         store.list_messages(claimed.id).await.expect("messages").iter().map(|m| m.seq).collect();
     assert_eq!(seqs, (1..=16).collect::<Vec<i64>>());
 }
+
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn commits_of_many_runs_share_transactions_and_fail_alone(pool: PgPool) {
+    // Forty runs commit at once: their steps are written in shared transactions (group commit),
+    // and the one that names an unknown task, the one Postgres refuses (a NUL byte) and the one
+    // whose attempt no longer holds its run each fail alone.
+    let store = Store::new(pool);
+    let mut journals = Vec::new();
+    for i in 0..40 {
+        let (claimed, journal) = claimed_run(&store).await;
+        let journal = if i == 13 { store.journal(claimed.id, claimed.attempt + 1) } else { journal };
+        journals.push((claimed.id, journal));
+    }
+    let step = |i: usize| match i {
+        5 => Step { tasks: vec![TaskChange::Started { task: "ghost".into() }], ..llm_step() },
+        9 => Step { messages: vec![message("research", ChatMessage::user("nul \0 byte"))], ..llm_step() },
+        _ => llm_step(),
+    };
+    let commits: Vec<_> = journals
+        .iter()
+        .enumerate()
+        .map(|(i, (_, journal))| {
+            let (journal, step) = (journal.clone(), step(i));
+            tokio::spawn(async move { journal.commit(step).await })
+        })
+        .collect();
+    let mut results = Vec::new();
+    for commit in commits {
+        results.push(commit.await.expect("join"));
+    }
+
+    let committed = MemoryJournal::new(&["research", "write"]);
+    committed.commit(llm_step()).await.expect("commit");
+    let untouched = MemoryJournal::new(&["research", "write"]).snapshot();
+    for (i, ((id, journal), result)) in journals.iter().zip(results).enumerate() {
+        let (expected, events) = match i {
+            5 => {
+                assert!(matches!(&result, Err(JournalError::Storage(m)) if m.contains("task")), "{result:?}");
+                (untouched.clone(), 2)
+            }
+            9 => {
+                assert_eq!(result, Err(JournalError::Storage("database error".into())));
+                (untouched.clone(), 2)
+            }
+            13 => {
+                assert_eq!(result, Err(JournalError::Fenced));
+                (untouched.clone(), 2)
+            }
+            _ => {
+                assert_eq!(result, Ok(()), "run {i}");
+                (committed.snapshot(), 4)
+            }
+        };
+        assert_eq!(journal.load().await.expect("load"), expected, "run {i}");
+        let seqs: Vec<i64> =
+            store.list_events(*id, 0, 100).await.expect("events").iter().map(|e| e.seq).collect();
+        assert_eq!(seqs, (1..=events).collect::<Vec<i64>>(), "run {i}");
+        let usage = store.get_run(*id).await.expect("get").expect("run").usage;
+        assert_eq!(usage.llm_calls, if events == 4 { 1 } else { 0 }, "run {i}");
+    }
+    let (_, journal) = store.group_stats().into_iter().find(|(kind, _)| *kind == "journal").expect("journal");
+    assert!(journal.items > journal.batches, "steps shared transactions: {journal:?}");
+}

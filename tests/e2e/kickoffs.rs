@@ -271,6 +271,43 @@ async fn twenty_concurrent_requests_with_one_key_make_one_run(pool: PgPool) {
     assert_runs(&pool, 1).await;
 }
 
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn concurrent_kickoffs_share_commits_and_each_is_stored_whole(pool: PgPool) {
+    let app = TestApp::spawn(pool.clone()).await;
+    let requests = (0..50).map(|i| {
+        let inputs = json!({"topic": format!("topic {i}"), "audience": "engineers"});
+        let app = &app;
+        async move { (i, app.kickoff(&sample_crew(), inputs).await) }
+    });
+    let runs = futures_util::future::join_all(requests).await;
+    let ids: std::collections::BTreeSet<_> = runs.iter().map(|(_, run)| run["id"].to_string()).collect();
+    assert_eq!(ids.len(), 50);
+    for (i, run) in &runs {
+        let stored = expect_json(
+            app.get(&format!("/v1/runs/{}", run["id"].as_str().expect("id"))).await,
+            StatusCode::OK,
+        )
+        .await;
+        assert_eq!(stored["inputs"]["topic"], format!("topic {i}"));
+        assert_eq!(stored["tasks"].as_array().map(Vec::len), sample_crew()["tasks"].as_array().map(Vec::len));
+    }
+    assert_runs(&pool, 50).await;
+    let queued: i64 = sqlx::query_scalar("SELECT count(*) FROM events WHERE type = 'run.queued' AND seq = 1")
+        .fetch_one(&pool)
+        .await
+        .expect("count");
+    assert_eq!(queued, 50, "each run's first event");
+    let metrics = app.get("/metrics").await.text().await.expect("metrics");
+    let counter = |name: &str| -> f64 {
+        let series = format!("{name}{{kind=\"kickoff\"}} ");
+        metrics.lines().find_map(|l| l.strip_prefix(&series)).and_then(|v| v.parse().ok()).expect(name)
+    };
+    let (batches, items) =
+        (counter("agentd_group_commit_batches_total"), counter("agentd_group_commit_items_total"));
+    assert_eq!(items, 50.0);
+    assert!(batches < items, "kickoffs shared transactions: {batches} for {items}");
+}
+
 pub async fn assert_runs(pool: &PgPool, expected: i64) {
     let count: i64 = sqlx::query_scalar("SELECT count(*) FROM runs").fetch_one(pool).await.expect("count");
     assert_eq!(count, expected);
