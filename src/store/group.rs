@@ -13,10 +13,12 @@
 
 use std::collections::{HashSet, VecDeque};
 use std::future::Future;
+use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
+use futures_util::FutureExt;
 use sqlx::PgPool;
 use tokio::sync::{mpsc, oneshot};
 use uuid::Uuid;
@@ -186,7 +188,11 @@ async fn write_batch<W: GroupWrite>(pool: &PgPool, mut batch: Vec<Job<W>>, count
         let (items, replies): (Vec<W::Item>, Vec<_>) =
             batch.into_iter().map(|j| (j.item, (j.key, j.reply))).unzip();
         let started = Instant::now();
-        let written = W::write(pool, &items).await;
+        // A panic in a write must not take the writer (and every later write of its kind) with it.
+        let written = AssertUnwindSafe(W::write(pool, &items)).catch_unwind().await.unwrap_or_else(|_| {
+            tracing::error!(items = items.len(), "a grouped write panicked");
+            Err(Failure::Whole(StoreError::Corrupt("a grouped write panicked".into())))
+        });
         counters.batches.fetch_add(1, Ordering::Relaxed);
         counters.items.fetch_add(items.len() as u64, Ordering::Relaxed);
         counters.busy_micros.fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);
@@ -233,4 +239,96 @@ type Reply<W> = (Option<Uuid>, oneshot::Sender<<W as GroupWrite>::Output>);
 
 fn rejoin<W: GroupWrite>(items: Vec<W::Item>, replies: Vec<Reply<W>>) -> Vec<Job<W>> {
     items.into_iter().zip(replies).map(|(item, (key, reply))| Job { key, item, reply }).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+
+    /// Items are (key, value); values 0 and up are written, -1 is refused alone, -2 fails its whole
+    /// batch, -3 panics. Every transaction's items are recorded.
+    struct Recording;
+
+    static BATCHES: Mutex<Vec<Vec<(u128, i64)>>> = Mutex::new(Vec::new());
+
+    impl GroupWrite for Recording {
+        type Item = (u128, i64);
+        type Output = Result<i64, String>;
+        const MAX_BATCH: usize = 4;
+
+        fn key(item: &Self::Item) -> Option<Uuid> {
+            Some(Uuid::from_u128(item.0))
+        }
+
+        async fn write(_: &PgPool, items: &[Self::Item]) -> Result<Vec<Self::Output>, Failure<Self::Output>> {
+            BATCHES.lock().unwrap_or_else(|p| p.into_inner()).push(items.to_vec());
+            if let Some(index) = items.iter().position(|(_, v)| *v == -1) {
+                return Err(Failure::Item(index, Err("refused".into())));
+            }
+            if items.iter().any(|(_, v)| *v == -3) {
+                panic!("a bug");
+            }
+            if items.iter().any(|(_, v)| *v == -2) {
+                return Err(Failure::Whole(StoreError::Corrupt("bad row".into())));
+            }
+            Ok(items.iter().map(|(_, v)| Ok(*v)).collect())
+        }
+
+        fn failed(error: StoreError) -> Self::Output {
+            Err(error.to_string())
+        }
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn batches_keep_one_item_per_key_in_order_and_failures_stay_with_their_item() {
+        let pool = sqlx::postgres::PgPoolOptions::new()
+            .connect_lazy("postgres://unused@localhost/none")
+            .expect("lazy");
+        let group = Arc::new(Group::<Recording>::start(&pool, 1));
+        let items =
+            [(1, 10), (1, 11), (2, 20), (3, -1), (4, 40), (5, 50), (1, 12), (6, -2), (7, -3), (8, 80)];
+        let submits: Vec<_> = items
+            .iter()
+            .map(|item| {
+                let (group, item) = (group.clone(), *item);
+                tokio::spawn(async move { group.submit(item).await })
+            })
+            .collect();
+        let mut answers = Vec::new();
+        for submit in submits {
+            answers.push(submit.await.expect("join"));
+        }
+        let expected: Vec<Result<i64, String>> = vec![
+            Ok(10),
+            Ok(11),
+            Ok(20),
+            Err("refused".into()),
+            Ok(40),
+            Ok(50),
+            Ok(12),
+            Err("corrupt row: bad row".into()),
+            Err("corrupt row: a grouped write panicked".into()),
+            Ok(80),
+        ];
+        assert_eq!(answers, expected);
+        let batches = BATCHES.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        for batch in &batches {
+            assert!(batch.len() <= 4, "{batch:?}");
+            let mut keys: Vec<u128> = batch.iter().map(|(k, _)| *k).collect();
+            keys.sort();
+            keys.dedup();
+            assert_eq!(keys.len(), batch.len(), "one item per key in a batch: {batch:?}");
+        }
+        // Key 1's items were written in the order they came, each in a later transaction.
+        let firsts: Vec<usize> = [10, 11, 12]
+            .iter()
+            .map(|v| batches.iter().position(|b| b.contains(&(1, *v))).expect("written"))
+            .collect();
+        assert!(firsts[0] < firsts[1] && firsts[1] < firsts[2], "{batches:?}");
+        assert!(batches.iter().any(|b| b.len() > 1), "items shared transactions: {batches:?}");
+        let stats = group.stats();
+        assert_eq!(stats.batches as usize, batches.len());
+    }
 }
