@@ -76,7 +76,10 @@ struct RunRow {
     finished_at: Option<DateTime<Utc>>,
 }
 
+/// A task row (also as [`Store::get_run`] reads it: a JSON object per task, without the run id).
+#[derive(serde::Deserialize)]
 struct TaskRow {
+    #[serde(default)]
     run_id: Uuid,
     name: String,
     agent: Option<String>,
@@ -110,24 +113,6 @@ impl RunRow {
             },
             links: RunLinks::for_run(id),
         })
-    }
-}
-
-/// A task as [`Store::get_run`] reads it (a JSON object per task).
-#[derive(serde::Deserialize)]
-struct TaskJson {
-    name: String,
-    agent: Option<String>,
-    status: String,
-    output: Option<Value>,
-    started_at: Option<DateTime<Utc>>,
-    finished_at: Option<DateTime<Utc>>,
-}
-
-impl TaskJson {
-    fn into_task(self) -> StoreResult<TaskRun> {
-        let TaskJson { name, agent, status, output, started_at, finished_at } = self;
-        TaskRow { run_id: Uuid::nil(), name, agent, status, output, started_at, finished_at }.into_task()
     }
 }
 
@@ -257,8 +242,8 @@ impl Store {
         .fetch_optional(&self.pool)
         .await?;
         let Some(row) = row else { return Ok(None) };
-        let tasks: Vec<TaskJson> = decode(row.tasks, "run_tasks of a run")?;
-        let tasks = tasks.into_iter().map(TaskJson::into_task).collect::<StoreResult<Vec<_>>>()?;
+        let tasks: Vec<TaskRow> = decode(row.tasks, "run_tasks of a run")?;
+        let tasks = tasks.into_iter().map(TaskRow::into_task).collect::<StoreResult<Vec<_>>>()?;
         let run = RunRow {
             id: row.id,
             status: row.status,
