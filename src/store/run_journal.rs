@@ -39,18 +39,6 @@ pub(super) enum CommitError {
     Store(StoreError),
 }
 
-impl From<StoreError> for CommitError {
-    fn from(e: StoreError) -> Self {
-        CommitError::Store(e)
-    }
-}
-
-impl From<sqlx::Error> for CommitError {
-    fn from(e: sqlx::Error) -> Self {
-        CommitError::Store(e.into())
-    }
-}
-
 impl RunJournal {
     pub fn run_id(&self) -> RunId {
         self.run_id
