@@ -181,6 +181,10 @@ impl Bench {
     async fn stop(mut self, admin_url: &str) -> Result<(), BoxError> {
         self.agentd.kill().await?;
         self.pool.close().await;
+        if setting("KEEP_DATABASE", 0) == 1 {
+            eprintln!("kept database {} (KEEP_DATABASE=1)", self.database);
+            return Ok(());
+        }
         let mut admin = sqlx::PgConnection::connect(admin_url).await?;
         sqlx::query(&format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.database))
             .execute(&mut admin)
@@ -323,6 +327,21 @@ impl Bench {
         .fetch_one(&self.pool)
         .await?;
         eprintln!("inflight: all kickoffs answered after {accepted:.2} s, last claim after {last_claim:.2} s, slowest execution {slowest:.2} s, all done after {wall:.2} s");
+        let gaps: Vec<(String, f64, f64, f64)> = sqlx::query_as(
+            "SELECT type, percentile_cont(0.5) WITHIN GROUP (ORDER BY gap)::float8,
+                    percentile_cont(0.99) WITHIN GROUP (ORDER BY gap)::float8, max(gap)::float8 FROM (
+                 SELECT e.type, extract(epoch FROM e.at - lag(e.at) OVER (PARTITION BY e.run_id ORDER BY e.seq)) * 1e3
+                        AS gap, e.seq
+                   FROM events AS e) AS g
+              WHERE gap IS NOT NULL GROUP BY type, seq ORDER BY seq",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        let gaps: Vec<String> = gaps
+            .iter()
+            .map(|(event, p50, p99, max)| format!("{event} +{p50:.0}/{p99:.0}/{max:.0}"))
+            .collect();
+        eprintln!("inflight: ms before each event, p50/p99/max: {}", gaps.join(", "));
         for kind in ["kickoff", "journal", "lease"] {
             let label = format!("kind=\"{kind}\"");
             let batches =

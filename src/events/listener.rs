@@ -1,44 +1,30 @@
 //! The replica's `LISTEN agentd_events` connection, reconnecting on loss (and telling
 //! subscribers to resynchronise from the database, since notifications may have been missed).
-//! A notification carries a JSON array of events (the `events_publish` trigger bundles a
-//! statement's events), each an envelope or a reference to read from the table.
+//! A notification names the events a statement committed (the `events_publish` trigger bundles
+//! them as `[id, run_id, seq, type]`); the listener reads the ones a stream here follows, in one
+//! query, and passes the rest of the followed ones on by type (waiters need no more).
 
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
 use serde::Deserialize;
-use serde_json::Value;
 use sqlx::postgres::PgListener;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use super::{BusItem, Envelope, EventBus};
-use crate::domain::{Event, EventType, RunId};
+use crate::domain::{EventType, RunId};
 use crate::store::{Store, EVENTS_CHANNEL};
 
-/// The one field of an event read before the rest: whose event it is.
+/// A committed event as a notification names it.
 #[derive(Debug, Deserialize)]
-struct Head {
-    run_id: Uuid,
-}
+struct Ref(i64, Uuid, i64, String);
 
-/// An event as the `events_publish` trigger sends it.
-#[derive(Debug, Deserialize)]
-struct Payload {
-    id: i64,
-    run_id: Uuid,
-    seq: i64,
-    #[serde(rename = "type")]
-    event_type: Option<String>,
-    task: Option<String>,
-    agent: Option<String>,
-    data: Option<Value>,
-    at: Option<DateTime<Utc>>,
-    crew: Option<String>,
-    #[serde(default, rename = "ref")]
-    reference: bool,
+impl Ref {
+    fn run_id(&self) -> RunId {
+        RunId(self.1)
+    }
 }
 
 pub(super) async fn listen(store: Store, bus: EventBus, stop: CancellationToken) {
@@ -76,51 +62,48 @@ async fn session(
             bus.publish(BusItem::Resync);
             continue;
         };
-        // Most events have no follower on this replica: those are counted, not decoded.
-        let text = notification.payload();
-        if let Ok(heads) = parse_list::<Head>(text) {
-            if !heads.iter().any(|head| bus.is_followed(RunId(head.run_id))) {
-                bus.count_unfollowed(heads.len());
-                continue;
-            }
-        }
-        match parse_list::<Payload>(text) {
-            Ok(payloads) => payloads.into_iter().for_each(|payload| bus.publish(item(payload))),
-            Err(error) => {
-                tracing::warn!(%error, "malformed event notification; subscribers will resynchronise");
-                bus.publish(BusItem::Resync);
-            }
-        }
+        deliver(store, bus, notification.payload()).await;
     }
 }
 
-/// A payload's events: an array of them, or one alone.
-fn parse_list<T: serde::de::DeserializeOwned>(text: &str) -> serde_json::Result<Vec<T>> {
-    if text.trim_start().starts_with('[') {
-        serde_json::from_str(text)
+/// Publish a notification's events to their followers here, reading the bodies streams need.
+async fn deliver(store: &Store, bus: &EventBus, payload: &str) {
+    let refs: Vec<Ref> = match serde_json::from_str(payload) {
+        Ok(refs) => refs,
+        Err(error) => {
+            tracing::warn!(%error, "malformed event notification; subscribers will resynchronise");
+            return bus.publish(BusItem::Resync);
+        }
+    };
+    // Most events have no follower on this replica: those are counted, not read.
+    let total = refs.len();
+    let followed: Vec<Ref> = refs.into_iter().filter(|r| bus.is_followed(r.run_id())).collect();
+    bus.count_unfollowed(total - followed.len());
+    let wanted: Vec<i64> = followed.iter().filter(|r| bus.is_read(r.run_id())).map(|r| r.0).collect();
+    let bodies = if wanted.is_empty() {
+        Vec::new()
     } else {
-        serde_json::from_str(text).map(|one| vec![one])
-    }
-}
-
-fn item(payload: Payload) -> BusItem {
-    let run_id = RunId(payload.run_id);
-    let event_type = payload.event_type.as_deref().and_then(|t| t.parse::<EventType>().ok());
-    match (payload.reference, event_type, payload.at) {
-        (false, Some(event_type), Some(at)) => BusItem::Event {
-            id: payload.id,
-            crew: payload.crew.map(Arc::from),
-            event: Envelope::new(Event {
-                seq: payload.seq,
-                run_id,
-                event_type,
-                at,
-                task: payload.task,
-                agent: payload.agent,
-                data: payload.data.unwrap_or(Value::Null),
-            }),
-        },
-        _ => BusItem::Reference { id: payload.id, run_id, seq: payload.seq },
+        match store.events_by_id(&wanted).await {
+            Ok(bodies) => bodies,
+            Err(error) => {
+                tracing::warn!(%error, "reading notified events failed; subscribers will resynchronise");
+                return bus.publish(BusItem::Resync);
+            }
+        }
+    };
+    let mut bodies = bodies.into_iter().peekable();
+    for Ref(id, run_id, seq, event_type) in followed {
+        let item = match bodies.next_if(|(read, ..)| *read == id) {
+            Some((id, crew, event)) => {
+                BusItem::Event { id, crew: Some(Arc::from(crew)), event: Envelope::new(event) }
+            }
+            // Not read (a waiter's run), or gone: a stream that gets a notice reads the database.
+            None => match event_type.parse::<EventType>() {
+                Ok(event_type) => BusItem::Notice { run_id: RunId(run_id), seq, event_type },
+                Err(_) => BusItem::Resync,
+            },
+        };
+        bus.publish(item);
     }
 }
 
@@ -129,30 +112,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_payload_is_an_array_of_events_or_one_event() {
+    fn a_notification_is_an_array_of_references() {
         let run = Uuid::now_v7();
-        let full = format!(
-            r#"{{"id": 7, "run_id": "{run}", "seq": 2, "type": "task.started", "task": "t", "agent": "a",
-                 "data": {{"x": 1}}, "at": "2026-11-30T07:13:13.115828+00:00", "crew": "c"}}"#
-        );
-        let reference = format!(r#"{{"id": 8, "run_id": "{run}", "seq": 3, "ref": true}}"#);
-        let items: Vec<Payload> = parse_list(&format!("[{full}, {reference}]")).expect("array");
-        assert_eq!(items.len(), 2);
-        match item(items.into_iter().next().expect("first")) {
-            BusItem::Event { id, crew, event } => {
-                assert_eq!((id, crew.as_deref()), (7, Some("c")));
-                assert_eq!((event.event.seq, event.event.event_type), (2, EventType::TaskStarted));
-                assert_eq!(event.event.data, serde_json::json!({"x": 1}));
-            }
-            other => panic!("expected an event, got {other:?}"),
+        let payload = format!(r#"[[7,"{run}",2,"task.started"],[8,"{run}",3,"llm.started"]]"#);
+        let refs: Vec<Ref> = serde_json::from_str(&payload).expect("references");
+        assert_eq!(refs.len(), 2);
+        assert_eq!((refs[1].0, refs[1].run_id(), refs[1].2), (8, RunId(run), 3));
+        assert_eq!(refs[0].3.parse::<EventType>().ok(), Some(EventType::TaskStarted));
+        for malformed in ["[[7]]", "{\"id\": 7}", &format!(r#"[["7","{run}",2,"x"]]"#)] {
+            assert!(serde_json::from_str::<Vec<Ref>>(malformed).is_err(), "{malformed}");
         }
-        let one: Vec<Payload> = parse_list(&reference).expect("one");
-        assert!(matches!(
-            item(one.into_iter().next().expect("one")),
-            BusItem::Reference { id: 8, seq: 3, .. }
-        ));
-        let heads: Vec<Head> = parse_list(&format!("[{full}]")).expect("heads");
-        assert_eq!(heads[0].run_id, run);
-        assert!(parse_list::<Head>("[{\"id\": 1}]").is_err(), "an event without a run is malformed");
     }
 }

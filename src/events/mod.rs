@@ -1,8 +1,10 @@
 //! Live step events for every replica: one `LISTEN agentd_events` connection per replica (a
-//! trigger publishes each event at commit, in commit order) feeds in-process broadcast channels,
-//! one per watched run plus one for the firehose. Streams subscribe first, then replay from the
-//! database, then follow the channel; a subscriber that falls behind reads the database again
-//! instead of losing events, so a slow client never slows a worker or grows memory.
+//! trigger names each event at commit, in commit order) feeds in-process broadcast channels,
+//! one per watched run plus one for the firehose. The listener reads the events that a stream on
+//! this replica follows (one query per notification) and passes on the others' names only, for
+//! waiters. Streams subscribe first, then replay from the database, then follow the channel; a
+//! subscriber that falls behind reads the database again instead of losing events, so a slow
+//! client never slows a worker or grows memory.
 
 mod listener;
 pub mod stream;
@@ -17,7 +19,7 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
-use crate::domain::{Event, RunId};
+use crate::domain::{Event, EventType, RunId};
 use crate::store::Store;
 
 /// Items per channel a subscriber may fall behind before it reads the database instead.
@@ -42,8 +44,9 @@ impl Envelope {
 pub enum BusItem {
     /// A committed event with its global id and its run's crew.
     Event { id: i64, crew: Option<Arc<str>>, event: Arc<Envelope> },
-    /// An event too large for a notification: read it from the database.
-    Reference { id: i64, run_id: RunId, seq: i64 },
+    /// A committed event that no stream here needed the body of (a waiter follows its run):
+    /// what it is, not what it says. A stream that receives one reads the database.
+    Notice { run_id: RunId, seq: i64, event_type: EventType },
     /// Notifications may have been missed (the listener reconnected): read the database.
     Resync,
 }
@@ -54,8 +57,15 @@ pub struct EventBus {
     inner: Arc<Inner>,
 }
 
+/// One followed run's channel, and how many of its receivers need events' bodies (streams; a
+/// waiter needs only their types).
+struct RunChannel {
+    sender: broadcast::Sender<BusItem>,
+    readers: usize,
+}
+
 struct Inner {
-    runs: Mutex<HashMap<RunId, broadcast::Sender<BusItem>>>,
+    runs: Mutex<HashMap<RunId, RunChannel>>,
     all: broadcast::Sender<BusItem>,
     published: AtomicU64,
     subscribers: AtomicI64,
@@ -81,15 +91,28 @@ impl EventBus {
         Self { inner: Arc::new(inner) }
     }
 
-    fn runs(&self) -> std::sync::MutexGuard<'_, HashMap<RunId, broadcast::Sender<BusItem>>> {
+    fn runs(&self) -> std::sync::MutexGuard<'_, HashMap<RunId, RunChannel>> {
         self.inner.runs.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Follow one run's events. The run's channel exists while someone follows it.
+    /// Follow one run's events, bodies included. The run's channel exists while someone follows it.
     pub fn subscribe_run(&self, run_id: RunId) -> RunSubscription {
-        let receiver =
-            self.runs().entry(run_id).or_insert_with(|| broadcast::channel(CHANNEL_CAPACITY).0).subscribe();
-        RunSubscription { receiver, bus: self.clone(), run_id }
+        self.follow(run_id, true)
+    }
+
+    /// Follow one run's events by type only (`Notice`s, or `Event`s when a stream here reads them).
+    pub fn watch_run(&self, run_id: RunId) -> RunSubscription {
+        self.follow(run_id, false)
+    }
+
+    fn follow(&self, run_id: RunId, reads: bool) -> RunSubscription {
+        let mut runs = self.runs();
+        let channel = runs
+            .entry(run_id)
+            .or_insert_with(|| RunChannel { sender: broadcast::channel(CHANNEL_CAPACITY).0, readers: 0 });
+        channel.readers += usize::from(reads);
+        let receiver = channel.sender.subscribe();
+        RunSubscription { receiver, bus: self.clone(), run_id, reads }
     }
 
     /// Follow every run's events.
@@ -102,20 +125,20 @@ impl EventBus {
         self.inner.published.fetch_add(1, Ordering::Relaxed);
         let run_id = match &item {
             BusItem::Event { event, .. } => Some(event.event.run_id),
-            BusItem::Reference { run_id, .. } => Some(*run_id),
+            BusItem::Notice { run_id, .. } => Some(*run_id),
             BusItem::Resync => None,
         };
         {
             let mut runs = self.runs();
             match run_id {
                 Some(run_id) => {
-                    if let Some(sender) = runs.get(&run_id) {
-                        if sender.send(item.clone()).is_err() {
+                    if let Some(channel) = runs.get(&run_id) {
+                        if channel.sender.send(item.clone()).is_err() {
                             runs.remove(&run_id);
                         }
                     }
                 }
-                None => runs.retain(|_, sender| sender.send(item.clone()).is_ok()),
+                None => runs.retain(|_, channel| channel.sender.send(item.clone()).is_ok()),
             }
         }
         let _ = self.inner.all.send(item);
@@ -124,6 +147,11 @@ impl EventBus {
     /// Does anyone on this replica follow `run_id`'s events (or every run's)?
     pub fn is_followed(&self, run_id: RunId) -> bool {
         self.inner.all.receiver_count() > 0 || self.runs().contains_key(&run_id)
+    }
+
+    /// Does a stream on this replica need the bodies of `run_id`'s events?
+    pub fn is_read(&self, run_id: RunId) -> bool {
+        self.inner.all.receiver_count() > 0 || self.runs().get(&run_id).is_some_and(|c| c.readers > 0)
     }
 
     /// Events arrived that nobody here follows (counted as published, delivered to no one).
@@ -153,13 +181,16 @@ pub struct RunSubscription {
     pub receiver: broadcast::Receiver<BusItem>,
     bus: EventBus,
     run_id: RunId,
+    reads: bool,
 }
 
 impl Drop for RunSubscription {
     fn drop(&mut self) {
         let mut runs = self.bus.runs();
+        let Some(channel) = runs.get_mut(&self.run_id) else { return };
+        channel.readers -= usize::from(self.reads);
         // The count still includes this receiver, which is dropped right after.
-        if runs.get(&self.run_id).is_some_and(|sender| sender.receiver_count() <= 1) {
+        if channel.sender.receiver_count() <= 1 {
             runs.remove(&self.run_id);
         }
     }
@@ -190,5 +221,22 @@ mod tests {
         assert_eq!(bus.runs().len(), 1);
         drop(second);
         assert!(bus.runs().is_empty(), "no channel left behind");
+    }
+
+    #[test]
+    fn bodies_are_read_for_streams_not_for_waiters() {
+        let bus = EventBus::detached();
+        let run = RunId::new();
+        let waiter = bus.watch_run(run);
+        assert!(bus.is_followed(run) && !bus.is_read(run), "a waiter needs types only");
+        let stream = bus.subscribe_run(run);
+        assert!(bus.is_read(run));
+        drop(stream);
+        assert!(bus.is_followed(run) && !bus.is_read(run), "the stream's need left with it");
+        drop(waiter);
+        assert!(!bus.is_followed(run));
+        let firehose = bus.subscribe_all();
+        assert!(bus.is_read(RunId::new()), "the firehose reads every run's events");
+        drop(firehose);
     }
 }

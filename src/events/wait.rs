@@ -23,7 +23,7 @@ pub async fn wait_for_run(
 ) -> StoreResult<Option<Run>> {
     // (An unknown run's subscription is dropped on return, freeing its channel.)
     // Subscribe before reading, so a change between the read and the subscription is not missed.
-    let mut subscription = bus.subscribe_run(id);
+    let mut subscription = bus.watch_run(id);
     let deadline = tokio::time::Instant::now() + timeout;
     loop {
         let Some(run) = store.get_run(id).await? else { return Ok(None) };
@@ -37,6 +37,7 @@ pub async fn wait_for_run(
             };
             match item {
                 Ok(BusItem::Event { event, .. }) if !settles(event.event.event_type) => continue,
+                Ok(BusItem::Notice { event_type, .. }) if !settles(event_type) => continue,
                 Err(broadcast::error::RecvError::Closed) => return store.get_run(id).await,
                 _ => break,
             }

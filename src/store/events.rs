@@ -86,6 +86,27 @@ impl EventRow {
     }
 }
 
+/// An event with its global id and its run's crew.
+struct LoggedEventRow {
+    id: i64,
+    crew_name: String,
+    seq: i64,
+    run_id: Uuid,
+    event_type: String,
+    at: DateTime<Utc>,
+    task: Option<String>,
+    agent: Option<String>,
+    data: Value,
+}
+
+impl LoggedEventRow {
+    fn into_logged(self) -> StoreResult<(i64, String, Event)> {
+        let Self { id, crew_name, seq, run_id, event_type, at, task, agent, data } = self;
+        let event = EventRow { seq, run_id, event_type, at, task, agent, data }.into_event()?;
+        Ok((id, crew_name, event))
+    }
+}
+
 impl Store {
     /// Append one event on its own (for steps that change no other state, such as a thought).
     #[tracing::instrument(skip_all, fields(run_id = %run_id, event = event_type.as_str()), err)]
@@ -138,11 +159,11 @@ impl Store {
         limit: i64,
         crew: Option<&str>,
     ) -> StoreResult<Vec<(i64, Event)>> {
-        let rows = sqlx::query!(
-            r#"SELECT e.id, e.seq, e.run_id, e.type AS event_type, e.at, e.task, e.agent, e.data
-               FROM events e
-               WHERE e.id > $1
-                 AND ($3::text IS NULL OR EXISTS (SELECT 1 FROM runs r WHERE r.id = e.run_id AND r.crew_name = $3))
+        let rows = sqlx::query_as!(
+            LoggedEventRow,
+            r#"SELECT e.id, r.crew_name, e.seq, e.run_id, e.type AS event_type, e.at, e.task, e.agent, e.data
+               FROM events e JOIN runs r ON r.id = e.run_id
+               WHERE e.id > $1 AND ($3::text IS NULL OR r.crew_name = $3)
                ORDER BY e.id LIMIT $2"#,
             after,
             limit,
@@ -150,20 +171,24 @@ impl Store {
         )
         .fetch_all(&self.pool)
         .await?;
-        rows.into_iter()
-            .map(|r| {
-                let row = EventRow {
-                    seq: r.seq,
-                    run_id: r.run_id,
-                    event_type: r.event_type,
-                    at: r.at,
-                    task: r.task,
-                    agent: r.agent,
-                    data: r.data,
-                };
-                Ok((r.id, row.into_event()?))
-            })
-            .collect()
+        rows.into_iter().map(|row| row.into_logged().map(|(id, _, event)| (id, event))).collect()
+    }
+
+    /// The events with these global ids, in id order, each with its id and its run's crew (for the
+    /// listener, which is told ids at commit).
+    #[tracing::instrument(skip_all, fields(events = ids.len()), err)]
+    pub async fn events_by_id(&self, ids: &[i64]) -> StoreResult<Vec<(i64, String, Event)>> {
+        let rows = sqlx::query_as!(
+            LoggedEventRow,
+            r#"SELECT e.id, r.crew_name, e.seq, e.run_id, e.type AS event_type, e.at, e.task, e.agent, e.data
+               FROM events e JOIN runs r ON r.id = e.run_id
+               WHERE e.id = ANY($1)
+               ORDER BY e.id"#,
+            ids,
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        rows.into_iter().map(LoggedEventRow::into_logged).collect()
     }
 
     /// The status of a run, if it exists.
