@@ -109,13 +109,13 @@ pub enum CrewRef {
 
 impl CrewRef {
     /// Read the `crew` field, reporting errors under `crew`.
-    pub fn parse(value: &Value) -> Result<Self, Vec<FieldError>> {
+    pub fn parse(value: Value) -> Result<Self, Vec<FieldError>> {
         match value {
-            Value::String(name) => match check_crew_name(name) {
-                Ok(()) => Ok(CrewRef::Name(name.clone())),
+            Value::String(name) => match check_crew_name(&name) {
+                Ok(()) => Ok(CrewRef::Name(name)),
                 Err(message) => Err(vec![FieldError::new("crew", message)]),
             },
-            Value::Object(_) => CrewSpec::from_json(value.clone())
+            Value::Object(_) => CrewSpec::from_json(value)
                 .map(|spec| CrewRef::Spec(Box::new(spec)))
                 .map_err(|errors| errors.into_iter().map(|e| e.under("crew")).collect()),
             _ => Err(vec![FieldError::new(
@@ -263,13 +263,13 @@ mod tests {
     #[test]
     fn crew_errors_carry_the_full_path() {
         let value = json!({"name": "c", "agents": [{"name": "a", "role": 3}], "tasks": []});
-        let errors = CrewRef::parse(&value).expect_err("invalid");
+        let errors = CrewRef::parse(value).expect_err("invalid");
         assert_eq!(errors[0].field, "crew.agents[0].role");
     }
 
     #[test]
     fn crew_of_another_type_is_rejected() {
-        let errors = CrewRef::parse(&json!(42)).expect_err("invalid");
+        let errors = CrewRef::parse(json!(42)).expect_err("invalid");
         assert_eq!(errors[0].field, "crew");
     }
 }

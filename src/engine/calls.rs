@@ -45,6 +45,12 @@ impl PlannedCall {
     }
 }
 
+/// How long idempotent calls may take and still be journaled in one commit with their starts.
+const FOLD_WINDOW: std::time::Duration = std::time::Duration::from_millis(10);
+
+/// Each call's outcome and duration in ms, if it ran.
+type Outcomes = Vec<Option<(ToolCallOutcome, u64)>>;
+
 /// What to do with one call.
 enum Action {
     /// Journaled and answered already (seen on resume).
@@ -88,9 +94,8 @@ impl ToolRound<'_, '_> {
                     .push(ToolCallEnd { id: call.planned.key.clone(), outcome: outcome.clone() });
             }
         }
-        self.agent.ctx.commit(pending).await?;
+        let outcomes = self.start_and_execute(&calls, pending).await?;
         let mut answer = None;
-        let outcomes = self.execute(&calls).await?;
         for (call, outcome) in calls.iter().zip(outcomes) {
             if let Some(result) = self.conclude(call, outcome, pending) {
                 answer = answer.or(Some(result));
@@ -151,8 +156,33 @@ impl ToolRound<'_, '_> {
         }
     }
 
+    /// Commit the starts, then run the calls. When every call to run is idempotent, the calls
+    /// start at once instead, and if they are done within [`FOLD_WINDOW`] their starts and ends
+    /// share one commit (a crash meanwhile repeats at most the model's reply, as one during the
+    /// commit itself would); otherwise the starts are committed while they go on.
+    async fn start_and_execute(&self, calls: &[Call], pending: &mut Step) -> Result<Outcomes, EngineError> {
+        if !calls.iter().all(foldable) {
+            self.agent.ctx.commit(pending).await?;
+            return self.execute(calls).await;
+        }
+        let execution = self.execute(calls);
+        tokio::pin!(execution);
+        let quick = tokio::select! {
+            biased;
+            outcomes = &mut execution => Some(outcomes),
+            () = tokio::time::sleep(FOLD_WINDOW) => None,
+        };
+        match quick {
+            Some(outcomes) => outcomes,
+            None => {
+                self.agent.ctx.commit(pending).await?;
+                execution.await
+            }
+        }
+    }
+
     /// Run every call that needs running, concurrently; `None` outcomes for the others.
-    async fn execute(&self, calls: &[Call]) -> Result<Vec<Option<(ToolCallOutcome, u64)>>, EngineError> {
+    async fn execute(&self, calls: &[Call]) -> Result<Outcomes, EngineError> {
         let runs = calls.iter().map(|call| async move {
             let Action::Execute { entry, arguments, .. } = &call.action else { return Ok(None) };
             let started = Instant::now();
@@ -295,6 +325,15 @@ fn interrupted(entry: Option<&ToolEntry>, tool: &str, arguments: &Value) -> Acti
                 fresh: false,
             }
         }
+    }
+}
+
+/// May this call start before its start is durable? Yes unless it runs a tool that is not
+/// idempotent or delegates (a coworker's work is journaled as it goes).
+fn foldable(call: &Call) -> bool {
+    match &call.action {
+        Action::Execute { entry, .. } => entry.info.idempotent && matches!(entry.runner, Runner::Tool(_)),
+        Action::Done | Action::Answer { .. } | Action::Skip => true,
     }
 }
 

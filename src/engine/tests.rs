@@ -91,6 +91,8 @@ struct Echo {
     info: ToolInfo,
     calls: AtomicUsize,
     barrier: Option<Arc<tokio::sync::Barrier>>,
+    /// How long a call takes.
+    delay: Duration,
 }
 
 fn echo(name: &str, idempotent: bool) -> Arc<Echo> {
@@ -103,6 +105,7 @@ fn echo(name: &str, idempotent: bool) -> Arc<Echo> {
         },
         calls: AtomicUsize::new(0),
         barrier: None,
+        delay: Duration::ZERO,
     })
 }
 
@@ -119,6 +122,7 @@ impl Tool for Echo {
                     .await
                     .map_err(|_| "the other call never ran alongside".to_owned())?;
             }
+            tokio::time::sleep(self.delay).await;
             Ok(format!("echo: {}", arguments["text"].as_str().unwrap_or_default()))
         })
     }
@@ -219,8 +223,31 @@ async fn native_tool_call_then_final_answer() {
     let usage = journal.usage();
     assert_eq!((usage.llm_calls, usage.prompt_tokens, usage.tool_calls), (2, 10, 1));
     assert!(matches!(journal.run(), Some(RunChange::Completed { .. })));
-    // One commit before each LLM call, one after the tool call's start, one at the end.
-    assert_eq!(journal.commits(), 4);
+    // One commit before each LLM call and one at the end: the calculator is idempotent and quick,
+    // so its start and end went with the second call's.
+    assert_eq!(journal.commits(), 3);
+}
+
+#[tokio::test]
+async fn a_call_is_journaled_before_it_runs_unless_idempotent_and_quick() {
+    for (idempotent, delay, commits) in [(true, 0, 3), (false, 0, 4), (true, 50, 4)] {
+        let tool = Arc::new(Echo {
+            delay: Duration::from_millis(delay),
+            ..Arc::into_inner(echo("echo", idempotent)).expect("fresh")
+        });
+        let llm = ScriptedLlm::new(vec![calls(&[("c1", "echo", json!({"text": "a"}))]), text("done")]);
+        let engine = engine(llm, true, vec![tool.clone()]);
+        let journal = MemoryJournal::new(&["t"]);
+        run(&engine, &crew(json!(["echo"]), "native", json!({})), &journal).await.expect("run");
+        let case = format!("idempotent {idempotent}, {delay} ms");
+        assert_eq!(journal.commits(), commits, "{case}");
+        assert_eq!(
+            journal.snapshot().tool_calls[0].outcome,
+            Some(ToolCallOutcome::Succeeded { result: "echo: a".into(), cached: false }),
+            "{case}"
+        );
+        assert_eq!(tool.calls.load(Ordering::SeqCst), 1, "{case}");
+    }
 }
 
 #[tokio::test]

@@ -50,14 +50,14 @@ pub async fn create_kickoff(
         }
     }
     let request: KickoffRequest = from_value(body)?;
-    let crew = resolve_crew(&state, &request.crew).await?;
+    let crew = resolve_crew(&state, request.crew).await?;
     let run = prepare_run(crew, request.inputs, request.metadata, request.timeout_s, &state.validation)
         .map_err(ApiError::validation)?;
     respond(state.store.create_run(&run, key.as_ref()).await?)
 }
 
 /// The crew a kickoff names or carries.
-async fn resolve_crew(state: &AppState, crew: &Value) -> ApiResult<CrewSpec> {
+async fn resolve_crew(state: &AppState, crew: Value) -> ApiResult<CrewSpec> {
     match CrewRef::parse(crew).map_err(ApiError::validation)? {
         CrewRef::Spec(spec) => Ok(*spec),
         CrewRef::Name(name) => match state.store.get_crew(&name).await? {
@@ -134,7 +134,7 @@ pub async fn create_batch(
         }
     }
     let request: BatchKickoffRequest = from_value(body)?;
-    let crew = resolve_crew(&state, &request.crew).await?;
+    let crew = resolve_crew(&state, request.crew).await?;
     let runs = prepare_batch(crew, request.inputs, request.metadata, request.timeout_s, &state.validation)
         .map_err(ApiError::validation)?;
     respond_batch(state.store.create_runs(&runs, key.as_ref()).await?)

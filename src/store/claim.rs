@@ -10,7 +10,7 @@ use sqlx::{Postgres, Transaction};
 use uuid::Uuid;
 
 use super::events::append_event_tx;
-use super::{decode, Store, StoreResult};
+use super::{decode_text, Store, StoreResult};
 use crate::domain::{CrewSpec, EventType, RunId};
 
 /// A run a worker now holds the lease of, with what it needs to execute it.
@@ -31,11 +31,12 @@ pub struct ClaimedRun {
     pub paused: Duration,
 }
 
+/// A claimed row; the spec and inputs as JSON text, decoded straight into their types.
 struct ClaimRow {
     id: Uuid,
     attempt: i32,
-    crew_spec: Value,
-    inputs: Value,
+    crew_spec: String,
+    inputs: String,
     created_at: DateTime<Utc>,
     started_at: Option<DateTime<Utc>>,
     timeout_s: Option<i32>,
@@ -82,7 +83,7 @@ impl Store {
                    SELECT id, last_seq, 'run.started', jsonb_build_object('attempt', attempt, 'worker', $1::text)
                      FROM claimed
                )
-               SELECT id AS "id!", attempt AS "attempt!", crew_spec AS "crew_spec!", inputs AS "inputs!",
+               SELECT id AS "id!", attempt AS "attempt!", crew_spec::text AS "crew_spec!", inputs::text AS "inputs!",
                       created_at AS "created_at!", started_at, timeout_s, paused_s AS "paused_s!"
                  FROM claimed"#,
             owner,
@@ -112,7 +113,8 @@ impl Store {
                       lease_expires_at = now() + make_interval(secs => $3),
                       started_at = coalesce(started_at, now()), updated_at = now()
                 WHERE id = $1 AND status = 'queued'
-            RETURNING id, attempt, crew_spec, inputs, created_at, started_at, timeout_s, paused_s"#,
+            RETURNING id, attempt, crew_spec::text AS "crew_spec!", inputs::text AS "inputs!", created_at,
+                      started_at, timeout_s, paused_s"#,
             id.0,
             owner,
             lease.as_secs_f64(),
@@ -149,8 +151,8 @@ fn claimed_run(row: ClaimRow) -> StoreResult<ClaimedRun> {
     Ok(ClaimedRun {
         id,
         attempt: row.attempt,
-        crew: decode(row.crew_spec, &format!("runs.crew_spec of run {id}"))?,
-        inputs: decode(row.inputs, &format!("runs.inputs of run {id}"))?,
+        crew: decode_text(&row.crew_spec, &format!("runs.crew_spec of run {id}"))?,
+        inputs: decode_text(&row.inputs, &format!("runs.inputs of run {id}"))?,
         created_at: row.created_at,
         started_at: row.started_at.unwrap_or_else(Utc::now),
         timeout: row.timeout_s.and_then(|s| u64::try_from(s).ok()).map(Duration::from_secs),

@@ -178,6 +178,11 @@ fn decode<T: serde::de::DeserializeOwned>(value: serde_json::Value, what: &str) 
     serde_json::from_value(value).map_err(|e| StoreError::Corrupt(format!("{what}: {e}")))
 }
 
+/// Decode a JSON column read as text, or report the row as corrupt.
+fn decode_text<T: serde::de::DeserializeOwned>(json: &str, what: &str) -> StoreResult<T> {
+    serde_json::from_str(json).map_err(|e| StoreError::Corrupt(format!("{what}: {e}")))
+}
+
 /// Decode a text column through `FromStr`, or report the row as corrupt.
 fn parse<T: std::str::FromStr<Err = String>>(value: &str) -> StoreResult<T> {
     value.parse().map_err(StoreError::Corrupt)

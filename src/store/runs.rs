@@ -369,13 +369,13 @@ async fn claim_idempotency_key(
     Ok(claimed.is_some())
 }
 
-/// A run to store as queued, its crew spec serialised.
+/// A run to store as queued, its crew spec, inputs and metadata serialised to JSON once.
 pub(super) struct QueuedRun {
     id: Uuid,
     crew_name: String,
-    spec: Value,
-    inputs: Value,
-    metadata: Value,
+    spec: String,
+    inputs: String,
+    metadata: String,
     timeout_s: Option<i32>,
     created_at: DateTime<Utc>,
     /// Its tasks' names and agents, in order.
@@ -384,19 +384,21 @@ pub(super) struct QueuedRun {
 
 impl QueuedRun {
     fn new(run: &NewRun, created_at: DateTime<Utc>) -> StoreResult<Self> {
-        let spec = serde_json::to_value(&run.crew)
-            .map_err(|e| StoreError::Corrupt(format!("crew spec does not serialize: {e}")))?;
         Ok(Self {
             id: run.id.0,
             crew_name: run.crew.name.clone(),
-            spec,
-            inputs: Value::Object(run.inputs.clone()),
-            metadata: Value::Object(run.metadata.clone()),
+            spec: to_json("crew spec", &run.crew)?,
+            inputs: to_json("inputs", &run.inputs)?,
+            metadata: to_json("metadata", &run.metadata)?,
             timeout_s: run.timeout_s.map(|t| t as i32),
             created_at,
             tasks: run.crew.tasks.iter().map(|t| (t.name.clone(), t.agent.clone())).collect(),
         })
     }
+}
+
+fn to_json(what: &str, value: &impl serde::Serialize) -> StoreResult<String> {
+    serde_json::to_string(value).map_err(|e| StoreError::Corrupt(format!("{what} does not serialize: {e}")))
 }
 
 /// The kickoffs' group commit: the runs of every kickoff in a batch are stored together.
@@ -442,9 +444,9 @@ async fn insert_runs<R: std::borrow::Borrow<QueuedRun>>(
         let run = run.borrow();
         ids.push(run.id);
         names.push(run.crew_name.as_str());
-        specs.push(run.spec.clone());
-        inputs.push(run.inputs.clone());
-        metadata.push(run.metadata.clone());
+        specs.push(run.spec.as_str());
+        inputs.push(run.inputs.as_str());
+        metadata.push(run.metadata.as_str());
         timeouts.push(run.timeout_s);
         created.push(run.created_at);
         for (position, (name, agent)) in run.tasks.iter().enumerate() {
@@ -456,14 +458,15 @@ async fn insert_runs<R: std::borrow::Borrow<QueuedRun>>(
     }
     sqlx::query!(
         r#"INSERT INTO runs (id, crew_name, crew_spec, inputs, metadata, timeout_s, created_at, last_seq)
-           SELECT r.id, r.crew_name, r.crew_spec, r.inputs, r.metadata, r.timeout_s, r.created_at, 1
-             FROM UNNEST($1::uuid[], $2::text[], $3::jsonb[], $4::jsonb[], $5::jsonb[], $6::int4[],
+           SELECT r.id, r.crew_name, r.crew_spec::jsonb, r.inputs::jsonb, r.metadata::jsonb, r.timeout_s,
+                  r.created_at, 1
+             FROM UNNEST($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::int4[],
                          $7::timestamptz[]) AS r(id, crew_name, crew_spec, inputs, metadata, timeout_s, created_at)"#,
         &ids,
         &names as &[&str],
-        &specs,
-        &inputs,
-        &metadata,
+        &specs as &[&str],
+        &inputs as &[&str],
+        &metadata as &[&str],
         &timeouts as &[Option<i32>],
         &created,
     )
