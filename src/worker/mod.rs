@@ -20,6 +20,8 @@ use crate::store::Store;
 
 /// Runs claimed per statement at most.
 const CLAIM_BATCH: usize = 256;
+/// Claim loops per replica: while the queue is deep, each claim statement overlaps another's.
+const CLAIMERS: usize = 2;
 
 /// How the pool behaves.
 #[derive(Debug, Clone)]
@@ -130,7 +132,9 @@ impl WorkerPool {
         tokio::spawn(listener::listen(shared.clone(), background.clone()));
         tokio::spawn(recover_periodically(shared.clone(), background.clone()));
         let tracker = TaskTracker::new();
-        claim_loop(&shared, &tracker, &shutdown).await;
+        let slots = Arc::new(Semaphore::new(shared.settings.slots.max(1)));
+        let claimers = (0..CLAIMERS).map(|_| claim_loop(&shared, &tracker, &shutdown, &slots));
+        futures_util::future::join_all(claimers).await;
         tracker.close();
         tracing::info!(in_flight = tracker.len(), "worker pool draining");
         if tokio::time::timeout(shared.settings.grace, tracker.wait()).await.is_err() {
@@ -146,8 +150,14 @@ impl WorkerPool {
     }
 }
 
-async fn claim_loop(shared: &Arc<Shared>, tracker: &TaskTracker, shutdown: &CancellationToken) {
-    let slots = Arc::new(Semaphore::new(shared.settings.slots.max(1)));
+/// Claim runs into free slots until `shutdown`. A full batch suggests more are queued: the loop
+/// goes on at once and wakes another claimer to claim alongside.
+async fn claim_loop(
+    shared: &Arc<Shared>,
+    tracker: &TaskTracker,
+    shutdown: &CancellationToken,
+    slots: &Arc<Semaphore>,
+) {
     let mut failures = 0u32;
     loop {
         let first = tokio::select! {
@@ -174,6 +184,7 @@ async fn claim_loop(shared: &Arc<Shared>, tracker: &TaskTracker, shutdown: &Canc
                     start_run(shared, tracker, run, permit);
                 }
                 if full {
+                    shared.wake.notify_one();
                     continue;
                 }
                 // The queue is empty for now: new runs announce themselves.

@@ -111,12 +111,26 @@ pub(super) async fn messages(tx: &mut Tx<'_>, live: &[Live<'_>]) -> WriteResult 
     Ok(())
 }
 
-/// Record tool calls as `running`. A call already journaled as `running` (interrupted by a crash
-/// and now run again) starts afresh under this attempt; reusing the id of a finished call refuses
-/// the step.
+/// A tool call's end as its row keeps it: status, result, error, cached.
+fn end_columns(outcome: &ToolCallOutcome) -> (&'static str, Option<&str>, Option<&str>, bool) {
+    match outcome {
+        ToolCallOutcome::Succeeded { result, cached } => ("succeeded", Some(result.as_str()), None, *cached),
+        ToolCallOutcome::Failed { error } => ("failed", None, Some(error.as_str()), false),
+    }
+}
+
+/// Does the step end the call it starts as `id` (then the row is written finished at once)?
+fn ends_in_step<'c>(commit: &'c Commit, id: &str) -> Option<&'c ToolCallOutcome> {
+    commit.step.tool_ends.iter().rev().find(|end| end.id == id).map(|end| &end.outcome)
+}
+
+/// Record tool calls as `running`, or as finished when the same step ends them. A call already
+/// journaled as `running` (interrupted by a crash and now run again) starts afresh under this
+/// attempt; reusing the id of a finished call refuses the step.
 pub(super) async fn tool_starts(tx: &mut Tx<'_>, live: &[Live<'_>]) -> WriteResult {
     let (mut runs, mut attempts, mut ids, mut conversations) = (vec![], vec![], vec![], vec![]);
     let (mut tasks, mut agents, mut tools, mut arguments) = (vec![], vec![], vec![], vec![]);
+    let (mut statuses, mut results, mut errors, mut cached) = (vec![], vec![], vec![], vec![]);
     for &(_, commit) in live {
         for start in &commit.step.tool_starts {
             runs.push(commit.run_id.0);
@@ -127,21 +141,31 @@ pub(super) async fn tool_starts(tx: &mut Tx<'_>, live: &[Live<'_>]) -> WriteResu
             agents.push(start.agent.as_str());
             tools.push(start.tool.as_str());
             arguments.push(start.arguments.clone());
+            let (status, result, error, was_cached) =
+                ends_in_step(commit, &start.id).map_or(("running", None, None, false), end_columns);
+            statuses.push(status);
+            results.push(result);
+            errors.push(error);
+            cached.push(was_cached);
         }
     }
     if runs.is_empty() {
         return Ok(());
     }
     let written = sqlx::query_scalar!(
-        r#"INSERT INTO tool_calls (run_id, id, conversation, task, agent, tool, arguments, attempt)
-           SELECT c.run_id, c.id, c.conversation, c.task, c.agent, c.tool, c.arguments, c.attempt
+        r#"INSERT INTO tool_calls (run_id, id, conversation, task, agent, tool, arguments, attempt,
+                                  status, result, error, cached, finished_at)
+           SELECT c.run_id, c.id, c.conversation, c.task, c.agent, c.tool, c.arguments, c.attempt,
+                  c.status, c.result, c.error, c.cached, CASE WHEN c.status <> 'running' THEN now() END
              FROM UNNEST($1::uuid[], $2::int4[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
-                         $8::jsonb[])
-                  AS c(run_id, attempt, id, conversation, task, agent, tool, arguments)
+                         $8::jsonb[], $9::text[], $10::text[], $11::text[], $12::bool[])
+                  AS c(run_id, attempt, id, conversation, task, agent, tool, arguments, status, result, error,
+                       cached)
            ON CONFLICT (run_id, id) DO UPDATE
               SET conversation = EXCLUDED.conversation, task = EXCLUDED.task, agent = EXCLUDED.agent,
                   tool = EXCLUDED.tool, arguments = EXCLUDED.arguments, attempt = EXCLUDED.attempt,
-                  started_at = now()
+                  started_at = now(), status = EXCLUDED.status, result = EXCLUDED.result,
+                  error = EXCLUDED.error, cached = EXCLUDED.cached, finished_at = EXCLUDED.finished_at
             WHERE tool_calls.status = 'running'
            RETURNING run_id"#,
         &runs,
@@ -152,6 +176,10 @@ pub(super) async fn tool_starts(tx: &mut Tx<'_>, live: &[Live<'_>]) -> WriteResu
         &agents as &[&str],
         &tools as &[&str],
         &arguments,
+        &statuses as &[&str],
+        &results as &[Option<&str>],
+        &errors as &[Option<&str>],
+        &cached,
     )
     .fetch_all(&mut **tx)
     .await?;
@@ -163,21 +191,19 @@ pub(super) async fn tool_starts(tx: &mut Tx<'_>, live: &[Live<'_>]) -> WriteResu
     )
 }
 
-/// Finish tool calls (the last end of an id in a step wins).
+/// Finish tool calls started in earlier steps (the last end of an id in a step wins; calls the
+/// step also starts were written finished by [`tool_starts`]).
 pub(super) async fn tool_ends(tx: &mut Tx<'_>, live: &[Live<'_>]) -> WriteResult {
     let (mut runs, mut ids, mut statuses) = (vec![], vec![], vec![]);
     let (mut results, mut errors, mut cached) = (vec![], vec![], vec![]);
     let mut expected: HashMap<Uuid, usize> = HashMap::new();
     for &(_, commit) in live {
+        let started = |id: &str| commit.step.tool_starts.iter().any(|s| s.id == id);
         let ends = last_per_key(&commit.step.tool_ends, |e| e.id.as_str());
+        let ends: Vec<_> = ends.into_iter().filter(|end| !started(&end.id)).collect();
         expected.insert(commit.run_id.0, ends.len());
         for end in ends {
-            let (status, result, error, was_cached) = match &end.outcome {
-                ToolCallOutcome::Succeeded { result, cached } => {
-                    ("succeeded", Some(result.as_str()), None, *cached)
-                }
-                ToolCallOutcome::Failed { error } => ("failed", None, Some(error.as_str()), false),
-            };
+            let (status, result, error, was_cached) = end_columns(&end.outcome);
             runs.push(commit.run_id.0);
             ids.push(end.id.as_str());
             statuses.push(status);
