@@ -10,6 +10,7 @@ COPY Cargo.toml Cargo.lock ./
 RUN mkdir src && echo 'fn main() {}' > src/main.rs && touch src/lib.rs \
     && cargo build --release --locked \
     && rm -rf src
+COPY build.rs ./
 COPY .sqlx ./.sqlx
 COPY migrations ./migrations
 COPY src ./src

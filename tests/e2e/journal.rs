@@ -250,9 +250,20 @@ async fn a_finished_or_requeued_run_fences_commits(pool: PgPool) {
         .expect("requeue");
     assert_eq!(journal.commit(llm_step()).await, Err(JournalError::Fenced));
     assert_eq!(journal.load().await.expect("load").messages, []);
-    // So is a run that does not exist.
-    let nowhere = store.journal(agentd::domain::RunId::new(), 1);
+    // So is a run that does not exist, and nothing of its step is written (the journal's tables
+    // have no foreign keys: the fence is what keeps them from holding orphans).
+    let missing = agentd::domain::RunId::new();
+    let nowhere = store.journal(missing, 1);
     assert_eq!(nowhere.commit(llm_step()).await, Err(JournalError::Fenced));
+    let orphans: i64 = sqlx::query_scalar(
+        "SELECT (SELECT count(*) FROM events WHERE run_id = $1) + (SELECT count(*) FROM messages WHERE run_id = $1)
+              + (SELECT count(*) FROM tool_calls WHERE run_id = $1)",
+    )
+    .bind(missing.0)
+    .fetch_one(&pool)
+    .await
+    .expect("count");
+    assert_eq!(orphans, 0);
 }
 
 #[sqlx::test(migrator = "agentd::store::MIGRATOR")]
