@@ -77,11 +77,13 @@ impl RateLimiter {
     }
 
     /// Reserve the earliest start, not before `not_before`, that every limit allows, and book
-    /// it. Returns the start.
+    /// it. Returns the start. A key without a budget books nothing: booking its start would make
+    /// a concurrent caller whose `not_before` is a little earlier wait for it (and announce a
+    /// throttle nobody asked for).
     pub fn reserve(&self, limits: &[Limit], not_before: Instant) -> Instant {
         let mut gates = self.gates();
         let start = limits.iter().filter_map(|l| gates.get(&l.key)).fold(not_before, |a, b| a.max(*b));
-        for limit in limits {
+        for limit in limits.iter().filter(|l| l.per_minute.is_some()) {
             gates.insert(limit.key.clone(), start + limit.interval());
         }
         start
@@ -112,6 +114,20 @@ mod tests {
 
     fn fixed(at: Instant) -> RateLimiter {
         RateLimiter::with_clock(Arc::new(move || at))
+    }
+
+    #[test]
+    fn a_key_without_budget_never_delays_concurrent_callers() {
+        let t0 = Instant::now();
+        let limiter = fixed(t0);
+        let provider = [Limit::holds_only("provider")];
+        let later = t0 + Duration::from_micros(30);
+        assert_eq!(limiter.reserve(&provider, later), later);
+        // A caller that read the clock a little earlier but reserves second goes at once.
+        assert_eq!(limiter.reserve(&provider, t0), t0);
+        // A hold still applies.
+        limiter.hold("provider", t0 + Duration::from_secs(2));
+        assert_eq!(limiter.reserve(&provider, t0) - t0, Duration::from_secs(2));
     }
 
     #[test]
