@@ -14,5 +14,6 @@ pub mod llm;
 pub mod metrics;
 pub mod ratelimit;
 pub mod store;
+pub mod text;
 pub mod tools;
 pub mod worker;

@@ -246,7 +246,8 @@ impl<'a> AgentLoop<'a> {
         let request = self.request(with_tools);
         let started = Instant::now();
         let response = self.ctx.guarded(self.turn.model.client.chat(&request)).await;
-        let response = response.ok_or(EngineError::Cancelled)?.map_err(CallError::Llm)?;
+        let mut response = response.ok_or(EngineError::Cancelled)?.map_err(CallError::Llm)?;
+        scrub_reply(&mut response);
         let usage = response.usage;
         let label = self.model_label();
         self.ctx.metrics.observe_llm(&label, started.elapsed(), usage.prompt_tokens, usage.completion_tokens);
@@ -584,4 +585,16 @@ fn chunks(lines: &[String], limit: usize) -> Vec<String> {
         }
     }
     out
+}
+
+/// Replace the NUL characters of a model's reply, which Postgres cannot store.
+fn scrub_reply(response: &mut ChatResponse) {
+    if let Some(content) = &mut response.content {
+        crate::text::scrub(content);
+    }
+    for call in &mut response.tool_calls {
+        crate::text::scrub(&mut call.id);
+        crate::text::scrub(&mut call.name);
+        crate::text::scrub(&mut call.arguments);
+    }
 }

@@ -193,8 +193,14 @@ impl ToolRound<'_, '_> {
             let elapsed = started.elapsed();
             self.agent.ctx.metrics.observe_tool(entry.name(), elapsed);
             let outcome = match result {
-                Ok(result) => ToolCallOutcome::Succeeded { result, cached: false },
-                Err(error) => ToolCallOutcome::Failed { error },
+                Ok(mut result) => {
+                    crate::text::scrub(&mut result);
+                    ToolCallOutcome::Succeeded { result, cached: false }
+                }
+                Err(mut error) => {
+                    crate::text::scrub(&mut error);
+                    ToolCallOutcome::Failed { error }
+                }
             };
             Ok(Some((outcome, elapsed.as_millis() as u64)))
         });

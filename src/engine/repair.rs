@@ -5,6 +5,13 @@ use serde_json::Value;
 
 /// Parse `text` as JSON, repairing the usual damage. `None` when nothing sensible comes out.
 pub fn parse_lenient(text: &str) -> Option<Value> {
+    let mut value = parse_repaired(text)?;
+    // Model output is journaled as jsonb, which cannot hold a NUL (`\u0000` in the JSON).
+    crate::text::scrub_value(&mut value);
+    Some(value)
+}
+
+fn parse_repaired(text: &str) -> Option<Value> {
     let text = strip_fences(text.trim());
     if text.is_empty() {
         return None;

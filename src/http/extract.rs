@@ -51,8 +51,13 @@ fn is_json(headers: &HeaderMap) -> bool {
     essence == "application/json" || (essence.starts_with("application/") && essence.ends_with("+json"))
 }
 
-/// Parse a JSON document into `T`, classifying the failure.
+/// Parse a JSON document into `T`, classifying the failure. A string holding a NUL character
+/// (`\u0000`) is refused: Postgres cannot store it.
 pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    if crate::text::has_nul_escape(bytes) {
+        let message = "strings must not contain the NUL character (\\u0000)";
+        return Err(ApiError::validation(vec![FieldError::new("", message)]));
+    }
     let mut de = serde_json::Deserializer::from_slice(bytes);
     let value = serde_path_to_error::deserialize(&mut de).map_err(|e| {
         let path = e.path().to_string();

@@ -353,6 +353,20 @@ async fn native_tool_call_then_final_answer(pool: PgPool) {
 }
 
 #[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn nul_characters_from_the_model_are_replaced_not_fatal(pool: PgPool) {
+    let h = Harness::start(pool, true).await;
+    h.fake.push([
+        FakeReply::tool_calls(&[("c1", "calculator", json!({"expression": "6*7", "note": "a\u{0}b"}))]),
+        FakeReply::text("42\u{0}!"),
+    ]);
+    let out = h.run(&crew(json!(["calculator"]), "auto", json!({}))).await;
+    assert_eq!(out.run["status"], "completed", "{}", out.run);
+    assert_eq!(out.raw(), "42\u{FFFD}!");
+    assert_eq!(out.calls()[0]["arguments"], json!({"expression": "6*7", "note": "a\u{FFFD}b"}));
+    assert_eq!(out.calls()[0]["result"], "42");
+}
+
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
 async fn parallel_native_calls_run_together(pool: PgPool) {
     let h = Harness::start_with(pool, true, allow_loopback).await;
     // Each request waits for the other: both succeed only if they run concurrently.

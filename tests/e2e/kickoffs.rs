@@ -72,6 +72,30 @@ async fn every_missing_input_is_named(pool: PgPool) {
 }
 
 #[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn a_nul_character_in_a_body_is_a_422_not_a_database_error(pool: PgPool) {
+    let app = TestApp::spawn(pool.clone()).await;
+    let inputs = json!({"topic": "tides\u{0}", "audience": "kids"});
+    for (path, body) in [
+        ("/v1/kickoffs", json!({"crew": sample_crew(), "inputs": inputs})),
+        ("/v1/kickoffs/batch", json!({"crew": sample_crew(), "inputs": [inputs]})),
+        (
+            "/v1/kickoffs",
+            json!({"crew": sample_crew(), "inputs": {"topic": "t", "audience": "a"},
+                                "metadata": {"k\u{0}": 1}}),
+        ),
+    ] {
+        let problem =
+            expect_problem(app.post_json(path, &body).await, StatusCode::UNPROCESSABLE_ENTITY).await;
+        assert!(problem.to_string().contains("NUL character"), "{problem}");
+    }
+    assert_runs(&pool, 0).await;
+    // A backslash followed by the text u0000 is no NUL.
+    let inputs = json!({"topic": "C:\\u0000", "audience": "kids"});
+    let response = app.post_json("/v1/kickoffs", &json!({"crew": sample_crew(), "inputs": inputs})).await;
+    assert_eq!(response.status(), StatusCode::ACCEPTED);
+}
+
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
 async fn invalid_specs_report_every_field_path(pool: PgPool) {
     let app = TestApp::spawn(pool.clone()).await;
     let mut crew = sample_crew();
