@@ -5,12 +5,15 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use bytes::Bytes;
 use reqwest::StatusCode;
-use serde_json::{json, Map, Value};
+use serde::Serialize;
+use serde_json::Value;
 
 use super::retry::{parse_retry_after, Backoff, RetryPolicy};
 use super::types::{
     ChatMessage, ChatRequest, ChatResponse, LlmError, LlmErrorKind, TokenUsage, ToolCallRequest,
+    ToolDefinition,
 };
 use super::{LlmClient, LlmFuture};
 use crate::config::Secret;
@@ -62,7 +65,7 @@ impl OpenAiClient {
 
     #[tracing::instrument(skip_all, fields(model = %request.model), err)]
     async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
-        let body = request_body(request);
+        let body = request_body(request)?;
         let mut retry = 0;
         loop {
             let attempt = match self.attempt(&body).await {
@@ -86,8 +89,13 @@ impl OpenAiClient {
         }
     }
 
-    async fn attempt(&self, body: &Value) -> Result<ChatResponse, Attempt> {
-        let mut builder = self.http.post(&self.endpoint).json(body).timeout(self.policy().request_timeout);
+    async fn attempt(&self, body: &Bytes) -> Result<ChatResponse, Attempt> {
+        let mut builder = self
+            .http
+            .post(&self.endpoint)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(body.clone())
+            .timeout(self.policy().request_timeout);
         if let Some(key) = &self.api_key {
             builder = builder.bearer_auth(key.expose());
         }
@@ -141,54 +149,115 @@ fn transport_failure(error: reqwest::Error, timeout: Duration) -> Attempt {
     Attempt { error: LlmError::new(LlmErrorKind::Other, message), transient: true }
 }
 
-/// The JSON body of a chat-completions request.
-fn request_body(request: &ChatRequest) -> Value {
-    let mut body = Map::new();
-    body.insert("model".into(), json!(request.model));
-    body.insert("messages".into(), Value::Array(request.messages.iter().map(message_json).collect()));
-    if !request.tools.is_empty() {
-        let tools = request.tools.iter().map(|tool| {
-            json!({"type": "function", "function": {
-                "name": tool.name, "description": tool.description, "parameters": tool.parameters}})
-        });
-        body.insert("tools".into(), Value::Array(tools.collect()));
-    }
-    if !request.stop.is_empty() {
-        body.insert("stop".into(), json!(request.stop));
-    }
-    if let Some(temperature) = request.temperature {
-        body.insert("temperature".into(), json!(temperature));
-    }
-    if let Some(max_tokens) = request.max_tokens {
-        body.insert("max_tokens".into(), json!(max_tokens));
-    }
-    Value::Object(body)
+/// The JSON body of a chat-completions request, serialised straight from the request (nothing
+/// is copied into an intermediate `Value`).
+fn request_body(request: &ChatRequest) -> Result<Bytes, LlmError> {
+    let body = WireRequest {
+        model: &request.model,
+        messages: request.messages.iter().map(WireMessage::from).collect(),
+        tools: request.tools.iter().map(|tool| WireTool { kind: "function", function: tool }).collect(),
+        stop: &request.stop,
+        temperature: request.temperature,
+        max_tokens: request.max_tokens,
+    };
+    serde_json::to_vec(&body)
+        .map(Bytes::from)
+        .map_err(|e| LlmError::new(LlmErrorKind::Other, format!("the request does not serialise: {e}")))
 }
 
-fn message_json(message: &ChatMessage) -> Value {
-    let mut out = Map::new();
-    out.insert("role".into(), json!(message.role.as_str()));
-    if message.images.is_empty() {
-        out.insert("content".into(), json!(message.content));
-    } else {
-        let text = json!({"type": "text", "text": message.content.as_deref().unwrap_or_default()});
-        let images = message.images.iter().map(|image| {
-            json!({"type": "image_url",
-                   "image_url": {"url": format!("data:{};base64,{}", image.media_type, image.data)}})
-        });
-        out.insert("content".into(), Value::Array(std::iter::once(text).chain(images).collect()));
+#[derive(Serialize)]
+struct WireRequest<'a> {
+    model: &'a str,
+    messages: Vec<WireMessage<'a>>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<WireTool<'a>>,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    stop: &'a [String],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_tokens: Option<u32>,
+}
+
+#[derive(Serialize)]
+struct WireTool<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: &'a ToolDefinition,
+}
+
+#[derive(Serialize)]
+struct WireMessage<'a> {
+    role: &'static str,
+    content: WireContent<'a>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tool_calls: Vec<WireCall<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_call_id: Option<&'a str>,
+}
+
+impl<'a> From<&'a ChatMessage> for WireMessage<'a> {
+    fn from(message: &'a ChatMessage) -> Self {
+        let text = message.content.as_deref();
+        let content = if message.images.is_empty() {
+            WireContent::Text(text)
+        } else {
+            let images = message.images.iter().map(|image| WirePart::ImageUrl {
+                image_url: WireUrl { url: format!("data:{};base64,{}", image.media_type, image.data) },
+            });
+            let text = WirePart::Text { text: text.unwrap_or_default() };
+            WireContent::Parts(std::iter::once(text).chain(images).collect())
+        };
+        let tool_calls = message
+            .tool_calls
+            .iter()
+            .map(|call| WireCall {
+                id: &call.id,
+                kind: "function",
+                function: WireFunction { name: &call.name, arguments: &call.arguments },
+            })
+            .collect();
+        Self {
+            role: message.role.as_str(),
+            content,
+            tool_calls,
+            tool_call_id: message.tool_call_id.as_deref(),
+        }
     }
-    if !message.tool_calls.is_empty() {
-        let calls = message.tool_calls.iter().map(|call| {
-            json!({"id": call.id, "type": "function",
-                   "function": {"name": call.name, "arguments": call.arguments}})
-        });
-        out.insert("tool_calls".into(), Value::Array(calls.collect()));
-    }
-    if let Some(id) = &message.tool_call_id {
-        out.insert("tool_call_id".into(), json!(id));
-    }
-    Value::Object(out)
+}
+
+/// A message's content: text (`null` when absent), or parts when it carries images.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum WireContent<'a> {
+    Text(Option<&'a str>),
+    Parts(Vec<WirePart<'a>>),
+}
+
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum WirePart<'a> {
+    Text { text: &'a str },
+    ImageUrl { image_url: WireUrl },
+}
+
+#[derive(Serialize)]
+struct WireUrl {
+    url: String,
+}
+
+#[derive(Serialize)]
+struct WireCall<'a> {
+    id: &'a str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: WireFunction<'a>,
+}
+
+#[derive(Serialize)]
+struct WireFunction<'a> {
+    name: &'a str,
+    arguments: &'a str,
 }
 
 /// Read a successful answer: the first choice's text and tool calls, and the usage.
