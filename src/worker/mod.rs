@@ -133,7 +133,8 @@ impl WorkerPool {
         tokio::spawn(recover_periodically(shared.clone(), background.clone()));
         let tracker = TaskTracker::new();
         let slots = Arc::new(Semaphore::new(shared.settings.slots.max(1)));
-        let claimers = (0..CLAIMERS).map(|_| claim_loop(&shared, &tracker, &shutdown, &slots));
+        // Only the first claimer polls an idle queue; the others wait to be woken.
+        let claimers = (0..CLAIMERS).map(|i| claim_loop(&shared, &tracker, &shutdown, &slots, i == 0));
         futures_util::future::join_all(claimers).await;
         tracker.close();
         tracing::info!(in_flight = tracker.len(), "worker pool draining");
@@ -151,12 +152,14 @@ impl WorkerPool {
 }
 
 /// Claim runs into free slots until `shutdown`. A full batch suggests more are queued: the loop
-/// goes on at once and wakes another claimer to claim alongside.
+/// goes on at once and wakes another claimer to claim alongside. An idle loop waits for a
+/// notification, and if it `polls`, at most `poll_interval`.
 async fn claim_loop(
     shared: &Arc<Shared>,
     tracker: &TaskTracker,
     shutdown: &CancellationToken,
     slots: &Arc<Semaphore>,
+    polls: bool,
 ) {
     let mut failures = 0u32;
     loop {
@@ -176,6 +179,7 @@ async fn claim_loop(
             }
         }
         let (owner, lease) = (&shared.settings.owner, shared.settings.lease);
+        let poll = polls.then_some(shared.settings.poll_interval);
         let idle = match shared.store.claim_next_runs(owner, lease, permits.len() as i64).await {
             Ok(claimed) if !claimed.is_empty() => {
                 failures = 0;
@@ -188,20 +192,26 @@ async fn claim_loop(
                     continue;
                 }
                 // The queue is empty for now: new runs announce themselves.
-                shared.settings.poll_interval
+                poll
             }
-            Ok(_) => shared.settings.poll_interval,
+            Ok(_) => poll,
             Err(error) => {
                 failures = failures.saturating_add(1);
                 tracing::error!(%error, "claiming runs failed");
-                Duration::from_millis(250 * u64::from(failures.min(20)))
+                Some(Duration::from_millis(250 * u64::from(failures.min(20))))
             }
         };
         drop(permits);
+        let timeout = async {
+            match idle {
+                Some(idle) => tokio::time::sleep(idle).await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             () = shutdown.cancelled() => return,
             () = shared.wake.notified() => {}
-            () = tokio::time::sleep(idle) => {}
+            () = timeout => {}
         }
     }
 }
