@@ -188,7 +188,7 @@ impl Drop for RunSubscription {
     fn drop(&mut self) {
         let mut runs = self.bus.runs();
         let Some(channel) = runs.get_mut(&self.run_id) else { return };
-        channel.readers -= usize::from(self.reads);
+        channel.readers = channel.readers.saturating_sub(usize::from(self.reads));
         // The count still includes this receiver, which is dropped right after.
         if channel.sender.receiver_count() <= 1 {
             runs.remove(&self.run_id);
