@@ -7,6 +7,6 @@
 -- are never deleted by the service. Whoever deletes one by hand deletes its journal with it:
 --   DELETE FROM events WHERE run_id = $1; DELETE FROM messages WHERE run_id = $1;
 --   DELETE FROM tool_calls WHERE run_id = $1; DELETE FROM runs WHERE id = $1;  -- run_tasks cascade
-ALTER TABLE events DROP CONSTRAINT events_run_id_fkey;
-ALTER TABLE messages DROP CONSTRAINT messages_run_id_fkey;
-ALTER TABLE tool_calls DROP CONSTRAINT tool_calls_run_id_fkey;
+ALTER TABLE events DROP CONSTRAINT IF EXISTS events_run_id_fkey;
+ALTER TABLE messages DROP CONSTRAINT IF EXISTS messages_run_id_fkey;
+ALTER TABLE tool_calls DROP CONSTRAINT IF EXISTS tool_calls_run_id_fkey;

@@ -159,7 +159,8 @@ impl ToolRound<'_, '_> {
     /// Commit the starts, then run the calls. When every call to run is idempotent, the calls
     /// start at once instead, and if they are done within [`FOLD_WINDOW`] their starts and ends
     /// share one commit (a crash meanwhile repeats at most the model's reply, as one during the
-    /// commit itself would); otherwise the starts are committed while they go on.
+    /// commit itself would); otherwise the starts are committed while they go on (a failed
+    /// commit, such as a lost lease, stops them).
     async fn start_and_execute(&self, calls: &[Call], pending: &mut Step) -> Result<Outcomes, EngineError> {
         if !calls.iter().all(foldable) {
             self.agent.ctx.commit(pending).await?;
@@ -172,11 +173,19 @@ impl ToolRound<'_, '_> {
             outcomes = &mut execution => Some(outcomes),
             () = tokio::time::sleep(FOLD_WINDOW) => None,
         };
-        match quick {
-            Some(outcomes) => outcomes,
-            None => {
-                self.agent.ctx.commit(pending).await?;
+        if let Some(outcomes) = quick {
+            return outcomes;
+        }
+        let commit = self.agent.ctx.commit(pending);
+        tokio::pin!(commit);
+        tokio::select! {
+            committed = &mut commit => {
+                committed?;
                 execution.await
+            }
+            outcomes = &mut execution => {
+                commit.await?;
+                outcomes
             }
         }
     }

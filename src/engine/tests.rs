@@ -122,7 +122,9 @@ impl Tool for Echo {
                     .await
                     .map_err(|_| "the other call never ran alongside".to_owned())?;
             }
-            tokio::time::sleep(self.delay).await;
+            if !self.delay.is_zero() {
+                tokio::time::sleep(self.delay).await;
+            }
             Ok(format!("echo: {}", arguments["text"].as_str().unwrap_or_default()))
         })
     }

@@ -4,6 +4,7 @@
 //! them as `[id, run_id, seq, type]`); the listener reads the ones a stream here follows, in one
 //! query, and passes the rest of the followed ones on by type (waiters need no more).
 
+use std::collections::HashMap;
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use super::{BusItem, Envelope, EventBus};
-use crate::domain::{EventType, RunId};
+use crate::domain::{Event, EventType, RunId};
 use crate::store::{Store, EVENTS_CHANNEL};
 
 /// A committed event as a notification names it.
@@ -62,19 +63,34 @@ async fn session(
             bus.publish(BusItem::Resync);
             continue;
         };
-        deliver(store, bus, notification.payload()).await;
+        // Notifications that arrived meanwhile go with it: one read for all of them.
+        let mut notifications = vec![notification];
+        while notifications.len() < MAX_NOTIFICATIONS_PER_READ {
+            match listener.next_buffered() {
+                Some(notification) => notifications.push(notification),
+                None => break,
+            }
+        }
+        deliver(store, bus, notifications.iter().map(|n| n.payload())).await;
     }
 }
 
-/// Publish a notification's events to their followers here, reading the bodies streams need.
-async fn deliver(store: &Store, bus: &EventBus, payload: &str) {
-    let refs: Vec<Ref> = match serde_json::from_str(payload) {
-        Ok(refs) => refs,
-        Err(error) => {
-            tracing::warn!(%error, "malformed event notification; subscribers will resynchronise");
-            return bus.publish(BusItem::Resync);
+/// Notifications whose events are read in one query at most.
+const MAX_NOTIFICATIONS_PER_READ: usize = 32;
+
+/// Publish notifications' events, in order, to their followers here, reading the bodies streams
+/// need.
+async fn deliver<'p>(store: &Store, bus: &EventBus, payloads: impl Iterator<Item = &'p str>) {
+    let mut refs: Vec<Ref> = Vec::new();
+    for payload in payloads {
+        match serde_json::from_str::<Vec<Ref>>(payload) {
+            Ok(more) => refs.extend(more),
+            Err(error) => {
+                tracing::warn!(%error, "malformed event notification; subscribers will resynchronise");
+                return bus.publish(BusItem::Resync);
+            }
         }
-    };
+    }
     // Most events have no follower on this replica: those are counted, not read.
     let total = refs.len();
     let followed: Vec<Ref> = refs.into_iter().filter(|r| bus.is_followed(r.run_id())).collect();
@@ -91,10 +107,12 @@ async fn deliver(store: &Store, bus: &EventBus, payload: &str) {
             }
         }
     };
-    let mut bodies = bodies.into_iter().peekable();
+    // Published in notification order (commit order), which ids need not follow.
+    let mut bodies: HashMap<i64, (String, Event)> =
+        bodies.into_iter().map(|(id, crew, event)| (id, (crew, event))).collect();
     for Ref(id, run_id, seq, event_type) in followed {
-        let item = match bodies.next_if(|(read, ..)| *read == id) {
-            Some((id, crew, event)) => {
+        let item = match bodies.remove(&id) {
+            Some((crew, event)) => {
                 BusItem::Event { id, crew: Some(Arc::from(crew)), event: Envelope::new(event) }
             }
             // Not read (a waiter's run), or gone: a stream that gets a notice reads the database.

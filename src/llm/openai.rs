@@ -116,11 +116,15 @@ impl OpenAiClient {
     }
 
     /// Remove the API key from text that may have echoed it.
+    /// A provider's error text as the run may keep it: without the API key, and without NUL
+    /// characters (Postgres cannot store them).
     fn scrub(&self, text: &str) -> String {
-        match &self.api_key {
+        let mut text = match &self.api_key {
             Some(key) if !key.expose().is_empty() => text.replace(key.expose(), "[redacted]"),
             _ => text.to_owned(),
-        }
+        };
+        crate::text::scrub(&mut text);
+        text
     }
 }
 
