@@ -1,10 +1,10 @@
 //! Live step events for every replica: one `LISTEN agentd_events` connection per replica (a
 //! trigger names each event at commit, in commit order) feeds in-process broadcast channels,
 //! one per watched run plus one for the firehose. The listener reads the events that a stream on
-//! this replica follows (one query per notification) and passes on the others' names only, for
-//! waiters. Streams subscribe first, then replay from the database, then follow the channel; a
-//! subscriber that falls behind reads the database again instead of losing events, so a slow
-//! client never slows a worker or grows memory.
+//! this replica follows (one query for the notifications waiting) and passes on the others'
+//! names only, for waiters. Streams subscribe first, then replay from the database, then follow
+//! the channel; a subscriber that falls behind reads the database again instead of losing events,
+//! so a slow client never slows a worker or grows memory.
 
 mod listener;
 pub mod stream;
