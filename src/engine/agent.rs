@@ -236,16 +236,37 @@ impl<'a> AgentLoop<'a> {
         }
     }
 
-    /// Commit what is pending (with `llm.started`), then ask the model.
+    /// Commit what is pending (with `llm.started`), then ask the model. A step a resumed run would
+    /// write again the same way (a task's start and prompts: see [`Step::is_replayable`]) is
+    /// committed while the model works instead; a failed commit stops the call.
     async fn call(&mut self, pending: &mut Step, with_tools: bool) -> Result<ChatResponse, CallError> {
         self.throttle(pending).await?;
         let iteration = self.iterations + 1;
         let data = json!({"model": self.model_label(), "iteration": iteration});
         self.turn.event(pending, EventType::LlmStarted, data);
-        self.ctx.commit(pending).await?;
+        let alongside = pending.is_replayable();
+        if !alongside {
+            self.ctx.commit(pending).await?;
+        }
         let request = self.request(with_tools);
         let started = Instant::now();
-        let response = self.ctx.guarded(self.turn.model.client.chat(&request)).await;
+        let chat = self.ctx.guarded(self.turn.model.client.chat(&request));
+        let response = if alongside {
+            let commit = self.ctx.commit(pending);
+            tokio::pin!(chat, commit);
+            tokio::select! {
+                committed = &mut commit => {
+                    committed?;
+                    chat.await
+                }
+                response = &mut chat => {
+                    commit.await?;
+                    response
+                }
+            }
+        } else {
+            chat.await
+        };
         let mut response = response.ok_or(EngineError::Cancelled)?.map_err(CallError::Llm)?;
         scrub_reply(&mut response);
         let usage = response.usage;

@@ -10,7 +10,7 @@ use std::sync::Mutex;
 use serde_json::Value;
 
 use crate::domain::{EventType, RunError, TaskOutput, TaskStatus};
-use crate::llm::ChatMessage;
+use crate::llm::{ChatMessage, Role};
 
 /// A boxed journal future (the trait is used as `dyn Journal`).
 pub type JournalFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, JournalError>> + Send + 'a>>;
@@ -132,6 +132,19 @@ pub struct Step {
 impl Step {
     pub fn is_empty(&self) -> bool {
         *self == Step::default()
+    }
+
+    /// Does the step hold only what a resumed run writes again the same way, so that losing it
+    /// to a crash loses nothing: a task's start, its system and user prompts and events, but no
+    /// model reply or summary, no tool call or result, no task or run end, no usage?
+    pub fn is_replayable(&self) -> bool {
+        self.messages.iter().all(|m| {
+            matches!(m.message.role, Role::System | Role::User) && !m.compacts && m.message.images.is_empty()
+        }) && self.tool_starts.is_empty()
+            && self.tool_ends.is_empty()
+            && self.tasks.iter().all(|t| matches!(t, TaskChange::Started { .. }))
+            && self.run.is_none()
+            && self.usage == UsageDelta::default()
     }
 
     pub fn event(&mut self, event_type: EventType, task: Option<&str>, agent: Option<&str>, data: Value) {

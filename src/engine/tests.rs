@@ -8,7 +8,10 @@ use std::time::Duration;
 use serde_json::{json, Map, Value};
 use tokio_util::sync::CancellationToken;
 
-use super::journal::{MemoryJournal, RunChange, Step, ToolCallOutcome, ToolCallStart};
+use super::journal::{
+    Journal, JournalError, JournalFuture, MemoryJournal, NewMessage, RunChange, Snapshot, Step, TaskChange,
+    ToolCallOutcome, ToolCallStart, UsageDelta,
+};
 use super::{Engine, EngineError};
 use crate::domain::{CrewSpec, ErrorKind, EventType};
 use crate::llm::{
@@ -228,6 +231,95 @@ async fn native_tool_call_then_final_answer() {
     // One commit before each LLM call and one at the end: the calculator is idempotent and quick,
     // so its start and end went with the second call's.
     assert_eq!(journal.commits(), 3);
+}
+
+/// A journal whose commits of replayable steps wait until the model has been asked (or fail).
+struct GatedJournal {
+    inner: MemoryJournal,
+    llm: Arc<ScriptedLlm>,
+    fail: bool,
+}
+
+impl Journal for GatedJournal {
+    fn load(&self) -> JournalFuture<'_, Snapshot> {
+        self.inner.load()
+    }
+
+    fn commit(&self, step: Step) -> JournalFuture<'_, ()> {
+        Box::pin(async move {
+            if step.is_replayable() {
+                let asked = async {
+                    while self.llm.requests().is_empty() {
+                        tokio::time::sleep(Duration::from_millis(1)).await;
+                    }
+                };
+                tokio::time::timeout(Duration::from_secs(5), asked)
+                    .await
+                    .map_err(|_| JournalError::Storage("the model was never asked".into()))?;
+                if self.fail {
+                    return Err(JournalError::Fenced);
+                }
+            }
+            self.inner.commit(step).await
+        })
+    }
+}
+
+#[tokio::test]
+async fn a_task_start_is_committed_while_the_model_is_asked() {
+    let llm = ScriptedLlm::new(vec![text("done")]);
+    let gated = engine(llm.clone(), true, vec![]);
+    let journal = GatedJournal { inner: MemoryJournal::new(&["t"]), llm: llm.clone(), fail: false };
+    let crew = crew(json!([]), "native", json!({}));
+    let output = gated.run(&crew, &inputs(), &journal, &CancellationToken::new()).await.expect("run");
+    assert_eq!(output.raw, "done");
+    assert_eq!(journal.inner.commits(), 2, "the start, then the answer with the task's end");
+    assert_eq!(
+        event_types(&journal.inner),
+        [
+            "task.started",
+            "llm.started",
+            "llm.finished",
+            "agent.final_answer",
+            "task.completed",
+            "run.completed"
+        ]
+    );
+
+    // A start that cannot be committed (the lease is lost) stops the run, reply or not.
+    let llm = ScriptedLlm::new(vec![text("done")]);
+    let fenced = engine(llm.clone(), true, vec![]);
+    let journal = GatedJournal { inner: MemoryJournal::new(&["t"]), llm, fail: true };
+    let result = fenced.run(&crew, &inputs(), &journal, &CancellationToken::new()).await;
+    assert!(matches!(result, Err(EngineError::Journal(JournalError::Fenced))), "{result:?}");
+    assert_eq!(journal.inner.commits(), 0);
+}
+
+#[test]
+fn only_starts_and_prompts_are_replayable() {
+    let prompt = |message: ChatMessage| NewMessage {
+        conversation: "t".into(),
+        task: "t".into(),
+        agent: "a".into(),
+        message,
+        compacts: false,
+    };
+    let start = Step {
+        messages: vec![prompt(ChatMessage::system("s")), prompt(ChatMessage::user("u"))],
+        tasks: vec![TaskChange::Started { task: "t".into() }],
+        ..Step::default()
+    };
+    assert!(start.is_replayable());
+    let reply = Step { messages: vec![prompt(ChatMessage::assistant("a"))], ..start.clone() };
+    let summary = Step {
+        messages: vec![NewMessage { compacts: true, ..prompt(ChatMessage::user("sum")) }],
+        ..start.clone()
+    };
+    let usage = Step { usage: UsageDelta { llm_calls: 1, ..UsageDelta::default() }, ..start.clone() };
+    let ended = Step { run: Some(RunChange::AwaitingInput), ..start.clone() };
+    for step in [reply, summary, usage, ended] {
+        assert!(!step.is_replayable(), "{step:?}");
+    }
 }
 
 #[tokio::test]
