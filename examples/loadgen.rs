@@ -231,16 +231,8 @@ impl Bench {
         }
         times.sort();
         // Where the time goes: the median gap before each event of a run, by event.
-        let gaps: Vec<(String, f64)> = sqlx::query_as(
-            "SELECT type, percentile_cont(0.5) WITHIN GROUP (ORDER BY gap)::float8 FROM (
-                 SELECT e.type, extract(epoch FROM e.at - lag(e.at) OVER (PARTITION BY e.run_id ORDER BY e.seq)) * 1e3
-                        AS gap, e.seq
-                   FROM events AS e) AS g
-              WHERE gap IS NOT NULL GROUP BY type, seq ORDER BY seq",
-        )
-        .fetch_all(&self.pool)
-        .await?;
-        let gaps: Vec<String> = gaps.iter().map(|(event, ms)| format!("{event} +{ms:.2}")).collect();
+        let gaps = event_gaps(&self.pool).await?;
+        let gaps: Vec<String> = gaps.iter().map(|(event, ms, ..)| format!("{event} +{ms:.2}")).collect();
         eprintln!("latency: median ms before each event: {}", gaps.join(", "));
         let ms = |q: f64| times[((times.len() as f64 * q) as usize).min(times.len() - 1)].as_secs_f64() * 1e3;
         Ok(vec![
@@ -346,17 +338,8 @@ impl Bench {
         .fetch_one(&self.pool)
         .await?;
         eprintln!("{scenario}: all kickoffs answered after {accepted:.2} s, last claim after {last_claim:.2} s, slowest execution {slowest:.2} s, all done after {wall:.2} s");
-        let gaps: Vec<(String, f64, f64, f64)> = sqlx::query_as(
-            "SELECT type, percentile_cont(0.5) WITHIN GROUP (ORDER BY gap)::float8,
-                    percentile_cont(0.99) WITHIN GROUP (ORDER BY gap)::float8, max(gap)::float8 FROM (
-                 SELECT e.type, extract(epoch FROM e.at - lag(e.at) OVER (PARTITION BY e.run_id ORDER BY e.seq)) * 1e3
-                        AS gap, e.seq
-                   FROM events AS e) AS g
-              WHERE gap IS NOT NULL GROUP BY type, seq ORDER BY seq",
-        )
-        .fetch_all(&self.pool)
-        .await?;
-        let gaps: Vec<String> = gaps
+        let gaps: Vec<String> = event_gaps(&self.pool)
+            .await?
             .iter()
             .map(|(event, p50, p99, max)| format!("{event} +{p50:.0}/{p99:.0}/{max:.0}"))
             .collect();
@@ -501,6 +484,20 @@ fn database_url(admin_url: &str, database: &str) -> Result<String, BoxError> {
         url.query_pairs_mut().append_pair("sslmode", "disable");
     }
     Ok(url.into())
+}
+
+/// The gap in ms before each event of a run, by event type and position: p50, p99 and max.
+async fn event_gaps(pool: &PgPool) -> Result<Vec<(String, f64, f64, f64)>, BoxError> {
+    Ok(sqlx::query_as(
+        "SELECT type, percentile_cont(0.5) WITHIN GROUP (ORDER BY gap)::float8,
+                percentile_cont(0.99) WITHIN GROUP (ORDER BY gap)::float8, max(gap)::float8 FROM (
+             SELECT e.type, extract(epoch FROM e.at - lag(e.at) OVER (PARTITION BY e.run_id ORDER BY e.seq)) * 1e3
+                    AS gap, e.seq
+               FROM events AS e) AS g
+          WHERE gap IS NOT NULL GROUP BY type, seq ORDER BY seq",
+    )
+    .fetch_all(pool)
+    .await?)
 }
 
 /// A one-agent, one-tool crew: 2 LLM calls and 1 tool call per run.

@@ -111,11 +111,29 @@ pub(super) async fn messages(tx: &mut Tx<'_>, live: &[Live<'_>]) -> WriteResult 
     Ok(())
 }
 
-/// A tool call's end as its row keeps it: status, result, error, cached.
-fn end_columns(outcome: &ToolCallOutcome) -> (&'static str, Option<&str>, Option<&str>, bool) {
-    match outcome {
-        ToolCallOutcome::Succeeded { result, cached } => ("succeeded", Some(result.as_str()), None, *cached),
-        ToolCallOutcome::Failed { error } => ("failed", None, Some(error.as_str()), false),
+/// Tool calls' ends as their rows keep them, one array per column: status, result, error,
+/// cached (a call still running has status `running` and nothing else).
+#[derive(Default)]
+struct EndColumns<'a> {
+    statuses: Vec<&'static str>,
+    results: Vec<Option<&'a str>>,
+    errors: Vec<Option<&'a str>>,
+    cached: Vec<bool>,
+}
+
+impl<'a> EndColumns<'a> {
+    fn push(&mut self, outcome: Option<&'a ToolCallOutcome>) {
+        let (status, result, error, cached) = match outcome {
+            None => ("running", None, None, false),
+            Some(ToolCallOutcome::Succeeded { result, cached }) => {
+                ("succeeded", Some(result.as_str()), None, *cached)
+            }
+            Some(ToolCallOutcome::Failed { error }) => ("failed", None, Some(error.as_str()), false),
+        };
+        self.statuses.push(status);
+        self.results.push(result);
+        self.errors.push(error);
+        self.cached.push(cached);
     }
 }
 
@@ -130,7 +148,7 @@ fn ends_in_step<'c>(commit: &'c Commit, id: &str) -> Option<&'c ToolCallOutcome>
 pub(super) async fn tool_starts(tx: &mut Tx<'_>, live: &[Live<'_>]) -> WriteResult {
     let (mut runs, mut attempts, mut ids, mut conversations) = (vec![], vec![], vec![], vec![]);
     let (mut tasks, mut agents, mut tools, mut arguments) = (vec![], vec![], vec![], vec![]);
-    let (mut statuses, mut results, mut errors, mut cached) = (vec![], vec![], vec![], vec![]);
+    let mut ends = EndColumns::default();
     for &(_, commit) in live {
         for start in &commit.step.tool_starts {
             runs.push(commit.run_id.0);
@@ -141,12 +159,7 @@ pub(super) async fn tool_starts(tx: &mut Tx<'_>, live: &[Live<'_>]) -> WriteResu
             agents.push(start.agent.as_str());
             tools.push(start.tool.as_str());
             arguments.push(start.arguments.clone());
-            let (status, result, error, was_cached) =
-                ends_in_step(commit, &start.id).map_or(("running", None, None, false), end_columns);
-            statuses.push(status);
-            results.push(result);
-            errors.push(error);
-            cached.push(was_cached);
+            ends.push(ends_in_step(commit, &start.id));
         }
     }
     if runs.is_empty() {
@@ -176,10 +189,10 @@ pub(super) async fn tool_starts(tx: &mut Tx<'_>, live: &[Live<'_>]) -> WriteResu
         &agents as &[&str],
         &tools as &[&str],
         &arguments,
-        &statuses as &[&str],
-        &results as &[Option<&str>],
-        &errors as &[Option<&str>],
-        &cached,
+        &ends.statuses as &[&str],
+        &ends.results as &[Option<&str>],
+        &ends.errors as &[Option<&str>],
+        &ends.cached,
     )
     .fetch_all(&mut **tx)
     .await?;
@@ -194,8 +207,7 @@ pub(super) async fn tool_starts(tx: &mut Tx<'_>, live: &[Live<'_>]) -> WriteResu
 /// Finish tool calls started in earlier steps (the last end of an id in a step wins; calls the
 /// step also starts were written finished by [`tool_starts`]).
 pub(super) async fn tool_ends(tx: &mut Tx<'_>, live: &[Live<'_>]) -> WriteResult {
-    let (mut runs, mut ids, mut statuses) = (vec![], vec![], vec![]);
-    let (mut results, mut errors, mut cached) = (vec![], vec![], vec![]);
+    let (mut runs, mut ids, mut columns) = (vec![], vec![], EndColumns::default());
     let mut expected: HashMap<Uuid, usize> = HashMap::new();
     for &(_, commit) in live {
         let started = |id: &str| commit.step.tool_starts.iter().any(|s| s.id == id);
@@ -203,13 +215,9 @@ pub(super) async fn tool_ends(tx: &mut Tx<'_>, live: &[Live<'_>]) -> WriteResult
         let ends: Vec<_> = ends.into_iter().filter(|end| !started(&end.id)).collect();
         expected.insert(commit.run_id.0, ends.len());
         for end in ends {
-            let (status, result, error, was_cached) = end_columns(&end.outcome);
             runs.push(commit.run_id.0);
             ids.push(end.id.as_str());
-            statuses.push(status);
-            results.push(result);
-            errors.push(error);
-            cached.push(was_cached);
+            columns.push(Some(&end.outcome));
         }
     }
     if runs.is_empty() {
@@ -224,10 +232,10 @@ pub(super) async fn tool_ends(tx: &mut Tx<'_>, live: &[Live<'_>]) -> WriteResult
            RETURNING t.run_id"#,
         &runs,
         &ids as &[&str],
-        &statuses as &[&str],
-        &results as &[Option<&str>],
-        &errors as &[Option<&str>],
-        &cached,
+        &columns.statuses as &[&str],
+        &columns.results as &[Option<&str>],
+        &columns.errors as &[Option<&str>],
+        &columns.cached,
     )
     .fetch_all(&mut **tx)
     .await?;
