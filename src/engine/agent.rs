@@ -251,22 +251,7 @@ impl<'a> AgentLoop<'a> {
         let request = self.request(with_tools);
         let started = Instant::now();
         let chat = self.ctx.guarded(self.turn.model.client.chat(&request));
-        let response = if alongside {
-            let commit = self.ctx.commit(pending);
-            tokio::pin!(chat, commit);
-            tokio::select! {
-                committed = &mut commit => {
-                    committed?;
-                    chat.await
-                }
-                response = &mut chat => {
-                    commit.await?;
-                    response
-                }
-            }
-        } else {
-            chat.await
-        };
+        let response = if alongside { self.ctx.commit_alongside(pending, chat).await? } else { chat.await };
         let mut response = response.ok_or(EngineError::Cancelled)?.map_err(CallError::Llm)?;
         scrub_reply(&mut response);
         let usage = response.usage;

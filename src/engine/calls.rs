@@ -176,18 +176,7 @@ impl ToolRound<'_, '_> {
         if let Some(outcomes) = quick {
             return outcomes;
         }
-        let commit = self.agent.ctx.commit(pending);
-        tokio::pin!(commit);
-        tokio::select! {
-            committed = &mut commit => {
-                committed?;
-                execution.await
-            }
-            outcomes = &mut execution => {
-                commit.await?;
-                outcomes
-            }
-        }
+        self.agent.ctx.commit_alongside(pending, execution).await?
     }
 
     /// Run every call that needs running, concurrently; `None` outcomes for the others.

@@ -99,6 +99,27 @@ impl Context<'_> {
         self.journal.commit(step).await.map_err(EngineError::Journal)
     }
 
+    /// Commit what is pending while `work` goes on, and return what `work` gives; a failed commit
+    /// (a lost lease, say) drops the work.
+    pub async fn commit_alongside<F: Future>(
+        &self,
+        pending: &mut Step,
+        work: F,
+    ) -> Result<F::Output, EngineError> {
+        let commit = self.commit(pending);
+        tokio::pin!(commit, work);
+        tokio::select! {
+            committed = &mut commit => {
+                committed?;
+                Ok(work.await)
+            }
+            output = &mut work => {
+                commit.await?;
+                Ok(output)
+            }
+        }
+    }
+
     /// Await `future` unless the run is cancelled first (`None`).
     pub async fn guarded<F: Future>(&self, future: F) -> Option<F::Output> {
         tokio::select! {

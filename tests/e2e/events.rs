@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use agentd::domain::{EventType, RunId};
 use agentd::engine::journal::{Journal, RunChange, Step};
 use agentd::fake_llm::{FakeLlm, FakeReply};
-use agentd::store::Store;
+use agentd::store::{RunJournal, Store};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 use sqlx::PgPool;
@@ -293,17 +293,23 @@ async fn a_run_executed_by_one_replica_streams_from_another(pool: PgPool) {
     workers.shutdown().await;
 }
 
-#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
-async fn a_stalled_subscriber_gets_all_10000_events_in_order(pool: PgPool) {
+/// A run claimed by hand (no workers: the test journals its steps) and a stream following it.
+async fn claimed_run_stream(pool: &PgPool) -> (TestApp, RunJournal, SseReader) {
     let app = TestApp::spawn(pool.clone()).await;
     let id = app.kickoff(&calc_crew(), json!({"expr": "1"})).await["id"].as_str().expect("id").to_owned();
     let run_id = RunId(Uuid::parse_str(&id).expect("uuid"));
     let store = Store::new(pool.clone());
     let claimed =
         store.claim_run(run_id, "test", Duration::from_secs(60)).await.expect("claim").expect("claimed");
-    let mut stream = SseReader::open(&app, &format!("/v1/runs/{id}/events"), None).await;
-    // Read nothing while 10,000 events are committed.
+    let stream = SseReader::open(&app, &format!("/v1/runs/{id}/events"), None).await;
     let journal = store.journal(run_id, claimed.attempt);
+    (app, journal, stream)
+}
+
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn a_stalled_subscriber_gets_all_10000_events_in_order(pool: PgPool) {
+    let (_app, journal, mut stream) = claimed_run_stream(&pool).await;
+    // Read nothing while 10,000 events are committed.
     for batch in 0..10 {
         let mut step = Step::default();
         for i in 0..1_000 {
@@ -326,15 +332,9 @@ async fn a_stalled_subscriber_gets_all_10000_events_in_order(pool: PgPool) {
 
 #[sqlx::test(migrator = "agentd::store::MIGRATOR")]
 async fn events_of_every_size_arrive_live_intact_and_in_order(pool: PgPool) {
-    // One commit of events small enough to share a notification, one that fills most of one, and
-    // ones too large for any (sent as references that the replica reads from the table).
-    let app = TestApp::spawn(pool.clone()).await;
-    let id = app.kickoff(&calc_crew(), json!({"expr": "1"})).await["id"].as_str().expect("id").to_owned();
-    let run_id = RunId(Uuid::parse_str(&id).expect("uuid"));
-    let store = Store::new(pool.clone());
-    let claimed =
-        store.claim_run(run_id, "test", Duration::from_secs(60)).await.expect("claim").expect("claimed");
-    let mut stream = SseReader::open(&app, &format!("/v1/runs/{id}/events"), None).await;
+    // One commit of events from 10 bytes to 20 KB: notifications name them, and the replica reads
+    // them from the table, whatever their size.
+    let (_app, journal, mut stream) = claimed_run_stream(&pool).await;
     for _ in 0..2 {
         stream.next(Duration::from_secs(10)).await.expect("run.queued, run.started");
     }
@@ -348,7 +348,7 @@ async fn events_of_every_size_arrive_live_intact_and_in_order(pool: PgPool) {
             json!({"i": i, "text": "é".repeat(*size / 2)}),
         );
     }
-    store.journal(run_id, claimed.attempt).commit(step).await.expect("commit");
+    journal.commit(step).await.expect("commit");
     let mut live = Vec::new();
     while live.len() < sizes.len() {
         live.push(stream.next(Duration::from_secs(10)).await.expect("an event, live"));
