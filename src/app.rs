@@ -47,6 +47,13 @@ impl AppState {
         let validation = ValidationContext {
             builtin_tools: builtin_tool_names(),
             providers: config.providers.keys().cloned().collect(),
+            fake_providers: config
+                .providers
+                .values()
+                .filter(|p| p.is_fake())
+                .map(|p| p.name.clone())
+                .collect(),
+            default_model: config.default_model.clone(),
         };
         let openapi_json = crate::http::openapi().to_pretty_json().unwrap_or_else(|e| {
             tracing::error!(error = %e, "the OpenAPI document does not serialize");
@@ -127,7 +134,10 @@ pub async fn migrate_when_up(store: &Store, patience: Duration) -> Result<(), Se
 
 /// Run the API and/or the worker pool (per the role) until SIGTERM or Ctrl-C, then drain both
 /// within the grace period.
-pub async fn serve(config: Config) -> Result<(), ServeError> {
+pub async fn serve(mut config: Config) -> Result<(), ServeError> {
+    if config.role.runs_workers() {
+        start_fake_providers(&mut config).await?;
+    }
     let store = connect(&config.database_url, config.db_max_connections)?;
     migrate_when_up(&store, Duration::from_secs(60)).await?;
     let shutdown = CancellationToken::new();
@@ -157,6 +167,27 @@ pub async fn serve(config: Config) -> Result<(), ServeError> {
     tracing::info!("agentd stopped");
     api
 }
+
+/// Serve each fake provider's script on a loopback port of its own and point the provider there,
+/// so its calls take the same path (retries, 429 holds, events) as a real provider's.
+pub async fn start_fake_providers(config: &mut Config) -> Result<(), ServeError> {
+    for provider in config.providers.values_mut() {
+        let crate::config::ProviderKind::Fake(script) = &provider.kind else { continue };
+        let fake = crate::fake_llm::FakeLlm::start().await?;
+        fake.set_label(&provider.name);
+        fake.set_max_recorded(FAKE_PROVIDER_CALLS_KEPT);
+        fake.set_script(Some(script.clone()));
+        provider.base_url = fake.base_url();
+        tracing::warn!(
+            provider = %provider.name, base_url = %provider.base_url, rules = script.len(),
+            "provider is a FAKE model answering from a script, not a real LLM (GET /calls at its address lists what it was sent)"
+        );
+    }
+    Ok(())
+}
+
+/// Requests a fake provider keeps for its `GET /calls`.
+const FAKE_PROVIDER_CALLS_KEPT: u64 = 1_000;
 
 /// The pool's settings from the configuration.
 pub fn worker_settings(config: &Config) -> WorkerSettings {

@@ -30,8 +30,8 @@ enum Command {
     Migrate(DatabaseArgs),
     /// Print the OpenAPI document.
     Openapi,
-    /// Serve a fake OpenAI-compatible LLM that answers every chat completion with one text reply
-    /// (for demos and curl-driven integration tests; point OPENAI_BASE_URL at it).
+    /// Serve a fake OpenAI-compatible LLM (for demos and curl-driven integration tests; point a
+    /// provider's base_url or OPENAI_BASE_URL at it): scripted with --script, or one text reply.
     FakeLlm(FakeLlmArgs),
 }
 
@@ -40,12 +40,20 @@ struct FakeLlmArgs {
     /// Address to listen on (port 0: a free one; the log says which).
     #[arg(long, default_value = "127.0.0.1:0")]
     bind: SocketAddr,
-    /// The assistant message every request gets (ReAct agents need a "Final Answer: ..." reply).
+    /// A script of rules that answer requests (JSON, or TOML when the name ends in .toml; the
+    /// format is in docs/fake-llm.md). Requests no rule matches get a 400 naming the request.
+    #[arg(long, conflicts_with_all = ["reply", "delay_ms"])]
+    script: Option<PathBuf>,
+    /// The assistant message every request gets, without a script (ReAct agents need a
+    /// "Final Answer: ..." reply).
     #[arg(long, default_value = "Hello from the fake LLM.")]
     reply: String,
-    /// Milliseconds to wait before each reply.
+    /// Milliseconds to wait before each reply, without a script.
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=600_000))]
     delay_ms: u64,
+    /// Requests kept for GET /calls (the oldest are dropped first; 0 keeps none).
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
+    max_calls: u64,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -194,11 +202,18 @@ async fn serve(args: ServeArgs) -> Result<(), BoxError> {
 }
 
 async fn fake_llm(args: FakeLlmArgs) -> Result<(), BoxError> {
-    use crate::fake_llm::{FakeLlm, FakeReply};
+    use crate::fake_llm::{FakeLlm, FakeReply, Script};
+    let script = args.script.as_deref().map(Script::load).transpose()?;
     let fake = FakeLlm::start_on(args.bind).await?;
-    fake.set_recording(false);
-    fake.set_default(Some(FakeReply::text(&args.reply).with_delay(Duration::from_millis(args.delay_ms))));
-    tracing::info!(addr = %fake.addr(), base_url = %fake.base_url(), "fake LLM listening");
+    fake.set_recording(args.max_calls > 0);
+    fake.set_max_recorded(args.max_calls);
+    let rules = script.as_ref().map_or(0, Script::len);
+    match script {
+        Some(script) => fake.set_script(Some(std::sync::Arc::new(script))),
+        None => fake
+            .set_default(Some(FakeReply::text(&args.reply).with_delay(Duration::from_millis(args.delay_ms)))),
+    }
+    tracing::info!(addr = %fake.addr(), base_url = %fake.base_url(), rules, "fake LLM listening");
     let shutdown = tokio_util::sync::CancellationToken::new();
     crate::app::watch_signals(shutdown).await;
     Ok(())

@@ -5,7 +5,8 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
@@ -75,10 +76,13 @@ impl ApiKeys {
     }
 }
 
-/// An OpenAI-compatible LLM provider.
+/// An LLM provider.
 #[derive(Debug, Clone)]
 pub struct ProviderConfig {
     pub name: String,
+    /// What serves it.
+    pub kind: ProviderKind,
+    /// Where its chat-completions API is (a fake's is known once it listens).
     pub base_url: String,
     pub api_key: Option<Secret>,
     /// Requests per minute this replica may send.
@@ -87,6 +91,32 @@ pub struct ProviderConfig {
     pub tpm: Option<u32>,
     /// Whether the provider accepts native `tools`.
     pub native_tools: bool,
+}
+
+impl ProviderConfig {
+    /// Is it a fake model (scripted replies)?
+    pub fn is_fake(&self) -> bool {
+        matches!(self.kind, ProviderKind::Fake(_))
+    }
+}
+
+/// What serves a provider.
+#[derive(Clone)]
+pub enum ProviderKind {
+    /// An OpenAI-compatible chat-completions API (OpenAI, vLLM, Ollama, LiteLLM, ...).
+    OpenAi,
+    /// The built-in fake model answering from a script, inside this process: for demos and for
+    /// the CI of services that call agentd. Never a real model.
+    Fake(Arc<crate::fake_llm::Script>),
+}
+
+impl fmt::Debug for ProviderKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ProviderKind::OpenAi => f.write_str("OpenAi"),
+            ProviderKind::Fake(script) => write!(f, "Fake({} rules)", script.len()),
+        }
+    }
 }
 
 /// What a replica does.
@@ -189,13 +219,24 @@ pub struct FileConfig {
     pub default_model: Option<String>,
     #[serde(default)]
     pub providers: BTreeMap<String, FileProvider>,
+    /// The file's directory: relative paths in it (a fake provider's script) start there.
+    #[serde(skip)]
+    pub dir: Option<PathBuf>,
 }
 
 /// A provider in the `AGENTD_CONFIG` file.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FileProvider {
-    pub base_url: String,
+    /// `openai` (the default) or `fake`.
+    #[serde(default)]
+    pub kind: FileProviderKind,
+    /// The API's base URL (`openai` providers).
+    #[serde(default)]
+    pub base_url: Option<String>,
+    /// The script a `fake` provider answers from (relative to the config file's directory).
+    #[serde(default)]
+    pub script: Option<PathBuf>,
     /// The environment variable that holds the key (the key itself never goes in the file).
     #[serde(default)]
     pub api_key_env: Option<String>,
@@ -209,6 +250,15 @@ pub struct FileProvider {
 
 fn default_native_tools() -> bool {
     true
+}
+
+/// A provider's `kind` in the file.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FileProviderKind {
+    #[default]
+    OpenAi,
+    Fake,
 }
 
 /// A setting that cannot be used.
@@ -227,7 +277,10 @@ impl FileConfig {
         let shown = path.display().to_string();
         let text = std::fs::read_to_string(path)
             .map_err(|source| ConfigError::Read { path: shown.clone(), source })?;
-        toml::from_str(&text).map_err(|e| ConfigError::Parse { path: shown, message: e.to_string() })
+        let mut file: Self =
+            toml::from_str(&text).map_err(|e| ConfigError::Parse { path: shown, message: e.to_string() })?;
+        file.dir = path.parent().map(Path::to_path_buf);
+        Ok(file)
     }
 }
 
@@ -240,6 +293,7 @@ pub fn providers(
     let mut providers = BTreeMap::new();
     let openai = ProviderConfig {
         name: DEFAULT_PROVIDER.into(),
+        kind: ProviderKind::OpenAi,
         base_url: env("OPENAI_BASE_URL").unwrap_or_else(|| OPENAI_BASE_URL.into()),
         api_key: env("OPENAI_API_KEY").map(Secret::new),
         rpm: None,
@@ -253,14 +307,14 @@ pub fn providers(
                 "provider name '{name}' must be non-empty and contain no '/'"
             )));
         }
-        url::Url::parse(&p.base_url)
-            .map_err(|e| ConfigError::Invalid(format!("providers.{name}.base_url: {e}")))?;
         if p.rpm == Some(0) || p.tpm == Some(0) {
             return Err(ConfigError::Invalid(format!("providers.{name}: rpm and tpm must be at least 1")));
         }
+        let (kind, base_url) = provider_kind(name, p, file.dir.as_deref())?;
         let provider = ProviderConfig {
             name: name.clone(),
-            base_url: p.base_url.clone(),
+            kind,
+            base_url,
             api_key: p.api_key_env.as_deref().and_then(&env).map(Secret::new),
             rpm: p.rpm,
             tpm: p.tpm,
@@ -269,6 +323,43 @@ pub fn providers(
         providers.insert(name.clone(), provider);
     }
     Ok(providers)
+}
+
+/// A file provider's kind and base URL: an `openai` one needs a URL; a `fake` one a script,
+/// loaded and checked now so that a broken script stops the start.
+fn provider_kind(
+    name: &str,
+    p: &FileProvider,
+    dir: Option<&Path>,
+) -> Result<(ProviderKind, String), ConfigError> {
+    let invalid = |message: String| Err(ConfigError::Invalid(format!("providers.{name}: {message}")));
+    match p.kind {
+        FileProviderKind::OpenAi => {
+            let Some(base_url) = &p.base_url else { return invalid("base_url is required".into()) };
+            if p.script.is_some() {
+                return invalid("script belongs to kind = \"fake\" providers".into());
+            }
+            url::Url::parse(base_url)
+                .map_err(|e| ConfigError::Invalid(format!("providers.{name}.base_url: {e}")))?;
+            Ok((ProviderKind::OpenAi, base_url.clone()))
+        }
+        FileProviderKind::Fake => {
+            if p.base_url.is_some() || p.api_key_env.is_some() {
+                return invalid(
+                    "a fake provider is served inside agentd: it takes a script, not base_url or api_key_env"
+                        .into(),
+                );
+            }
+            let Some(script) = &p.script else { return invalid("kind = \"fake\" needs a script".into()) };
+            let path = match dir {
+                Some(dir) if script.is_relative() => dir.join(script),
+                _ => script.clone(),
+            };
+            let script = crate::fake_llm::Script::load(&path)
+                .map_err(|e| ConfigError::Invalid(format!("providers.{name}: {e}")))?;
+            Ok((ProviderKind::Fake(Arc::new(script)), String::new()))
+        }
+    }
 }
 
 #[cfg(test)]
@@ -314,5 +405,47 @@ mod tests {
         let file: FileConfig = toml::from_str("[providers.x]\nbase_url = \"not a url\"").expect("toml");
         assert!(providers(&file, |_| None).is_err());
         assert!(toml::from_str::<FileConfig>("[providers.x]\nbase_url = \"http://a\"\nkey = \"k\"").is_err());
+        let file: FileConfig = toml::from_str("[providers.x]\nkind = \"openai\"").expect("toml");
+        let error = providers(&file, |_| None).expect_err("no base_url").to_string();
+        assert_eq!(error, "providers.x: base_url is required");
+        assert!(toml::from_str::<FileConfig>("[providers.x]\nkind = \"anthropic\"").is_err());
+    }
+
+    #[test]
+    fn fake_providers_load_their_script_from_the_config_files_directory() {
+        let dir = std::env::temp_dir().join(format!("agentd-config-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        std::fs::write(dir.join("demo.toml"), "[[rules]]\nreply = { text = \"Final Answer: hi\" }\n")
+            .expect("write");
+        let config = dir.join("agentd.toml");
+        std::fs::write(&config, "[providers.demo]\nkind = \"fake\"\nscript = \"demo.toml\"\n")
+            .expect("write");
+        let file = FileConfig::load(&config).expect("config");
+        let loaded = providers(&file, |_| None).expect("providers");
+        assert!(loaded["demo"].is_fake() && !loaded["openai"].is_fake());
+        assert_eq!(format!("{:?}", loaded["demo"].kind), "Fake(1 rules)");
+
+        let with_url: FileConfig =
+            toml::from_str("[providers.f]\nkind = \"fake\"\nscript = \"s.json\"\nbase_url = \"http://a\"")
+                .expect("toml");
+        let error = providers(&with_url, |_| None).expect_err("fake with base_url").to_string();
+        assert!(error.starts_with("providers.f: a fake provider is served inside agentd"), "{error}");
+        let no_script: FileConfig = toml::from_str("[providers.f]\nkind = \"fake\"").expect("toml");
+        assert_eq!(
+            providers(&no_script, |_| None).expect_err("no script").to_string(),
+            "providers.f: kind = \"fake\" needs a script"
+        );
+        std::fs::write(dir.join("bad.json"), r#"{"rules": [{"reply": {}}]}"#).expect("write");
+        let bad = FileConfig {
+            dir: Some(dir.clone()),
+            ..toml::from_str("[providers.f]\nkind = \"fake\"\nscript = \"bad.json\"").expect("toml")
+        };
+        let error = providers(&bad, |_| None).expect_err("bad script").to_string();
+        assert!(
+            error.starts_with("providers.f: script ")
+                && error.contains("rules[0].reply: give exactly one of"),
+            "{error}"
+        );
+        std::fs::remove_dir_all(&dir).ok();
     }
 }

@@ -86,6 +86,7 @@ pub fn prepare_batch(
     if !errors.is_empty() {
         return Err(errors);
     }
+    let fake_llm = ctx.uses_fake_provider(&crew);
     let runs = inputs
         .into_iter()
         .map(|inputs| NewRun {
@@ -94,6 +95,7 @@ pub fn prepare_batch(
             inputs,
             metadata: metadata.clone(),
             timeout_s,
+            fake_llm,
         })
         .collect();
     Ok(runs)
@@ -145,6 +147,8 @@ pub struct NewRun {
     pub inputs: Map<String, Value>,
     pub metadata: Map<String, Value>,
     pub timeout_s: Option<u32>,
+    /// Whether a model of the crew is served by a fake provider.
+    pub fake_llm: bool,
 }
 
 impl NewRun {
@@ -179,6 +183,7 @@ impl NewRun {
             error: None,
             usage: Usage::default(),
             links: RunLinks::for_run(self.id),
+            fake_llm: self.fake_llm,
         }
     }
 }
@@ -205,7 +210,8 @@ pub fn prepare_run(
         errors.push(FieldError::new("timeout_s", format!("must be between 1 and {MAX_TIMEOUT_S}")));
     }
     if errors.is_empty() {
-        Ok(NewRun { id: RunId::new(), crew, inputs, metadata, timeout_s })
+        let fake_llm = ctx.uses_fake_provider(&crew);
+        Ok(NewRun { id: RunId::new(), crew, inputs, metadata, timeout_s, fake_llm })
     } else {
         Err(errors)
     }

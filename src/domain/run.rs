@@ -176,6 +176,9 @@ pub struct Run {
     pub error: Option<RunError>,
     pub usage: Usage,
     pub links: RunLinks,
+    /// True when a model of the run's crew is served by a fake provider (`kind = "fake"` in the
+    /// server's configuration): its replies are scripted, not a real model's.
+    pub fake_llm: bool,
 }
 
 impl RunLinks {

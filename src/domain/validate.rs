@@ -48,6 +48,38 @@ pub struct ValidationContext {
     pub builtin_tools: Vec<String>,
     /// Names of the configured LLM providers.
     pub providers: Vec<String>,
+    /// Those of them that are fake (`kind = "fake"`: scripted replies).
+    pub fake_providers: Vec<String>,
+    /// The model of agents that name none.
+    pub default_model: String,
+}
+
+impl ValidationContext {
+    /// Does any model `crew` may call go to a fake provider? (Agents without a model use the
+    /// default model, and so does a hierarchical crew's manager without one.)
+    pub fn uses_fake_provider(&self, crew: &CrewSpec) -> bool {
+        if self.fake_providers.is_empty() {
+            return false;
+        }
+        let default = self.default_model.as_str();
+        let agents = crew.agents.iter().map(|a| a.llm.as_ref().map_or(default, LlmSpec::model));
+        let manager = match (&crew.manager_llm, crew.process) {
+            (Some(llm), _) => Some(llm.model()),
+            (None, Process::Hierarchical) => Some(default),
+            (None, Process::Sequential) => None,
+        };
+        let planner = crew.planning_llm.as_ref().map(LlmSpec::model);
+        agents.chain(manager).chain(planner).any(|model| self.is_fake(model))
+    }
+
+    /// Is `model` (`provider/model` or bare, as the registry resolves it) served by a fake?
+    fn is_fake(&self, model: &str) -> bool {
+        let provider = match model.split_once('/') {
+            Some((provider, _)) if self.providers.iter().any(|p| p == provider) => provider,
+            _ => crate::config::DEFAULT_PROVIDER,
+        };
+        self.fake_providers.iter().any(|fake| fake == provider)
+    }
 }
 
 const MAX_NAME_LEN: usize = 100;

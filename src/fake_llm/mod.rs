@@ -182,8 +182,8 @@ impl FakeLlm {
     }
 
     /// Answer from `script` (`None`: no script).
-    pub fn set_script(&self, script: Option<Script>) {
-        *lock(&self.shared.script) = script.map(Arc::new);
+    pub fn set_script(&self, script: Option<Arc<Script>>) {
+        *lock(&self.shared.script) = script;
     }
 
     /// Name the server in its logs (e.g. the provider it serves).

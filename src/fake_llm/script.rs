@@ -220,13 +220,13 @@ impl<'a> Request<'a> {
         self.messages.last().map_or("", |m| m.role)
     }
 
-    /// The first tool offered: the first native tool, else the first `Tool Name:` line of a system
-    /// message (the ReAct prompt's tool list).
+    /// The first tool offered: the first native tool, else the first `Tool Name:` line of the
+    /// messages (the ReAct prompt's tool list, in the system prompt or in the switch to ReAct).
     pub fn first_tool(&self) -> Option<&str> {
         self.tools.first().copied().or_else(|| {
             self.messages
                 .iter()
-                .filter(|m| m.role == "system")
+                .filter(|m| m.role == "system" || m.role == "user")
                 .flat_map(|m| m.text.lines())
                 .find_map(|line| line.trim().strip_prefix("Tool Name:").map(str::trim))
                 .filter(|name| !name.is_empty())

@@ -74,6 +74,7 @@ struct RunRow {
     created_at: DateTime<Utc>,
     started_at: Option<DateTime<Utc>>,
     finished_at: Option<DateTime<Utc>>,
+    fake_llm: bool,
 }
 
 /// A task row (also as [`Store::get_run`] reads it: a JSON object per task, without the run id).
@@ -112,6 +113,7 @@ impl RunRow {
                 tool_calls: self.tool_calls,
             },
             links: RunLinks::for_run(id),
+            fake_llm: self.fake_llm,
         })
     }
 }
@@ -213,7 +215,8 @@ impl Store {
         let rows = sqlx::query_as!(
             RunRow,
             r#"SELECT id, status, crew_name, inputs, metadata, attempt, output, error, llm_calls,
-                      prompt_tokens, completion_tokens, tool_calls, created_at, started_at, finished_at
+                      prompt_tokens, completion_tokens, tool_calls, created_at, started_at, finished_at,
+                      fake_llm
                FROM runs WHERE id = ANY($1)"#,
             ids
         )
@@ -231,6 +234,7 @@ impl Store {
         let row = sqlx::query!(
             r#"SELECT id, status, crew_name, inputs, metadata, attempt, output, error, llm_calls,
                       prompt_tokens, completion_tokens, tool_calls, created_at, started_at, finished_at,
+                      fake_llm,
                       (SELECT coalesce(jsonb_agg(jsonb_build_object(
                                   'name', t.name, 'agent', t.agent, 'status', t.status, 'output', t.output,
                                   'started_at', t.started_at, 'finished_at', t.finished_at) ORDER BY t.position),
@@ -260,6 +264,7 @@ impl Store {
             created_at: row.created_at,
             started_at: row.started_at,
             finished_at: row.finished_at,
+            fake_llm: row.fake_llm,
         };
         run.into_run(tasks).map(Some)
     }
@@ -280,7 +285,8 @@ impl Store {
                 sqlx::query_as!(
                     RunRow,
                     r#"SELECT id, status, crew_name, inputs, metadata, attempt, output, error, llm_calls,
-                              prompt_tokens, completion_tokens, tool_calls, created_at, started_at, finished_at
+                              prompt_tokens, completion_tokens, tool_calls, created_at, started_at, finished_at,
+                      fake_llm
                        FROM runs WHERE status = $1 AND id < $2 ORDER BY id DESC LIMIT $3"#,
                     status.as_str(),
                     before,
@@ -293,7 +299,8 @@ impl Store {
                 sqlx::query_as!(
                     RunRow,
                     r#"SELECT id, status, crew_name, inputs, metadata, attempt, output, error, llm_calls,
-                              prompt_tokens, completion_tokens, tool_calls, created_at, started_at, finished_at
+                              prompt_tokens, completion_tokens, tool_calls, created_at, started_at, finished_at,
+                      fake_llm
                        FROM runs WHERE id < $1 ORDER BY id DESC LIMIT $2"#,
                     before,
                     fetch
@@ -378,6 +385,7 @@ pub(super) struct QueuedRun {
     metadata: String,
     timeout_s: Option<i32>,
     created_at: DateTime<Utc>,
+    fake_llm: bool,
     /// Its tasks' names and agents, in order.
     tasks: Vec<(String, Option<String>)>,
 }
@@ -392,6 +400,7 @@ impl QueuedRun {
             metadata: to_json("metadata", &run.metadata)?,
             timeout_s: run.timeout_s.map(|t| t as i32),
             created_at,
+            fake_llm: run.fake_llm,
             tasks: run.crew.tasks.iter().map(|t| (t.name.clone(), t.agent.clone())).collect(),
         })
     }
@@ -438,7 +447,7 @@ async fn insert_runs<R: std::borrow::Borrow<QueuedRun>>(
 ) -> StoreResult<()> {
     let Some(first) = runs.first() else { return Ok(()) };
     let (mut ids, mut names, mut specs, mut inputs) = (vec![], vec![], vec![], vec![]);
-    let (mut metadata, mut timeouts, mut created) = (vec![], vec![], vec![]);
+    let (mut metadata, mut timeouts, mut created, mut fakes) = (vec![], vec![], vec![], vec![]);
     let (mut task_runs, mut positions, mut task_names, mut agents) = (vec![], vec![], vec![], vec![]);
     for run in runs {
         let run = run.borrow();
@@ -449,6 +458,7 @@ async fn insert_runs<R: std::borrow::Borrow<QueuedRun>>(
         metadata.push(run.metadata.as_str());
         timeouts.push(run.timeout_s);
         created.push(run.created_at);
+        fakes.push(run.fake_llm);
         for (position, (name, agent)) in run.tasks.iter().enumerate() {
             task_runs.push(run.id);
             positions.push(position as i32);
@@ -457,11 +467,12 @@ async fn insert_runs<R: std::borrow::Borrow<QueuedRun>>(
         }
     }
     sqlx::query!(
-        r#"INSERT INTO runs (id, crew_name, crew_spec, inputs, metadata, timeout_s, created_at, last_seq)
+        r#"INSERT INTO runs (id, crew_name, crew_spec, inputs, metadata, timeout_s, created_at, fake_llm, last_seq)
            SELECT r.id, r.crew_name, r.crew_spec::jsonb, r.inputs::jsonb, r.metadata::jsonb, r.timeout_s,
-                  r.created_at, 1
+                  r.created_at, r.fake_llm, 1
              FROM UNNEST($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::int4[],
-                         $7::timestamptz[]) AS r(id, crew_name, crew_spec, inputs, metadata, timeout_s, created_at)"#,
+                         $7::timestamptz[], $8::bool[])
+                  AS r(id, crew_name, crew_spec, inputs, metadata, timeout_s, created_at, fake_llm)"#,
         &ids,
         &names as &[&str],
         &specs as &[&str],
@@ -469,6 +480,7 @@ async fn insert_runs<R: std::borrow::Borrow<QueuedRun>>(
         &metadata as &[&str],
         &timeouts as &[Option<i32>],
         &created,
+        &fakes,
     )
     .execute(&mut **tx)
     .await?;

@@ -65,6 +65,10 @@ async fn migrate_command_applies_the_schema(pool: PgPool) {
 pub struct Agentd {
     child: std::process::Child,
     pub base: String,
+    /// Its log lines, as they come.
+    logs: std::sync::mpsc::Receiver<String>,
+    /// The lines read so far (the start's included).
+    seen: std::sync::Mutex<Vec<String>>,
 }
 
 impl Agentd {
@@ -89,13 +93,22 @@ impl Agentd {
                 let _ = tx.send(line);
             }
         });
+        let mut seen = Vec::new();
         let addr = loop {
             let line = rx.recv_timeout(Duration::from_secs(60)).expect("agentd logs its address");
+            seen.push(line.clone());
             if let Some(at) = line.find("addr=") {
                 break line[at + 5..].split_whitespace().next().expect("address").to_owned();
             }
         };
-        Self { child, base: format!("http://{addr}") }
+        Self { child, base: format!("http://{addr}"), logs: rx, seen: std::sync::Mutex::new(seen) }
+    }
+
+    /// Every line logged so far.
+    pub fn log_lines(&self) -> Vec<String> {
+        let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+        seen.extend(self.logs.try_iter());
+        seen.clone()
     }
 
     pub fn pid(&self) -> String {
@@ -135,7 +148,7 @@ async fn serve_migrates_answers_and_drains_on_sigterm(pool: PgPool) {
 }
 
 /// Start `agentd fake-llm` with `args`; the child and its base URL.
-fn start_fake_llm(args: &[&str]) -> (std::process::Child, String) {
+pub fn start_fake_llm(args: &[&str]) -> (std::process::Child, String) {
     let mut child = Command::new(BIN)
         .arg("fake-llm")
         .args(args)

@@ -7,6 +7,7 @@ mod crash;
 mod crews;
 mod engine;
 mod events;
+mod fake_llm;
 mod journal;
 mod kickoffs;
 mod runs;

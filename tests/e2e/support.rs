@@ -158,6 +158,8 @@ pub fn new_run() -> NewRun {
     let ctx = ValidationContext {
         builtin_tools: agentd::tools::builtin_tool_names(),
         providers: vec!["openai".into(), "local".into()],
+        fake_providers: Vec::new(),
+        default_model: "openai/gpt-4o-mini".into(),
     };
     let crew = CrewSpec::from_json(sample_crew()).expect("spec");
     let Value::Object(inputs) = sample_inputs() else { panic!("inputs") };
