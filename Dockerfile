@@ -22,6 +22,10 @@ RUN apt-get update \
     && rm -rf /var/lib/apt/lists/* \
     && useradd --system --uid 10001 --no-create-home --shell /usr/sbin/nologin agentd
 COPY --from=build /src/target/release/agentd /usr/local/bin/agentd
+# The fake model's scripts and a configuration that uses it, for trying agentd without an LLM key:
+# AGENTD_CONFIG=/usr/share/agentd/agentd-fake.toml (runs say "fake_llm": true).
+COPY examples/agentd-fake.toml /usr/share/agentd/agentd-fake.toml
+COPY examples/fake-llm /usr/share/agentd/fake-llm
 USER agentd
 # Inside a container the service must listen on all interfaces; set AGENTD_API_KEYS to protect it.
 ENV AGENTD_BIND=0.0.0.0:8080 RUST_LOG=info

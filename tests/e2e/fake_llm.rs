@@ -306,6 +306,20 @@ async fn a_request_no_rule_matches_gets_a_400_naming_it() {
 }
 
 #[test]
+fn every_example_script_loads() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/fake-llm");
+    let mut loaded = 0;
+    for entry in std::fs::read_dir(&dir).expect("examples/fake-llm") {
+        // Every file there is a script.
+        let path = entry.expect("entry").path();
+        let script = agentd::fake_llm::Script::load(&path).unwrap_or_else(|e| panic!("{e}"));
+        assert!(!script.is_empty(), "{}", path.display());
+        loaded += 1;
+    }
+    assert!(loaded >= 2, "{loaded} scripts in {}", dir.display());
+}
+
+#[test]
 fn a_broken_script_stops_the_fake_with_its_error() {
     let script =
         TempFile::new("broken.json", r#"{"rules": [{"when": {"call": 0}, "reply": {"text": "x"}}]}"#);
@@ -519,4 +533,35 @@ async fn serve_refuses_to_start_with_a_broken_fake_script(pool: PgPool) {
         stderr.contains("providers.fake: script") && stderr.contains("unknown placeholder {{nope}}"),
         "{stderr}"
     );
+}
+
+#[sqlx::test(migrations = false)]
+async fn the_example_configuration_answers_agents_without_a_model_from_the_fake(pool: PgPool) {
+    let url = child_database_url(&pool).await;
+    let config = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/agentd-fake.toml");
+    let agentd = Agentd::start(&url, &[("AGENTD_CONFIG", config)]);
+    let client = reqwest::Client::new();
+    let crew = json!({
+        "name": "demo",
+        "agents": [{"name": "a", "role": "Helper", "goal": "Help", "backstory": "Kind.", "tools": ["calculator"]},
+                   {"name": "b", "role": "Writer", "goal": "Write", "backstory": "Brief."}],
+        "tasks": [{"name": "count", "description": "Count", "expected_output": "A number", "agent": "a"},
+                  {"name": "greet", "description": "Greet", "expected_output": "A greeting", "agent": "b"}]
+    });
+    let response = client
+        .post(format!("{}/v1/kickoffs", agentd.base))
+        .json(&json!({"crew": crew}))
+        .send()
+        .await
+        .expect("POST");
+    assert_eq!(response.status(), StatusCode::ACCEPTED);
+    let run: Value = response.json().await.expect("JSON");
+    assert_eq!(run["fake_llm"], true, "{run}");
+    let done = wait(&client, &agentd.base, run["id"].as_str().expect("id")).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(
+        done["tasks"][0]["output"]["raw"],
+        "The tool said 42. (This answer comes from agentd's fake model.)"
+    );
+    assert_eq!(done["output"]["raw"], "Hello from agentd's fake model.");
 }
