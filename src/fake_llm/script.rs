@@ -194,6 +194,11 @@ impl<'a> Request<'a> {
         }
     }
 
+    /// Does the request offer native tools?
+    pub fn offers_tools(&self) -> bool {
+        !self.tools.is_empty()
+    }
+
     /// Which call of its conversation this is: one more than the assistant turns it carries (a
     /// retry of the same request keeps its position).
     pub fn position(&self) -> u32 {
@@ -286,7 +291,7 @@ impl When {
     /// The groups of the `message` pattern (the whole match first) when every condition holds.
     fn matches(&self, request: &Request<'_>) -> Option<Vec<String>> {
         let holds = self.model.as_ref().is_none_or(|glob| glob.matches(request.model))
-            && self.tools.is_none_or(|tools| tools == !request.tools.is_empty())
+            && self.tools.is_none_or(|offered| offered == request.offers_tools())
             && self.stream.is_none_or(|stream| stream == request.stream)
             && self.last_role.is_none_or(|role| role == request.last_role())
             && self.call.as_ref().is_none_or(|calls| calls.contains(request.position()))

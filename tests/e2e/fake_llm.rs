@@ -476,6 +476,22 @@ async fn a_fake_provider_runs_a_crew_inside_serve_and_its_runs_say_so(pool: PgPo
         .await
         .expect("JSON");
     assert_eq!(listed["runs"][0]["fake_llm"], true, "{listed}");
+    // The logs say the provider is fake, and that the first call met the scripted 429 (retried).
+    let logs = agentd.log_lines();
+    assert!(
+        logs.iter().any(|l| l.contains("provider is a FAKE model") && l.contains("provider=fake")),
+        "{logs:#?}"
+    );
+    let answered = |rule: &str, status: u16| {
+        let status = format!("status={status}");
+        logs.iter()
+            .filter(|l| l.contains("fake LLM answered") && l.contains(rule) && l.contains(&status))
+            .count()
+    };
+    assert_eq!(answered("rule=\"rate limited once\"", 429), 1, "{logs:#?}");
+    assert_eq!(answered("rule=\"compute\"", 200), 1, "{logs:#?}");
+    assert_eq!(answered("rule=\"judge: fail once\"", 200), 1, "{logs:#?}");
+    assert!(logs.iter().any(|l| l.contains("LLM call failed; retrying")), "{logs:#?}");
 
     // A model that rejects native tools: the agent switches to ReAct and still uses the tool.
     let legacy = json!({
