@@ -52,7 +52,7 @@ struct FakeLlmArgs {
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=600_000))]
     delay_ms: u64,
     /// Requests kept for GET /calls (the oldest are dropped first; 0 keeps none).
-    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
+    #[arg(long, default_value_t = 1_000, value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
     max_calls: u64,
 }
 

@@ -286,7 +286,7 @@ impl Store {
                     RunRow,
                     r#"SELECT id, status, crew_name, inputs, metadata, attempt, output, error, llm_calls,
                               prompt_tokens, completion_tokens, tool_calls, created_at, started_at, finished_at,
-                      fake_llm
+                              fake_llm
                        FROM runs WHERE status = $1 AND id < $2 ORDER BY id DESC LIMIT $3"#,
                     status.as_str(),
                     before,
@@ -300,7 +300,7 @@ impl Store {
                     RunRow,
                     r#"SELECT id, status, crew_name, inputs, metadata, attempt, output, error, llm_calls,
                               prompt_tokens, completion_tokens, tool_calls, created_at, started_at, finished_at,
-                      fake_llm
+                              fake_llm
                        FROM runs WHERE id < $1 ORDER BY id DESC LIMIT $2"#,
                     before,
                     fetch

@@ -182,6 +182,12 @@ try {
 
   await step("the run's row turns completed", () => waitForRowStatus(runId, "completed"));
 
+  await step("the run is marked as answered by a fake model", async () => {
+    await page.locator(`[data-testid=run-row][data-run-id="${runId}"] [data-testid=fake-llm]`).waitFor();
+    const badge = await page.locator("[data-testid=run-summary] [data-testid=fake-llm]").textContent();
+    check(badge === "fake model", `the summary's badge says ${badge}`);
+  });
+
   await step("the timeline holds every event once, in order", async () => {
     await page.locator('[data-testid=timeline] > li[data-type="run.completed"]').waitFor();
     first = await timeline();

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The dashboard's browser test: builds agentd, gives it a fresh database, a fake LLM
-# (`agentd fake-llm`) and an API key, then drives the page in Debian's Chromium through
+# The dashboard's browser test: builds agentd, gives it a fresh database, a fake LLM (a provider
+# of kind = "fake") and an API key, then drives the page in Debian's Chromium through
 # playwright-core (tests/browser/dashboard.test.mjs).
 #
 # Needs node >= 20 with the lockfile's packages (`npm ci --prefix tests/browser`), Chromium at
@@ -36,7 +36,6 @@ mkdir -p "$artifacts"
 
 database=""
 admin_url=""
-fake_pid=""
 supervisor_pid=""
 stop_file="$artifacts/stop"
 pid_file="$artifacts/agentd.pid"
@@ -54,10 +53,6 @@ cleanup() {
     fi
     wait "$supervisor_pid" 2>/dev/null
   fi
-  if [ -n "$fake_pid" ]; then
-    kill -TERM "$fake_pid" 2>/dev/null
-    wait "$fake_pid" 2>/dev/null
-  fi
   if [ -n "$database" ]; then
     psql "$admin_url" -qc "DROP DATABASE IF EXISTS $database WITH (FORCE)" >/dev/null 2>&1 ||
       say "could not drop database $database"
@@ -66,7 +61,7 @@ cleanup() {
   if [ "$passed" = true ] && [ -z "${BROWSER_ARTIFACTS:-}" ]; then
     rm -rf "$artifacts"
   elif [ "$passed" != true ]; then
-    for log in "$artifacts/agentd.log" "$artifacts/fake-llm.log"; do
+    for log in "$artifacts/agentd.log"; do
       if [ -f "$log" ]; then
         say "last lines of $log:"
         tail -n 25 "$log" >&2
@@ -82,20 +77,6 @@ wait_ready() {
   local url=$1 seconds=$2
   for _ in $(seq 1 $((seconds * 10))); do
     if curl -fsS -o /dev/null "$url" 2>/dev/null; then return 0; fi
-    sleep 0.1
-  done
-  return 1
-}
-
-# The `addr=` of the first log line containing $2 in file $1 (at most 30 s).
-logged_addr() {
-  local file=$1 marker=$2 line
-  for _ in $(seq 1 300); do
-    line=$(grep -m1 "$marker" "$file" 2>/dev/null || true)
-    if [ -n "$line" ]; then
-      sed -E 's/.*addr=([^ ]+).*/\1/' <<<"$line"
-      return 0
-    fi
     sleep 0.1
   done
   return 1
@@ -117,13 +98,11 @@ psql "$admin_url" -qc "CREATE DATABASE $database"
 database_url="${admin_url%/*}/$database"
 
 reply="Hello from the fake LLM, seen by the browser test."
+# The default provider is agentd's fake model (kind = "fake"), so runs show the "fake model" badge.
 # Each reply waits 1.5 s, so the test can restart agentd while a run's LLM call is in flight.
-"$bin" fake-llm --reply "$reply" --delay-ms 1500 >"$artifacts/fake-llm.log" 2>&1 &
-fake_pid=$!
-fake_addr=$(logged_addr "$artifacts/fake-llm.log" "fake LLM listening") || {
-  say "FAILED: agentd fake-llm did not start"
-  exit 1
-}
+node -e 'console.log(JSON.stringify({rules: [{name: "browser test", reply: {text: process.argv[1], delay_ms: 1500}}]}))' \
+  "$reply" >"$artifacts/fake-llm.json"
+printf '[providers.openai]\nkind = "fake"\nscript = "fake-llm.json"\n' >"$artifacts/agentd.toml"
 
 port=$(free_port)
 api_key="browser-test-$RANDOM$RANDOM"
@@ -131,7 +110,7 @@ api_key="browser-test-$RANDOM$RANDOM"
 (
   while [ ! -e "$stop_file" ]; do
     DATABASE_URL="$database_url" AGENTD_BIND="127.0.0.1:$port" AGENTD_API_KEYS="$api_key" \
-      OPENAI_BASE_URL="http://$fake_addr/v1" OPENAI_API_KEY="not-needed" \
+      AGENTD_CONFIG="$artifacts/agentd.toml" \
       AGENTD_SHUTDOWN_GRACE_S=0 AGENTD_LEASE_S=5 AGENTD_WORKERS=4 RUST_LOG=info \
       "$bin" serve >>"$artifacts/agentd.log" 2>&1 &
     echo $! >"$pid_file"
@@ -145,7 +124,7 @@ if ! wait_ready "$base/readyz" 60; then
   say "FAILED: agentd did not become ready on $base"
   exit 1
 fi
-say "agentd on $base, fake LLM on $fake_addr ($(($(date +%s) - started)) s to set up)"
+say "agentd on $base with a fake provider ($(($(date +%s) - started)) s to set up)"
 
 AGENTD_URL="$base" AGENTD_API_KEY="$api_key" FAKE_LLM_REPLY="$reply" AGENTD_PID_FILE="$pid_file" \
   BROWSER_ARTIFACTS="$artifacts" CHROMIUM="$chromium" \

@@ -345,7 +345,8 @@ fn a_broken_script_stops_the_fake_with_its_error() {
 
 /// The script of a fake provider inside `agentd serve`: a two-task crew whose first model call
 /// is refused once with a 429, whose first task calls the calculator, and whose second task's
-/// first answer fails its guardrail; and a crew on a model that rejects native tools.
+/// first answer fails its guardrail; and a crew on a model that rejects native tools, whose first
+/// ReAct reply cannot be parsed.
 const PROVIDER_SCRIPT: &str = r#"
 [[rules]]
 name = "rate limited once"
@@ -370,14 +371,20 @@ when = { model = "legacy", tools = true }
 reply = { error = { status = 400, body = { error = { message = "tools are not supported by this model", type = "invalid_request_error" } } } }
 
 [[rules]]
-name = "react: use the tool"
-when = { model = "legacy", message = "Native tool calling is not available" }
-reply = { react = { action = "$first_tool", input = { expression = "2+3" } }, usage = { prompt_tokens = 7, completion_tokens = 3 } }
+name = "react: garbled once"
+when = { model = "legacy", tools = false }
+times = 1
+reply = { text = "Let me think about which tool to use." }
 
 [[rules]]
 name = "react: answer"
-when = { model = "legacy", message = { regex = 'Observation: (\S+)' } }
+when = { model = "legacy", message = { regex = '^Observation: (\S+)' } }
 reply = { react = { final_answer = "The sum is {{1}}" }, usage = { prompt_tokens = 7, completion_tokens = 3 } }
+
+[[rules]]
+name = "react: use the tool"
+when = { model = "legacy", message = "Invalid Format", any_message = "Native tool calling is not available" }
+reply = { react = { action = "$first_tool", input = { expression = "2+3" } }, usage = { prompt_tokens = 7, completion_tokens = 3 } }
 
 [[rules]]
 name = "compute"
@@ -493,7 +500,8 @@ async fn a_fake_provider_runs_a_crew_inside_serve_and_its_runs_say_so(pool: PgPo
     assert_eq!(answered("rule=\"judge: fail once\"", 200), 1, "{logs:#?}");
     assert!(logs.iter().any(|l| l.contains("LLM call failed; retrying")), "{logs:#?}");
 
-    // A model that rejects native tools: the agent switches to ReAct and still uses the tool.
+    // A model that rejects native tools: the agent switches to ReAct, is told its first ReAct reply
+    // could not be read, and then uses the tool.
     let legacy = json!({
         "name": "legacy",
         "agents": [{"name": "a", "role": "Adder", "goal": "Add", "backstory": "Old.", "llm": "fake/legacy", "tools": ["calculator"]}],
@@ -503,12 +511,16 @@ async fn a_fake_provider_runs_a_crew_inside_serve_and_its_runs_say_so(pool: PgPo
     let done = wait(&client, &agentd.base, run["id"].as_str().expect("id")).await;
     assert_eq!(done["status"], "completed", "{done}");
     assert_eq!(done["output"]["raw"], "The sum is 5");
+    // Usage: the garbled reply's default 10 + 5, the action's and the answer's scripted 7 + 3.
     assert_eq!(
         (done["usage"]["prompt_tokens"].as_i64(), done["usage"]["completion_tokens"].as_i64()),
-        (Some(14), Some(6))
+        (Some(24), Some(11))
     );
     let types = event_types(&client, &agentd.base, run["id"].as_str().expect("id")).await;
-    assert!(types.iter().any(|t| t == "agent.fallback"), "{types:?}");
+    let fallback = types.iter().position(|t| t == "agent.fallback");
+    let parse_error = types.iter().position(|t| t == "agent.parse_error");
+    assert!(fallback.is_some() && parse_error > fallback, "{types:?}");
+    assert!(types.iter().any(|t| t == "tool.finished"), "{types:?}");
 
     // A request the script has no rule for fails the run with the fake's message.
     let unscripted = json!({
