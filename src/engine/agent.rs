@@ -5,11 +5,10 @@
 //! Every step is journaled before the next external call, so a crash never repeats a completed
 //! LLM or tool call.
 
-use std::time::Instant;
-
 use serde_json::{json, Value};
 
 use super::calls::{PlannedCall, ToolRound};
+use super::effects::{gates_for, CallError, ModelCall, Purpose};
 use super::journal::{NewMessage, Step};
 use super::prompts;
 use super::react::{self, ReactStep};
@@ -121,13 +120,15 @@ impl AgentTurn {
     }
 
     /// A model call beside the agent's conversation (a plan, a guardrail verdict), journaled in a
-    /// conversation of its own (`conversation`) and committed before the call; the reply's text.
-    /// `what` names it in errors.
+    /// conversation of its own (`conversation`) and made through the effects layer under the
+    /// agent's rate limits; the reply's text. `what` names it in errors.
+    #[allow(clippy::too_many_arguments)]
     pub(super) async fn side_call(
         &self,
         model: &ResolvedModel,
         conversation: &str,
         messages: Vec<ChatMessage>,
+        purpose: Purpose,
         what: &str,
         ctx: &Context<'_>,
         pending: &mut Step,
@@ -137,21 +138,20 @@ impl AgentTurn {
             ..self.message(message)
         };
         pending.messages.extend(messages.iter().cloned().map(record));
-        ctx.commit(pending).await?;
         let request = ChatRequest { model: model.model.clone(), messages, ..ChatRequest::default() };
-        let response = match ctx.guarded(model.client.chat(&request)).await {
-            None => return Err(EngineError::Cancelled),
-            Some(Err(error)) => {
+        let limits = gates_for(&self.limits, model);
+        let call =
+            ModelCall { model, request, limits: &limits, purpose, task: &self.task, agent: &self.agent };
+        let response = match ctx.call_model(call, pending).await {
+            Ok(response) => response,
+            Err(CallError::Stop(error)) => return Err(error),
+            Err(CallError::Llm(error)) => {
                 return Err(EngineError::failed(
                     ErrorKind::LlmError,
                     format!("{what} failed: {}", error.message),
                 ))
             }
-            Some(Ok(response)) => response,
         };
-        pending.usage.llm_calls += 1;
-        pending.usage.prompt_tokens += response.usage.prompt_tokens as i64;
-        pending.usage.completion_tokens += response.usage.completion_tokens as i64;
         let text = response.content.unwrap_or_default();
         pending.messages.push(record(ChatMessage::assistant(text.clone())));
         Ok(text)
@@ -236,55 +236,19 @@ impl<'a> AgentLoop<'a> {
         }
     }
 
-    /// Commit what is pending (with `llm.started`), then ask the model. A step a resumed run would
-    /// write again the same way (a task's start and prompts: see [`Step::is_replayable`]) is
-    /// committed while the model works instead; a failed commit stops the call.
+    /// The agent's next turn: one model call through the effects layer (which throttles,
+    /// commits what is pending and announces the call).
     async fn call(&mut self, pending: &mut Step, with_tools: bool) -> Result<ChatResponse, CallError> {
-        self.throttle(pending).await?;
-        let iteration = self.iterations + 1;
-        let data = json!({"model": self.model_label(), "iteration": iteration});
-        self.turn.event(pending, EventType::LlmStarted, data);
-        let alongside = pending.is_replayable();
-        if !alongside {
-            self.ctx.commit(pending).await?;
-        }
-        let request = self.request(with_tools);
-        let started = Instant::now();
-        let chat = self.ctx.guarded(self.turn.model.client.chat(&request));
-        let response = if alongside { self.ctx.commit_alongside(pending, chat).await? } else { chat.await };
-        let mut response = response.ok_or(EngineError::Cancelled)?.map_err(CallError::Llm)?;
-        scrub_reply(&mut response);
-        let usage = response.usage;
-        let label = self.model_label();
-        self.ctx.metrics.observe_llm(&label, started.elapsed(), usage.prompt_tokens, usage.completion_tokens);
-        pending.usage.llm_calls += 1;
-        pending.usage.prompt_tokens += usage.prompt_tokens as i64;
-        pending.usage.completion_tokens += usage.completion_tokens as i64;
-        let data = json!({"model": self.model_label(), "iteration": iteration,
-            "usage": {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens},
-            "duration_ms": started.elapsed().as_millis() as u64});
-        self.turn.event(pending, EventType::LlmFinished, data);
-        Ok(response)
-    }
-
-    /// Wait for a slot under every rate limit, announcing the wait (`run.throttled`) first.
-    async fn throttle(&self, pending: &mut Step) -> Result<(), EngineError> {
-        let limits = &self.turn.limits;
-        if limits.is_empty() {
-            return Ok(());
-        }
-        let limiter = self.ctx.limiter;
-        let binding = limits.iter().max_by_key(|l| limiter.earliest(&l.key)).map(Limit::describe);
-        let now = limiter.now();
-        let start = limiter.reserve(limits, now);
-        let wait = start.saturating_duration_since(now);
-        if wait.is_zero() {
-            return Ok(());
-        }
-        let data = json!({"wait_ms": wait.as_millis() as u64, "limit": binding});
-        self.turn.event(pending, EventType::RunThrottled, data);
-        self.ctx.commit(pending).await?;
-        self.ctx.guarded(tokio::time::sleep_until(start)).await.ok_or(EngineError::Cancelled)
+        let turn = self.turn;
+        let call = ModelCall {
+            model: &turn.model,
+            request: self.request(with_tools),
+            limits: &turn.limits,
+            purpose: Purpose::Turn(self.iterations + 1),
+            task: &turn.task,
+            agent: &turn.agent,
+        };
+        self.ctx.call_model(call, pending).await
     }
 
     fn request(&self, with_tools: bool) -> ChatRequest {
@@ -297,10 +261,6 @@ impl<'a> AgentLoop<'a> {
             temperature: self.turn.temperature,
             max_tokens: self.turn.max_tokens,
         }
-    }
-
-    pub(super) fn model_label(&self) -> String {
-        format!("{}/{}", self.turn.model.provider, self.turn.model.model)
     }
 
     /// Turn a failed call into the next step, or a failure of the task.
@@ -520,43 +480,31 @@ impl<'a> AgentLoop<'a> {
     }
 
     async fn summarize(&mut self, text: &str, pending: &mut Step) -> Result<String, EngineError> {
+        let turn = self.turn;
         let request = ChatRequest {
-            model: self.turn.model.model.clone(),
+            model: turn.model.model.clone(),
             messages: vec![
                 ChatMessage::system(prompts::SUMMARIZER_SYSTEM),
                 ChatMessage::user(prompts::summarize(text)),
             ],
             ..ChatRequest::default()
         };
-        self.ctx.commit(pending).await?;
-        let response = match self.ctx.guarded(self.turn.model.client.chat(&request)).await {
-            None => return Err(EngineError::Cancelled),
-            Some(Err(error)) => {
-                return Err(EngineError::failed(
-                    ErrorKind::LlmError,
-                    format!("summarising failed: {}", error.message),
-                ))
-            }
-            Some(Ok(response)) => response,
+        let call = ModelCall {
+            model: &turn.model,
+            request,
+            limits: &turn.limits,
+            purpose: Purpose::Summarizer,
+            task: &turn.task,
+            agent: &turn.agent,
         };
-        pending.usage.llm_calls += 1;
-        pending.usage.prompt_tokens += response.usage.prompt_tokens as i64;
-        pending.usage.completion_tokens += response.usage.completion_tokens as i64;
-        Ok(response.content.unwrap_or_default())
-    }
-}
-
-/// Why a model call produced no response.
-enum CallError {
-    /// The model failed: the loop may recover.
-    Llm(LlmError),
-    /// The run must stop (cancelled, lease lost, journal down).
-    Stop(EngineError),
-}
-
-impl From<EngineError> for CallError {
-    fn from(error: EngineError) -> Self {
-        CallError::Stop(error)
+        match self.ctx.call_model(call, pending).await {
+            Ok(response) => Ok(response.content.unwrap_or_default()),
+            Err(CallError::Stop(error)) => Err(error),
+            Err(CallError::Llm(error)) => Err(EngineError::failed(
+                ErrorKind::LlmError,
+                format!("summarising failed: {}", error.message),
+            )),
+        }
     }
 }
 
@@ -591,16 +539,4 @@ fn chunks(lines: &[String], limit: usize) -> Vec<String> {
         }
     }
     out
-}
-
-/// Replace the NUL characters of a model's reply, which Postgres cannot store.
-fn scrub_reply(response: &mut ChatResponse) {
-    if let Some(content) = &mut response.content {
-        crate::text::scrub(content);
-    }
-    for call in &mut response.tool_calls {
-        crate::text::scrub(&mut call.id);
-        crate::text::scrub(&mut call.name);
-        crate::text::scrub(&mut call.arguments);
-    }
 }

@@ -6,6 +6,7 @@
 use serde_json::{json, Value};
 
 use super::agent::{AgentLoop, Flow};
+use super::effects::Purpose;
 use super::journal::Step;
 use super::prompts;
 use super::repair::parse_lenient;
@@ -79,7 +80,15 @@ impl AgentLoop<'_> {
         ];
         let text = self
             .turn
-            .side_call(&self.turn.model, &conversation, messages, "the guardrail check", self.ctx, pending)
+            .side_call(
+                &self.turn.model,
+                &conversation,
+                messages,
+                Purpose::Guardrail,
+                "the guardrail check",
+                self.ctx,
+                pending,
+            )
             .await?;
         Ok(read_verdict(&text))
     }

@@ -6,6 +6,7 @@
 pub mod agent;
 mod calls;
 pub mod crew;
+mod effects;
 pub mod guardrail;
 pub mod journal;
 pub mod plan;

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::agent::AgentTurn;
+use super::effects::Purpose;
 use super::journal::Step;
 use super::prompts;
 use super::react::{self, ReactStep};
@@ -89,7 +90,9 @@ async fn plan(
         ChatMessage::system(prompts::PLANNER_SYSTEM),
         ChatMessage::user(prompts::planner_prompt(&turn.task_prompt, &tools)),
     ];
-    let text = turn.side_call(&options.planner, &conversation, messages, "planning", ctx, pending).await?;
+    let text = turn
+        .side_call(&options.planner, &conversation, messages, Purpose::Planner, "planning", ctx, pending)
+        .await?;
     let steps = read_plan(&text, turn);
     turn.event(pending, EventType::TaskPlanned, json!({"task": turn.task, "steps": steps}));
     Ok(steps)

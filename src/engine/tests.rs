@@ -31,6 +31,8 @@ struct ScriptedLlm {
     /// Replies for requests to a given model, before the shared ones.
     by_model: Mutex<std::collections::HashMap<String, VecDeque<Reply>>>,
     requests: Mutex<Vec<ChatRequest>>,
+    /// When each request arrived.
+    arrivals: Mutex<Vec<std::time::Instant>>,
     hang: bool,
 }
 
@@ -42,11 +44,16 @@ impl ScriptedLlm {
     fn requests(&self) -> Vec<ChatRequest> {
         self.requests.lock().expect("lock").clone()
     }
+
+    fn arrivals(&self) -> Vec<std::time::Instant> {
+        self.arrivals.lock().expect("lock").clone()
+    }
 }
 
 impl LlmClient for ScriptedLlm {
     fn chat<'a>(&'a self, request: &'a ChatRequest) -> LlmFuture<'a> {
         self.requests.lock().expect("lock").push(request.clone());
+        self.arrivals.lock().expect("lock").push(std::time::Instant::now());
         let own = self.by_model.lock().expect("lock").get_mut(&request.model).and_then(VecDeque::pop_front);
         let reply = own.or_else(|| self.replies.lock().expect("lock").pop_front());
         let hang = self.hang;
@@ -1098,4 +1105,118 @@ async fn a_resumed_planned_task_continues_at_the_step_in_flight() {
     assert_eq!(requests.len(), 2, "no new plan, step 1 not redone: step 2 then the answer");
     assert_eq!(requests[0].messages[1].content.as_deref(), Some("Two"));
     assert!(requests[1].messages[1].content.as_deref().is_some_and(|c| c.contains("R1") && c.contains("R2")));
+}
+
+// Every model call goes through the effects layer: the judge, the planner and the summariser are
+// throttled, paused by provider holds, scrubbed of NUL, counted and announced like agent turns.
+
+/// The data of every event of `event_type`.
+fn event_data(journal: &MemoryJournal, event_type: EventType) -> Vec<Value> {
+    journal.events().into_iter().filter(|e| e.event_type == event_type).map(|e| e.data).collect()
+}
+
+#[tokio::test]
+async fn a_guardrail_call_is_spaced_by_max_rpm_like_the_agent_call_before_it() {
+    let llm =
+        ScriptedLlm::new(vec![text("Paris is big (the atlas)."), text(r#"{"pass": true, "reason": "ok"}"#)]);
+    let engine = engine(llm.clone(), true, vec![]);
+    let crew =
+        crew(json!([]), "auto", json!({"max_rpm": 60, "tasks": [{"guardrail": "It cites a source."}]}));
+    let journal = MemoryJournal::new(&["t"]);
+    run(&engine, &crew, &journal).await.expect("run");
+    let arrivals = llm.arrivals();
+    assert_eq!(arrivals.len(), 2);
+    let gap = arrivals[1] - arrivals[0];
+    // 60 per minute: one call a second (a few ms of the first call's own reservation aside).
+    assert!(gap >= Duration::from_millis(990), "the judge was asked {gap:?} after the agent");
+    let throttled = event_data(&journal, EventType::RunThrottled);
+    assert_eq!(throttled.len(), 1, "{throttled:?}");
+    assert!(throttled[0]["limit"].as_str().is_some_and(|l| l.ends_with("crew (60/min)")), "{throttled:?}");
+    let started = event_data(&journal, EventType::LlmStarted);
+    assert_eq!(started[1], json!({"model": "openai/test-model", "purpose": "guardrail"}));
+}
+
+#[tokio::test]
+async fn a_provider_hold_pauses_the_planner() {
+    let llm = ScriptedLlm::new(vec![text("R1"), text("Report")]);
+    with_planner(&llm, vec![plan_reply(json!([{"description": "Find it"}]))]);
+    let limiter = Arc::new(crate::ratelimit::RateLimiter::default());
+    let engine = engine(llm.clone(), true, vec![sleepy()]).with_rate_limiter(limiter.clone());
+    let held_from = std::time::Instant::now();
+    limiter.hold(&crate::llm::provider_key("openai"), limiter.now() + Duration::from_millis(1200));
+    let journal = MemoryJournal::new(&["t"]);
+    run(&engine, &planned_crew(json!({})), &journal).await.expect("run");
+    let requests = llm.requests();
+    assert_eq!(requests[0].model, "planner", "the planner is asked first");
+    let waited = llm.arrivals()[0] - held_from;
+    assert!(waited >= Duration::from_millis(1150), "the planner was asked after {waited:?}");
+    let throttled = event_data(&journal, EventType::RunThrottled);
+    assert!(
+        throttled
+            .first()
+            .and_then(|t| t["limit"].as_str())
+            .is_some_and(|l| l.contains("provider asked to wait")),
+        "{throttled:?}"
+    );
+    let started = event_data(&journal, EventType::LlmStarted);
+    assert_eq!(started[0], json!({"model": "openai/planner", "purpose": "planner"}));
+}
+
+#[tokio::test]
+async fn a_guardrail_reply_with_nul_is_scrubbed_before_it_is_journaled() {
+    let llm = ScriptedLlm::new(vec![text("An answer."), text("{\"pass\": true, \"reason\": \"fine\u{0}\"}")]);
+    let engine = engine(llm, true, vec![]);
+    let crew = crew(json!([]), "auto", json!({"tasks": [{"guardrail": "It is an answer."}]}));
+    let journal = NulRefusingJournal(MemoryJournal::new(&["t"]));
+    let output =
+        engine.run(&crew, &inputs(), &journal, &CancellationToken::new()).await.expect("run completes");
+    assert_eq!(output.raw, "An answer.");
+    let verdict = journal.0.snapshot().conversation("t#1/guardrail").last().and_then(|m| m.content.clone());
+    assert_eq!(verdict.as_deref(), Some("{\"pass\": true, \"reason\": \"fine\u{fffd}\"}"));
+    let passed = event_data(&journal.0, EventType::GuardrailPassed);
+    assert_eq!(passed[0]["reason"], "fine\u{fffd}");
+}
+
+#[tokio::test]
+async fn usage_counts_planner_guardrail_and_summary_tokens() {
+    let usage = |prompt, completion| TokenUsage { prompt_tokens: prompt, completion_tokens: completion };
+    let with_usage = |reply: Reply, prompt, completion| {
+        reply.map(|r| ChatResponse { usage: usage(prompt, completion), ..r })
+    };
+    let llm = ScriptedLlm::new(vec![
+        with_usage(text("R1"), 100, 10),
+        with_usage(text("Report"), 200, 20),
+        with_usage(text(r#"{"pass": true, "reason": "ok"}"#), 30, 3),
+    ]);
+    with_planner(&llm, vec![with_usage(plan_reply(json!([{"description": "Find it"}])), 4000, 400)]);
+    let engine = engine(llm.clone(), true, vec![sleepy()]);
+    let crew = planned_crew(json!({"tasks": [{"guardrail": "It is a report."}]}));
+    let journal = MemoryJournal::new(&["t"]);
+    assert_eq!(run(&engine, &crew, &journal).await.expect("run"), "Report");
+    assert_eq!(llm.requests().len(), 4);
+    let total = journal.usage();
+    assert_eq!((total.llm_calls, total.prompt_tokens, total.completion_tokens), (4, 4330, 433));
+    let finished = event_data(&journal, EventType::LlmFinished);
+    let purposes: Vec<&str> = finished.iter().map(|d| d["purpose"].as_str().unwrap_or("turn")).collect();
+    assert_eq!(purposes, ["planner", "turn", "turn", "guardrail"]);
+    assert_eq!(finished[0]["usage"], json!({"prompt_tokens": 4000, "completion_tokens": 400}));
+}
+
+/// A journal that refuses a step holding a NUL character, as Postgres does.
+struct NulRefusingJournal(MemoryJournal);
+
+impl Journal for NulRefusingJournal {
+    fn load(&self) -> JournalFuture<'_, Snapshot> {
+        self.0.load()
+    }
+
+    fn commit(&self, step: Step) -> JournalFuture<'_, ()> {
+        let in_messages =
+            step.messages.iter().any(|m| m.message.content.as_deref().is_some_and(|c| c.contains('\0')));
+        let in_events = step.events.iter().any(|e| e.data.to_string().contains("\\u0000"));
+        if in_messages || in_events {
+            return Box::pin(async { Err(JournalError::Storage("a NUL character cannot be stored".into())) });
+        }
+        self.0.commit(step)
+    }
 }
