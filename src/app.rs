@@ -172,15 +172,18 @@ pub async fn serve(mut config: Config) -> Result<(), ServeError> {
 /// so its calls take the same path (retries, 429 holds, events) as a real provider's.
 pub async fn start_fake_providers(config: &mut Config) -> Result<(), ServeError> {
     for provider in config.providers.values_mut() {
-        let crate::config::ProviderKind::Fake(script) = &provider.kind else { continue };
-        let fake = crate::fake_llm::FakeLlm::start().await?;
+        let crate::config::ProviderKind::Fake { script, bind } = &provider.kind else { continue };
+        let bind = bind.unwrap_or_else(|| std::net::SocketAddr::from(([127, 0, 0, 1], 0)));
+        let fake = crate::fake_llm::FakeLlm::start_on(bind)
+            .await
+            .map_err(|source| ServeError::Bind { addr: bind, source })?;
         fake.set_label(&provider.name);
         fake.set_max_recorded(FAKE_PROVIDER_CALLS_KEPT);
         fake.set_script(Some(script.clone()));
         provider.base_url = fake.base_url();
         tracing::warn!(
             provider = %provider.name, base_url = %provider.base_url, rules = script.len(),
-            "provider is a FAKE model answering from a script, not a real LLM (GET /calls at its address lists what it was sent)"
+            "provider is a FAKE model answering from a script, not a real LLM (GET /calls at its address lists what it was sent, POST /reset clears it)"
         );
     }
     Ok(())

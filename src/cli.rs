@@ -202,17 +202,16 @@ async fn serve(args: ServeArgs) -> Result<(), BoxError> {
 }
 
 async fn fake_llm(args: FakeLlmArgs) -> Result<(), BoxError> {
-    use crate::fake_llm::{FakeLlm, FakeReply, Script};
-    let script = args.script.as_deref().map(Script::load).transpose()?;
+    use crate::fake_llm::{FakeLlm, Script};
+    let script = match &args.script {
+        Some(path) => Script::load(path)?,
+        None => Script::single_reply(&args.reply, args.delay_ms)?,
+    };
     let fake = FakeLlm::start_on(args.bind).await?;
     fake.set_recording(args.max_calls > 0);
     fake.set_max_recorded(args.max_calls);
-    let rules = script.as_ref().map_or(0, Script::len);
-    match script {
-        Some(script) => fake.set_script(Some(std::sync::Arc::new(script))),
-        None => fake
-            .set_default(Some(FakeReply::text(&args.reply).with_delay(Duration::from_millis(args.delay_ms)))),
-    }
+    let rules = script.len();
+    fake.set_script(Some(std::sync::Arc::new(script)));
     tracing::info!(addr = %fake.addr(), base_url = %fake.base_url(), rules, "fake LLM listening");
     let shutdown = tokio_util::sync::CancellationToken::new();
     crate::app::watch_signals(shutdown).await;

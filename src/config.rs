@@ -96,7 +96,7 @@ pub struct ProviderConfig {
 impl ProviderConfig {
     /// Is it a fake model (scripted replies)?
     pub fn is_fake(&self) -> bool {
-        matches!(self.kind, ProviderKind::Fake(_))
+        matches!(self.kind, ProviderKind::Fake { .. })
     }
 }
 
@@ -106,15 +106,16 @@ pub enum ProviderKind {
     /// An OpenAI-compatible chat-completions API (OpenAI, vLLM, Ollama, LiteLLM, ...).
     OpenAi,
     /// The built-in fake model answering from a script, inside this process: for demos and for
-    /// the CI of services that call agentd. Never a real model.
-    Fake(Arc<crate::fake_llm::Script>),
+    /// the CI of services that call agentd. Never a real model. It listens on `bind` (default: a
+    /// free loopback port), where `GET /calls` and `POST /reset` serve as for `agentd fake-llm`.
+    Fake { script: Arc<crate::fake_llm::Script>, bind: Option<SocketAddr> },
 }
 
 impl fmt::Debug for ProviderKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ProviderKind::OpenAi => f.write_str("OpenAi"),
-            ProviderKind::Fake(script) => write!(f, "Fake({} rules)", script.len()),
+            ProviderKind::Fake { script, .. } => write!(f, "Fake({} rules)", script.len()),
         }
     }
 }
@@ -237,6 +238,9 @@ pub struct FileProvider {
     /// The script a `fake` provider answers from (relative to the config file's directory).
     #[serde(default)]
     pub script: Option<PathBuf>,
+    /// Where a `fake` provider listens (default: a free loopback port).
+    #[serde(default)]
+    pub bind: Option<SocketAddr>,
     /// The environment variable that holds the key (the key itself never goes in the file).
     #[serde(default)]
     pub api_key_env: Option<String>,
@@ -336,8 +340,8 @@ fn provider_kind(
     match p.kind {
         FileProviderKind::OpenAi => {
             let Some(base_url) = &p.base_url else { return invalid("base_url is required".into()) };
-            if p.script.is_some() {
-                return invalid("script belongs to kind = \"fake\" providers".into());
+            if p.script.is_some() || p.bind.is_some() {
+                return invalid("script and bind belong to kind = \"fake\" providers".into());
             }
             url::Url::parse(base_url)
                 .map_err(|e| ConfigError::Invalid(format!("providers.{name}.base_url: {e}")))?;
@@ -357,7 +361,7 @@ fn provider_kind(
             };
             let script = crate::fake_llm::Script::load(&path)
                 .map_err(|e| ConfigError::Invalid(format!("providers.{name}: {e}")))?;
-            Ok((ProviderKind::Fake(Arc::new(script)), String::new()))
+            Ok((ProviderKind::Fake { script: Arc::new(script), bind: p.bind }, String::new()))
         }
     }
 }

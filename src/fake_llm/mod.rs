@@ -256,8 +256,8 @@ fn fake_error(status: StatusCode, kind: &str, message: String, extra: Option<Val
 }
 
 /// The 400 for a request no rule matches: what the rules look at, so a broken script is obvious.
-/// The message names no tool and quotes no text, so a client cannot take it for "tools are not
-/// supported" (the full request is in `GET /calls`).
+/// The `message` names no tool and quotes no text, so a client cannot take it for "tools are not
+/// supported"; the last message's start is in `error.request` (the whole request in `GET /calls`).
 fn no_match(request: &script::Request<'_>) -> FakeReply {
     let last = request.last_message();
     let shown: String = last.chars().take(300).collect();
@@ -344,9 +344,10 @@ async fn chat(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: axum:
 }
 
 fn keep(shared: &Shared, headers: HeaderMap, body: Value, rule: Option<String>, status: u16) {
-    let index = shared.seen.fetch_add(1, Ordering::Relaxed) + 1;
     let max = shared.max_recorded.load(Ordering::Relaxed);
     let mut requests = lock(&shared.requests);
+    // Numbered under the lock, so the record is in index order.
+    let index = shared.seen.fetch_add(1, Ordering::Relaxed) + 1;
     requests.push_back(Recorded { index, at: Utc::now(), headers, body, rule, status });
     while max > 0 && requests.len() as u64 > max {
         requests.pop_front();
@@ -403,9 +404,13 @@ async fn calls(State(shared): State<Arc<Shared>>) -> Json<Value> {
     Json(json!({"calls": calls, "dropped": shared.dropped.load(Ordering::Relaxed)}))
 }
 
-/// `POST /reset`: forget the requests kept and how often each rule answered.
+/// `POST /reset`: forget the requests kept (numbering starts again at 1) and how often each rule
+/// answered. Tool-call and completion ids keep counting, so they stay unique.
 async fn reset(State(shared): State<Arc<Shared>>) -> StatusCode {
-    lock(&shared.requests).clear();
+    let mut requests = lock(&shared.requests);
+    requests.clear();
+    shared.seen.store(0, Ordering::Relaxed);
+    drop(requests);
     shared.dropped.store(0, Ordering::Relaxed);
     if let Some(script) = lock(&shared.script).as_ref() {
         script.reset();

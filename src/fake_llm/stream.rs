@@ -18,9 +18,13 @@ const ARGUMENT_PIECE: usize = 16;
 pub fn events(completion: &Value, include_usage: bool) -> Option<Vec<String>> {
     let choice = completion.pointer("/choices/0")?;
     let message = choice.get("message")?;
+    let id = completion.get("id").cloned().unwrap_or_else(|| json!("chatcmpl-fake"));
+    let created = completion.get("created").cloned().unwrap_or_else(|| json!(0));
     let model = completion["model"].clone();
+    let head = json!({"id": id, "object": "chat.completion.chunk", "created": created, "model": model});
     let chunk = |choices: Value| {
-        let body = json!({"id": "chatcmpl-fake", "object": "chat.completion.chunk", "model": model, "choices": choices});
+        let mut body = head.clone();
+        body["choices"] = choices;
         format!("data: {body}\n\n")
     };
     let delta = |delta: Value| chunk(json!([{"index": 0, "delta": delta, "finish_reason": null}]));
@@ -42,10 +46,9 @@ pub fn events(completion: &Value, include_usage: bool) -> Option<Vec<String>> {
     let finish = choice.get("finish_reason").cloned().unwrap_or_else(|| json!("stop"));
     events.push(chunk(json!([{"index": 0, "delta": {}, "finish_reason": finish}])));
     if include_usage {
-        let body = json!({
-            "id": "chatcmpl-fake", "object": "chat.completion.chunk", "model": completion["model"],
-            "choices": [], "usage": completion["usage"],
-        });
+        let mut body = head.clone();
+        body["choices"] = json!([]);
+        body["usage"] = completion["usage"].clone();
         events.push(format!("data: {body}\n\n"));
     }
     events.push("data: [DONE]\n\n".to_owned());

@@ -143,6 +143,8 @@ async fn a_script_answers_with_every_reply_kind_and_records_what_it_was_sent() {
     assert_eq!(call["function"]["arguments"], r#"{"expression":"6*7"}"#);
     assert_eq!(body["choices"][0]["finish_reason"], "tool_calls");
     assert_eq!(body["usage"], json!({"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10}));
+    assert!(body["id"].as_str().is_some_and(|id| id.starts_with("chatcmpl-fake-")), "{body}");
+    assert_eq!((body["object"].as_str(), body["model"].as_str()), (Some("chat.completion"), Some("gpt-4o")));
 
     // Text from a template, after a tool result.
     let after_tool = json!({"model": "gpt-4o", "tools": calculator_tool(), "messages": [
@@ -249,6 +251,9 @@ async fn a_streaming_request_gets_the_same_answer_as_chunks() {
         .map(|c| serde_json::from_str(c.strip_prefix("data: ").expect("data line")).expect("JSON chunk"))
         .collect();
     assert!(events.iter().all(|e| e["object"] == "chat.completion.chunk"));
+    assert!(events
+        .iter()
+        .all(|e| e["id"] == events[0]["id"] && e["created"].as_u64().is_some_and(|t| t > 0)));
     let typed: String =
         events.iter().filter_map(|e| e.pointer("/choices/0/delta/content").and_then(Value::as_str)).collect();
     assert_eq!(typed, "The quick brown fox");
@@ -444,8 +449,21 @@ async fn event_types(client: &reqwest::Client, base: &str, id: &str) -> Vec<Stri
 async fn a_fake_provider_runs_a_crew_inside_serve_and_its_runs_say_so(pool: PgPool) {
     let url = child_database_url(&pool).await;
     let files = TempFile::new("provider.toml", PROVIDER_SCRIPT);
-    let config = files.add("agentd.toml", "[providers.fake]\nkind = \"fake\"\nscript = \"provider.toml\"\n");
-    let agentd = Agentd::start(&url, &[("AGENTD_CONFIG", config.to_str().expect("path"))]);
+    let port =
+        std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port();
+    let config = files.add(
+        "agentd.toml",
+        &format!(
+            "[providers.fake]\nkind = \"fake\"\nscript = \"provider.toml\"\nbind = \"127.0.0.1:{port}\"\n"
+        ),
+    );
+    // The real provider is unreachable: a run on it must not leave the machine.
+    let env = [
+        ("AGENTD_CONFIG", config.to_str().expect("path")),
+        ("OPENAI_BASE_URL", "http://127.0.0.1:9/v1"),
+        ("OPENAI_API_KEY", "not-a-key"),
+    ];
+    let agentd = Agentd::start(&url, &env);
     let client = reqwest::Client::new();
     let kickoff = |crew: Value| {
         client
@@ -499,6 +517,31 @@ async fn a_fake_provider_runs_a_crew_inside_serve_and_its_runs_say_so(pool: PgPo
     assert_eq!(answered("rule=\"compute\"", 200), 1, "{logs:#?}");
     assert_eq!(answered("rule=\"judge: fail once\"", 200), 1, "{logs:#?}");
     assert!(logs.iter().any(|l| l.contains("LLM call failed; retrying")), "{logs:#?}");
+    // The fake provider listens where it was told: what the model was sent, and a reset.
+    let fake = format!("http://127.0.0.1:{port}");
+    let calls: Value =
+        client.get(format!("{fake}/calls")).send().await.expect("GET /calls").json().await.expect("JSON");
+    let first = &calls["calls"][0];
+    assert_eq!(
+        (first["rule"].as_str(), first["status"].as_u64(), first["model"].as_str()),
+        (Some("rate limited once"), Some(429), Some("scripted"))
+    );
+    let reported = calls["calls"]
+        .as_array()
+        .expect("calls")
+        .iter()
+        .find(|c| c["rule"] == "report the result")
+        .expect("reported");
+    assert!(
+        reported["messages"]
+            .as_array()
+            .expect("messages")
+            .iter()
+            .any(|m| m["role"] == "tool" && m["content"] == "42"),
+        "{reported}"
+    );
+    let reset = client.post(format!("{fake}/reset")).send().await.expect("POST /reset");
+    assert_eq!(reset.status(), StatusCode::NO_CONTENT);
 
     // A model that rejects native tools: the agent switches to ReAct, is told its first ReAct reply
     // could not be read, and then uses the tool.
@@ -574,7 +617,8 @@ async fn the_example_configuration_answers_agents_without_a_model_from_the_fake(
         "agents": [{"name": "a", "role": "Helper", "goal": "Help", "backstory": "Kind.", "tools": ["calculator"]},
                    {"name": "b", "role": "Writer", "goal": "Write", "backstory": "Brief."}],
         "tasks": [{"name": "count", "description": "Count", "expected_output": "A number", "agent": "a"},
-                  {"name": "greet", "description": "Greet", "expected_output": "A greeting", "agent": "b"}]
+                  {"name": "greet", "description": "Greet", "expected_output": "A greeting", "agent": "b",
+                   "guardrail": "It greets."}]
     });
     let response = client
         .post(format!("{}/v1/kickoffs", agentd.base))

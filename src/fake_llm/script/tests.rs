@@ -314,3 +314,45 @@ fn replies_carry_usage_delays_literal_bodies_and_raw_arguments() {
     let reply = reply.expect("rendered");
     assert_eq!((reply.status, reply.body), (400, json!("tools are not supported")));
 }
+
+#[test]
+fn a_tool_result_condition_needs_a_tool_result() {
+    let s = script(json!({"rules": [
+        {"name": "after a tool", "when": {"tool_result": {"regex": ".*"}}, "reply": {"text": "t"}},
+        {"name": "other", "reply": {"text": "o"}},
+    ]}));
+    assert_eq!(rule_of(&s, &chat(json!([{"role": "user", "content": "x"}]))).as_deref(), Some("other"));
+    let with_tool =
+        chat(json!([{"role": "user", "content": "x"}, {"role": "tool", "tool_call_id": "c", "content": ""}]));
+    assert_eq!(rule_of(&s, &with_tool).as_deref(), Some("after a tool"));
+}
+
+#[test]
+fn a_reply_that_cannot_be_made_does_not_use_up_its_rule() {
+    let s = script(
+        json!({"rules": [{"name": "once", "times": 1, "reply": {"tool_calls": [{"name": "$first_tool"}]}}]}),
+    );
+    let without_tools = chat(json!([{"role": "user", "content": "x"}]));
+    assert!(answer(&s, &without_tools).expect("the rule").1.is_err());
+    let with_tools = json!({"model": "m", "messages": [{"role": "user", "content": "x"}],
+                            "tools": [{"type": "function", "function": {"name": "calculator"}}]});
+    assert!(answer(&s, &with_tools).expect("the rule, still unused").1.is_ok());
+    assert!(answer(&s, &with_tools).is_none(), "used once");
+}
+
+#[test]
+fn open_writes_literal_braces_and_completions_have_ids() {
+    let s = script(json!({"rules": [{"reply": {"text": "{{open}}name}} is {{model}}"}}]}));
+    let (_, body) = answer(&s, &chat(json!([]))).expect("a rule");
+    let body = body.expect("rendered");
+    assert_eq!(content(&body), "{{name}} is gpt-4o-mini");
+    assert!(body["id"].as_str().is_some_and(|id| id.starts_with("chatcmpl-fake-")), "{body}");
+    assert!(body["created"].as_u64().is_some_and(|t| t > 1_700_000_000), "{body}");
+    assert_eq!(
+        (body["object"].as_str(), body["model"].as_str()),
+        (Some("chat.completion"), Some("gpt-4o-mini"))
+    );
+    let single = Script::single_reply("Final Answer: {{kept}}", 0).expect("a script");
+    let (label, body) = answer(&single, &chat(json!([]))).expect("a rule");
+    assert_eq!((label.as_str(), content(&body.expect("rendered"))), ("--reply", "Final Answer: {{kept}}"));
+}

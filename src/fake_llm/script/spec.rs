@@ -1,0 +1,167 @@
+//! The script file's format (JSON, or TOML read into the same shape), checked by serde with the
+//! path of whatever does not fit.
+
+use std::collections::BTreeMap;
+use std::num::NonZeroU32;
+
+use regex::Regex;
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::when::{Calls, Pattern};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ScriptSpec {
+    pub(super) rules: Vec<RuleSpec>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RuleSpec {
+    pub(super) name: Option<String>,
+    #[serde(default)]
+    pub(super) when: WhenSpec,
+    pub(super) times: Option<NonZeroU32>,
+    pub(super) reply: ReplySpec,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct WhenSpec {
+    pub(super) model: Option<String>,
+    pub(super) message: Option<PatternSpec>,
+    pub(super) tool_result: Option<PatternSpec>,
+    pub(super) any_message: Option<PatternSpec>,
+    pub(super) system: Option<PatternSpec>,
+    pub(super) last_role: Option<RoleSpec>,
+    pub(super) tools: Option<bool>,
+    pub(super) call: Option<CallSpec>,
+    pub(super) stream: Option<bool>,
+}
+
+#[derive(Deserialize, Clone, Copy)]
+#[serde(rename_all = "lowercase")]
+pub(super) enum RoleSpec {
+    System,
+    User,
+    Assistant,
+    Tool,
+}
+
+impl RoleSpec {
+    pub(super) fn as_str(self) -> &'static str {
+        match self {
+            RoleSpec::System => "system",
+            RoleSpec::User => "user",
+            RoleSpec::Assistant => "assistant",
+            RoleSpec::Tool => "tool",
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(try_from = "Value")]
+pub(super) struct PatternSpec(pub(super) Pattern);
+
+impl TryFrom<Value> for PatternSpec {
+    type Error = String;
+
+    fn try_from(value: Value) -> Result<Self, Self::Error> {
+        const SHAPE: &str = "must be a string (found as a substring) or {\"regex\": \"...\"}";
+        match value {
+            Value::String(text) => Ok(Self(Pattern::Contains(text))),
+            Value::Object(fields) if fields.len() == 1 => match fields.get("regex") {
+                Some(Value::String(regex)) => Regex::new(regex)
+                    .map(|r| Self(Pattern::Regex(r)))
+                    .map_err(|e| format!("invalid regex: {e}")),
+                _ => Err(SHAPE.into()),
+            },
+            _ => Err(SHAPE.into()),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(try_from = "Value")]
+pub(super) struct CallSpec(pub(super) Calls);
+
+impl TryFrom<Value> for CallSpec {
+    type Error = String;
+
+    fn try_from(value: Value) -> Result<Self, Self::Error> {
+        const SHAPE: &str =
+            "must be a position (1 is a conversation's first call), a list of them, or {\"at_least\": N}";
+        let position = |v: &Value| v.as_u64().and_then(|n| u32::try_from(n).ok()).filter(|n| *n >= 1);
+        match &value {
+            Value::Number(_) => {
+                position(&value).map(|n| Self(Calls::Listed(vec![n]))).ok_or_else(|| SHAPE.into())
+            }
+            Value::Array(items) if !items.is_empty() => items
+                .iter()
+                .map(position)
+                .collect::<Option<Vec<_>>>()
+                .map(|l| Self(Calls::Listed(l)))
+                .ok_or_else(|| SHAPE.into()),
+            Value::Object(fields) if fields.len() == 1 => fields
+                .get("at_least")
+                .and_then(position)
+                .map(|n| Self(Calls::AtLeast(n)))
+                .ok_or_else(|| SHAPE.into()),
+            _ => Err(SHAPE.into()),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ReplySpec {
+    pub(super) text: Option<String>,
+    pub(super) tool_calls: Option<Vec<ToolCallSpec>>,
+    pub(super) react: Option<ReactSpec>,
+    pub(super) error: Option<ErrorSpec>,
+    #[serde(default)]
+    pub(super) delay_ms: u64,
+    #[serde(default)]
+    pub(super) chunk_delay_ms: u64,
+    pub(super) usage: Option<UsageSpec>,
+    #[serde(default)]
+    pub(super) headers: BTreeMap<String, String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ToolCallSpec {
+    pub(super) name: String,
+    pub(super) arguments: Option<Value>,
+    pub(super) id: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ReactSpec {
+    pub(super) thought: Option<String>,
+    pub(super) action: Option<String>,
+    pub(super) input: Option<Value>,
+    pub(super) final_answer: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ErrorSpec {
+    pub(super) status: u16,
+    pub(super) message: Option<String>,
+    #[serde(rename = "type")]
+    pub(super) kind: Option<String>,
+    pub(super) code: Option<String>,
+    pub(super) body: Option<Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct UsageSpec {
+    #[serde(default)]
+    pub(super) prompt_tokens: u32,
+    #[serde(default)]
+    pub(super) completion_tokens: u32,
+}
