@@ -1,17 +1,16 @@
-//! One round of tool calls asked for by one reply: check each call, journal the starts, run them
-//! (concurrently when CrewAI's rule allows), journal the ends and the observations. On resume, a
-//! call the crash interrupted is run again only if its tool is idempotent.
+//! One round of tool calls asked for by one reply: check each call, journal the starts, have the
+//! effects layer run them (concurrently when CrewAI's rule allows), journal the ends and the
+//! observations. On resume, a call the crash interrupted is run again only if its tool is
+//! idempotent.
 
-use std::time::Instant;
-
-use futures_util::future::join_all;
 use serde_json::{json, Value};
 
 use super::agent::{AgentLoop, Style};
+use super::effects::{Outcomes, ToolEffect};
 use super::journal::{Step, ToolCallEnd, ToolCallOutcome, ToolCallStart};
 use super::prompts;
 use super::react::ActionInput;
-use super::toolbox::{DelegateMode, Prepared, Runner, ToolEntry};
+use super::toolbox::{Prepared, ToolEntry};
 use super::EngineError;
 use crate::domain::EventType;
 use crate::llm::{ChatMessage, Image, ToolCallRequest};
@@ -44,12 +43,6 @@ impl PlannedCall {
         Self { id: key.clone(), key, name, input }
     }
 }
-
-/// How long idempotent calls may take and still be journaled in one commit with their starts.
-const FOLD_WINDOW: std::time::Duration = std::time::Duration::from_millis(10);
-
-/// Each call's outcome and duration in ms, if it ran.
-type Outcomes = Vec<Option<(ToolCallOutcome, u64)>>;
 
 /// What to do with one call.
 enum Action {
@@ -156,54 +149,19 @@ impl ToolRound<'_, '_> {
         }
     }
 
-    /// Commit the starts, then run the calls. When every call to run is idempotent, the calls
-    /// start at once instead, and if they are done within [`FOLD_WINDOW`] their starts and ends
-    /// share one commit (a crash meanwhile repeats at most the model's reply, as one during the
-    /// commit itself would); otherwise the starts are committed while they go on (a failed
-    /// commit, such as a lost lease, stops them).
+    /// Have the effects layer run the calls that need running (it commits their starts as the
+    /// durability contract requires).
     async fn start_and_execute(&self, calls: &[Call], pending: &mut Step) -> Result<Outcomes, EngineError> {
-        if !calls.iter().all(foldable) {
-            self.agent.ctx.commit(pending).await?;
-            return self.execute(calls).await;
-        }
-        let execution = self.execute(calls);
-        tokio::pin!(execution);
-        let quick = tokio::select! {
-            biased;
-            outcomes = &mut execution => Some(outcomes),
-            () = tokio::time::sleep(FOLD_WINDOW) => None,
-        };
-        if let Some(outcomes) = quick {
-            return outcomes;
-        }
-        self.agent.ctx.commit_alongside(pending, execution).await?
-    }
-
-    /// Run every call that needs running, concurrently; `None` outcomes for the others.
-    async fn execute(&self, calls: &[Call]) -> Result<Outcomes, EngineError> {
-        let runs = calls.iter().map(|call| async move {
-            let Action::Execute { entry, arguments, .. } = &call.action else { return Ok(None) };
-            let started = Instant::now();
-            let result = match &entry.runner {
-                Runner::Tool(tool) => tool.call(arguments.clone()).await,
-                Runner::Delegate(mode) => self.delegate(*mode, &call.planned.key, arguments).await?,
-            };
-            let elapsed = started.elapsed();
-            self.agent.ctx.metrics.observe_tool(entry.name(), elapsed);
-            let outcome = match result {
-                Ok(mut result) => {
-                    crate::text::scrub(&mut result);
-                    ToolCallOutcome::Succeeded { result, cached: false }
+        let effects: Vec<Option<ToolEffect<'_>>> = calls
+            .iter()
+            .map(|call| match &call.action {
+                Action::Execute { entry, arguments, .. } => {
+                    Some(ToolEffect { entry, arguments, key: &call.planned.key })
                 }
-                Err(mut error) => {
-                    crate::text::scrub(&mut error);
-                    ToolCallOutcome::Failed { error }
-                }
-            };
-            Ok(Some((outcome, elapsed.as_millis() as u64)))
-        });
-        let results = self.agent.ctx.guarded(join_all(runs)).await.ok_or(EngineError::Cancelled)?;
-        results.into_iter().collect()
+                Action::Done | Action::Answer { .. } | Action::Skip => None,
+            })
+            .collect();
+        self.agent.ctx.run_tools(&self.agent.turn.task, &effects, pending).await
     }
 
     /// Journal how a call ended and tell the model. Returns the result of a successful
@@ -277,24 +235,6 @@ impl ToolRound<'_, '_> {
     }
 }
 
-impl ToolRound<'_, '_> {
-    /// Hand work or a question to a coworker (hierarchical process).
-    async fn delegate(
-        &self,
-        mode: DelegateMode,
-        call_id: &str,
-        arguments: &Value,
-    ) -> Result<Result<String, String>, EngineError> {
-        let ctx = self.agent.ctx;
-        let Some(coworkers) = ctx.coworkers else {
-            return Ok(Err("this agent has no coworkers to delegate to".to_owned()));
-        };
-        // The call's key (`<task>#<iteration>/<call id>`) names the coworker's conversation.
-        let conversation = call_id.to_owned();
-        coworkers.delegate(ctx, &self.agent.turn.task, conversation, mode, arguments).await
-    }
-}
-
 /// Split an image result into the text the journal and events keep and the image the model sees
 /// (with its size); an image over the size cap becomes a failure.
 fn take_image(outcome: ToolCallOutcome) -> (ToolCallOutcome, Option<(Image, usize)>) {
@@ -329,15 +269,6 @@ fn interrupted(entry: Option<&ToolEntry>, tool: &str, arguments: &Value) -> Acti
                 fresh: false,
             }
         }
-    }
-}
-
-/// May this call start before its start is durable? Yes unless it runs a tool that is not
-/// idempotent or delegates (a coworker's work is journaled as it goes).
-fn foldable(call: &Call) -> bool {
-    match &call.action {
-        Action::Execute { entry, .. } => entry.info.idempotent && matches!(entry.runner, Runner::Tool(_)),
-        Action::Done | Action::Answer { .. } | Action::Skip => true,
     }
 }
 

@@ -1,27 +1,41 @@
-//! The effects layer for model calls: the one way a run's calls reach a model, whatever asks
-//! (an agent's turn, the manager's, a coworker's, the guardrail judge, the planner, the context
-//! summariser), so that every call keeps the same rules:
+//! The effects layer: the one way a run's calls reach the world, so that every call keeps the
+//! durability contract and the run's accounting, whatever makes it. Callers decide *what* to
+//! call and journal *what* it meant; this module decides *when* the journal must be durable.
 //!
-//! 1. it waits for a slot under its rate limits (crew or agent `max_rpm`, the provider's `rpm`
-//!    and 429 holds), announcing a wait as `run.throttled`;
-//! 2. it announces `llm.started` and commits the pending journal step before the model is asked
-//!    (the durability contract), except a step a resumed run would write again the same way
-//!    ([`Step::is_replayable`]: a task's start and prompts), which is committed while the call
-//!    goes out; a failed commit stops the call;
+//! Model calls ([`Context::call_model`]), whatever asks (an agent's turn, the manager's, a
+//! coworker's, the guardrail judge, the planner, the context summariser):
+//!
+//! 1. wait for a slot under their rate limits (crew or agent `max_rpm`, the provider's `rpm` and
+//!    429 holds), announcing a wait as `run.throttled`;
+//! 2. announce `llm.started` and commit the pending journal step before the model is asked,
+//!    except a step a resumed run would write again the same way ([`Step::is_replayable`]: a
+//!    task's start and prompts), which is committed while the call goes out; a failed commit
+//!    stops the call;
 //! 3. after the reply: NUL characters are scrubbed (Postgres cannot store them), latency and
 //!    tokens go to the metrics and the run's usage, and `llm.finished` is announced.
 //!
-//! Tool calls keep their own path (`calls.rs`) for now.
+//! Tool calls ([`Context::run_tools`]: built-in, HTTP and crew tools, and delegations to
+//! coworkers) run after the pending step, which holds their journaled starts, is committed;
+//! except when every call of the round is idempotent and runs a tool: then they start at once,
+//! and if they are done within [`FOLD_WINDOW`] their starts and ends share one commit (a crash
+//! meanwhile repeats at most the model's reply), otherwise the starts are committed while they
+//! go on (a failed commit, such as a lost lease, stops them). Results are scrubbed of NUL and
+//! timed in the metrics. A cancelled run abandons its calls.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
+use futures_util::future::join_all;
 use serde_json::{json, Value};
 
-use super::journal::Step;
+use super::journal::{Step, ToolCallOutcome};
+use super::toolbox::{Runner, ToolEntry};
 use super::{Context, EngineError};
 use crate::domain::EventType;
 use crate::llm::{provider_key, ChatRequest, ChatResponse, LlmError, ResolvedModel};
 use crate::ratelimit::Limit;
+
+/// How long idempotent calls may take and still be journaled in one commit with their starts.
+pub const FOLD_WINDOW: Duration = Duration::from_millis(10);
 
 /// Why a model is asked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -135,6 +149,87 @@ impl Context<'_> {
         pending.event(EventType::RunThrottled, Some(task), Some(agent), data);
         self.commit(pending).await?;
         self.guarded(tokio::time::sleep_until(start)).await.ok_or(EngineError::Cancelled)
+    }
+}
+
+/// One tool call to perform.
+pub struct ToolEffect<'a> {
+    pub entry: &'a ToolEntry,
+    pub arguments: &'a Value,
+    /// The call's journal key; a delegation's conversation is named after it.
+    pub key: &'a str,
+}
+
+impl ToolEffect<'_> {
+    /// May the call start before its start is durable? Yes if it runs an idempotent tool (a
+    /// delegation does not: the coworker's work is journaled as it goes).
+    fn foldable(&self) -> bool {
+        self.entry.info.idempotent && matches!(self.entry.runner, Runner::Tool(_))
+    }
+}
+
+/// Each call's outcome and duration in ms, where a call ran.
+pub type Outcomes = Vec<Option<(ToolCallOutcome, u64)>>;
+
+impl Context<'_> {
+    /// Run the tool calls of one round of `task` concurrently (`None`: nothing to run in that
+    /// place), keeping the rules above; `pending` holds their journaled starts.
+    pub async fn run_tools(
+        &self,
+        task: &str,
+        calls: &[Option<ToolEffect<'_>>],
+        pending: &mut Step,
+    ) -> Result<Outcomes, EngineError> {
+        if !calls.iter().flatten().all(ToolEffect::foldable) {
+            self.commit(pending).await?;
+            return self.execute_tools(task, calls).await;
+        }
+        let execution = self.execute_tools(task, calls);
+        tokio::pin!(execution);
+        let quick = tokio::select! {
+            biased;
+            outcomes = &mut execution => Some(outcomes),
+            () = tokio::time::sleep(FOLD_WINDOW) => None,
+        };
+        if let Some(outcomes) = quick {
+            return outcomes;
+        }
+        self.commit_alongside(pending, execution).await?
+    }
+
+    async fn execute_tools(
+        &self,
+        task: &str,
+        calls: &[Option<ToolEffect<'_>>],
+    ) -> Result<Outcomes, EngineError> {
+        let runs = calls.iter().map(|call| async move {
+            let Some(ToolEffect { entry, arguments, key }) = call else { return Ok(None) };
+            let started = Instant::now();
+            let result = match &entry.runner {
+                Runner::Tool(tool) => tool.call((*arguments).clone()).await,
+                Runner::Delegate(mode) => match self.coworkers {
+                    Some(coworkers) => {
+                        coworkers.delegate(self, task, (*key).to_owned(), *mode, arguments).await?
+                    }
+                    None => Err("this agent has no coworkers to delegate to".to_owned()),
+                },
+            };
+            let elapsed = started.elapsed();
+            self.metrics.observe_tool(entry.name(), elapsed);
+            let outcome = match result {
+                Ok(mut result) => {
+                    crate::text::scrub(&mut result);
+                    ToolCallOutcome::Succeeded { result, cached: false }
+                }
+                Err(mut error) => {
+                    crate::text::scrub(&mut error);
+                    ToolCallOutcome::Failed { error }
+                }
+            };
+            Ok(Some((outcome, elapsed.as_millis() as u64)))
+        });
+        let results = self.guarded(join_all(runs)).await.ok_or(EngineError::Cancelled)?;
+        results.into_iter().collect()
     }
 }
 
