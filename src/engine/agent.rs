@@ -20,7 +20,7 @@ use crate::llm::{
     ChatMessage, ChatRequest, ChatResponse, LlmError, LlmErrorKind, ResolvedModel, Role, ToolCallRequest,
 };
 
-use super::guardrail::Guardrail;
+use super::guardrail::{Guardrail, Judgement};
 use super::plan::PlanOptions;
 use super::toolbox::Toolbox;
 use crate::ratelimit::Limit;
@@ -77,7 +77,7 @@ pub(super) struct AgentLoop<'a> {
     pub(super) iterations: u32,
     pub(super) style: Style,
     schema_retries: u32,
-    pub(super) guardrail_retries: u32,
+    guardrail_retries: u32,
     compacted_last: bool,
 }
 
@@ -382,15 +382,21 @@ impl<'a> AgentLoop<'a> {
         }
     }
 
-    /// A final answer: check it against the output schema, then announce it.
     /// A final answer: check it against the output schema and the guardrail, then announce it.
     async fn finish(&mut self, output: String, pending: &mut Step) -> Result<Flow, EngineError> {
         let output = match self.check_schema(output, pending)? {
             Ok(output) => output,
             Err(flow) => return Ok(flow),
         };
-        if let Some(flow) = self.check_guardrail(&output, pending).await? {
-            return Ok(flow);
+        if let Some(guardrail) = &self.turn.guardrail {
+            let (turn, ctx, iteration) = (self.turn, self.ctx, self.iterations);
+            let failures = &mut self.guardrail_retries;
+            if let Judgement::Redo(feedback) =
+                guardrail.check(turn, iteration, &output, failures, ctx, pending).await?
+            {
+                self.push(ChatMessage::user(feedback), pending);
+                return Ok(Flow::Continue);
+            }
         }
         self.turn.event(pending, EventType::AgentFinalAnswer, json!({"output": output.raw}));
         Ok(Flow::Finish(output))

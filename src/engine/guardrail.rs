@@ -5,12 +5,12 @@
 
 use serde_json::{json, Value};
 
-use super::agent::{AgentLoop, Flow};
+use super::agent::AgentTurn;
 use super::effects::Purpose;
 use super::journal::Step;
 use super::prompts;
 use super::repair::parse_lenient;
-use super::EngineError;
+use super::{Context, EngineError};
 use crate::domain::{ErrorKind, EventType, TaskOutput};
 use crate::llm::{ChatMessage, Role};
 
@@ -30,65 +30,62 @@ struct Verdict {
     reason: String,
 }
 
-impl AgentLoop<'_> {
-    /// Judge `output` against the task's guardrail: `None` to accept it, or the flow that asks
-    /// the agent to redo it.
-    pub(super) async fn check_guardrail(
-        &mut self,
+/// What the guardrail makes of an answer.
+pub(super) enum Judgement {
+    /// The answer stands.
+    Accept,
+    /// The agent redoes its answer after this feedback.
+    Redo(String),
+}
+
+impl Guardrail {
+    /// Judge `output`, the answer of iteration `iteration` of `turn`'s conversation, and announce
+    /// the verdict (`guardrail.passed` / `guardrail.failed`). `failures` counts the failed checks
+    /// of this task so far; past `max_retries` of them the task fails.
+    pub(super) async fn check(
+        &self,
+        turn: &AgentTurn,
+        iteration: u32,
         output: &TaskOutput,
+        failures: &mut u32,
+        ctx: &Context<'_>,
         pending: &mut Step,
-    ) -> Result<Option<Flow>, EngineError> {
-        let Some(guardrail) = self.turn.guardrail.clone() else { return Ok(None) };
-        let verdict = self.judge(&guardrail, output, pending).await?;
-        let data = json!({"task": self.turn.task, "reason": verdict.reason});
+    ) -> Result<Judgement, EngineError> {
+        let verdict = self.verdict(turn, iteration, output, ctx, pending).await?;
+        let data = json!({"task": turn.task, "reason": verdict.reason});
         if verdict.pass {
-            self.turn.event(pending, EventType::GuardrailPassed, data);
-            return Ok(None);
+            turn.event(pending, EventType::GuardrailPassed, data);
+            return Ok(Judgement::Accept);
         }
-        self.turn.event(pending, EventType::GuardrailFailed, data);
-        self.guardrail_retries += 1;
-        if self.guardrail_retries > guardrail.max_retries {
-            let message = format!(
-                "the answer failed its guardrail {} times; last reason: {}",
-                self.guardrail_retries, verdict.reason
-            );
+        turn.event(pending, EventType::GuardrailFailed, data);
+        *failures += 1;
+        if *failures > self.max_retries {
+            let message =
+                format!("the answer failed its guardrail {failures} times; last reason: {}", verdict.reason);
             return Err(EngineError::failed(ErrorKind::LlmError, message));
         }
-        self.push(ChatMessage::user(prompts::guardrail_feedback(&verdict.reason)), pending);
-        Ok(Some(Flow::Continue))
+        Ok(Judgement::Redo(prompts::guardrail_feedback(&verdict.reason)))
     }
 
-    /// The verdict on the answer of the current iteration: the journaled one, or a new judge call.
-    async fn judge(
-        &mut self,
-        guardrail: &Guardrail,
+    /// The verdict on the answer: the journaled one, or a new judge call.
+    async fn verdict(
+        &self,
+        turn: &AgentTurn,
+        iteration: u32,
         output: &TaskOutput,
+        ctx: &Context<'_>,
         pending: &mut Step,
     ) -> Result<Verdict, EngineError> {
-        let conversation = format!("{}#{}/guardrail", self.turn.conversation, self.iterations);
-        let recorded = self.ctx.snapshot.conversation(&conversation);
+        let conversation = format!("{}#{iteration}/guardrail", turn.conversation);
+        let recorded = ctx.snapshot.conversation(&conversation);
         if let Some(reply) = recorded.iter().rev().find(|m| m.role == Role::Assistant) {
             return Ok(read_verdict(reply.content.as_deref().unwrap_or_default()));
         }
-        let messages = vec![
-            ChatMessage::system(prompts::GUARDRAIL_SYSTEM),
-            ChatMessage::user(prompts::guardrail_question(
-                &self.turn.task_prompt,
-                &guardrail.rule,
-                &output.raw,
-            )),
-        ];
-        let text = self
-            .turn
-            .side_call(
-                &self.turn.model,
-                &conversation,
-                messages,
-                Purpose::Guardrail,
-                "the guardrail check",
-                self.ctx,
-                pending,
-            )
+        let question = prompts::guardrail_question(&turn.task_prompt, &self.rule, &output.raw);
+        let messages = vec![ChatMessage::system(prompts::GUARDRAIL_SYSTEM), ChatMessage::user(question)];
+        let what = "the guardrail check";
+        let text = turn
+            .side_call(&turn.model, &conversation, messages, Purpose::Guardrail, what, ctx, pending)
             .await?;
         Ok(read_verdict(&text))
     }
