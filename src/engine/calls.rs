@@ -8,6 +8,7 @@ use serde_json::{json, Value};
 use super::agent::{AgentLoop, Style};
 use super::effects::{Outcomes, ToolEffect};
 use super::journal::{Step, ToolCallEnd, ToolCallOutcome, ToolCallStart};
+use super::keys;
 use super::prompts;
 use super::react::ActionInput;
 use super::toolbox::{Prepared, ToolEntry};
@@ -30,7 +31,7 @@ impl PlannedCall {
     /// A native call of the reply at `iteration` of `conversation`.
     pub fn native(call: &ToolCallRequest, conversation: &str, iteration: u32) -> Self {
         Self {
-            key: format!("{conversation}#{iteration}/{}", call.id),
+            key: keys::native_call(conversation, iteration, &call.id),
             id: call.id.clone(),
             name: call.name.clone(),
             input: ActionInput::from_native(&call.arguments),
@@ -39,7 +40,7 @@ impl PlannedCall {
 
     /// The ReAct action of the reply at `iteration` of `conversation`.
     pub fn react(conversation: &str, iteration: u32, name: String, input: ActionInput) -> Self {
-        let key = format!("{conversation}#{iteration}/react");
+        let key = keys::react_call(conversation, iteration);
         Self { id: key.clone(), key, name, input }
     }
 }

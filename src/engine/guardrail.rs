@@ -8,6 +8,7 @@ use serde_json::{json, Value};
 use super::agent::AgentTurn;
 use super::effects::Purpose;
 use super::journal::Step;
+use super::keys;
 use super::prompts;
 use super::repair::parse_lenient;
 use super::{Context, EngineError};
@@ -76,7 +77,7 @@ impl Guardrail {
         ctx: &Context<'_>,
         pending: &mut Step,
     ) -> Result<Verdict, EngineError> {
-        let conversation = format!("{}#{iteration}/guardrail", turn.conversation);
+        let conversation = keys::guardrail(&turn.conversation, iteration);
         let recorded = ctx.snapshot.conversation(&conversation);
         if let Some(reply) = recorded.iter().rev().find(|m| m.role == Role::Assistant) {
             return Ok(read_verdict(reply.content.as_deref().unwrap_or_default()));

@@ -9,6 +9,7 @@ pub mod crew;
 mod effects;
 pub mod guardrail;
 pub mod journal;
+pub mod keys;
 pub mod plan;
 pub mod prompts;
 pub mod react;

@@ -12,6 +12,7 @@ use serde_json::json;
 use super::agent::AgentTurn;
 use super::effects::Purpose;
 use super::journal::Step;
+use super::keys;
 use super::prompts;
 use super::react::{self, ReactStep};
 use super::repair::parse_lenient;
@@ -79,7 +80,7 @@ async fn plan(
     ctx: &Context<'_>,
     pending: &mut Step,
 ) -> Result<Vec<PlanStep>, EngineError> {
-    let conversation = format!("{}#plan", turn.conversation);
+    let conversation = keys::plan(&turn.conversation);
     let recorded = ctx.snapshot.conversation(&conversation);
     if let Some(reply) = recorded.iter().rev().find(|m| m.role == Role::Assistant) {
         return Ok(read_plan(reply.content.as_deref().unwrap_or_default(), turn));
@@ -121,7 +122,7 @@ async fn run_step(
     ctx: &Context<'_>,
     pending: &mut Step,
 ) -> Result<String, EngineError> {
-    let conversation = format!("{}#step-{number}", turn.conversation);
+    let conversation = keys::step(&turn.conversation, number);
     let fresh = ctx.snapshot.conversation(&conversation).is_empty();
     let data = json!({"task": turn.task, "step": number, "description": step.description});
     if fresh {

@@ -1,0 +1,51 @@
+//! The journal's keys. A conversation and a tool call are named after where they happen, so that
+//! a resumed run finds what it already did: an agent's conversation is its task's name (or, for a
+//! coworker, the key of the delegating call), and everything else derives from it here.
+//!
+//! | key | what |
+//! |---|---|
+//! | `<conversation>#<iteration>/<call id>` | a native tool call of the reply at that iteration (also a coworker's conversation) |
+//! | `<conversation>#<iteration>/react` | the ReAct action of that reply |
+//! | `<conversation>#<iteration>/guardrail` | the guardrail judge's conversation about that reply |
+//! | `<conversation>#plan` | the planner's conversation |
+//! | `<conversation>#step-<n>` | step `n` (from 1) of a planned task |
+
+/// A native tool call, by the provider's call id.
+pub fn native_call(conversation: &str, iteration: u32, call_id: &str) -> String {
+    format!("{conversation}#{iteration}/{call_id}")
+}
+
+/// The ReAct action of a reply (one per reply).
+pub fn react_call(conversation: &str, iteration: u32) -> String {
+    format!("{conversation}#{iteration}/react")
+}
+
+/// The judge's conversation about the answer of `iteration`.
+pub fn guardrail(conversation: &str, iteration: u32) -> String {
+    format!("{conversation}#{iteration}/guardrail")
+}
+
+/// The planner's conversation.
+pub fn plan(conversation: &str) -> String {
+    format!("{conversation}#plan")
+}
+
+/// The conversation of step `number` (from 1) of a planned task.
+pub fn step(conversation: &str, number: usize) -> String {
+    format!("{conversation}#step-{number}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The keys are stored in journals: they must not change shape.
+    #[test]
+    fn keys_keep_their_journaled_shape() {
+        assert_eq!(native_call("t", 2, "call_1"), "t#2/call_1");
+        assert_eq!(react_call("t", 3), "t#3/react");
+        assert_eq!(guardrail("t", 1), "t#1/guardrail");
+        assert_eq!(plan("t"), "t#plan");
+        assert_eq!(step("t#2/c", 4), "t#2/c#step-4");
+    }
+}
