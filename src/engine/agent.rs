@@ -121,15 +121,13 @@ impl AgentTurn {
 
     /// A model call beside the agent's conversation (a plan, a guardrail verdict), journaled in a
     /// conversation of its own (`conversation`) and made through the effects layer under the
-    /// agent's rate limits; the reply's text. `what` names it in errors.
-    #[allow(clippy::too_many_arguments)]
+    /// agent's rate limits; the reply's text.
     pub(super) async fn side_call(
         &self,
         model: &ResolvedModel,
         conversation: &str,
         messages: Vec<ChatMessage>,
         purpose: Purpose,
-        what: &str,
         ctx: &Context<'_>,
         pending: &mut Step,
     ) -> Result<String, EngineError> {
@@ -148,7 +146,7 @@ impl AgentTurn {
             Err(CallError::Llm(error)) => {
                 return Err(EngineError::failed(
                     ErrorKind::LlmError,
-                    format!("{what} failed: {}", error.message),
+                    format!("{} failed: {}", purpose.failing(), error.message),
                 ))
             }
         };
@@ -508,7 +506,7 @@ impl<'a> AgentLoop<'a> {
             Err(CallError::Stop(error)) => Err(error),
             Err(CallError::Llm(error)) => Err(EngineError::failed(
                 ErrorKind::LlmError,
-                format!("summarising failed: {}", error.message),
+                format!("{} failed: {}", Purpose::Summarizer.failing(), error.message),
             )),
         }
     }

@@ -61,6 +61,16 @@ impl Purpose {
             Purpose::Summarizer => data["purpose"] = json!("summarizer"),
         }
     }
+
+    /// How a failed call of this purpose begins its error message ("planning failed: …").
+    pub fn failing(self) -> &'static str {
+        match self {
+            Purpose::Turn(_) => "LLM call",
+            Purpose::Guardrail => "the guardrail check",
+            Purpose::Planner => "planning",
+            Purpose::Summarizer => "summarising",
+        }
+    }
 }
 
 /// One model call of a run.

@@ -84,10 +84,8 @@ impl Guardrail {
         }
         let question = prompts::guardrail_question(&turn.task_prompt, &self.rule, &output.raw);
         let messages = vec![ChatMessage::system(prompts::GUARDRAIL_SYSTEM), ChatMessage::user(question)];
-        let what = "the guardrail check";
-        let text = turn
-            .side_call(&turn.model, &conversation, messages, Purpose::Guardrail, what, ctx, pending)
-            .await?;
+        let text =
+            turn.side_call(&turn.model, &conversation, messages, Purpose::Guardrail, ctx, pending).await?;
         Ok(read_verdict(&text))
     }
 }

@@ -91,9 +91,8 @@ async fn plan(
         ChatMessage::system(prompts::PLANNER_SYSTEM),
         ChatMessage::user(prompts::planner_prompt(&turn.task_prompt, &tools)),
     ];
-    let text = turn
-        .side_call(&options.planner, &conversation, messages, Purpose::Planner, "planning", ctx, pending)
-        .await?;
+    let text =
+        turn.side_call(&options.planner, &conversation, messages, Purpose::Planner, ctx, pending).await?;
     let steps = read_plan(&text, turn);
     turn.event(pending, EventType::TaskPlanned, json!({"task": turn.task, "steps": steps}));
     Ok(steps)
