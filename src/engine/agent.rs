@@ -7,169 +7,80 @@
 
 use serde_json::{json, Value};
 
-use super::calls::{PlannedCall, ToolRound};
-use super::effects::{gates_for, CallError, ModelCall, Purpose};
+use super::calls::{PlannedCall, Round, ToolRound};
+use super::effects::{CallError, ModelCall, Purpose};
+use super::guardrail::Judgement;
 use super::journal::{NewMessage, Step};
 use super::prompts;
 use super::react::{self, ReactStep};
 use super::repair::parse_lenient;
+use super::turn::{AgentTurn, Style};
 use super::{Context, EngineError};
 use crate::domain::schema::validate_instance;
 use crate::domain::{ErrorKind, EventType, TaskOutput};
-use crate::llm::{
-    ChatMessage, ChatRequest, ChatResponse, LlmError, LlmErrorKind, ResolvedModel, Role, ToolCallRequest,
-};
-
-use super::guardrail::{Guardrail, Judgement};
-use super::plan::PlanOptions;
-use super::toolbox::Toolbox;
-use crate::ratelimit::Limit;
-
-/// How the agent asks for tools.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Style {
-    Native,
-    React,
-}
+use crate::llm::{ChatMessage, ChatRequest, ChatResponse, LlmError, LlmErrorKind, Role, ToolCallRequest};
 
 /// Attempts at a final answer that fits the task's output schema.
 const MAX_SCHEMA_RETRIES: u32 = 3;
 /// Characters of conversation summarised per summary call.
 const SUMMARY_CHUNK_CHARS: usize = 8_000;
 
-/// Everything one agent needs for one task.
-#[derive(Clone)]
-pub struct AgentTurn {
-    /// The journal key of the conversation (the task's name, or a delegation's key).
-    pub conversation: String,
-    pub task: String,
-    pub agent: String,
-    pub model: ResolvedModel,
-    pub temperature: Option<f64>,
-    pub max_tokens: Option<u32>,
-    pub toolbox: Toolbox,
-    pub style: Style,
-    pub max_iter: u32,
-    /// The requests-per-minute gates of this agent's calls.
-    pub limits: Vec<Limit>,
-    pub output_schema: Option<Value>,
-    /// A sentence the answer must satisfy, judged by the model, and how many redos it allows.
-    pub guardrail: Option<Guardrail>,
-    /// Plan the task into steps first (`planning: true`).
-    pub plan: Option<PlanOptions>,
-    /// Role, goal and backstory.
-    pub identity: String,
-    /// The task prompt (description, expected output, context).
-    pub task_prompt: String,
+/// Run `turn`'s loop to a final answer. Journal writes go into `pending`, which the effects layer
+/// commits before every external call; what remains in it on return is the caller's to commit.
+pub(super) async fn execute(
+    turn: &AgentTurn,
+    ctx: &Context<'_>,
+    pending: &mut Step,
+) -> Result<TaskOutput, EngineError> {
+    execute_with_transcript(turn, ctx, pending).await.map(|(output, _)| output)
+}
+
+/// [`execute`], returning the answer and the conversation that led to it.
+pub(super) async fn execute_with_transcript(
+    turn: &AgentTurn,
+    ctx: &Context<'_>,
+    pending: &mut Step,
+) -> Result<(TaskOutput, Vec<ChatMessage>), EngineError> {
+    let mut agent = AgentLoop::start(turn, ctx, pending);
+    if let Some(output) = agent.resume(pending).await? {
+        return Ok((output, agent.messages));
+    }
+    let output = agent.run(pending).await?;
+    Ok((output, agent.messages))
 }
 
 /// What the loop decided after a reply.
-pub(super) enum Flow {
+enum Flow {
     Continue,
     Finish(TaskOutput),
 }
 
 /// The state of one running agent loop.
-pub(super) struct AgentLoop<'a> {
-    pub(super) turn: &'a AgentTurn,
-    pub(super) ctx: &'a Context<'a>,
-    pub(super) messages: Vec<ChatMessage>,
-    pub(super) iterations: u32,
-    pub(super) style: Style,
+struct AgentLoop<'a> {
+    turn: &'a AgentTurn,
+    ctx: &'a Context<'a>,
+    messages: Vec<ChatMessage>,
+    iterations: u32,
+    style: Style,
     schema_retries: u32,
     guardrail_retries: u32,
     compacted_last: bool,
 }
 
-impl AgentTurn {
-    /// Run the loop to a final answer. Journal writes go into `pending`, which is committed before
-    /// every external call; what remains in it on return is the caller's to commit.
-    pub async fn execute(&self, ctx: &Context<'_>, pending: &mut Step) -> Result<TaskOutput, EngineError> {
-        if let Some(options) = &self.plan {
-            return Box::pin(super::plan::execute(self, options, ctx, pending)).await;
-        }
-        self.execute_with_transcript(ctx, pending).await.map(|(output, _)| output)
-    }
-
-    /// Run the loop, returning the answer and the conversation that led to it.
-    pub(super) async fn execute_with_transcript(
-        &self,
-        ctx: &Context<'_>,
-        pending: &mut Step,
-    ) -> Result<(TaskOutput, Vec<ChatMessage>), EngineError> {
-        let mut agent = AgentLoop::start(self, ctx, pending);
-        if let Some(output) = agent.resume(pending).await? {
-            return Ok((output, agent.messages));
-        }
-        let output = agent.run(pending).await?;
-        Ok((output, agent.messages))
-    }
-
-    pub(super) fn event(&self, pending: &mut Step, event_type: EventType, data: Value) {
-        pending.event(event_type, Some(&self.task), Some(&self.agent), data);
-    }
-
-    pub(super) fn message(&self, message: ChatMessage) -> NewMessage {
-        NewMessage {
-            conversation: self.conversation.clone(),
-            task: self.task.clone(),
-            agent: self.agent.clone(),
-            message,
-            compacts: false,
+fn system_prompt(turn: &AgentTurn, style: Style) -> String {
+    match (style, turn.toolbox.is_empty()) {
+        (Style::Native, _) => turn.identity.clone(),
+        (Style::React, true) => format!("{}{}", turn.identity, prompts::REACT_NO_TOOLS),
+        (Style::React, false) => {
+            format!("{}{}", turn.identity, prompts::react_tools(&turn.toolbox.definitions()))
         }
     }
+}
 
-    /// A model call beside the agent's conversation (a plan, a guardrail verdict), journaled in a
-    /// conversation of its own (`conversation`) and made through the effects layer under the
-    /// agent's rate limits; the reply's text.
-    pub(super) async fn side_call(
-        &self,
-        model: &ResolvedModel,
-        conversation: &str,
-        messages: Vec<ChatMessage>,
-        purpose: Purpose,
-        ctx: &Context<'_>,
-        pending: &mut Step,
-    ) -> Result<String, EngineError> {
-        let record = |message: ChatMessage| NewMessage {
-            conversation: conversation.to_owned(),
-            ..self.message(message)
-        };
-        pending.messages.extend(messages.iter().cloned().map(record));
-        let request = ChatRequest { model: model.model.clone(), messages, ..ChatRequest::default() };
-        let limits = gates_for(&self.limits, model);
-        let call =
-            ModelCall { model, request, limits: &limits, purpose, task: &self.task, agent: &self.agent };
-        let response = match ctx.call_model(call, pending).await {
-            Ok(response) => response,
-            Err(CallError::Stop(error)) => return Err(error),
-            Err(CallError::Llm(error)) => {
-                return Err(EngineError::failed(
-                    ErrorKind::LlmError,
-                    format!("{} failed: {}", purpose.failing(), error.message),
-                ))
-            }
-        };
-        let text = response.content.unwrap_or_default();
-        pending.messages.push(record(ChatMessage::assistant(text.clone())));
-        Ok(text)
-    }
-
-    fn system_prompt(&self, style: Style) -> String {
-        match (style, self.toolbox.is_empty()) {
-            (Style::Native, _) => self.identity.clone(),
-            (Style::React, true) => format!("{}{}", self.identity, prompts::REACT_NO_TOOLS),
-            (Style::React, false) => {
-                format!("{}{}", self.identity, prompts::react_tools(&self.toolbox.definitions()))
-            }
-        }
-    }
-
-    fn user_prompt(&self, style: Style) -> String {
-        let schema = self.output_schema.as_ref().map(prompts::schema_instruction).unwrap_or_default();
-        let thought = if style == Style::React { "\n\nThought:" } else { "" };
-        format!("{}{schema}{thought}", self.task_prompt)
-    }
+fn user_prompt(turn: &AgentTurn, style: Style) -> String {
+    let schema = turn.output_schema.as_ref().map(prompts::schema_instruction).unwrap_or_default();
+    let thought = if style == Style::React { "\n\nThought:" } else { "" };
+    format!("{}{schema}{thought}", turn.task_prompt)
 }
 
 impl<'a> AgentLoop<'a> {
@@ -179,8 +90,8 @@ impl<'a> AgentLoop<'a> {
         let style = if messages.iter().any(is_fallback_notice) { Style::React } else { turn.style };
         if fresh {
             messages = vec![
-                ChatMessage::system(turn.system_prompt(style)),
-                ChatMessage::user(turn.user_prompt(style)),
+                ChatMessage::system(system_prompt(turn, style)),
+                ChatMessage::user(user_prompt(turn, style)),
             ];
             pending.messages.extend(messages.iter().cloned().map(|m| turn.message(m)));
         }
@@ -285,7 +196,7 @@ impl<'a> AgentLoop<'a> {
     }
 
     /// Append a message to the conversation and the journal.
-    pub(super) fn push(&mut self, message: ChatMessage, pending: &mut Step) {
+    fn push(&mut self, message: ChatMessage, pending: &mut Step) {
         pending.messages.push(self.turn.message(message.clone()));
         self.messages.push(message);
     }
@@ -357,7 +268,7 @@ impl<'a> AgentLoop<'a> {
     }
 
     /// A reply that could not be used: say why, count the iteration, go on.
-    pub(super) fn feedback(&mut self, error: String, pending: &mut Step) -> Flow {
+    fn feedback(&mut self, error: String, pending: &mut Step) -> Flow {
         self.turn.event(pending, EventType::AgentParseError, json!({"error": error}));
         let guidance = match self.style {
             Style::React => prompts::parse_error_feedback(&error, &self.turn.toolbox.definitions()),
@@ -373,8 +284,12 @@ impl<'a> AgentLoop<'a> {
         pending: &mut Step,
         resumed: bool,
     ) -> Result<Flow, EngineError> {
-        let round = ToolRound { agent: self, resumed };
-        match round.run(calls, pending).await? {
+        let round = ToolRound { turn: self.turn, ctx: self.ctx, style: self.style, resumed };
+        let Round { messages, answer } = round.run(calls, pending).await?;
+        for message in messages {
+            self.push(message, pending);
+        }
+        match answer {
             Some(answer) => self.finish_raw(answer, pending),
             None => Ok(Flow::Continue),
         }

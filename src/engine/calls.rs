@@ -1,18 +1,18 @@
 //! One round of tool calls asked for by one reply: check each call, journal the starts, have the
-//! effects layer run them (concurrently when CrewAI's rule allows), journal the ends and the
-//! observations. On resume, a call the crash interrupted is run again only if its tool is
-//! idempotent.
+//! effects layer run them (concurrently when CrewAI's rule allows), journal the ends, and give the
+//! agent loop the observations to append. The round reads the turn and never the loop's state. On
+//! resume, a call the crash interrupted is run again only if its tool is idempotent.
 
 use serde_json::{json, Value};
 
-use super::agent::{AgentLoop, Style};
 use super::effects::{Outcomes, ToolEffect};
 use super::journal::{Step, ToolCallEnd, ToolCallOutcome, ToolCallStart};
 use super::keys;
 use super::prompts;
 use super::react::ActionInput;
 use super::toolbox::{Prepared, ToolEntry};
-use super::EngineError;
+use super::turn::{AgentTurn, Style};
+use super::{Context, EngineError};
 use crate::domain::EventType;
 use crate::llm::{ChatMessage, Image, ToolCallRequest};
 use crate::tools::{parse_image, MAX_IMAGE_BYTES};
@@ -63,19 +63,29 @@ struct Call {
     action: Action,
 }
 
-/// One round of calls of an agent loop.
-pub(super) struct ToolRound<'l, 'a> {
-    pub agent: &'l mut AgentLoop<'a>,
+/// One round of calls of an agent loop: it reads the turn and journals into the pending step, and
+/// hands the messages the conversation gains back to the loop.
+pub(super) struct ToolRound<'a> {
+    pub turn: &'a AgentTurn,
+    pub ctx: &'a Context<'a>,
+    /// How the loop asks for tools now (it may have fallen back to ReAct).
+    pub style: Style,
+    /// The calls are those of the last journaled reply, seen again after a crash.
     pub resumed: bool,
 }
 
-impl ToolRound<'_, '_> {
-    /// Run the round; `Some(result)` when a `result_as_answer` tool ends the task.
-    pub async fn run(
-        mut self,
-        planned: Vec<PlannedCall>,
-        pending: &mut Step,
-    ) -> Result<Option<String>, EngineError> {
+/// What a round gives the agent loop.
+pub(super) struct Round {
+    /// The observations (and images) the conversation gains, in order, for the loop to append and
+    /// journal.
+    pub messages: Vec<ChatMessage>,
+    /// The result of a successful `result_as_answer` call, which ends the task.
+    pub answer: Option<String>,
+}
+
+impl ToolRound<'_> {
+    /// Run the round.
+    pub async fn run(self, planned: Vec<PlannedCall>, pending: &mut Step) -> Result<Round, EngineError> {
         let mut calls: Vec<Call> = planned.into_iter().map(|p| self.plan(p)).collect();
         restrict_batch(&mut calls);
         self.journal_starts(&calls, pending);
@@ -89,21 +99,21 @@ impl ToolRound<'_, '_> {
             }
         }
         let outcomes = self.start_and_execute(&calls, pending).await?;
-        let mut answer = None;
+        let mut round = Round { messages: Vec::new(), answer: None };
         for (call, outcome) in calls.iter().zip(outcomes) {
-            if let Some(result) = self.conclude(call, outcome, pending) {
-                answer = answer.or(Some(result));
+            if let Some(result) = self.conclude(call, outcome, &mut round.messages, pending) {
+                round.answer = round.answer.or(Some(result));
             }
         }
-        if answer.is_none() && self.agent.style == Style::Native {
-            self.agent.push(ChatMessage::user(prompts::REFLECT_ON_RESULTS), pending);
+        if round.answer.is_none() && self.style == Style::Native {
+            round.messages.push(ChatMessage::user(prompts::REFLECT_ON_RESULTS));
         }
-        Ok(answer)
+        Ok(round)
     }
 
     fn plan(&self, planned: PlannedCall) -> Call {
-        let ctx = self.agent.ctx;
-        let toolbox = &self.agent.turn.toolbox;
+        let ctx = self.ctx;
+        let toolbox = &self.turn.toolbox;
         let recorded = self.resumed.then(|| ctx.snapshot.tool_call(&planned.key)).flatten();
         let (tool, action) = match recorded {
             Some(record) if record.outcome.is_some() => (record.tool.clone(), Action::Done),
@@ -129,7 +139,7 @@ impl ToolRound<'_, '_> {
     }
 
     fn journal_starts(&self, calls: &[Call], pending: &mut Step) {
-        let turn = self.agent.turn;
+        let turn = self.turn;
         for call in calls {
             let arguments = match &call.action {
                 Action::Execute { arguments, fresh: true, .. }
@@ -162,15 +172,16 @@ impl ToolRound<'_, '_> {
                 Action::Done | Action::Answer { .. } | Action::Skip => None,
             })
             .collect();
-        self.agent.ctx.run_tools(&self.agent.turn.task, &effects, pending).await
+        self.ctx.run_tools(&self.turn.task, &effects, pending).await
     }
 
-    /// Journal how a call ended and tell the model. Returns the result of a successful
-    /// `result_as_answer` call.
+    /// Journal how a call ended, and say what the model is told (into `messages`). Returns the result
+    /// of a successful `result_as_answer` call.
     fn conclude(
-        &mut self,
+        &self,
         call: &Call,
         executed: Option<(ToolCallOutcome, u64)>,
+        messages: &mut Vec<ChatMessage>,
         pending: &mut Step,
     ) -> Option<String> {
         let (outcome, duration_ms, arguments, entry) = match (&call.action, executed) {
@@ -178,7 +189,7 @@ impl ToolRound<'_, '_> {
             (Action::Skip, _) => {
                 let note =
                     "Not executed: this tool must run alone. Call it again on its own if it is still needed.";
-                self.observe(call, note, pending);
+                self.observe(call, note, messages);
                 return None;
             }
             (Action::Execute { entry, arguments, .. }, Some((outcome, ms))) => {
@@ -188,12 +199,12 @@ impl ToolRound<'_, '_> {
             (Action::Execute { .. }, None) => return None,
         };
         let (outcome, image) = take_image(outcome);
-        let turn = self.agent.turn;
+        let turn = self.turn;
         let id = &call.planned.key;
         let (observation, answer) = match &outcome {
             ToolCallOutcome::Succeeded { result, cached } => {
                 if !cached && image.is_none() {
-                    self.agent.ctx.tools.record(&call.tool, arguments, result);
+                    self.ctx.tools.record(&call.tool, arguments, result);
                 }
                 let mut data = json!({"tool_call_id": id, "tool": call.tool, "observation": result,
                                       "cached": cached, "duration_ms": duration_ms});
@@ -217,22 +228,21 @@ impl ToolRound<'_, '_> {
         if !matches!(call.action, Action::Answer { .. }) {
             pending.tool_ends.push(ToolCallEnd { id: id.clone(), outcome });
         }
-        self.observe(call, &observation, pending);
+        self.observe(call, &observation, messages);
         if let Some((image, _)) = image {
             // Tool messages carry text only: the image follows as a user message.
             let message = format!("The image returned by '{}':", call.tool);
-            self.agent.push(ChatMessage { images: vec![image], ..ChatMessage::user(message) }, pending);
+            messages.push(ChatMessage { images: vec![image], ..ChatMessage::user(message) });
         }
         answer
     }
 
-    /// Append the observation of a call to the conversation.
-    fn observe(&mut self, call: &Call, observation: &str, pending: &mut Step) {
-        let message = match self.agent.style {
+    /// The message that tells the model what a call gave.
+    fn observe(&self, call: &Call, observation: &str, messages: &mut Vec<ChatMessage>) {
+        messages.push(match self.style {
             Style::Native => ChatMessage::tool(call.planned.id.clone(), observation),
             Style::React => ChatMessage::user(prompts::observation(observation)),
-        };
-        self.agent.push(message, pending);
+        });
     }
 }
 

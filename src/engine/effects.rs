@@ -22,6 +22,7 @@
 //! go on (a failed commit, such as a lost lease, stops them). Results are scrubbed of NUL and
 //! timed in the metrics. A cancelled run abandons its calls.
 
+use std::future::Future;
 use std::time::{Duration, Instant};
 
 use futures_util::future::join_all;
@@ -96,6 +97,48 @@ pub enum CallError {
 impl From<EngineError> for CallError {
     fn from(error: EngineError) -> Self {
         CallError::Stop(error)
+    }
+}
+
+impl Context<'_> {
+    /// Commit what is pending, if anything: before an effect (below), and where the process ends
+    /// a task, a delegation or the run.
+    pub async fn commit(&self, pending: &mut Step) -> Result<(), EngineError> {
+        if pending.is_empty() {
+            return Ok(());
+        }
+        let step = std::mem::take(pending);
+        self.journal.commit(step).await.map_err(EngineError::Journal)
+    }
+
+    /// Commit what is pending while `work` goes on, and return what `work` gives; a failed commit
+    /// (a lost lease, say) drops the work.
+    pub async fn commit_alongside<F: Future>(
+        &self,
+        pending: &mut Step,
+        work: F,
+    ) -> Result<F::Output, EngineError> {
+        let commit = self.commit(pending);
+        tokio::pin!(commit, work);
+        tokio::select! {
+            committed = &mut commit => {
+                committed?;
+                Ok(work.await)
+            }
+            output = &mut work => {
+                commit.await?;
+                Ok(output)
+            }
+        }
+    }
+
+    /// Await `future` unless the run is cancelled first (`None`).
+    pub async fn guarded<F: Future>(&self, future: F) -> Option<F::Output> {
+        tokio::select! {
+            biased;
+            () = self.cancel.cancelled() => None,
+            output = future => Some(output),
+        }
     }
 }
 

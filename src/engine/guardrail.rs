@@ -5,12 +5,12 @@
 
 use serde_json::{json, Value};
 
-use super::agent::AgentTurn;
 use super::effects::Purpose;
 use super::journal::Step;
 use super::keys;
 use super::prompts;
 use super::repair::parse_lenient;
+use super::turn::AgentTurn;
 use super::{Context, EngineError};
 use crate::domain::{ErrorKind, EventType, TaskOutput};
 use crate::llm::{ChatMessage, Role};

@@ -2,19 +2,38 @@
 //! reads its reply (native tool calls or ReAct text), runs tools and feeds observations back until
 //! a final answer. Every step goes through a [`Journal`], so a run can be rebuilt and continued
 //! after a crash; the engine itself never touches SQL or HTTP-server types.
+//!
+//! The modules form a one-way graph, each using only those after it:
+//!
+//! ```text
+//! runtime ─► process ─► plan ─► agent ─► calls (a tool round), guardrail ─► turn ─► effects ─► journal
+//!    └─► assemble (turns from the crew spec)      delegation (coworkers) ─► agent
+//! ```
+//!
+//! [`Engine`] (`runtime`) sets up a run; `process` orders its tasks; `assemble` makes each task's
+//! [`turn::AgentTurn`]; `plan` splits a task into steps; `agent` is the loop of one conversation;
+//! `calls` runs one reply's tool calls and `guardrail` judges an answer; `turn` journals messages
+//! and events and makes side calls; `effects` is the one way out (model and tool calls, and the
+//! commit-before-effect rule); `delegation` is the crew's agents as coworkers, reached from
+//! `effects` through the [`Coworkers`] trait. `keys`, `prompts`, `react`, `repair` and `toolbox`
+//! are leaves.
 
-pub mod agent;
+mod agent;
+mod assemble;
 mod calls;
-pub mod crew;
+mod delegation;
 mod effects;
 pub mod guardrail;
 pub mod journal;
 pub mod keys;
 pub mod plan;
+mod process;
 pub mod prompts;
 pub mod react;
 pub mod repair;
+mod runtime;
 pub mod toolbox;
+mod turn;
 
 #[cfg(test)]
 mod tests;
@@ -25,8 +44,8 @@ use std::pin::Pin;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-pub use crew::Engine;
-use journal::{Journal, JournalError, Snapshot, Step};
+use journal::{Journal, JournalError, Snapshot};
+pub use runtime::Engine;
 use toolbox::{DelegateMode, RunTools};
 
 use crate::domain::ErrorKind;
@@ -89,45 +108,4 @@ pub trait Coworkers: Send + Sync {
         mode: DelegateMode,
         arguments: &'b Value,
     ) -> DelegationFuture<'b>;
-}
-
-impl Context<'_> {
-    /// Commit what is pending, if anything.
-    pub async fn commit(&self, pending: &mut Step) -> Result<(), EngineError> {
-        if pending.is_empty() {
-            return Ok(());
-        }
-        let step = std::mem::take(pending);
-        self.journal.commit(step).await.map_err(EngineError::Journal)
-    }
-
-    /// Commit what is pending while `work` goes on, and return what `work` gives; a failed commit
-    /// (a lost lease, say) drops the work.
-    pub async fn commit_alongside<F: Future>(
-        &self,
-        pending: &mut Step,
-        work: F,
-    ) -> Result<F::Output, EngineError> {
-        let commit = self.commit(pending);
-        tokio::pin!(commit, work);
-        tokio::select! {
-            committed = &mut commit => {
-                committed?;
-                Ok(work.await)
-            }
-            output = &mut work => {
-                commit.await?;
-                Ok(output)
-            }
-        }
-    }
-
-    /// Await `future` unless the run is cancelled first (`None`).
-    pub async fn guarded<F: Future>(&self, future: F) -> Option<F::Output> {
-        tokio::select! {
-            biased;
-            () = self.cancel.cancelled() => None,
-            output = future => Some(output),
-        }
-    }
 }

@@ -9,13 +9,14 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use super::agent::AgentTurn;
+use super::agent;
 use super::effects::Purpose;
 use super::journal::Step;
 use super::keys;
 use super::prompts;
 use super::react::{self, ReactStep};
 use super::repair::parse_lenient;
+use super::turn::AgentTurn;
 use super::{Context, EngineError};
 use crate::domain::{EventType, TaskOutput};
 use crate::llm::{ChatMessage, ResolvedModel, Role};
@@ -70,7 +71,7 @@ pub(super) async fn execute(
         plan: None,
         ..turn.clone()
     };
-    Box::pin(final_turn.execute(ctx, pending)).await
+    agent::execute(&final_turn, ctx, pending).await
 }
 
 /// The task's steps: the journaled plan, or a new planner call.
@@ -137,7 +138,7 @@ async fn run_step(
         plan: None,
         ..turn.clone()
     };
-    let execution = Box::pin(step_turn.execute_with_transcript(ctx, pending));
+    let execution = Box::pin(agent::execute_with_transcript(&step_turn, ctx, pending));
     let outcome = match options.step_timeout {
         Some(limit) => tokio::time::timeout(limit, execution).await.ok(),
         None => Some(execution.await),

@@ -1,0 +1,259 @@
+//! Assembling the agents of a run: the [`AgentTurn`] of a task's agent (its model, tools,
+//! delegation tools, rate limits, prompts with the task's context, guardrail and plan options) or
+//! of the hierarchical process's manager, from the crew spec, the kickoff's inputs and the
+//! engine's models and tools.
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use super::guardrail::{Guardrail, DEFAULT_GUARDRAIL_RETRIES};
+use super::plan::{PlanOptions, DEFAULT_MAX_STEP_ITERATIONS};
+use super::prompts;
+use super::toolbox::{DelegateMode, Runner, ToolEntry, Toolbox};
+use super::turn::{AgentTurn, Style};
+use super::EngineError;
+use crate::domain::crew::{AgentSpec, CrewSpec, LlmSpec, Process, TaskSpec, ToolCalling};
+use crate::domain::interpolate::interpolate;
+use crate::domain::{ErrorKind, TaskOutput};
+use crate::llm::{provider_key, LlmRegistry, ResolvedModel};
+use crate::ratelimit::Limit;
+use crate::tools::http::{HttpTool, Outbound};
+use crate::tools::Tool;
+
+/// The name the manager of the hierarchical process goes by in events and the journal.
+pub(super) const MANAGER: &str = "manager";
+
+/// What a run's turns are made from: the engine's models and tools, the crew and the inputs.
+pub(super) struct Assembler<'a> {
+    pub llms: &'a LlmRegistry,
+    pub builtins: &'a [Arc<dyn Tool>],
+    pub outbound: &'a Arc<Outbound>,
+    pub crew: &'a CrewSpec,
+    pub inputs: &'a Map<String, Value>,
+    /// The prefix of this execution's rate-limit keys.
+    pub rate_key: &'a str,
+}
+
+impl Assembler<'_> {
+    /// The turn that performs `task`, seeing the `finished` tasks' outputs: its agent's
+    /// (sequential) or the manager's (hierarchical).
+    pub fn performer(
+        &self,
+        task: &TaskSpec,
+        finished: &[(String, TaskOutput)],
+    ) -> Result<AgentTurn, EngineError> {
+        if self.crew.process == Process::Hierarchical {
+            return self.manager_turn(task, finished);
+        }
+        let agent_name = task.agent.as_deref().unwrap_or_default();
+        let agent = self.crew.agent(agent_name).ok_or_else(|| {
+            EngineError::failed(ErrorKind::Internal, format!("task '{}' names no known agent", task.name))
+        })?;
+        self.turn(task, agent, finished)
+    }
+
+    /// The turn of `agent` on `task`, with its model, tools and prompts.
+    pub fn turn(
+        &self,
+        task: &TaskSpec,
+        agent: &AgentSpec,
+        finished: &[(String, TaskOutput)],
+    ) -> Result<AgentTurn, EngineError> {
+        let fill = |text: &str| interpolate(text, self.inputs);
+        let model = self.resolve(agent.llm.as_ref())?;
+        let mut entries = self.tool_entries(task.tools.as_ref().unwrap_or(&agent.tools));
+        if agent.allow_delegation {
+            entries.extend(delegation_tools(
+                self.crew.agents.iter().filter(|a| a.name != agent.name),
+                self.inputs,
+            ));
+        }
+        let toolbox = Toolbox::new(entries);
+        let style = match agent.tool_calling {
+            ToolCalling::Native => Style::Native,
+            ToolCalling::React => Style::React,
+            ToolCalling::Auto if model.native_tools => Style::Native,
+            ToolCalling::Auto => Style::React,
+        };
+        let (temperature, max_tokens) = llm_options(agent.llm.as_ref());
+        let limits = self.rate_limits(Some(agent), &model);
+        let plan = self.plan_options(task, &model)?;
+        let context = context_of(task, finished);
+        let task_prompt = prompts::task_prompt(
+            &fill(&task.description),
+            &fill(&task.expected_output),
+            context.as_deref(),
+            false,
+        );
+        Ok(AgentTurn {
+            conversation: task.name.clone(),
+            task: task.name.clone(),
+            agent: agent.name.clone(),
+            model,
+            temperature,
+            max_tokens,
+            toolbox,
+            style,
+            max_iter: agent.max_iter,
+            limits,
+            output_schema: task.output_schema.clone(),
+            guardrail: guardrail_of(task),
+            plan,
+            identity: prompts::role_playing(&fill(&agent.role), &fill(&agent.goal), &fill(&agent.backstory)),
+            task_prompt,
+        })
+    }
+
+    /// The manager of the hierarchical process on `task`: it delegates to the crew's agents.
+    fn manager_turn(
+        &self,
+        task: &TaskSpec,
+        finished: &[(String, TaskOutput)],
+    ) -> Result<AgentTurn, EngineError> {
+        let model = self.resolve(self.crew.manager_llm.as_ref())?;
+        let style = if model.native_tools { Style::Native } else { Style::React };
+        let (temperature, max_tokens) = llm_options(self.crew.manager_llm.as_ref());
+        let limits = self.rate_limits(None, &model);
+        let fill = |text: &str| interpolate(text, self.inputs);
+        let context = context_of(task, finished);
+        Ok(AgentTurn {
+            conversation: task.name.clone(),
+            task: task.name.clone(),
+            agent: MANAGER.to_owned(),
+            model,
+            temperature,
+            max_tokens,
+            toolbox: Toolbox::new(delegation_tools(self.crew.agents.iter(), self.inputs)),
+            style,
+            max_iter: crate::domain::crew::DEFAULT_MAX_ITER,
+            limits,
+            output_schema: task.output_schema.clone(),
+            guardrail: guardrail_of(task),
+            plan: None,
+            identity: prompts::role_playing(
+                prompts::MANAGER_ROLE,
+                prompts::MANAGER_GOAL,
+                prompts::MANAGER_BACKSTORY,
+            ),
+            task_prompt: prompts::task_prompt(
+                &fill(&task.description),
+                &fill(&task.expected_output),
+                context.as_deref(),
+                false,
+            ),
+        })
+    }
+
+    /// The model a reference names (the default model when there is none).
+    fn resolve(&self, llm: Option<&LlmSpec>) -> Result<ResolvedModel, EngineError> {
+        self.llms
+            .resolve(llm.map(LlmSpec::model))
+            .map_err(|e| EngineError::failed(ErrorKind::LlmError, e.message))
+    }
+
+    /// How `task` is planned, when the crew plans: the planner (`planning_llm`, else the agent's
+    /// model) and the step limits.
+    fn plan_options(
+        &self,
+        task: &TaskSpec,
+        agent_model: &ResolvedModel,
+    ) -> Result<Option<PlanOptions>, EngineError> {
+        if !self.crew.planning {
+            return Ok(None);
+        }
+        let planner = match &self.crew.planning_llm {
+            Some(llm) => self.resolve(Some(llm))?,
+            None => agent_model.clone(),
+        };
+        Ok(Some(PlanOptions {
+            planner,
+            max_step_iterations: task.max_step_iterations.unwrap_or(DEFAULT_MAX_STEP_ITERATIONS),
+            step_timeout: task.step_timeout_s.map(|s| std::time::Duration::from_secs(u64::from(s))),
+        }))
+    }
+
+    /// The named tools: built-ins and the crew's HTTP tools, with the crew's options.
+    fn tool_entries(&self, names: &[String]) -> Vec<ToolEntry> {
+        names
+            .iter()
+            .filter_map(|name| {
+                if let Some(spec) = self.crew.tools.iter().find(|t| &t.name == name) {
+                    let tool: Arc<dyn Tool> = Arc::new(HttpTool::new(spec, self.outbound.clone()));
+                    return Some(ToolEntry {
+                        result_as_answer: spec.result_as_answer,
+                        max_usage_count: spec.max_usage_count,
+                        cache: spec.cache,
+                        ..ToolEntry::plain(tool)
+                    });
+                }
+                self.builtins.iter().find(|t| &t.info().name == name).cloned().map(ToolEntry::plain)
+            })
+            .collect()
+    }
+
+    /// The gates an agent's LLM calls pass: the crew's `max_rpm` (which overrides the agents', as
+    /// in CrewAI) or the agent's, and the provider's budget (and its 429 holds).
+    fn rate_limits(&self, agent: Option<&AgentSpec>, model: &ResolvedModel) -> Vec<Limit> {
+        let mut limits = Vec::new();
+        match (self.crew.max_rpm, agent.and_then(|a| a.max_rpm.map(|rpm| (a, rpm)))) {
+            (Some(rpm), _) => limits.push(Limit::new(format!("{}crew", self.rate_key), rpm)),
+            (None, Some((agent, rpm))) => {
+                limits.push(Limit::new(format!("{}agent:{}", self.rate_key, agent.name), rpm))
+            }
+            (None, None) => {}
+        }
+        let key = provider_key(&model.provider);
+        limits.push(match model.rpm {
+            Some(rpm) => Limit::new(key, rpm),
+            None => Limit::holds_only(key),
+        });
+        limits
+    }
+}
+
+/// A task's guardrail, with its retry budget.
+fn guardrail_of(task: &TaskSpec) -> Option<Guardrail> {
+    let max_retries = task.guardrail_max_retries.unwrap_or(DEFAULT_GUARDRAIL_RETRIES);
+    task.guardrail.as_ref().map(|rule| Guardrail { rule: rule.clone(), max_retries })
+}
+
+/// Temperature and token limit of a model reference.
+fn llm_options(llm: Option<&LlmSpec>) -> (Option<f64>, Option<u32>) {
+    match llm {
+        Some(LlmSpec::Detailed(options)) => (options.temperature, options.max_tokens),
+        _ => (None, None),
+    }
+}
+
+/// The two delegation tools over `coworkers`.
+fn delegation_tools<'a>(
+    coworkers: impl Iterator<Item = &'a AgentSpec>,
+    inputs: &Map<String, Value>,
+) -> Vec<ToolEntry> {
+    let roles: Vec<String> = coworkers.map(|a| interpolate(&a.role, inputs)).collect();
+    if roles.is_empty() {
+        return Vec::new();
+    }
+    let list = roles.join(", ");
+    [DelegateMode::Work, DelegateMode::Question]
+        .into_iter()
+        .map(|mode| ToolEntry {
+            info: prompts::delegation_tool(mode, &list),
+            runner: Runner::Delegate(mode),
+            result_as_answer: false,
+            max_usage_count: None,
+            cache: false,
+        })
+        .collect()
+}
+
+/// The outputs a task sees: those of its `context` tasks, else of every earlier task.
+fn context_of(task: &TaskSpec, outputs: &[(String, TaskOutput)]) -> Option<String> {
+    let chosen: Vec<(&str, &str)> = outputs
+        .iter()
+        .filter(|(name, _)| task.context.as_ref().is_none_or(|names| names.contains(name)))
+        .map(|(name, output)| (name.as_str(), output.raw.as_str()))
+        .collect();
+    (!chosen.is_empty()).then(|| prompts::context_block(&chosen))
+}

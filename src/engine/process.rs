@@ -1,0 +1,160 @@
+//! The crew process: which task runs when, who performs it with which context, and how each task
+//! ends. Sequential: each task by its agent, seeing the outputs of its `context` tasks (all
+//! earlier ones by default). Hierarchical: a manager agent performs every task by delegating to
+//! the crew's agents (see [`super::delegation`]). Consecutive `async_execution` tasks run
+//! together. A task planned first (`planning: true`) goes through [`super::plan`], any other
+//! straight to the agent loop.
+
+use serde_json::json;
+
+use super::assemble::{Assembler, MANAGER};
+use super::journal::{RunChange, Step, TaskChange};
+use super::turn::AgentTurn;
+use super::{agent, plan, Context, EngineError};
+use crate::domain::crew::{CrewSpec, TaskSpec};
+use crate::domain::{ErrorKind, EventType, TaskOutput, TaskStatus};
+
+/// A task running on its own (`async_execution`).
+type TaskFuture<'a> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<TaskOutput, EngineError>> + Send + 'a>>;
+
+/// Every task in order, skipping those the journal shows finished. Consecutive
+/// `async_execution` tasks run together; the next task without it first waits for them (their
+/// outputs become context in task order).
+pub(super) async fn perform_tasks(
+    assembler: &Assembler<'_>,
+    ctx: &Context<'_>,
+    pending: &mut Step,
+) -> Result<TaskOutput, EngineError> {
+    let crew = assembler.crew;
+    let mut outputs: Vec<Option<TaskOutput>> = vec![None; crew.tasks.len()];
+    let mut finished = Vec::new();
+    let mut running: Vec<(usize, TaskFuture<'_>)> = Vec::new();
+    for (index, task) in crew.tasks.iter().enumerate() {
+        let record = ctx.snapshot.tasks.iter().find(|t| t.name == task.name);
+        if let Some(output) =
+            record.filter(|t| t.status == TaskStatus::Completed).and_then(|t| t.output.clone())
+        {
+            outputs[index] = Some(output);
+            finished = ordered_outputs(crew, &outputs);
+            continue;
+        }
+        if !task.async_execution {
+            settle(&mut running, &mut outputs, ctx, pending).await?;
+            finished = ordered_outputs(crew, &outputs);
+        }
+        let performer = assembler.performer(task, &finished);
+        let agent = match (&performer, &task.agent) {
+            (Ok(turn), _) => turn.agent.clone(),
+            (Err(_), Some(agent)) => agent.clone(),
+            (Err(_), None) => MANAGER.to_owned(),
+        };
+        let fresh = record.is_none_or(|t| t.status == TaskStatus::Pending);
+        if task.async_execution {
+            running.push((index, Box::pin(perform_alone(performer, task, agent, fresh, ctx))));
+            continue;
+        }
+        if fresh {
+            start(task, &agent, pending);
+        }
+        outputs[index] = Some(perform(performer, task, &agent, ctx, pending).await?);
+        finished = ordered_outputs(crew, &outputs);
+    }
+    settle(&mut running, &mut outputs, ctx, pending).await?;
+    outputs
+        .into_iter()
+        .next_back()
+        .flatten()
+        .ok_or_else(|| EngineError::failed(ErrorKind::Internal, "the crew has no tasks"))
+}
+
+/// Journal a task's start.
+fn start(task: &TaskSpec, agent: &str, pending: &mut Step) {
+    pending.tasks.push(TaskChange::Started { task: task.name.clone() });
+    let event = json!({"task": task.name, "agent": agent});
+    pending.event(EventType::TaskStarted, Some(&task.name), Some(agent), event);
+}
+
+/// Perform an async task with its own journal steps, committing its end itself.
+async fn perform_alone(
+    performer: Result<AgentTurn, EngineError>,
+    task: &TaskSpec,
+    agent: String,
+    fresh: bool,
+    ctx: &Context<'_>,
+) -> Result<TaskOutput, EngineError> {
+    let mut pending = Step::default();
+    if fresh {
+        start(task, &agent, &mut pending);
+    }
+    let result = perform(performer, task, &agent, ctx, &mut pending).await;
+    ctx.commit(&mut pending).await?;
+    result
+}
+
+/// Wait for the running async tasks (after committing what is pending: they call out).
+async fn settle(
+    running: &mut Vec<(usize, TaskFuture<'_>)>,
+    outputs: &mut [Option<TaskOutput>],
+    ctx: &Context<'_>,
+    pending: &mut Step,
+) -> Result<(), EngineError> {
+    if running.is_empty() {
+        return Ok(());
+    }
+    ctx.commit(pending).await?;
+    let (indices, futures): (Vec<usize>, Vec<TaskFuture<'_>>) = running.drain(..).unzip();
+    let results = futures_util::future::join_all(futures).await;
+    for (index, result) in indices.into_iter().zip(results) {
+        outputs[index] = Some(result?);
+    }
+    Ok(())
+}
+
+/// The finished tasks' outputs in task order.
+fn ordered_outputs(crew: &CrewSpec, outputs: &[Option<TaskOutput>]) -> Vec<(String, TaskOutput)> {
+    crew.tasks
+        .iter()
+        .zip(outputs)
+        .filter_map(|(task, output)| output.clone().map(|output| (task.name.clone(), output)))
+        .collect()
+}
+
+/// One task by its performer (by plan, or straight through the agent loop), journaling its end.
+async fn perform(
+    performer: Result<AgentTurn, EngineError>,
+    task: &TaskSpec,
+    agent: &str,
+    ctx: &Context<'_>,
+    pending: &mut Step,
+) -> Result<TaskOutput, EngineError> {
+    let result = match performer {
+        Ok(turn) => match &turn.plan {
+            Some(options) => Box::pin(plan::execute(&turn, options, ctx, pending)).await,
+            None => agent::execute(&turn, ctx, pending).await,
+        },
+        Err(error) => Err(error),
+    };
+    match result {
+        Ok(output) if task.human_input => {
+            let event = json!({"task": task.name, "output": output.raw});
+            pending.event(EventType::RunAwaitingInput, Some(&task.name), Some(agent), event);
+            pending.tasks.push(TaskChange::AwaitingReview { task: task.name.clone(), output });
+            pending.run = Some(RunChange::AwaitingInput);
+            Err(EngineError::AwaitingInput)
+        }
+        Ok(output) => {
+            let event = json!({"task": task.name, "output": output.raw});
+            pending.event(EventType::TaskCompleted, Some(&task.name), Some(agent), event);
+            pending.tasks.push(TaskChange::Completed { task: task.name.clone(), output: output.clone() });
+            Ok(output)
+        }
+        Err(EngineError::Failed { kind, message }) => {
+            let event = json!({"task": task.name, "error": message});
+            pending.event(EventType::TaskFailed, Some(&task.name), Some(agent), event);
+            pending.tasks.push(TaskChange::Failed { task: task.name.clone(), error: message.clone() });
+            Err(EngineError::Failed { kind, message })
+        }
+        Err(other) => Err(other),
+    }
+}

@@ -1,0 +1,137 @@
+//! The engine as a service sees it: one [`Engine`] per process, built with its models, tools, rate
+//! limiter and metrics, and asked to execute (or continue) a run against its journal. It sets up
+//! what the run's calls share (the [`Context`]), has the process perform the tasks, and journals
+//! how the run ended.
+
+use std::sync::Arc;
+
+use serde_json::{json, Map, Value};
+use tokio_util::sync::CancellationToken;
+
+use super::assemble::Assembler;
+use super::delegation::Team;
+use super::journal::{Journal, RunChange, Snapshot, Step, TaskRecord};
+use super::process;
+use super::toolbox::RunTools;
+use super::{Context, Coworkers, EngineError};
+use crate::domain::crew::CrewSpec;
+use crate::domain::{EventType, RunError, TaskOutput, TaskStatus};
+use crate::llm::LlmRegistry;
+use crate::metrics::Metrics;
+use crate::ratelimit::RateLimiter;
+use crate::tools::http::Outbound;
+use crate::tools::{builtin, Tool};
+
+/// Executes runs. One per process, shared by every worker.
+pub struct Engine {
+    llms: LlmRegistry,
+    builtins: Vec<Arc<dyn Tool>>,
+    outbound: Arc<Outbound>,
+    limiter: Arc<RateLimiter>,
+    metrics: Arc<Metrics>,
+}
+
+impl Engine {
+    pub fn new(llms: LlmRegistry, outbound: Arc<Outbound>) -> Self {
+        let builtins = builtin::instantiate(outbound.clone());
+        let (limiter, metrics) = (Arc::new(RateLimiter::default()), Arc::new(Metrics::default()));
+        Self { llms, builtins, outbound, limiter, metrics }
+    }
+
+    /// Record LLM and tool latencies in `metrics`.
+    pub fn with_metrics(mut self, metrics: Arc<Metrics>) -> Self {
+        self.metrics = metrics;
+        self
+    }
+
+    /// Where the engine records its metrics.
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.metrics
+    }
+
+    /// Share `limiter` (the one the LLM clients report 429s to).
+    pub fn with_rate_limiter(mut self, limiter: Arc<RateLimiter>) -> Self {
+        self.limiter = limiter;
+        self
+    }
+
+    /// Add in-process tools, usable by name like the built-ins (for embedding and tests).
+    pub fn with_tools(mut self, tools: impl IntoIterator<Item = Arc<dyn Tool>>) -> Self {
+        self.builtins.extend(tools);
+        self
+    }
+
+    /// Execute (or continue) a run to its end. On success or task failure the run's end is
+    /// journaled here; on cancellation or a lost lease the caller decides.
+    pub async fn run(
+        &self,
+        crew: &CrewSpec,
+        inputs: &Map<String, Value>,
+        journal: &dyn Journal,
+        cancel: &CancellationToken,
+    ) -> Result<TaskOutput, EngineError> {
+        let snapshot = journal.load().await?;
+        self.run_from(crew, inputs, journal, snapshot, cancel).await
+    }
+
+    /// [`Engine::run`] for a run's first attempt: nothing can be journaled yet, so the journal is
+    /// not read (its tasks are all pending).
+    pub async fn run_first_attempt(
+        &self,
+        crew: &CrewSpec,
+        inputs: &Map<String, Value>,
+        journal: &dyn Journal,
+        cancel: &CancellationToken,
+    ) -> Result<TaskOutput, EngineError> {
+        let tasks = crew
+            .tasks
+            .iter()
+            .map(|task| TaskRecord { name: task.name.clone(), status: TaskStatus::Pending, output: None })
+            .collect();
+        self.run_from(crew, inputs, journal, Snapshot { tasks, ..Snapshot::default() }, cancel).await
+    }
+
+    #[tracing::instrument(skip_all, fields(crew = %crew.name), err)]
+    async fn run_from(
+        &self,
+        crew: &CrewSpec,
+        inputs: &Map<String, Value>,
+        journal: &dyn Journal,
+        snapshot: Snapshot,
+        cancel: &CancellationToken,
+    ) -> Result<TaskOutput, EngineError> {
+        let tools = RunTools::from_snapshot(&snapshot);
+        let rate_key = format!("run-{}:", uuid::Uuid::now_v7().simple());
+        let assembler = Assembler {
+            llms: &self.llms,
+            builtins: &self.builtins,
+            outbound: &self.outbound,
+            crew,
+            inputs,
+            rate_key: &rate_key,
+        };
+        let team = Team { assembler: &assembler };
+        let (limiter, metrics) = (self.limiter.as_ref(), self.metrics.as_ref());
+        let coworkers = Some(&team as &dyn Coworkers);
+        let ctx =
+            Context { journal, snapshot: &snapshot, tools: &tools, cancel, coworkers, limiter, metrics };
+        let mut pending = Step::default();
+        let result = process::perform_tasks(&assembler, &ctx, &mut pending).await;
+        self.limiter.forget(&rate_key);
+        match &result {
+            Ok(output) => {
+                pending.event(EventType::RunCompleted, None, None, json!({"output": output.raw}));
+                pending.run = Some(RunChange::Completed { output: output.clone() });
+            }
+            Err(EngineError::Failed { kind, message }) => {
+                let error = RunError { kind: *kind, message: message.clone() };
+                pending.event(EventType::RunFailed, None, None, json!({"error": error}));
+                pending.run = Some(RunChange::Failed { error });
+            }
+            Err(EngineError::AwaitingInput) => {}
+            Err(_) => return result,
+        }
+        ctx.commit(&mut pending).await?;
+        result
+    }
+}
