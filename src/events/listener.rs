@@ -1,22 +1,21 @@
-//! The replica's `LISTEN agentd_events` connection, reconnecting on loss (and telling
-//! subscribers to resynchronise from the database, since notifications may have been missed).
+//! The replica's events notifications (`Store::listen` on `agentd_events`); after a lost
+//! connection subscribers resynchronise from the database, since notifications may have been
+//! missed.
 //! A notification names the events a statement committed (the `events_publish` trigger bundles
 //! them as `[id, run_id, seq, type]`); the listener reads the ones a stream here follows, in one
 //! query, and passes the rest of the followed ones on by type (waiters need no more).
 
 use std::collections::HashMap;
-use std::convert::Infallible;
 use std::sync::Arc;
-use std::time::Duration;
 
+use futures_util::StreamExt;
 use serde::Deserialize;
-use sqlx::postgres::PgListener;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use super::{BusItem, Envelope, EventBus};
 use crate::domain::{Event, EventType, RunId};
-use crate::store::{Store, EVENTS_CHANNEL};
+use crate::store::{Listened, Store, EVENTS_CHANNEL};
 
 /// A committed event as a notification names it.
 #[derive(Debug, Deserialize)]
@@ -29,54 +28,23 @@ impl Ref {
 }
 
 pub(super) async fn listen(store: Store, bus: EventBus, stop: CancellationToken) {
-    let mut connected_before = false;
+    let notices = store.listen(&[EVENTS_CHANNEL]);
+    tokio::pin!(notices);
     loop {
-        tokio::select! {
+        let listened = tokio::select! {
             () = stop.cancelled() => return,
-            Err(error) = session(&store, &bus, &mut connected_before) => {
-                tracing::warn!(%error, "the events LISTEN connection failed; reconnecting");
-            }
-        }
-        tokio::select! {
-            () = stop.cancelled() => return,
-            () = tokio::time::sleep(Duration::from_secs(1)) => {}
-        }
-    }
-}
-
-async fn session(
-    store: &Store,
-    bus: &EventBus,
-    connected_before: &mut bool,
-) -> Result<Infallible, sqlx::Error> {
-    let mut listener = PgListener::connect_with(store.pool()).await?;
-    listener.listen(EVENTS_CHANNEL).await?;
-    if *connected_before {
-        bus.publish(BusItem::Resync);
-    }
-    *connected_before = true;
-    loop {
-        // `try_recv` reports a lost connection (`None`, then reconnects): notifications may have
-        // been missed meanwhile, so subscribers read the database again.
-        let Some(notification) = listener.try_recv().await? else {
-            tracing::warn!("the events LISTEN connection was lost; subscribers resynchronise");
-            bus.publish(BusItem::Resync);
-            continue;
+            Some(listened) = notices.next() => listened,
         };
-        // Notifications that arrived meanwhile go with it: one read for all of them.
-        let mut notifications = vec![notification];
-        while notifications.len() < MAX_NOTIFICATIONS_PER_READ {
-            match listener.next_buffered() {
-                Some(notification) => notifications.push(notification),
-                None => break,
+        match listened {
+            Listened::Connected { again: false } => {}
+            // Notifications may have been missed meanwhile: subscribers read the database again.
+            Listened::Connected { again: true } | Listened::Lost => bus.publish(BusItem::Resync),
+            Listened::Notifications(batch) => {
+                deliver(&store, &bus, batch.iter().map(|n| n.payload.as_str())).await
             }
         }
-        deliver(store, bus, notifications.iter().map(|n| n.payload())).await;
     }
 }
-
-/// Notifications whose events are read in one query at most.
-const MAX_NOTIFICATIONS_PER_READ: usize = 32;
 
 /// Publish notifications' events, in order, to their followers here, reading the bodies streams
 /// need.

@@ -11,15 +11,9 @@ use uuid::Uuid;
 
 use super::events::append_event_tx;
 use super::group::{Failure, GroupWrite};
+use super::listen::{notify, CANCEL_CHANNEL, RUNS_CHANNEL};
 use super::{parse, Store, StoreError, StoreResult};
 use crate::domain::{ErrorKind, EventType, Run, RunError, RunId, RunStatus};
-
-/// The channel on which new and requeued runs are announced (payload: the run id).
-pub const RUNS_CHANNEL: &str = "agentd_runs";
-/// The channel on which cancellations are announced (payload: the run id).
-pub const CANCEL_CHANNEL: &str = "agentd_cancel";
-/// The channel on which every committed event is published (by the `events_publish` trigger).
-pub const EVENTS_CHANNEL: &str = "agentd_events";
 
 /// What a heartbeat learned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -274,12 +268,6 @@ async fn close_open_work(
     )
     .execute(&mut **tx)
     .await?;
-    Ok(())
-}
-
-/// Announce `id` on `channel`; delivered when the transaction commits.
-pub(crate) async fn notify(tx: &mut Transaction<'_, Postgres>, channel: &str, id: RunId) -> StoreResult<()> {
-    sqlx::query!("SELECT pg_notify($1, $2)", channel, id.to_string()).execute(&mut **tx).await?;
     Ok(())
 }
 

@@ -8,6 +8,7 @@ mod events;
 mod group;
 mod journal;
 mod lease;
+mod listen;
 mod review;
 mod run_journal;
 mod runs;
@@ -24,10 +25,11 @@ pub use crews::{CrewRecord, UpsertOutcome};
 use group::Group;
 pub use group::GroupStats;
 pub use journal::{Message, ToolCall};
-pub use lease::{CancelOutcome, Lease, Recovered, CANCEL_CHANNEL, EVENTS_CHANNEL, RUNS_CHANNEL};
+pub use lease::{CancelOutcome, Lease, Recovered};
+pub use listen::{Listened, Notification, CANCEL_CHANNEL, EVENTS_CHANNEL, RUNS_CHANNEL};
 pub use review::ResumeOutcome;
 pub use run_journal::RunJournal;
-pub use runs::{BatchOutcome, IdempotencyKey, KickoffOutcome, RunPage};
+pub use runs::{Created, IdempotencyKey, RunPage};
 
 /// The schema migrations, embedded in the binary.
 pub static MIGRATOR: Migrator = sqlx::migrate!("./migrations");
@@ -141,10 +143,6 @@ impl Store {
             .acquire_timeout(settings.acquire_timeout)
             .connect_lazy_with(options);
         Self::new(pool)
-    }
-
-    pub fn pool(&self) -> &PgPool {
-        &self.pool
     }
 
     /// Apply pending migrations. Safe when several replicas start at once: sqlx holds a Postgres

@@ -5,7 +5,7 @@
 use serde_json::{json, Value};
 
 use super::events::append_event_tx;
-use super::lease::{notify, RUNS_CHANNEL};
+use super::listen::{notify, RUNS_CHANNEL};
 use super::{parse, Store, StoreError, StoreResult};
 use crate::domain::{EventType, Run, RunId, RunStatus};
 
