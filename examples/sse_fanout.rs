@@ -12,10 +12,10 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use agentd::app::AppState;
 use agentd::config::{Config, Secret};
 use agentd::domain::{EventType, RunId};
 use agentd::engine::journal::{Journal, RunChange, Step};
+use agentd::http::AppState;
 use agentd::store::Store;
 use serde_json::{json, Value};
 use sqlx::postgres::PgPoolOptions;

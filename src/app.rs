@@ -1,4 +1,5 @@
-//! Assembles the service: shared state, the router, the listener, and graceful shutdown.
+//! The composition root: connects the store, builds the engine and the worker pool, serves the
+//! API (see [`crate::http`]) and drains both on shutdown.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -8,69 +9,13 @@ use tokio::net::{TcpListener, TcpSocket};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{Config, Secret};
-use crate::domain::ValidationContext;
 use crate::engine::Engine;
-use crate::events::EventBus;
 use crate::llm::{LlmRegistry, RetryPolicy};
 use crate::metrics::Metrics;
 use crate::ratelimit::RateLimiter;
 use crate::store::{PoolSettings, Store, StoreError};
-use crate::tools::builtin_tool_names;
 use crate::tools::http::Outbound;
 use crate::worker::{WorkerPool, WorkerSettings};
-
-/// What every handler shares. Cheap to clone.
-#[derive(Clone)]
-pub struct AppState {
-    pub store: Store,
-    pub config: Arc<Config>,
-    /// What crew specs are checked against: built-in tools, configured providers.
-    pub validation: Arc<ValidationContext>,
-    /// The OpenAPI document, rendered once.
-    pub openapi_json: Arc<str>,
-    /// This replica's live events.
-    pub bus: EventBus,
-    /// What `/metrics` shows (shared with the worker pool's engine).
-    pub metrics: Arc<Metrics>,
-    /// Cancelled when the service shuts down.
-    pub shutdown: CancellationToken,
-}
-
-impl AppState {
-    /// The state of a server that stops with the process.
-    pub fn new(store: Store, config: Config) -> Self {
-        Self::with_shutdown(store, config, CancellationToken::new())
-    }
-
-    /// The state of a server that stops when `shutdown` is cancelled (its event bus with it).
-    pub fn with_shutdown(store: Store, config: Config, shutdown: CancellationToken) -> Self {
-        let validation = ValidationContext {
-            builtin_tools: builtin_tool_names(),
-            providers: config.providers.keys().cloned().collect(),
-            fake_providers: config
-                .providers
-                .values()
-                .filter(|p| p.is_fake())
-                .map(|p| p.name.clone())
-                .collect(),
-            default_model: config.default_model.clone(),
-        };
-        let openapi_json = crate::http::openapi().to_pretty_json().unwrap_or_else(|e| {
-            tracing::error!(error = %e, "the OpenAPI document does not serialize");
-            "{}".to_owned()
-        });
-        let bus = EventBus::start(store.clone(), shutdown.clone());
-        Self {
-            store,
-            config: Arc::new(config),
-            validation: Arc::new(validation),
-            openapi_json: openapi_json.into(),
-            bus,
-            metrics: Arc::new(Metrics::default()),
-            shutdown,
-        }
-    }
-}
 
 /// Why the service could not start or stopped with an error.
 #[derive(Debug, thiserror::Error)]
@@ -230,7 +175,7 @@ async fn serve_api(
     } else if config.api_keys.is_empty() {
         tracing::warn!(%bind, "no API keys configured: the API is open, listening on loopback only");
     }
-    let mut state = AppState::with_shutdown(store, config, shutdown.clone());
+    let mut state = crate::http::AppState::with_shutdown(store, config, shutdown.clone());
     state.metrics = metrics;
     tracing::info!(addr = %listener.local_addr()?, "agentd listening");
     let server = axum::serve(listener, crate::http::router(state))

@@ -13,6 +13,7 @@ pub mod http;
 pub mod llm;
 pub mod metrics;
 pub mod ratelimit;
+pub mod service;
 pub mod store;
 pub mod text;
 pub mod tools;

@@ -7,7 +7,6 @@ use sha2::{Digest, Sha256};
 use utoipa::ToSchema;
 
 use super::crew::CrewSpec;
-use super::run::RunLinks;
 use super::validate::{check_crew_name, validate_crew, validate_inputs, FieldError, ValidationContext};
 use super::{Run, RunId, RunStatus, TaskRun, TaskStatus, Usage};
 
@@ -131,11 +130,7 @@ impl CrewRef {
 impl CrewSpec {
     /// Deserialize a spec from JSON, naming the path of the field that does not fit.
     pub fn from_json(value: Value) -> Result<Self, Vec<FieldError>> {
-        serde_path_to_error::deserialize(value).map_err(|e| {
-            let field = e.path().to_string();
-            let field = if field == "." { String::new() } else { field };
-            vec![FieldError::new(field, e.into_inner().to_string())]
-        })
+        super::validate::parse_json(value)
     }
 }
 
@@ -182,7 +177,6 @@ impl NewRun {
             tasks,
             error: None,
             usage: Usage::default(),
-            links: RunLinks::for_run(self.id),
             fake_llm: self.fake_llm,
         }
     }

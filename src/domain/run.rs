@@ -148,16 +148,9 @@ pub struct TaskRun {
     pub finished_at: Option<DateTime<Utc>>,
 }
 
-/// Links to a run's resources.
+/// A run: its crew, inputs, state, tasks, output or error, and usage (the API adds its links).
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
-pub struct RunLinks {
-    #[serde(rename = "self")]
-    pub self_: String,
-    pub events: String,
-}
-
-/// A run as the API returns it.
-#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+#[schema(as = RunDetails)]
 pub struct Run {
     pub id: RunId,
     pub status: RunStatus,
@@ -175,14 +168,7 @@ pub struct Run {
     pub tasks: Vec<TaskRun>,
     pub error: Option<RunError>,
     pub usage: Usage,
-    pub links: RunLinks,
     /// True when a model of the run's crew is served by a fake provider (`kind = "fake"` in the
     /// server's configuration): its replies are scripted, not a real model's.
     pub fake_llm: bool,
-}
-
-impl RunLinks {
-    pub fn for_run(id: RunId) -> Self {
-        Self { self_: format!("/v1/runs/{id}"), events: format!("/v1/runs/{id}/events") }
-    }
 }

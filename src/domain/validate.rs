@@ -31,6 +31,15 @@ impl FieldError {
     }
 }
 
+/// Deserialize a request's JSON into `T`; a mismatch is one error naming the field's path.
+pub fn parse_json<T: serde::de::DeserializeOwned>(value: Value) -> Result<T, Vec<FieldError>> {
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = e.path().to_string();
+        let field = if path == "." { String::new() } else { path };
+        vec![FieldError::new(field, e.into_inner().to_string())]
+    })
+}
+
 /// Join a parent path and a child path the way JSON paths read.
 pub fn join_path(parent: &str, child: &str) -> String {
     match (parent.is_empty(), child.is_empty() || child == ".") {

@@ -6,7 +6,7 @@ use axum::middleware::Next;
 use axum::response::Response;
 
 use super::error::ApiError;
-use crate::app::AppState;
+use super::AppState;
 
 /// The prefix of every route that needs a key (including unknown ones, which must not reveal
 /// whether they exist).

@@ -9,11 +9,12 @@ use utoipa::ToSchema;
 
 use super::error::{ApiError, ApiResult, Problem};
 use super::extract::{ApiJson, ApiPath};
-use crate::app::AppState;
+use super::wire::CrewBody;
+use super::AppState;
 use crate::domain::interpolate::required_inputs;
-use crate::domain::validate::{check_crew_name, validate_crew};
-use crate::domain::{CrewSpec, FieldError};
-use crate::store::{CrewRecord, UpsertOutcome};
+use crate::domain::validate::check_crew_name;
+use crate::domain::CrewSpec;
+use crate::store::UpsertOutcome;
 
 /// Create or replace a crew.
 ///
@@ -23,54 +24,42 @@ use crate::store::{CrewRecord, UpsertOutcome};
     params(("name" = String, Path, description = "Crew name")),
     request_body = CrewSpec,
     responses(
-        (status = 201, description = "Created", body = CrewRecord),
-        (status = 200, description = "Replaced", body = CrewRecord),
+        (status = 201, description = "Created", body = CrewBody),
+        (status = 200, description = "Replaced", body = CrewBody),
         (status = 400, description = "Malformed JSON or name", body = Problem, content_type = "application/problem+json"),
         (status = 415, description = "Not JSON", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "Invalid crew spec", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "The database is unavailable (retry later)", body = Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn put_crew(
     State(state): State<AppState>,
     ApiPath(name): ApiPath<String>,
-    ApiJson(mut body): ApiJson<Value>,
-) -> ApiResult<(StatusCode, Json<CrewRecord>)> {
+    ApiJson(body): ApiJson<Value>,
+) -> ApiResult<(StatusCode, Json<CrewBody>)> {
     check_name(&name)?;
-    let Some(fields) = body.as_object_mut() else {
-        return Err(ApiError::validation(vec![FieldError::new("", "a crew spec must be a JSON object")]));
-    };
-    match fields.get("name") {
-        None => {
-            fields.insert("name".into(), Value::String(name.clone()));
-        }
-        Some(given) if given.as_str() != Some(name.as_str()) => {
-            return Err(ApiError::validation(vec![FieldError::new(
-                "name",
-                format!("must equal the crew name in the path ('{name}') or be left out"),
-            )]));
-        }
-        Some(_) => {}
-    }
-    let spec = CrewSpec::from_json(body).map_err(ApiError::validation)?;
-    validate_crew(&spec, &state.validation).map_err(ApiError::validation)?;
-    let (record, outcome) = state.store.upsert_crew(&spec).await?;
+    let (record, outcome) = state.services.register_crew(&name, body).await?;
     let status = match outcome {
         UpsertOutcome::Created => StatusCode::CREATED,
         UpsertOutcome::Replaced => StatusCode::OK,
     };
-    Ok((status, Json(record)))
+    Ok((status, Json(record.into())))
 }
 
 /// Every registered crew.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct CrewList {
-    pub crews: Vec<CrewRecord>,
+    pub crews: Vec<CrewBody>,
 }
 
 /// List registered crews by name.
-#[utoipa::path(get, path = "/crews", tag = "crews", responses((status = 200, body = CrewList)))]
+#[utoipa::path(get, path = "/crews", tag = "crews", responses(
+        (status = 200, body = CrewList),
+        (status = 503, description = "The database is unavailable (retry later)", body = Problem, content_type = "application/problem+json"),
+    ))]
 pub async fn list_crews(State(state): State<AppState>) -> ApiResult<Json<CrewList>> {
-    Ok(Json(CrewList { crews: state.store.list_crews().await? }))
+    let crews = state.services.crews().await?;
+    Ok(Json(CrewList { crews: crews.into_iter().map(CrewBody::from).collect() }))
 }
 
 /// Get a registered crew.
@@ -78,15 +67,16 @@ pub async fn list_crews(State(state): State<AppState>) -> ApiResult<Json<CrewLis
     get, path = "/crews/{name}", tag = "crews",
     params(("name" = String, Path, description = "Crew name")),
     responses(
-        (status = 200, body = CrewRecord),
+        (status = 200, body = CrewBody),
         (status = 404, description = "No such crew", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "The database is unavailable (retry later)", body = Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn get_crew(
     State(state): State<AppState>,
     ApiPath(name): ApiPath<String>,
-) -> ApiResult<Json<CrewRecord>> {
-    find(&state, &name).await.map(Json)
+) -> ApiResult<Json<CrewBody>> {
+    Ok(Json(state.services.crew(&name).await?.into()))
 }
 
 /// Delete a registered crew. Runs already started keep their snapshot of it.
@@ -96,17 +86,15 @@ pub async fn get_crew(
     responses(
         (status = 204, description = "Deleted"),
         (status = 404, description = "No such crew", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "The database is unavailable (retry later)", body = Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn delete_crew(
     State(state): State<AppState>,
     ApiPath(name): ApiPath<String>,
 ) -> ApiResult<StatusCode> {
-    if state.store.delete_crew(&name).await? {
-        Ok(StatusCode::NO_CONTENT)
-    } else {
-        Err(not_found(&name))
-    }
+    state.services.delete_crew(&name).await?;
+    Ok(StatusCode::NO_CONTENT)
 }
 
 /// The inputs a crew needs.
@@ -123,24 +111,17 @@ pub struct CrewInputs {
     responses(
         (status = 200, body = CrewInputs),
         (status = 404, description = "No such crew", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "The database is unavailable (retry later)", body = Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn crew_inputs(
     State(state): State<AppState>,
     ApiPath(name): ApiPath<String>,
 ) -> ApiResult<Json<CrewInputs>> {
-    let record = find(&state, &name).await?;
+    let record = state.services.crew(&name).await?;
     Ok(Json(CrewInputs { inputs: required_inputs(&record.spec).into_iter().collect() }))
-}
-
-async fn find(state: &AppState, name: &str) -> ApiResult<CrewRecord> {
-    state.store.get_crew(name).await?.ok_or_else(|| not_found(name))
 }
 
 fn check_name(name: &str) -> ApiResult<()> {
     check_crew_name(name).map_err(|message| ApiError::BadRequest(format!("invalid crew name: {message}")))
-}
-
-fn not_found(name: &str) -> ApiError {
-    ApiError::NotFound(format!("no registered crew named '{name}'"))
 }

@@ -7,6 +7,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::domain::FieldError;
+use crate::service::ServiceError;
 use crate::store::StoreError;
 
 /// An RFC 9457 problem document.
@@ -45,7 +46,29 @@ pub enum ApiError {
     #[error("{0}")]
     Unavailable(String),
     #[error("internal error")]
-    Internal(#[from] StoreError),
+    Internal(StoreError),
+}
+
+/// The one mapping of the use cases' errors to the API's.
+impl From<ServiceError> for ApiError {
+    fn from(error: ServiceError) -> Self {
+        match error {
+            ServiceError::NotFound(message) => ApiError::NotFound(message),
+            ServiceError::Conflict(message) => ApiError::Conflict(message),
+            ServiceError::Invalid(errors) => ApiError::validation(errors),
+            ServiceError::Unavailable(cause) => {
+                tracing::warn!(error = %cause, "request failed: the database is unavailable");
+                ApiError::Unavailable("the database is unavailable; retry later".into())
+            }
+            ServiceError::Internal(cause) => ApiError::Internal(cause),
+        }
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(error: StoreError) -> Self {
+        ServiceError::from(error).into()
+    }
 }
 
 impl ApiError {
@@ -114,6 +137,9 @@ pub fn problem_response(problem: Problem) -> Response {
     response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/problem+json"));
     if status == StatusCode::UNAUTHORIZED {
         response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    }
+    if status == StatusCode::SERVICE_UNAVAILABLE {
+        response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("2"));
     }
     response
 }

@@ -16,9 +16,10 @@ use uuid::Uuid;
 
 use super::error::{ApiError, ApiResult, Problem};
 use super::extract::{ApiPath, ApiQuery};
-use super::runs::{bounded, ensure_run, no_run};
-use crate::app::AppState;
-use crate::domain::{Event, Run, RunId};
+use super::runs::bounded;
+use super::wire::RunBody;
+use super::AppState;
+use crate::domain::{Event, RunId};
 use crate::events::stream::{firehose, run_stream, FrameStream};
 use crate::events::wait_for_run;
 
@@ -61,6 +62,7 @@ pub struct EventList {
         (status = 200, description = "The events (JSON), or their stream (`text/event-stream`)", body = EventList),
         (status = 400, description = "Malformed id or query", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such run", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "The database is unavailable (retry later)", body = Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn run_events(
@@ -72,13 +74,12 @@ pub async fn run_events(
     let id = RunId(id);
     let after = resume_point(&headers, query.after)?;
     if wants_event_stream(&headers) {
-        ensure_run(&state, id, true).await?;
+        state.services.ensure_run(id, true).await?;
         let frames = run_stream(state.store.clone(), &state.bus, id, after);
         return Ok(sse(frames).into_response());
     }
     let limit = bounded(query.limit, DEFAULT_EVENTS, MAX_EVENTS, "limit")?;
-    let events = state.store.list_events(id, after, limit).await?;
-    ensure_run(&state, id, events.is_empty()).await?;
+    let events = state.services.events(id, after, limit).await?;
     let next_after = events.last().map_or(after, |e| e.seq);
     Ok(Json(EventList { events, next_after }).into_response())
 }
@@ -109,6 +110,7 @@ pub struct FirehoseQuery {
     responses(
         (status = 200, description = "The stream", content_type = "text/event-stream"),
         (status = 400, description = "Malformed query", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "The database is unavailable (retry later)", body = Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn all_events(
@@ -136,23 +138,24 @@ pub struct WaitQuery {
     get, path = "/runs/{id}/wait", tag = "runs",
     params(("id" = Uuid, Path, description = "Run id"), WaitQuery),
     responses(
-        (status = 200, body = Run),
+        (status = 200, body = RunBody),
         (status = 400, description = "Malformed id or timeout", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such run", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "The database is unavailable (retry later)", body = Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn wait_run(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<Uuid>,
     ApiQuery(query): ApiQuery<WaitQuery>,
-) -> ApiResult<Json<Run>> {
+) -> ApiResult<Json<RunBody>> {
     let timeout_s = query.timeout_s.unwrap_or(DEFAULT_WAIT_S);
     if timeout_s > MAX_WAIT_S {
         return Err(ApiError::BadRequest(format!("timeout_s must be between 0 and {MAX_WAIT_S}")));
     }
     let id = RunId(id);
     let run = wait_for_run(&state.store, &state.bus, id, Duration::from_secs(timeout_s)).await?;
-    run.map(Json).ok_or_else(|| no_run(id))
+    run.map(|run| Json(run.into())).ok_or_else(|| ApiError::NotFound(format!("no run with id {id}")))
 }
 
 /// Where to resume: `Last-Event-ID`, else `?after=`, else the start.

@@ -78,11 +78,7 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
 
 /// Deserialize an already parsed JSON value into `T`; a mismatch is a 422 naming the field.
 pub fn from_value<T: DeserializeOwned>(value: serde_json::Value) -> Result<T, ApiError> {
-    serde_path_to_error::deserialize(value).map_err(|e| {
-        let path = e.path().to_string();
-        let field = if path == "." { String::new() } else { path };
-        ApiError::validation(vec![FieldError::new(field, e.into_inner().to_string())])
-    })
+    crate::domain::validate::parse_json(value).map_err(ApiError::validation)
 }
 
 /// Path parameters; a malformed one (a bad UUID, say) is a 400.

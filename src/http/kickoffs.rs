@@ -1,4 +1,5 @@
-//! `POST /v1/kickoffs`: validate a crew and its inputs, store a queued run, answer 202.
+//! `POST /v1/kickoffs` and `/batch`: start runs (see [`crate::service`]), answer 202 with them
+//! (200 when an `Idempotency-Key` replays).
 
 use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderName, HeaderValue, StatusCode};
@@ -6,13 +7,11 @@ use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 
 use super::error::{ApiError, ApiResult, Problem};
-use super::extract::{from_value, ApiJson};
-use crate::app::AppState;
-use crate::domain::kickoff::{
-    prepare_batch, prepare_run, request_fingerprint, BatchKickoffRequest, CrewRef, KickoffRequest,
-};
-use crate::domain::{CrewSpec, FieldError, Run};
-use crate::store::{BatchOutcome, IdempotencyKey, KickoffOutcome};
+use super::extract::ApiJson;
+use super::wire::RunBody;
+use super::AppState;
+use crate::domain::kickoff::{BatchKickoffRequest, KickoffRequest};
+use crate::service::Kicked;
 
 const IDEMPOTENCY_KEY: HeaderName = HeaderName::from_static("idempotency-key");
 const IDEMPOTENT_REPLAYED: HeaderName = HeaderName::from_static("idempotent-replayed");
@@ -27,15 +26,16 @@ const IDEMPOTENT_REPLAYED: HeaderName = HeaderName::from_static("idempotent-repl
     request_body = KickoffRequest,
     params(("Idempotency-Key" = Option<String>, Header, description = "At most 255 characters; kept at least 24 hours")),
     responses(
-        (status = 202, description = "Run queued", body = Run,
+        (status = 202, description = "Run queued", body = RunBody,
             headers(("Location" = String, description = "The run's URL"))),
-        (status = 200, description = "Replayed: the run this key created before", body = Run),
+        (status = 200, description = "Replayed: the run this key created before", body = RunBody),
         (status = 400, description = "Malformed JSON or header", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "Missing or bad API key", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "Unknown registered crew", body = Problem, content_type = "application/problem+json"),
         (status = 413, description = "Body over 2 MiB", body = Problem, content_type = "application/problem+json"),
         (status = 415, description = "Not JSON", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "Invalid crew or inputs, or key reused with another body", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "The database is unavailable (retry later)", body = Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn create_kickoff(
@@ -43,66 +43,37 @@ pub async fn create_kickoff(
     headers: HeaderMap,
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<Response> {
-    let key = idempotency_key(&headers, &body, "kickoff")?;
-    if let Some(key) = &key {
-        if let Some(earlier) = state.store.find_idempotent_run(key).await? {
-            return respond(earlier);
-        }
-    }
-    let request: KickoffRequest = from_value(body)?;
-    let crew = resolve_crew(&state, request.crew).await?;
-    let run = prepare_run(crew, request.inputs, request.metadata, request.timeout_s, &state.validation)
-        .map_err(ApiError::validation)?;
-    respond(state.store.create_run(&run, key.as_ref()).await?)
+    let key = idempotency_key(&headers)?;
+    let (status, run, replayed) = match state.services.kickoff(body, key).await? {
+        Kicked::Created(run) => (StatusCode::ACCEPTED, run, false),
+        Kicked::Replayed(run) => (StatusCode::OK, run, true),
+    };
+    let run = RunBody::from(run);
+    let location = run.links.self_.clone();
+    let response = (status, [(header::LOCATION, location)], axum::Json(run)).into_response();
+    Ok(mark_replayed(response, replayed))
 }
 
-/// The crew a kickoff names or carries.
-async fn resolve_crew(state: &AppState, crew: Value) -> ApiResult<CrewSpec> {
-    match CrewRef::parse(crew).map_err(ApiError::validation)? {
-        CrewRef::Spec(spec) => Ok(*spec),
-        CrewRef::Name(name) => match state.store.get_crew(&name).await? {
-            Some(record) => Ok(record.spec),
-            None => Err(ApiError::NotFound(format!("no registered crew named '{name}'"))),
-        },
-    }
-}
-
-/// The request's `Idempotency-Key`, with the fingerprint of its body.
-fn idempotency_key(
-    headers: &HeaderMap,
-    body: &Value,
-    scope: &'static str,
-) -> ApiResult<Option<IdempotencyKey>> {
+/// The request's `Idempotency-Key`.
+fn idempotency_key(headers: &HeaderMap) -> ApiResult<Option<&str>> {
     let Some(value) = headers.get(IDEMPOTENCY_KEY) else { return Ok(None) };
     let key = value.to_str().ok().filter(|k| (1..=255).contains(&k.len())).ok_or_else(|| {
         ApiError::BadRequest("Idempotency-Key must be 1 to 255 visible ASCII characters".into())
     })?;
-    Ok(Some(IdempotencyKey { key: key.to_owned(), scope, fingerprint: request_fingerprint(body) }))
+    Ok(Some(key))
 }
 
-fn key_conflict() -> ApiError {
-    let message = "this key was already used with a different request body";
-    ApiError::validation(vec![FieldError::new("Idempotency-Key", message)])
-}
-
-fn respond(outcome: KickoffOutcome) -> ApiResult<Response> {
-    let (status, run, replayed) = match outcome {
-        KickoffOutcome::Created(run) => (StatusCode::ACCEPTED, run, false),
-        KickoffOutcome::Replayed(run) => (StatusCode::OK, run, true),
-        KickoffOutcome::KeyConflict => return Err(key_conflict()),
-    };
-    let location = run.links.self_.clone();
-    let mut response = (status, [(header::LOCATION, location)], axum::Json(run)).into_response();
+fn mark_replayed(mut response: Response, replayed: bool) -> Response {
     if replayed {
         response.headers_mut().insert(IDEMPOTENT_REPLAYED, HeaderValue::from_static("true"));
     }
-    Ok(response)
+    response
 }
 
 /// The runs a batch kickoff made.
 #[derive(Debug, serde::Serialize, utoipa::ToSchema)]
 pub struct RunBatch {
-    pub runs: Vec<Run>,
+    pub runs: Vec<RunBody>,
 }
 
 /// Start one run of a crew per input set, all or none (CrewAI's `kickoff_for_each`).
@@ -120,6 +91,7 @@ pub struct RunBatch {
         (status = 413, description = "Body over 2 MiB", body = Problem, content_type = "application/problem+json"),
         (status = 415, description = "Not JSON", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "Invalid crew or inputs, or key reused with another body", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "The database is unavailable (retry later)", body = Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn create_batch(
@@ -127,28 +99,11 @@ pub async fn create_batch(
     headers: HeaderMap,
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<Response> {
-    let key = idempotency_key(&headers, &body, "batch")?;
-    if let Some(key) = &key {
-        if let Some(earlier) = state.store.find_idempotent_runs(key).await? {
-            return respond_batch(earlier);
-        }
-    }
-    let request: BatchKickoffRequest = from_value(body)?;
-    let crew = resolve_crew(&state, request.crew).await?;
-    let runs = prepare_batch(crew, request.inputs, request.metadata, request.timeout_s, &state.validation)
-        .map_err(ApiError::validation)?;
-    respond_batch(state.store.create_runs(&runs, key.as_ref()).await?)
-}
-
-fn respond_batch(outcome: BatchOutcome) -> ApiResult<Response> {
-    let (status, runs, replayed) = match outcome {
-        BatchOutcome::Created(runs) => (StatusCode::ACCEPTED, runs, false),
-        BatchOutcome::Replayed(runs) => (StatusCode::OK, runs, true),
-        BatchOutcome::KeyConflict => return Err(key_conflict()),
+    let key = idempotency_key(&headers)?;
+    let (status, runs, replayed) = match state.services.kickoff_batch(body, key).await? {
+        Kicked::Created(runs) => (StatusCode::ACCEPTED, runs, false),
+        Kicked::Replayed(runs) => (StatusCode::OK, runs, true),
     };
-    let mut response = (status, axum::Json(RunBatch { runs })).into_response();
-    if replayed {
-        response.headers_mut().insert(IDEMPOTENT_REPLAYED, HeaderValue::from_static("true"));
-    }
-    Ok(response)
+    let runs = runs.into_iter().map(RunBody::from).collect();
+    Ok(mark_replayed((status, axum::Json(RunBatch { runs })).into_response(), replayed))
 }

@@ -9,11 +9,14 @@ pub mod extract;
 pub mod kickoffs;
 pub mod runs;
 pub mod service;
+mod state;
 pub mod tools;
+pub mod wire;
 
+use axum::body::Bytes;
 use axum::extract::DefaultBodyLimit;
-use axum::middleware;
 use axum::Router;
+use axum::{middleware, Extension};
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::trace::TraceLayer;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
@@ -22,9 +25,9 @@ use utoipa::{Modify, OpenApi};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::app::AppState;
 use error::{ApiError, Problem};
 use extract::MAX_BODY_BYTES;
+pub use state::AppState;
 
 #[derive(OpenApi)]
 #[openapi(
@@ -84,21 +87,30 @@ fn service_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(service::docs))
 }
 
-/// The OpenAPI document, as `agentd openapi` prints it and `/openapi.json` serves it.
-pub fn openapi() -> OpenApiDoc {
-    let (_, doc) = OpenApiRouter::with_openapi(ApiDoc::openapi())
+/// The routes and the OpenAPI document that describes them, made together.
+fn routes_and_document() -> (Router<AppState>, OpenApiDoc) {
+    OpenApiRouter::with_openapi(ApiDoc::openapi())
         .nest("/v1", v1_routes())
         .merge(service_routes())
-        .split_for_parts();
-    doc
+        .split_for_parts()
 }
+
+/// The OpenAPI document, as `agentd openapi` prints it and `/openapi.json` serves it.
+pub fn openapi() -> OpenApiDoc {
+    routes_and_document().1
+}
+
+/// The OpenAPI document as `/openapi.json` serves it, rendered once when the router is built.
+#[derive(Clone)]
+pub struct OpenApiJson(pub Bytes);
 
 /// The whole HTTP application.
 pub fn router(state: AppState) -> Router {
-    let (router, _) = OpenApiRouter::with_openapi(ApiDoc::openapi())
-        .nest("/v1", v1_routes())
-        .merge(service_routes())
-        .split_for_parts();
+    let (router, document) = routes_and_document();
+    let json = document.to_pretty_json().unwrap_or_else(|e| {
+        tracing::error!(error = %e, "the OpenAPI document does not serialize");
+        "{}".to_owned()
+    });
     router
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
@@ -106,6 +118,7 @@ pub fn router(state: AppState) -> Router {
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(CatchPanicLayer::custom(panic_response))
         .layer(TraceLayer::new_for_http().make_span_with(request_span))
+        .layer(Extension(OpenApiJson(Bytes::from(json))))
         .with_state(state)
 }
 

@@ -9,9 +9,9 @@ use uuid::Uuid;
 
 use super::error::{ApiError, ApiResult, Problem};
 use super::extract::{ApiJson, ApiPath, ApiQuery};
-use crate::app::AppState;
-use crate::domain::{FieldError, Run, RunId, RunStatus};
-use crate::store::{CancelOutcome, Message, ResumeOutcome, ToolCall};
+use super::wire::{MessageBody, RunBody, ToolCallBody};
+use super::AppState;
+use crate::domain::{RunId, RunStatus};
 
 const DEFAULT_PAGE: i64 = 50;
 const MAX_PAGE: i64 = 200;
@@ -21,14 +21,14 @@ const MAX_PAGE: i64 = 200;
     get, path = "/runs/{id}", tag = "runs",
     params(("id" = Uuid, Path, description = "Run id")),
     responses(
-        (status = 200, body = Run),
+        (status = 200, body = RunBody),
         (status = 400, description = "Malformed id", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such run", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "The database is unavailable (retry later)", body = Problem, content_type = "application/problem+json"),
     )
 )]
-pub async fn get_run(State(state): State<AppState>, ApiPath(id): ApiPath<Uuid>) -> ApiResult<Json<Run>> {
-    let id = RunId(id);
-    state.store.get_run(id).await?.map(Json).ok_or_else(|| no_run(id))
+pub async fn get_run(State(state): State<AppState>, ApiPath(id): ApiPath<Uuid>) -> ApiResult<Json<RunBody>> {
+    Ok(Json(state.services.run(RunId(id)).await?.into()))
 }
 
 /// Query of `GET /v1/runs`.
@@ -46,7 +46,7 @@ pub struct RunsQuery {
 /// A page of runs, newest first.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct RunList {
-    pub runs: Vec<Run>,
+    pub runs: Vec<RunBody>,
     /// Pass as `cursor` for the next page; `null` on the last page.
     pub next_cursor: Option<String>,
 }
@@ -58,6 +58,7 @@ pub struct RunList {
     responses(
         (status = 200, body = RunList),
         (status = 400, description = "Bad status, limit or cursor", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "The database is unavailable (retry later)", body = Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn list_runs(
@@ -71,15 +72,15 @@ pub async fn list_runs(
             Uuid::parse_str(&c).map(RunId).map_err(|_| ApiError::BadRequest(format!("invalid cursor '{c}'")))
         })
         .transpose()?;
-    let page = state.store.list_runs(query.status, before, limit).await?;
+    let page = state.services.runs(query.status, before, limit).await?;
     let next_cursor = page.next_before.map(|id| id.to_string());
-    Ok(Json(RunList { runs: page.runs, next_cursor }))
+    Ok(Json(RunList { runs: page.runs.into_iter().map(RunBody::from).collect(), next_cursor }))
 }
 
 /// A run's conversation.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct MessageList {
-    pub messages: Vec<Message>,
+    pub messages: Vec<MessageBody>,
 }
 
 /// A run's messages, in conversation order.
@@ -90,22 +91,21 @@ pub struct MessageList {
         (status = 200, body = MessageList),
         (status = 400, description = "Malformed id", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such run", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "The database is unavailable (retry later)", body = Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn list_messages(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<Uuid>,
 ) -> ApiResult<Json<MessageList>> {
-    let id = RunId(id);
-    let messages = state.store.list_messages(id).await?;
-    ensure_run(&state, id, messages.is_empty()).await?;
-    Ok(Json(MessageList { messages }))
+    let messages = state.services.messages(RunId(id)).await?;
+    Ok(Json(MessageList { messages: messages.into_iter().map(MessageBody::from).collect() }))
 }
 
 /// A run's tool calls.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ToolCallList {
-    pub tool_calls: Vec<ToolCall>,
+    pub tool_calls: Vec<ToolCallBody>,
 }
 
 /// A run's tool calls, in the order they started.
@@ -116,16 +116,15 @@ pub struct ToolCallList {
         (status = 200, body = ToolCallList),
         (status = 400, description = "Malformed id", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such run", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "The database is unavailable (retry later)", body = Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn list_tool_calls(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<Uuid>,
 ) -> ApiResult<Json<ToolCallList>> {
-    let id = RunId(id);
-    let tool_calls = state.store.list_tool_calls(id).await?;
-    ensure_run(&state, id, tool_calls.is_empty()).await?;
-    Ok(Json(ToolCallList { tool_calls }))
+    let tool_calls = state.services.tool_calls(RunId(id)).await?;
+    Ok(Json(ToolCallList { tool_calls: tool_calls.into_iter().map(ToolCallBody::from).collect() }))
 }
 
 /// A page size from the query: the default when absent, a 400 outside `1..=max`.
@@ -137,19 +136,6 @@ pub(super) fn bounded(value: Option<i64>, default: i64, max: i64, name: &str) ->
     }
 }
 
-/// An empty list is a 404 when the run does not exist. Only checked when the list is empty,
-/// which is the only case where the answer is ambiguous.
-pub(super) async fn ensure_run(state: &AppState, id: RunId, empty: bool) -> ApiResult<()> {
-    if empty && !state.store.run_exists(id).await? {
-        return Err(no_run(id));
-    }
-    Ok(())
-}
-
-pub(super) fn no_run(id: RunId) -> ApiError {
-    ApiError::NotFound(format!("no run with id {id}"))
-}
-
 /// Cancel a run.
 ///
 /// A queued run (or one awaiting input) is cancelled at once; a running one becomes `cancelling`
@@ -159,24 +145,19 @@ pub(super) fn no_run(id: RunId) -> ApiError {
     post, path = "/runs/{id}/cancel", tag = "runs",
     params(("id" = Uuid, Path, description = "Run id")),
     responses(
-        (status = 202, description = "Cancelled, or being cancelled", body = Run),
+        (status = 202, description = "Cancelled, or being cancelled", body = RunBody),
         (status = 400, description = "Malformed id", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such run", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "The run has already ended", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "The database is unavailable (retry later)", body = Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn cancel_run(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<Uuid>,
-) -> ApiResult<(StatusCode, Json<Run>)> {
-    let id = RunId(id);
-    match state.store.request_cancel(id).await? {
-        CancelOutcome::NotFound => Err(no_run(id)),
-        CancelOutcome::AlreadyFinished(run) => {
-            Err(ApiError::Conflict(format!("the run has already ended ({})", run.status.as_str())))
-        }
-        CancelOutcome::Accepted(run) => Ok((StatusCode::ACCEPTED, Json(run))),
-    }
+) -> ApiResult<(StatusCode, Json<RunBody>)> {
+    let run = state.services.cancel(RunId(id)).await?;
+    Ok((StatusCode::ACCEPTED, Json(run.into())))
 }
 
 /// A human's decision on a task's answer.
@@ -199,28 +180,19 @@ pub struct ResumeRequest {
     params(("id" = Uuid, Path, description = "Run id")),
     request_body = ResumeRequest,
     responses(
-        (status = 202, description = "Resumed: the run is queued again", body = Run),
+        (status = 202, description = "Resumed: the run is queued again", body = RunBody),
         (status = 400, description = "Malformed id or JSON", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such run", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "The run is not awaiting input", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "Rejection without feedback", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "The database is unavailable (retry later)", body = Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn resume_run(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<Uuid>,
     ApiJson(request): ApiJson<ResumeRequest>,
-) -> ApiResult<(StatusCode, Json<Run>)> {
-    let feedback = request.feedback.as_deref().map(str::trim).filter(|f| !f.is_empty());
-    if !request.approve && feedback.is_none() {
-        return Err(ApiError::validation(vec![FieldError::new("feedback", "required to reject an answer")]));
-    }
-    let id = RunId(id);
-    match state.store.resume_run(id, request.approve, feedback).await? {
-        ResumeOutcome::NotFound => Err(no_run(id)),
-        ResumeOutcome::NotAwaiting(status) => {
-            Err(ApiError::Conflict(format!("the run is not awaiting input ({})", status.as_str())))
-        }
-        ResumeOutcome::Resumed(run) => Ok((StatusCode::ACCEPTED, Json(*run))),
-    }
+) -> ApiResult<(StatusCode, Json<RunBody>)> {
+    let run = state.services.resume(RunId(id), request.approve, request.feedback.as_deref()).await?;
+    Ok((StatusCode::ACCEPTED, Json(run.into())))
 }

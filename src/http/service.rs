@@ -7,6 +7,7 @@ use std::time::Duration;
 use axum::extract::State;
 use axum::http::{header, HeaderValue};
 use axum::response::{Html, IntoResponse, Response};
+use axum::Extension;
 use axum::Json;
 use base64::Engine as _;
 use serde::Serialize;
@@ -14,7 +15,7 @@ use sha2::{Digest, Sha256};
 use utoipa::ToSchema;
 
 use super::error::{ApiError, ApiResult, Problem};
-use crate::app::AppState;
+use super::{AppState, OpenApiJson};
 use crate::metrics::Gauges;
 
 /// How long readiness waits for the database.
@@ -81,8 +82,8 @@ pub async fn metrics(State(state): State<AppState>) -> ApiResult<Response> {
 
 /// The OpenAPI document of this API.
 #[utoipa::path(get, path = "/openapi.json", tag = "service", security(()), responses((status = 200, description = "OpenAPI 3.1 document", content_type = "application/json")))]
-pub async fn openapi_json(State(state): State<AppState>) -> Response {
-    ([(header::CONTENT_TYPE, "application/json")], state.openapi_json.to_string()).into_response()
+pub async fn openapi_json(Extension(OpenApiJson(json)): Extension<OpenApiJson>) -> Response {
+    ([(header::CONTENT_TYPE, "application/json")], json).into_response()
 }
 
 /// A browsable page of the OpenAPI document (self-contained, no external assets).

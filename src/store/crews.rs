@@ -1,14 +1,12 @@
 //! Registered crews: specs stored by name, so kickoffs can say `"crew": "<name>"`.
 
 use chrono::{DateTime, Utc};
-use serde::Serialize;
-use utoipa::ToSchema;
 
 use super::{decode, Store, StoreResult};
 use crate::domain::CrewSpec;
 
 /// A registered crew.
-#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct CrewRecord {
     pub name: String,
     pub spec: CrewSpec,

@@ -1,15 +1,13 @@
 //! The journal: a run's conversation messages and tool calls, as the engine recorded them.
 
 use chrono::{DateTime, Utc};
-use serde::Serialize;
 use serde_json::Value;
-use utoipa::ToSchema;
 
 use super::{Store, StoreResult};
 use crate::domain::RunId;
 
 /// One message of a task's conversation.
-#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Message {
     pub seq: i64,
     pub task: Option<String>,
@@ -18,7 +16,6 @@ pub struct Message {
     pub role: String,
     pub content: Option<String>,
     /// The native tool calls an assistant message asked for.
-    #[schema(value_type = Option<Object>)]
     pub tool_calls: Option<Value>,
     /// For a `tool` message: the call it answers.
     pub tool_call_id: Option<String>,
@@ -26,13 +23,12 @@ pub struct Message {
 }
 
 /// One tool call.
-#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ToolCall {
     pub id: String,
     pub task: Option<String>,
     pub agent: Option<String>,
     pub tool: String,
-    #[schema(value_type = Object)]
     pub arguments: Value,
     /// `running`, `succeeded` or `failed`.
     pub status: String,

@@ -8,10 +8,9 @@ use sqlx::{PgPool, Postgres, Transaction};
 use uuid::Uuid;
 
 use super::group::{Failure, GroupWrite};
-use super::lease::{notify, RUNS_CHANNEL};
+use super::listen::{notify, RUNS_CHANNEL};
 use super::{decode, parse, Store, StoreError, StoreResult};
 use crate::domain::kickoff::NewRun;
-use crate::domain::run::RunLinks;
 use crate::domain::{EventType, Run, RunId, RunStatus, TaskRun, Usage};
 
 /// An `Idempotency-Key` and the fingerprint of the request that carried it.
@@ -26,28 +25,15 @@ pub struct IdempotencyKey {
 /// How keys older than this are treated: as unused.
 const IDEMPOTENCY_TTL_HOURS: i32 = 24;
 
-/// What `create_run` did.
+/// What storing runs under an idempotency key did.
 #[derive(Debug)]
-pub enum KickoffOutcome {
-    /// A new run was stored.
-    Created(Run),
-    /// The key was used before with the same request: the original run.
-    Replayed(Run),
-    /// The key was used before with a different request.
-    KeyConflict,
-}
-
-/// What `create_runs` did.
-#[derive(Debug)]
-pub enum BatchOutcome {
-    Created(Vec<Run>),
+pub enum Created {
+    /// New runs were stored.
+    New(Vec<Run>),
+    /// The key was used before with the same request: the runs it made then.
     Replayed(Vec<Run>),
+    /// The key was used before with a different request (or another kind of kickoff).
     KeyConflict,
-}
-
-/// The first run of a one-run batch.
-fn first(runs: Vec<Run>) -> StoreResult<Run> {
-    runs.into_iter().next().ok_or_else(|| StoreError::Corrupt("a stored run vanished".into()))
 }
 
 /// One page of runs, newest first.
@@ -112,7 +98,6 @@ impl RunRow {
                 completion_tokens: self.completion_tokens,
                 tool_calls: self.tool_calls,
             },
-            links: RunLinks::for_run(id),
             fake_llm: self.fake_llm,
         })
     }
@@ -132,30 +117,23 @@ impl TaskRow {
 }
 
 impl Store {
-    /// Store a validated run as `queued` with its tasks and its `run.queued` event, in one
-    /// transaction. With an idempotency key, a key already used for the same request returns the
-    /// original run instead, and concurrent requests with one key make exactly one run (the later
-    /// ones wait on the key's row lock, then replay).
-    pub async fn create_run(
-        &self,
-        run: &NewRun,
-        key: Option<&IdempotencyKey>,
-    ) -> StoreResult<KickoffOutcome> {
-        Ok(match self.create_runs(std::slice::from_ref(run), key).await? {
-            BatchOutcome::Created(runs) => KickoffOutcome::Created(first(runs)?),
-            BatchOutcome::Replayed(runs) => KickoffOutcome::Replayed(first(runs)?),
-            BatchOutcome::KeyConflict => KickoffOutcome::KeyConflict,
-        })
+    /// Store a validated run as [`Store::create_runs`] does, without an idempotency key.
+    pub async fn create_run(&self, run: &NewRun) -> StoreResult<Run> {
+        match self.create_runs(std::slice::from_ref(run), None).await? {
+            Created::New(runs) | Created::Replayed(runs) => {
+                runs.into_iter().next().ok_or_else(|| StoreError::Corrupt("a stored run vanished".into()))
+            }
+            Created::KeyConflict => Err(StoreError::Corrupt("a run without a key met a key conflict".into())),
+        }
     }
 
-    /// Store several runs at once, all or none, as [`Store::create_run`] stores one; one
-    /// idempotency key covers them all.
+    /// Store validated runs as `queued`, all or none, each with its tasks and its `run.queued`
+    /// event, in one transaction. With an idempotency key (one covers them all), a key already
+    /// used for the same request returns the original runs instead, and concurrent requests with
+    /// one key make exactly one set of runs (the later ones wait on the key's row lock, then
+    /// replay).
     #[tracing::instrument(skip_all, fields(runs = runs.len()), err)]
-    pub async fn create_runs(
-        &self,
-        runs: &[NewRun],
-        key: Option<&IdempotencyKey>,
-    ) -> StoreResult<BatchOutcome> {
+    pub async fn create_runs(&self, runs: &[NewRun], key: Option<&IdempotencyKey>) -> StoreResult<Created> {
         // Postgres keeps microseconds: so does the answer.
         let created_at = Utc::now().trunc_subsecs(6);
         let rows = runs.iter().map(|run| QueuedRun::new(run, created_at)).collect::<StoreResult<Vec<_>>>()?;
@@ -167,30 +145,19 @@ impl Store {
                 if !claim_idempotency_key(&mut tx, key, &ids).await? {
                     tx.rollback().await?;
                     // Another request holds the key (we waited for it to commit): answer as it did.
-                    return Ok(self.find_idempotent_runs(key).await?.unwrap_or(BatchOutcome::KeyConflict));
+                    return Ok(self.find_idempotent_runs(key).await?.unwrap_or(Created::KeyConflict));
                 }
                 insert_runs(&mut tx, &rows).await?;
                 tx.commit().await?;
             }
         }
-        Ok(BatchOutcome::Created(runs.iter().map(|run| run.queued(created_at)).collect()))
+        Ok(Created::New(runs.iter().map(|run| run.queued(created_at)).collect()))
     }
 
-    /// What an idempotency key already stands for: the original run when it was used with the
+    /// What an idempotency key already stands for: the runs it made when it was used with the
     /// same request in the last 24 hours, a conflict when with another; `None` when it is free.
-    pub async fn find_idempotent_run(&self, key: &IdempotencyKey) -> StoreResult<Option<KickoffOutcome>> {
-        Ok(match self.find_idempotent_runs(key).await? {
-            None => None,
-            Some(BatchOutcome::KeyConflict) => Some(KickoffOutcome::KeyConflict),
-            Some(BatchOutcome::Replayed(runs) | BatchOutcome::Created(runs)) => {
-                Some(KickoffOutcome::Replayed(first(runs)?))
-            }
-        })
-    }
-
-    /// The runs an idempotency key stands for (see [`Store::find_idempotent_run`]).
     #[tracing::instrument(skip_all, err)]
-    pub async fn find_idempotent_runs(&self, key: &IdempotencyKey) -> StoreResult<Option<BatchOutcome>> {
+    pub async fn find_idempotent_runs(&self, key: &IdempotencyKey) -> StoreResult<Option<Created>> {
         let stored = sqlx::query!(
             r#"SELECT scope, request_hash, run_ids FROM idempotency_keys
                WHERE key = $1 AND created_at >= now() - make_interval(hours => $2)"#,
@@ -201,13 +168,13 @@ impl Store {
         .await?;
         let Some(stored) = stored else { return Ok(None) };
         if stored.scope != key.scope || stored.request_hash != key.fingerprint {
-            return Ok(Some(BatchOutcome::KeyConflict));
+            return Ok(Some(Created::KeyConflict));
         }
         let runs = self.get_runs(&stored.run_ids).await?;
         if runs.len() != stored.run_ids.len() || runs.is_empty() {
             return Err(StoreError::Corrupt(format!("idempotency key {} points at missing runs", key.key)));
         }
-        Ok(Some(BatchOutcome::Replayed(runs)))
+        Ok(Some(Created::Replayed(runs)))
     }
 
     /// These runs, in the order of `ids` (missing ones left out).

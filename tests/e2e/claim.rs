@@ -18,7 +18,7 @@ pub async fn queued_runs(store: &Store, n: usize) -> Vec<RunId> {
     let mut ids = Vec::with_capacity(n);
     for _ in 0..n {
         let run = new_run();
-        store.create_run(&run, None).await.expect("create");
+        store.create_run(&run).await.expect("create");
         ids.push(run.id);
     }
     ids
@@ -46,7 +46,7 @@ async fn claims_take_the_oldest_queued_run_first(pool: PgPool) {
 async fn a_claim_leases_the_run_and_logs_run_started(pool: PgPool) {
     let store = Store::new(pool.clone());
     let run = new_run();
-    store.create_run(&run, None).await.expect("create");
+    store.create_run(&run).await.expect("create");
     let claimed = store.claim_next_run("worker-1", LEASE).await.expect("claim").expect("a run");
     assert_eq!((claimed.id, claimed.attempt), (run.id, 1));
     assert_eq!((&claimed.crew, &claimed.inputs), (&run.crew, &run.inputs));
@@ -79,7 +79,7 @@ async fn a_claim_leases_the_run_and_logs_run_started(pool: PgPool) {
 async fn claim_run_takes_only_a_queued_run(pool: PgPool) {
     let store = Store::new(pool.clone());
     let run = new_run();
-    store.create_run(&run, None).await.expect("create");
+    store.create_run(&run).await.expect("create");
     assert!(store.claim_run(RunId::new(), "w", LEASE).await.expect("claim").is_none());
     let first = store.claim_run(run.id, "w1", LEASE).await.expect("claim").expect("claimed");
     assert_eq!(first.attempt, 1);
@@ -137,7 +137,7 @@ async fn a_batch_claim_takes_the_oldest_runs_each_with_its_run_started(pool: PgP
     let mut ids = Vec::new();
     for _ in 0..5 {
         let run = crate::support::new_run();
-        store.create_run(&run, None).await.expect("create");
+        store.create_run(&run).await.expect("create");
         ids.push(run.id);
     }
     let claimed = store.claim_next_runs("batch", Duration::from_secs(30), 3).await.expect("claim");

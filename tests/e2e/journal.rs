@@ -19,7 +19,7 @@ use crate::support::new_run;
 /// A fresh run, claimed (attempt 1), with its journal.
 async fn claimed_run(store: &Store) -> (ClaimedRun, RunJournal) {
     let run = new_run();
-    store.create_run(&run, None).await.expect("create");
+    store.create_run(&run).await.expect("create");
     let claimed =
         store.claim_run(run.id, "worker-1", Duration::from_secs(30)).await.expect("claim").expect("queued");
     let journal = store.journal(claimed.id, claimed.attempt);

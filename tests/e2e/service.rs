@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use agentd::app::AppState;
+use agentd::http::AppState;
 use agentd::store::{PoolSettings, Store};
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
@@ -35,10 +35,28 @@ async fn readiness_is_503_when_the_database_is_unreachable() {
     assert!(!detail.contains("127.0.0.1") && !detail.contains("postgres"), "internals leaked: {detail}");
     let health = reqwest::get(format!("{base}/healthz")).await.expect("GET");
     assert_eq!(health.status(), StatusCode::OK);
-    // A request that needs the database is a 500 without internals.
-    let runs = reqwest::get(format!("{base}/v1/runs")).await.expect("GET");
-    let problem = expect_problem(runs, StatusCode::INTERNAL_SERVER_ERROR).await;
-    assert_eq!(problem["detail"], "internal error");
+    // Every use case that needs the database answers 503 (retry later), without internals.
+    let client = reqwest::Client::new();
+    let kickoff = json!({"crew": sample_crew(), "inputs": sample_inputs()});
+    let requests = [
+        client.get(format!("{base}/v1/runs")),
+        client.get(format!("{base}/v1/runs/{}", uuid::Uuid::now_v7())),
+        client.get(format!("{base}/v1/runs/{}/messages", uuid::Uuid::now_v7())),
+        client.post(format!("{base}/v1/runs/{}/cancel", uuid::Uuid::now_v7())),
+        client.get(format!("{base}/v1/crews")),
+        client.get(format!("{base}/v1/crews/research")),
+        client.post(format!("{base}/v1/kickoffs")).json(&kickoff),
+        client.post(format!("{base}/v1/kickoffs")).header("Idempotency-Key", "k1").json(&kickoff),
+        client.post(format!("{base}/v1/kickoffs")).json(&json!({"crew": "research"})),
+    ];
+    for request in requests {
+        let response = request.send().await.expect("send");
+        let url = response.url().clone();
+        assert_eq!(response.headers()["retry-after"], "2", "{url}");
+        let problem = expect_problem(response, StatusCode::SERVICE_UNAVAILABLE).await;
+        assert_eq!(problem["type"], "/problems/unavailable", "{url}");
+        assert_eq!(problem["detail"], "the database is unavailable; retry later", "{url}");
+    }
 }
 
 #[sqlx::test(migrator = "agentd::store::MIGRATOR")]

@@ -3,7 +3,7 @@
 use std::collections::BTreeSet;
 
 use agentd::domain::{CrewSpec, EventType, RunId};
-use agentd::store::{IdempotencyKey, KickoffOutcome, Store, StoreError, UpsertOutcome};
+use agentd::store::{Created, IdempotencyKey, Store, StoreError, UpsertOutcome};
 use serde_json::json;
 use sqlx::PgPool;
 
@@ -13,9 +13,7 @@ use crate::support::{new_run, sample_crew};
 async fn create_and_get_a_run(pool: PgPool) {
     let store = Store::new(pool);
     let run = new_run();
-    let KickoffOutcome::Created(created) = store.create_run(&run, None).await.expect("create") else {
-        panic!("not created")
-    };
+    let created = store.create_run(&run).await.expect("create");
     assert_eq!(created.id, run.id);
     assert_eq!(created.tasks.len(), 2);
     assert_eq!(store.get_run(run.id).await.expect("get"), Some(created));
@@ -28,7 +26,7 @@ async fn create_and_get_a_run(pool: PgPool) {
 async fn concurrent_appends_keep_seq_dense(pool: PgPool) {
     let store = Store::new(pool);
     let run = new_run();
-    store.create_run(&run, None).await.expect("create");
+    store.create_run(&run).await.expect("create");
     let appends = (0..20).map(|i| {
         let store = store.clone();
         tokio::spawn(async move {
@@ -59,27 +57,27 @@ async fn an_event_for_a_missing_run_is_an_error(pool: PgPool) {
 async fn idempotency_keys_replay_or_conflict(pool: PgPool) {
     let store = Store::new(pool);
     let key = IdempotencyKey { key: "k".into(), scope: "kickoff", fingerprint: vec![1, 2, 3] };
-    assert!(store.find_idempotent_run(&key).await.expect("find").is_none());
+    assert!(store.find_idempotent_runs(&key).await.expect("find").is_none());
     let first = new_run();
     assert!(matches!(
-        store.create_run(&first, Some(&key)).await.expect("create"),
-        KickoffOutcome::Created(_)
+        store.create_runs(std::slice::from_ref(&first), Some(&key)).await.expect("create"),
+        Created::New(_)
     ));
     let second = new_run();
-    match store.create_run(&second, Some(&key)).await.expect("create") {
-        KickoffOutcome::Replayed(run) => assert_eq!(run.id, first.id),
+    match store.create_runs(std::slice::from_ref(&second), Some(&key)).await.expect("create") {
+        Created::Replayed(runs) => assert_eq!(runs.iter().map(|r| r.id).collect::<Vec<_>>(), [first.id]),
         other => panic!("expected a replay, got {other:?}"),
     }
     assert_eq!(store.get_run(second.id).await.expect("get"), None, "the losing run was not stored");
     let other = IdempotencyKey { fingerprint: vec![9], ..key.clone() };
     assert!(matches!(
-        store.create_run(&second, Some(&other)).await.expect("create"),
-        KickoffOutcome::KeyConflict
+        store.create_runs(std::slice::from_ref(&second), Some(&other)).await.expect("create"),
+        Created::KeyConflict
     ));
     let elsewhere = IdempotencyKey { scope: "batch", ..key };
     assert!(matches!(
-        store.find_idempotent_run(&elsewhere).await.expect("find"),
-        Some(KickoffOutcome::KeyConflict)
+        store.find_idempotent_runs(&elsewhere).await.expect("find"),
+        Some(Created::KeyConflict)
     ));
 }
 
@@ -87,7 +85,7 @@ async fn idempotency_keys_replay_or_conflict(pool: PgPool) {
 async fn list_runs_knows_the_last_page(pool: PgPool) {
     let store = Store::new(pool);
     for _ in 0..3 {
-        store.create_run(&new_run(), None).await.expect("create");
+        store.create_run(&new_run()).await.expect("create");
     }
     let page = store.list_runs(None, None, 3).await.expect("list");
     assert_eq!((page.runs.len(), page.next_before), (3, None));

@@ -3,10 +3,10 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use agentd::app::AppState;
 use agentd::config::{self, ApiKeys, Config, FileConfig, Secret};
 use agentd::domain::kickoff::{prepare_run, NewRun};
 use agentd::domain::{CrewSpec, ValidationContext};
+use agentd::http::AppState;
 use agentd::store::Store;
 use reqwest::{Method, RequestBuilder, Response, StatusCode};
 use serde_json::{json, Value};

@@ -1,0 +1,121 @@
+//! The API's representations of what the store keeps: a run with its links, a conversation
+//! message, a tool call, a registered crew. The store and the domain know nothing of URLs or
+//! OpenAPI schemas; these types add both.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use serde_json::Value;
+use utoipa::ToSchema;
+
+use crate::domain::{CrewSpec, Run, RunId};
+use crate::store::{CrewRecord, Message, ToolCall};
+
+/// Links to a run's resources.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct RunLinks {
+    #[serde(rename = "self")]
+    pub self_: String,
+    pub events: String,
+}
+
+impl RunLinks {
+    pub fn for_run(id: RunId) -> Self {
+        Self { self_: format!("/v1/runs/{id}"), events: format!("/v1/runs/{id}/events") }
+    }
+}
+
+/// A run as the API returns it: the run and links to its resources.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[schema(as = Run)]
+pub struct RunBody {
+    #[serde(flatten)]
+    pub run: Run,
+    pub links: RunLinks,
+}
+
+impl From<Run> for RunBody {
+    fn from(run: Run) -> Self {
+        let links = RunLinks::for_run(run.id);
+        Self { run, links }
+    }
+}
+
+/// One message of a task's conversation.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+#[schema(as = Message)]
+pub struct MessageBody {
+    pub seq: i64,
+    pub task: Option<String>,
+    pub agent: Option<String>,
+    /// `system`, `user`, `assistant` or `tool`.
+    pub role: String,
+    pub content: Option<String>,
+    /// The native tool calls an assistant message asked for.
+    #[schema(value_type = Option<Object>)]
+    pub tool_calls: Option<Value>,
+    /// For a `tool` message: the call it answers.
+    pub tool_call_id: Option<String>,
+    pub created_at: DateTime<Utc>,
+}
+
+impl From<Message> for MessageBody {
+    fn from(m: Message) -> Self {
+        let Message { seq, task, agent, role, content, tool_calls, tool_call_id, created_at } = m;
+        Self { seq, task, agent, role, content, tool_calls, tool_call_id, created_at }
+    }
+}
+
+/// One tool call.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+#[schema(as = ToolCall)]
+pub struct ToolCallBody {
+    pub id: String,
+    pub task: Option<String>,
+    pub agent: Option<String>,
+    pub tool: String,
+    #[schema(value_type = Object)]
+    pub arguments: Value,
+    /// `running`, `succeeded` or `failed`.
+    pub status: String,
+    pub result: Option<String>,
+    pub error: Option<String>,
+    pub cached: bool,
+    pub started_at: DateTime<Utc>,
+    pub finished_at: Option<DateTime<Utc>>,
+}
+
+impl From<ToolCall> for ToolCallBody {
+    fn from(c: ToolCall) -> Self {
+        let ToolCall {
+            id,
+            task,
+            agent,
+            tool,
+            arguments,
+            status,
+            result,
+            error,
+            cached,
+            started_at,
+            finished_at,
+        } = c;
+        Self { id, task, agent, tool, arguments, status, result, error, cached, started_at, finished_at }
+    }
+}
+
+/// A registered crew.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+#[schema(as = CrewRecord)]
+pub struct CrewBody {
+    pub name: String,
+    pub spec: CrewSpec,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+impl From<CrewRecord> for CrewBody {
+    fn from(r: CrewRecord) -> Self {
+        let CrewRecord { name, spec, created_at, updated_at } = r;
+        Self { name, spec, created_at, updated_at }
+    }
+}

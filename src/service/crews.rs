@@ -1,0 +1,52 @@
+//! Registered crews: specs stored by name (validated as a kickoff would validate them), listed,
+//! read and deleted. Runs already started keep their own snapshot of a crew.
+
+use serde_json::Value;
+
+use super::{invalid, ServiceError, ServiceResult, Services};
+use crate::domain::validate::validate_crew;
+use crate::domain::CrewSpec;
+use crate::store::{CrewRecord, UpsertOutcome};
+
+impl Services {
+    /// Register `body` as the crew `name` (its `name` field may be left out), replacing any
+    /// crew of that name.
+    pub async fn register_crew(&self, name: &str, body: Value) -> ServiceResult<(CrewRecord, UpsertOutcome)> {
+        let Value::Object(mut fields) = body else {
+            return Err(invalid("", "a crew spec must be a JSON object"));
+        };
+        match fields.get("name") {
+            None => {
+                fields.insert("name".into(), Value::String(name.to_owned()));
+            }
+            Some(given) if given.as_str() != Some(name) => {
+                let message = format!("must equal the crew name in the path ('{name}') or be left out");
+                return Err(invalid("name", message));
+            }
+            Some(_) => {}
+        }
+        let spec = CrewSpec::from_json(Value::Object(fields)).map_err(ServiceError::Invalid)?;
+        validate_crew(&spec, &self.validation).map_err(ServiceError::Invalid)?;
+        Ok(self.store.upsert_crew(&spec).await?)
+    }
+
+    /// Every registered crew, by name.
+    pub async fn crews(&self) -> ServiceResult<Vec<CrewRecord>> {
+        Ok(self.store.list_crews().await?)
+    }
+
+    pub async fn crew(&self, name: &str) -> ServiceResult<CrewRecord> {
+        self.store.get_crew(name).await?.ok_or_else(|| no_crew(name))
+    }
+
+    pub async fn delete_crew(&self, name: &str) -> ServiceResult<()> {
+        match self.store.delete_crew(name).await? {
+            true => Ok(()),
+            false => Err(no_crew(name)),
+        }
+    }
+}
+
+fn no_crew(name: &str) -> ServiceError {
+    ServiceError::NotFound(format!("no registered crew named '{name}'"))
+}

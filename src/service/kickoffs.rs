@@ -1,0 +1,103 @@
+//! Starting runs: one (`POST /v1/kickoffs`) or one per input set (`/batch`), of an inline crew
+//! spec or a registered crew. With an idempotency key, the key's earlier runs are answered
+//! instead (the same body) or the request is refused (another body); the store makes a key's
+//! first use atomic, so concurrent requests with one key make one set of runs.
+
+use serde_json::Value;
+
+use super::{invalid, ServiceError, ServiceResult, Services};
+use crate::domain::kickoff::{
+    prepare_batch, prepare_run, request_fingerprint, BatchKickoffRequest, CrewRef, KickoffRequest, NewRun,
+};
+use crate::domain::validate::parse_json;
+use crate::domain::{CrewSpec, Run};
+use crate::store::{Created, IdempotencyKey, StoreError};
+
+/// What a kickoff did.
+#[derive(Debug)]
+pub enum Kicked<T> {
+    /// New runs, queued.
+    Created(T),
+    /// The runs this idempotency key made before, for the same request.
+    Replayed(T),
+}
+
+impl Services {
+    /// Start a run of the crew `body` names or carries (`POST /v1/kickoffs`), once per
+    /// `idempotency_key`.
+    pub async fn kickoff(&self, body: Value, idempotency_key: Option<&str>) -> ServiceResult<Kicked<Run>> {
+        let key = idempotency_key.map(|key| key_for(key, "kickoff", &body));
+        let created = match self.earlier(key.as_ref()).await? {
+            Some(earlier) => earlier,
+            None => {
+                let request: KickoffRequest = parse_json(body).map_err(ServiceError::Invalid)?;
+                let crew = self.resolve_crew(request.crew).await?;
+                let (inputs, metadata) = (request.inputs, request.metadata);
+                let run = prepare_run(crew, inputs, metadata, request.timeout_s, &self.validation)
+                    .map_err(ServiceError::Invalid)?;
+                self.store.create_runs(&[run], key.as_ref()).await?
+            }
+        };
+        let one = |runs: Vec<Run>| {
+            runs.into_iter().next().ok_or_else(|| StoreError::Corrupt("a kickoff's run vanished".into()))
+        };
+        Ok(match answer(created)? {
+            Kicked::Created(runs) => Kicked::Created(one(runs)?),
+            Kicked::Replayed(runs) => Kicked::Replayed(one(runs)?),
+        })
+    }
+
+    /// Start one run per input set, all or none (`POST /v1/kickoffs/batch`); one idempotency key
+    /// covers the batch.
+    pub async fn kickoff_batch(
+        &self,
+        body: Value,
+        idempotency_key: Option<&str>,
+    ) -> ServiceResult<Kicked<Vec<Run>>> {
+        let key = idempotency_key.map(|key| key_for(key, "batch", &body));
+        if let Some(earlier) = self.earlier(key.as_ref()).await? {
+            return answer(earlier);
+        }
+        let request: BatchKickoffRequest = parse_json(body).map_err(ServiceError::Invalid)?;
+        let crew = self.resolve_crew(request.crew).await?;
+        let runs: Vec<NewRun> =
+            prepare_batch(crew, request.inputs, request.metadata, request.timeout_s, &self.validation)
+                .map_err(ServiceError::Invalid)?;
+        answer(self.store.create_runs(&runs, key.as_ref()).await?)
+    }
+
+    /// What an idempotency key already stands for, if it was used.
+    async fn earlier(&self, key: Option<&IdempotencyKey>) -> ServiceResult<Option<Created>> {
+        match key {
+            Some(key) => Ok(self.store.find_idempotent_runs(key).await?),
+            None => Ok(None),
+        }
+    }
+
+    /// The crew a kickoff names or carries.
+    async fn resolve_crew(&self, crew: Value) -> ServiceResult<CrewSpec> {
+        match CrewRef::parse(crew).map_err(ServiceError::Invalid)? {
+            CrewRef::Spec(spec) => Ok(*spec),
+            CrewRef::Name(name) => match self.store.get_crew(&name).await? {
+                Some(record) => Ok(record.spec),
+                None => Err(ServiceError::NotFound(format!("no registered crew named '{name}'"))),
+            },
+        }
+    }
+}
+
+/// An idempotency key of a kickoff of `scope` (a key reused for another kind of kickoff is a
+/// conflict), with the fingerprint of its body.
+fn key_for(key: &str, scope: &'static str, body: &Value) -> IdempotencyKey {
+    IdempotencyKey { key: key.to_owned(), scope, fingerprint: request_fingerprint(body) }
+}
+
+fn answer(created: Created) -> ServiceResult<Kicked<Vec<Run>>> {
+    match created {
+        Created::New(runs) => Ok(Kicked::Created(runs)),
+        Created::Replayed(runs) => Ok(Kicked::Replayed(runs)),
+        Created::KeyConflict => {
+            Err(invalid("Idempotency-Key", "this key was already used with a different request body"))
+        }
+    }
+}

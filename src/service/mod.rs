@@ -1,0 +1,71 @@
+//! The use cases behind the API: what starting runs, reading and steering them, and registering
+//! crews *do*, apart from how HTTP carries them. A handler parses the request, calls one function
+//! of [`Services`] and renders what it returns; every failure is a [`ServiceError`], which the
+//! HTTP edge maps to a problem document in one place (a database out of reach is a 503 there,
+//! whichever use case met it).
+
+mod crews;
+mod kickoffs;
+mod runs;
+
+use std::sync::Arc;
+
+pub use kickoffs::Kicked;
+pub use runs::RunPage;
+
+use crate::domain::{FieldError, ValidationContext};
+use crate::store::{Store, StoreError};
+
+/// The use cases, over the store and what crew specs are checked against. Cheap to clone.
+#[derive(Clone)]
+pub struct Services {
+    store: Store,
+    validation: Arc<ValidationContext>,
+}
+
+impl Services {
+    pub fn new(store: Store, validation: ValidationContext) -> Self {
+        Self { store, validation: Arc::new(validation) }
+    }
+
+    /// What crew specs are checked against: built-in tools, configured providers.
+    pub fn validation(&self) -> &ValidationContext {
+        &self.validation
+    }
+}
+
+/// Why a use case did not do what was asked.
+#[derive(Debug, thiserror::Error)]
+pub enum ServiceError {
+    /// What the request names does not exist.
+    #[error("{0}")]
+    NotFound(String),
+    /// The request does not fit the state of what it names (a run that has ended, say).
+    #[error("{0}")]
+    Conflict(String),
+    /// The request is well formed but breaks the rules, field by field.
+    #[error("the request is invalid")]
+    Invalid(Vec<FieldError>),
+    /// The database is out of reach; the request may be retried.
+    #[error("the database is unavailable")]
+    Unavailable(#[source] StoreError),
+    /// Anything else: a bug, or data the code cannot read.
+    #[error("internal error")]
+    Internal(#[source] StoreError),
+}
+
+impl From<StoreError> for ServiceError {
+    fn from(error: StoreError) -> Self {
+        match error.is_unavailable() {
+            true => ServiceError::Unavailable(error),
+            false => ServiceError::Internal(error),
+        }
+    }
+}
+
+pub type ServiceResult<T> = Result<T, ServiceError>;
+
+/// A 422 of one field.
+fn invalid(field: &str, message: impl Into<String>) -> ServiceError {
+    ServiceError::Invalid(vec![FieldError::new(field, message)])
+}

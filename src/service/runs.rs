@@ -1,0 +1,84 @@
+//! Reading runs (one, a page of them, a run's messages, tool calls and events) and steering them
+//! (cancelling, resuming one that awaits a human's review).
+
+use super::{invalid, ServiceError, ServiceResult, Services};
+use crate::domain::{Event, Run, RunId, RunStatus};
+use crate::store::{CancelOutcome, Message, ResumeOutcome, ToolCall};
+
+pub use crate::store::RunPage;
+
+impl Services {
+    pub async fn run(&self, id: RunId) -> ServiceResult<Run> {
+        self.store.get_run(id).await?.ok_or_else(|| no_run(id))
+    }
+
+    /// Runs newest first, `limit` of them, older than the run `before` when given.
+    pub async fn runs(
+        &self,
+        status: Option<RunStatus>,
+        before: Option<RunId>,
+        limit: i64,
+    ) -> ServiceResult<RunPage> {
+        Ok(self.store.list_runs(status, before, limit).await?)
+    }
+
+    /// A run's messages in conversation order.
+    pub async fn messages(&self, id: RunId) -> ServiceResult<Vec<Message>> {
+        let messages = self.store.list_messages(id).await?;
+        self.ensure_run(id, messages.is_empty()).await?;
+        Ok(messages)
+    }
+
+    /// A run's tool calls in the order they started.
+    pub async fn tool_calls(&self, id: RunId) -> ServiceResult<Vec<ToolCall>> {
+        let tool_calls = self.store.list_tool_calls(id).await?;
+        self.ensure_run(id, tool_calls.is_empty()).await?;
+        Ok(tool_calls)
+    }
+
+    /// Up to `limit` of a run's events after `after` (a `seq`).
+    pub async fn events(&self, id: RunId, after: i64, limit: i64) -> ServiceResult<Vec<Event>> {
+        let events = self.store.list_events(id, after, limit).await?;
+        self.ensure_run(id, events.is_empty()).await?;
+        Ok(events)
+    }
+
+    /// Fail with "no such run" unless the run exists. Asked only when a read found nothing, the
+    /// only case where the answer is ambiguous.
+    pub async fn ensure_run(&self, id: RunId, found_nothing: bool) -> ServiceResult<()> {
+        if found_nothing && !self.store.run_exists(id).await? {
+            return Err(no_run(id));
+        }
+        Ok(())
+    }
+
+    /// Cancel a run: at once if it waits, else by its worker (the run says `cancelling`).
+    pub async fn cancel(&self, id: RunId) -> ServiceResult<Run> {
+        match self.store.request_cancel(id).await? {
+            CancelOutcome::NotFound => Err(no_run(id)),
+            CancelOutcome::AlreadyFinished(run) => {
+                Err(ServiceError::Conflict(format!("the run has already ended ({})", run.status.as_str())))
+            }
+            CancelOutcome::Accepted(run) => Ok(run),
+        }
+    }
+
+    /// Approve the answer a run awaits review of, or reject it with `feedback` for the agent.
+    pub async fn resume(&self, id: RunId, approve: bool, feedback: Option<&str>) -> ServiceResult<Run> {
+        let feedback = feedback.map(str::trim).filter(|f| !f.is_empty());
+        if !approve && feedback.is_none() {
+            return Err(invalid("feedback", "required to reject an answer"));
+        }
+        match self.store.resume_run(id, approve, feedback).await? {
+            ResumeOutcome::NotFound => Err(no_run(id)),
+            ResumeOutcome::NotAwaiting(status) => {
+                Err(ServiceError::Conflict(format!("the run is not awaiting input ({})", status.as_str())))
+            }
+            ResumeOutcome::Resumed(run) => Ok(*run),
+        }
+    }
+}
+
+fn no_run(id: RunId) -> ServiceError {
+    ServiceError::NotFound(format!("no run with id {id}"))
+}
