@@ -122,3 +122,63 @@ async fn concurrent_migrations_are_safe(pool: PgPool) {
     }
     assert!(store.check_ready().await.expect("ready check"));
 }
+
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn listening_survives_a_lost_connection_and_says_so(pool: PgPool) {
+    use agentd::store::{Listened, Notification, RUNS_CHANNEL};
+    use futures_util::StreamExt;
+    use std::time::Duration;
+
+    let store = Store::new(pool.clone());
+    let listened = store.listen(&[RUNS_CHANNEL]);
+    tokio::pin!(listened);
+    assert_eq!(
+        tokio::time::timeout(Duration::from_secs(10), listened.next()).await.expect("connected"),
+        Some(Listened::Connected { again: false })
+    );
+    let notify = |payload: &'static str| {
+        let pool = pool.clone();
+        async move {
+            sqlx::query("SELECT pg_notify($1, $2)")
+                .bind(RUNS_CHANNEL)
+                .bind(payload)
+                .execute(&pool)
+                .await
+                .expect("notify")
+        }
+    };
+    notify("first").await;
+    let first = Notification { channel: RUNS_CHANNEL.into(), payload: "first".into() };
+    assert_eq!(
+        tokio::time::timeout(Duration::from_secs(10), listened.next()).await.expect("notified"),
+        Some(Listened::Notifications(vec![first]))
+    );
+
+    // Kill the listening connection: the stream says notifications may have been missed, then
+    // delivers again.
+    let killed: Vec<bool> = sqlx::query_scalar(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+         WHERE datname = current_database() AND query LIKE 'LISTEN%' AND pid <> pg_backend_pid()",
+    )
+    .fetch_all(&pool)
+    .await
+    .expect("terminate");
+    assert_eq!(killed, [true], "one listening connection");
+    let mut said_so = false;
+    let mut delivered = false;
+    for _ in 0..50 {
+        notify("again").await;
+        match tokio::time::timeout(Duration::from_secs(1), listened.next()).await {
+            Ok(Some(Listened::Lost | Listened::Connected { again: true })) => said_so = true,
+            Ok(Some(Listened::Notifications(batch))) => {
+                assert!(said_so, "a notification after the loss came before the stream said so");
+                assert!(batch.iter().all(|n| n.channel == RUNS_CHANNEL && n.payload == "again"), "{batch:?}");
+                delivered = true;
+                break;
+            }
+            Ok(other) => panic!("unexpected {other:?}"),
+            Err(_) => {}
+        }
+    }
+    assert!(said_so && delivered, "said so: {said_so}, delivered: {delivered}");
+}
