@@ -13,7 +13,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use agentd::config::{Config, Secret};
-use agentd::domain::{EventType, RunId};
+use agentd::domain::event::{AgentThought, RunCompleted};
+use agentd::domain::{EventData, RunId};
 use agentd::engine::journal::{Journal, RunChange, Step};
 use agentd::http::AppState;
 use agentd::store::Store;
@@ -61,14 +62,14 @@ async fn measure(admin_url: &str, database: &str) -> Result<(), BoxError> {
     tokio::time::sleep(Duration::from_secs(2)).await;
     for i in 0..events as i64 {
         let mut step = Step::default();
-        step.event(EventType::AgentThought, Some("t"), Some("a"), json!({"i": i}));
+        step.event(Some("t"), Some("a"), EventData::AgentThought(AgentThought { text: i.to_string() }));
         let started = Instant::now();
         journal.commit(step).await?;
         committed.lock().map_err(|_| "poisoned")?.insert(i, started);
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     let mut end = Step::default();
-    end.event(EventType::RunCompleted, None, None, json!({"output": "done"}));
+    end.event(None, None, EventData::RunCompleted(RunCompleted { output: "done".into() }));
     end.run =
         Some(RunChange::Completed { output: agentd::domain::TaskOutput { raw: "done".into(), json: None } });
     journal.commit(end).await?;
@@ -129,7 +130,7 @@ async fn read(
 
 fn thought_index(data: &str) -> Option<i64> {
     let envelope: Value = serde_json::from_str(data).ok()?;
-    (envelope["type"] == "agent.thought").then(|| envelope["data"]["i"].as_i64()).flatten()
+    (envelope["type"] == "agent.thought").then(|| envelope["data"]["text"].as_str()?.parse().ok()).flatten()
 }
 
 fn report(subscribers: usize, events: usize, latencies: &[Duration]) {

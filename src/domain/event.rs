@@ -1,105 +1,104 @@
-//! The step events of a run's log: their types and the envelope clients receive.
+//! The step events of a run's log: their types, each type's data, and the envelope clients
+//! receive.
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 
-use super::RunId;
+use super::{RunError, RunId};
 
-/// Every kind of event a run's log can hold (the table in API.md "Events").
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
-pub enum EventType {
-    #[serde(rename = "run.queued")]
-    RunQueued,
-    #[serde(rename = "run.started")]
-    RunStarted,
-    #[serde(rename = "task.started")]
-    TaskStarted,
-    #[serde(rename = "llm.started")]
-    LlmStarted,
-    #[serde(rename = "llm.finished")]
-    LlmFinished,
-    #[serde(rename = "agent.thought")]
-    AgentThought,
-    #[serde(rename = "tool.started")]
-    ToolStarted,
-    #[serde(rename = "tool.finished")]
-    ToolFinished,
-    #[serde(rename = "tool.failed")]
-    ToolFailed,
-    #[serde(rename = "agent.parse_error")]
-    AgentParseError,
-    #[serde(rename = "agent.fallback")]
-    AgentFallback,
-    #[serde(rename = "agent.max_iter")]
-    AgentMaxIter,
-    #[serde(rename = "run.throttled")]
-    RunThrottled,
-    #[serde(rename = "agent.final_answer")]
-    AgentFinalAnswer,
-    #[serde(rename = "task.completed")]
-    TaskCompleted,
-    #[serde(rename = "task.failed")]
-    TaskFailed,
-    #[serde(rename = "run.awaiting_input")]
-    RunAwaitingInput,
-    #[serde(rename = "run.resumed")]
-    RunResumed,
-    #[serde(rename = "run.completed")]
-    RunCompleted,
-    #[serde(rename = "run.failed")]
-    RunFailed,
-    #[serde(rename = "run.cancelled")]
-    RunCancelled,
-    #[serde(rename = "guardrail.passed")]
-    GuardrailPassed,
-    #[serde(rename = "guardrail.failed")]
-    GuardrailFailed,
-    #[serde(rename = "task.planned")]
-    TaskPlanned,
-    #[serde(rename = "step.started")]
-    StepStarted,
-    #[serde(rename = "step.completed")]
-    StepCompleted,
-    #[serde(rename = "step.failed")]
-    StepFailed,
+/// The one table of event types: the variant, the wire name and the payload of each. It makes
+/// [`EventType`] (the names) and [`EventData`] (the payloads, tagged by name) and the maps between
+/// them, so a new event type is one line here and a payload struct below.
+macro_rules! events {
+    ($($(#[$doc:meta])* $variant:ident($payload:ty) = $name:tt,)*) => {
+        /// Every kind of event a run's log can hold (the table in API.md "Events").
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+        pub enum EventType {
+            $($(#[$doc])* #[serde(rename = $name)] $variant,)*
+        }
+
+        impl EventType {
+            /// Every event type, in the order of the table.
+            pub const ALL: &'static [EventType] = &[$(EventType::$variant),*];
+
+            /// The wire name, e.g. `tool.started` (also the SSE `event:` field).
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(EventType::$variant => $name,)*
+                }
+            }
+        }
+
+        /// The data of each type of event: one variant per [`EventType`], named alike, each with
+        /// its payload (the `data` of the envelope). Whatever writes an event writes one of
+        /// these; the OpenAPI document shows each type's `data` from them.
+        #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+        #[serde(tag = "type", content = "data")]
+        pub enum EventData {
+            $($(#[$doc])* #[serde(rename = $name)] $variant($payload),)*
+        }
+
+        impl EventData {
+            /// The event's type.
+            pub fn event_type(&self) -> EventType {
+                match self {
+                    $(EventData::$variant(_) => EventType::$variant,)*
+                }
+            }
+
+            /// The type and the payload, as the log stores them.
+            pub fn into_parts(self) -> (EventType, Value) {
+                let event_type = self.event_type();
+                let data = match self {
+                    $(EventData::$variant(payload) => serde_json::to_value(payload),)*
+                };
+                // The payloads are plain data with string keys: serializing them cannot fail.
+                (event_type, data.unwrap_or_default())
+            }
+        }
+    };
+}
+
+events! {
+    /// The run was stored, waiting for a worker.
+    RunQueued(Empty) = "run.queued",
+    /// A worker claimed the run.
+    RunStarted(RunStarted) = "run.started",
+    TaskStarted(TaskStarted) = "task.started",
+    LlmStarted(LlmStarted) = "llm.started",
+    LlmFinished(LlmFinished) = "llm.finished",
+    AgentThought(AgentThought) = "agent.thought",
+    ToolStarted(ToolStarted) = "tool.started",
+    ToolFinished(ToolFinished) = "tool.finished",
+    ToolFailed(ToolFailed) = "tool.failed",
+    /// A reply could not be used; the agent is told why.
+    AgentParseError(AgentParseError) = "agent.parse_error",
+    /// The model refused native tools: the agent goes on in ReAct text.
+    AgentFallback(AgentFallback) = "agent.fallback",
+    /// `max_iter` reached: the agent is asked for its final answer.
+    AgentMaxIter(AgentMaxIter) = "agent.max_iter",
+    /// A model call waits for a slot under a rate limit.
+    RunThrottled(RunThrottled) = "run.throttled",
+    AgentFinalAnswer(AgentFinalAnswer) = "agent.final_answer",
+    TaskCompleted(TaskCompleted) = "task.completed",
+    TaskFailed(TaskFailed) = "task.failed",
+    /// A task's answer awaits a human's review (`POST /v1/runs/{id}/resume`).
+    RunAwaitingInput(TaskAnswered) = "run.awaiting_input",
+    RunResumed(RunResumed) = "run.resumed",
+    RunCompleted(RunCompleted) = "run.completed",
+    RunFailed(RunFailed) = "run.failed",
+    RunCancelled(Empty) = "run.cancelled",
+    GuardrailPassed(GuardrailVerdict) = "guardrail.passed",
+    GuardrailFailed(GuardrailVerdict) = "guardrail.failed",
+    TaskPlanned(TaskPlanned) = "task.planned",
+    StepStarted(StepStarted) = "step.started",
+    StepCompleted(StepCompleted) = "step.completed",
+    StepFailed(StepFailed) = "step.failed",
 }
 
 impl EventType {
-    /// The wire name, e.g. `tool.started` (also the SSE `event:` field).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EventType::RunQueued => "run.queued",
-            EventType::RunStarted => "run.started",
-            EventType::TaskStarted => "task.started",
-            EventType::LlmStarted => "llm.started",
-            EventType::LlmFinished => "llm.finished",
-            EventType::AgentThought => "agent.thought",
-            EventType::ToolStarted => "tool.started",
-            EventType::ToolFinished => "tool.finished",
-            EventType::ToolFailed => "tool.failed",
-            EventType::AgentParseError => "agent.parse_error",
-            EventType::AgentFallback => "agent.fallback",
-            EventType::AgentMaxIter => "agent.max_iter",
-            EventType::RunThrottled => "run.throttled",
-            EventType::AgentFinalAnswer => "agent.final_answer",
-            EventType::TaskCompleted => "task.completed",
-            EventType::TaskFailed => "task.failed",
-            EventType::RunAwaitingInput => "run.awaiting_input",
-            EventType::RunResumed => "run.resumed",
-            EventType::RunCompleted => "run.completed",
-            EventType::RunFailed => "run.failed",
-            EventType::RunCancelled => "run.cancelled",
-            EventType::GuardrailPassed => "guardrail.passed",
-            EventType::GuardrailFailed => "guardrail.failed",
-            EventType::TaskPlanned => "task.planned",
-            EventType::StepStarted => "step.started",
-            EventType::StepCompleted => "step.completed",
-            EventType::StepFailed => "step.failed",
-        }
-    }
-
     /// Does this event end the run's stream?
     pub fn is_terminal(self) -> bool {
         matches!(self, EventType::RunCompleted | EventType::RunFailed | EventType::RunCancelled)
@@ -114,8 +113,8 @@ impl std::str::FromStr for EventType {
     }
 }
 
-/// The envelope of one event.
-#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+/// The envelope of one event; `data` is its [`EventData`] payload as stored.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Event {
     /// Dense per run, starting at 1.
     pub seq: i64,
@@ -125,8 +124,235 @@ pub struct Event {
     pub at: DateTime<Utc>,
     pub task: Option<String>,
     pub agent: Option<String>,
-    #[schema(value_type = Object)]
     pub data: Value,
+}
+
+/// No data: `{}`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, ToSchema)]
+pub struct Empty {}
+
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct RunStarted {
+    /// The claim's number, from 1 (a recovered run starts again with the next).
+    pub attempt: i32,
+    /// The replica and slot that claimed the run.
+    pub worker: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct TaskStarted {
+    pub task: String,
+    pub agent: String,
+}
+
+/// Why a model is asked, beside an agent's own turns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CallPurpose {
+    Guardrail,
+    Planner,
+    Summarizer,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct LlmStarted {
+    /// `provider/model`.
+    pub model: String,
+    /// The agent's turn, from 1 (absent for a side call).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub iteration: Option<u32>,
+    /// What a side call is for (absent for an agent's turn).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub purpose: Option<CallPurpose>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+pub struct TokenUsage {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct LlmFinished {
+    pub model: String,
+    pub usage: TokenUsage,
+    pub duration_ms: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub iteration: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub purpose: Option<CallPurpose>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct AgentThought {
+    pub text: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct ToolStarted {
+    /// The call's id, unique in the run (the key of `GET /v1/runs/{id}/tool-calls`).
+    pub tool_call_id: String,
+    pub tool: String,
+    #[schema(value_type = Object)]
+    pub arguments: Value,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct ToolFinished {
+    pub tool_call_id: String,
+    pub tool: String,
+    /// The result the agent sees (for an image, a note that it is attached).
+    pub observation: String,
+    /// Answered from the run's tool cache, without running the tool.
+    pub cached: bool,
+    pub duration_ms: u64,
+    /// For an image result: its media type.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub media_type: Option<String>,
+    /// For an image result: its size.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<usize>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct ToolFailed {
+    pub tool_call_id: String,
+    pub tool: String,
+    pub error: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct AgentParseError {
+    pub error: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct AgentFallback {
+    /// `native`.
+    pub from: String,
+    /// `react`.
+    pub to: String,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct AgentMaxIter {
+    pub max_iter: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct RunThrottled {
+    pub wait_ms: u64,
+    /// The limit that binds, e.g. `provider:openai (60/min)`.
+    pub limit: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct AgentFinalAnswer {
+    pub output: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct TaskCompleted {
+    pub task: String,
+    /// The task's raw output.
+    pub output: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct TaskFailed {
+    pub task: String,
+    pub error: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct TaskAnswered {
+    pub task: String,
+    /// The answer that awaits review.
+    pub output: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct RunResumed {
+    /// The reviewer's feedback (when the answer was rejected).
+    pub feedback: Option<String>,
+    pub approve: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct RunCompleted {
+    /// The last task's raw output.
+    pub output: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct RunFailed {
+    pub error: RunError,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct GuardrailVerdict {
+    pub task: String,
+    pub reason: String,
+}
+
+/// One step of a task's plan.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct PlanStep {
+    pub description: String,
+    /// The tool the planner expects the step to use.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_tool: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct TaskPlanned {
+    pub task: String,
+    pub steps: Vec<PlanStep>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct StepStarted {
+    pub task: String,
+    /// From 1.
+    pub step: usize,
+    pub description: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct StepCompleted {
+    pub task: String,
+    pub step: usize,
+    pub output: String,
+    /// The step ran out of time; `output` says what it had.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timed_out: Option<bool>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct StepFailed {
+    pub task: String,
+    pub step: usize,
+    pub reason: String,
+}
+
+/// One event of a run's log: its place in the log, when, the task and agent it concerns, and its
+/// type with that type's data. (The schema of [`Event`], whose `data` is the stored JSON.)
+#[derive(ToSchema)]
+#[schema(as = Event)]
+#[allow(dead_code)]
+pub struct EventSchema {
+    /// Dense per run, starting at 1.
+    seq: i64,
+    run_id: RunId,
+    at: DateTime<Utc>,
+    #[schema(required = true)]
+    task: Option<String>,
+    #[schema(required = true)]
+    agent: Option<String>,
+    /// `type` and `data`, one pair per event type.
+    #[serde(flatten)]
+    payload: EventData,
 }
 
 #[cfg(test)]
@@ -135,16 +361,37 @@ mod tests {
 
     #[test]
     fn wire_names_round_trip_through_serde() {
-        let all = [
-            EventType::RunQueued,
-            EventType::ToolStarted,
-            EventType::AgentParseError,
-            EventType::RunCancelled,
-        ];
-        for ty in all {
+        assert_eq!(EventType::ALL.len(), 27, "the table in API.md");
+        let names: std::collections::BTreeSet<&str> = EventType::ALL.iter().map(|t| t.as_str()).collect();
+        assert_eq!(names.len(), EventType::ALL.len(), "names are unique");
+        for &ty in EventType::ALL {
             let json = serde_json::to_value(ty).expect("serialize");
             assert_eq!(json, Value::String(ty.as_str().to_owned()));
             assert_eq!(ty.as_str().parse::<EventType>(), Ok(ty));
         }
+    }
+
+    #[test]
+    fn event_data_is_tagged_by_its_type_and_stores_its_payload_alone() {
+        let data = EventData::ToolFailed(ToolFailed {
+            tool_call_id: "c1".into(),
+            tool: "calculator".into(),
+            error: "division by zero".into(),
+        });
+        let tagged = serde_json::to_value(&data).expect("serialize");
+        assert_eq!(tagged["type"], "tool.failed");
+        let (event_type, stored) = data.into_parts();
+        assert_eq!(event_type, EventType::ToolFailed);
+        assert_eq!(
+            stored,
+            serde_json::json!({"tool_call_id": "c1", "tool": "calculator", "error": "division by zero"})
+        );
+        assert_eq!(tagged["data"], stored);
+        let started = EventData::LlmStarted(LlmStarted {
+            model: "p/m".into(),
+            iteration: None,
+            purpose: Some(CallPurpose::Planner),
+        });
+        assert_eq!(started.into_parts().1, serde_json::json!({"model": "p/m", "purpose": "planner"}));
     }
 }

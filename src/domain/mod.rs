@@ -12,7 +12,7 @@ pub mod schema;
 pub mod validate;
 
 pub use crew::{AgentSpec, CrewSpec, HttpToolSpec, LlmSpec, Process, TaskSpec, ToolCalling, ToolSpec};
-pub use event::{Event, EventType};
+pub use event::{Event, EventData, EventType};
 pub use ids::RunId;
 pub use run::{ErrorKind, Run, RunError, RunStatus, TaskOutput, TaskRun, TaskStatus, Usage};
 pub use validate::{FieldError, ValidationContext};

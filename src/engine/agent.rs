@@ -5,7 +5,7 @@
 //! Every step is journaled before the next external call, so a crash never repeats a completed
 //! LLM or tool call.
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::calls::{PlannedCall, Round, ToolRound};
 use super::effects::{CallError, ModelCall, Purpose};
@@ -16,8 +16,9 @@ use super::react::{self, ReactStep};
 use super::repair::parse_lenient;
 use super::turn::{AgentTurn, Style};
 use super::{Context, EngineError};
+use crate::domain::event::{AgentFallback, AgentFinalAnswer, AgentMaxIter, AgentParseError, AgentThought};
 use crate::domain::schema::validate_instance;
-use crate::domain::{ErrorKind, EventType, TaskOutput};
+use crate::domain::{ErrorKind, EventData, TaskOutput};
 use crate::llm::{ChatMessage, ChatRequest, ChatResponse, LlmError, LlmErrorKind, Role, ToolCallRequest};
 
 /// Attempts at a final answer that fits the task's output schema.
@@ -191,8 +192,8 @@ impl<'a> AgentLoop<'a> {
         self.style = Style::React;
         let notice = ChatMessage::user(prompts::fallback_to_react(&self.turn.toolbox.definitions()));
         self.push(notice, pending);
-        let data = json!({"from": "native", "to": "react", "reason": error.message});
-        self.turn.event(pending, EventType::AgentFallback, data);
+        let data = AgentFallback { from: "native".into(), to: "react".into(), reason: error.message.clone() };
+        self.turn.event(pending, EventData::AgentFallback(data));
     }
 
     /// Append a message to the conversation and the journal.
@@ -229,7 +230,8 @@ impl<'a> AgentLoop<'a> {
         let text = reply.content.clone().unwrap_or_default();
         if !reply.tool_calls.is_empty() {
             if !text.trim().is_empty() && !resumed {
-                self.turn.event(pending, EventType::AgentThought, json!({"text": text.trim()}));
+                let thought = AgentThought { text: text.trim().to_owned() };
+                self.turn.event(pending, EventData::AgentThought(thought));
             }
             let conversation = &self.turn.conversation;
             let calls = reply
@@ -258,7 +260,7 @@ impl<'a> AgentLoop<'a> {
             Ok(ReactStep::Final { output, .. }) => self.finish(output, pending).await,
             Ok(ReactStep::Action { thought, tool, input }) => {
                 if !thought.is_empty() && !resumed {
-                    self.turn.event(pending, EventType::AgentThought, json!({"text": thought}));
+                    self.turn.event(pending, EventData::AgentThought(AgentThought { text: thought }));
                 }
                 let call = PlannedCall::react(&self.turn.conversation, self.iterations, tool, input);
                 self.tool_round(vec![call], pending, resumed).await
@@ -269,7 +271,7 @@ impl<'a> AgentLoop<'a> {
 
     /// A reply that could not be used: say why, count the iteration, go on.
     fn feedback(&mut self, error: String, pending: &mut Step) -> Flow {
-        self.turn.event(pending, EventType::AgentParseError, json!({"error": error}));
+        self.turn.event(pending, EventData::AgentParseError(AgentParseError { error: error.clone() }));
         let guidance = match self.style {
             Style::React => prompts::parse_error_feedback(&error, &self.turn.toolbox.definitions()),
             Style::Native => error,
@@ -311,7 +313,8 @@ impl<'a> AgentLoop<'a> {
                 return Ok(Flow::Continue);
             }
         }
-        self.turn.event(pending, EventType::AgentFinalAnswer, json!({"output": output.raw}));
+        self.turn
+            .event(pending, EventData::AgentFinalAnswer(AgentFinalAnswer { output: output.raw.clone() }));
         Ok(Flow::Finish(output))
     }
 
@@ -342,13 +345,13 @@ impl<'a> AgentLoop<'a> {
     }
 
     fn finish_raw(&mut self, output: String, pending: &mut Step) -> Result<Flow, EngineError> {
-        self.turn.event(pending, EventType::AgentFinalAnswer, json!({"output": output}));
+        self.turn.event(pending, EventData::AgentFinalAnswer(AgentFinalAnswer { output: output.clone() }));
         Ok(Flow::Finish(TaskOutput { raw: output, json: None }))
     }
 
     /// `max_iter` reached: one more call, without tools, for the final answer.
     async fn forced_final_answer(&mut self, pending: &mut Step) -> Result<TaskOutput, EngineError> {
-        self.turn.event(pending, EventType::AgentMaxIter, json!({"max_iter": self.turn.max_iter}));
+        self.turn.event(pending, EventData::AgentMaxIter(AgentMaxIter { max_iter: self.turn.max_iter }));
         self.push(ChatMessage::user(prompts::FORCE_FINAL_ANSWER), pending);
         let response = match self.call(pending, false).await {
             Ok(response) => response,

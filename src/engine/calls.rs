@@ -3,7 +3,7 @@
 //! agent loop the observations to append. The round reads the turn and never the loop's state. On
 //! resume, a call the crash interrupted is run again only if its tool is idempotent.
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::effects::{Outcomes, ToolEffect};
 use super::journal::{Step, ToolCallEnd, ToolCallOutcome, ToolCallStart};
@@ -13,7 +13,8 @@ use super::react::ActionInput;
 use super::toolbox::{Prepared, ToolEntry};
 use super::turn::{AgentTurn, Style};
 use super::{Context, EngineError};
-use crate::domain::EventType;
+use crate::domain::event::{ToolFailed, ToolFinished, ToolStarted};
+use crate::domain::EventData;
 use crate::llm::{ChatMessage, Image, ToolCallRequest};
 use crate::tools::{parse_image, MAX_IMAGE_BYTES};
 
@@ -155,8 +156,12 @@ impl ToolRound<'_> {
                 arguments: arguments.clone(),
             });
             pending.usage.tool_calls += 1;
-            let data = json!({"tool_call_id": call.planned.key, "tool": call.tool, "arguments": arguments});
-            turn.event(pending, EventType::ToolStarted, data);
+            let data = ToolStarted {
+                tool_call_id: call.planned.key.clone(),
+                tool: call.tool.clone(),
+                arguments: arguments.clone(),
+            };
+            turn.event(pending, EventData::ToolStarted(data));
         }
     }
 
@@ -206,22 +211,23 @@ impl ToolRound<'_> {
                 if !cached && image.is_none() {
                     self.ctx.tools.record(&call.tool, arguments, result);
                 }
-                let mut data = json!({"tool_call_id": id, "tool": call.tool, "observation": result,
-                                      "cached": cached, "duration_ms": duration_ms});
-                if let Some((image, bytes)) = &image {
-                    data["media_type"] = json!(image.media_type);
-                    data["bytes"] = json!(bytes);
-                }
-                turn.event(pending, EventType::ToolFinished, data);
+                let data = ToolFinished {
+                    tool_call_id: id.clone(),
+                    tool: call.tool.clone(),
+                    observation: result.clone(),
+                    cached: *cached,
+                    duration_ms,
+                    media_type: image.as_ref().map(|(image, _)| image.media_type.clone()),
+                    bytes: image.as_ref().map(|(_, bytes)| *bytes),
+                };
+                turn.event(pending, EventData::ToolFinished(data));
                 let answer = entry.is_some_and(|e| e.result_as_answer).then(|| result.clone());
                 (result.clone(), answer)
             }
             ToolCallOutcome::Failed { error } => {
-                turn.event(
-                    pending,
-                    EventType::ToolFailed,
-                    json!({"tool_call_id": id, "tool": call.tool, "error": error}),
-                );
+                let data =
+                    ToolFailed { tool_call_id: id.clone(), tool: call.tool.clone(), error: error.clone() };
+                turn.event(pending, EventData::ToolFailed(data));
                 (format!("Error: {error}"), None)
             }
         };

@@ -26,12 +26,13 @@ use std::future::Future;
 use std::time::{Duration, Instant};
 
 use futures_util::future::join_all;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::journal::{Step, ToolCallOutcome};
 use super::toolbox::{Runner, ToolEntry};
 use super::{Context, EngineError};
-use crate::domain::EventType;
+use crate::domain::event::{CallPurpose, LlmFinished, LlmStarted, RunThrottled, TokenUsage};
+use crate::domain::EventData;
 use crate::llm::{provider_key, ChatRequest, ChatResponse, LlmError, ResolvedModel};
 use crate::ratelimit::Limit;
 
@@ -53,13 +54,14 @@ pub enum Purpose {
 }
 
 impl Purpose {
-    /// What `llm.started` and `llm.finished` say of the call, beside the model.
-    fn describe(self, data: &mut Value) {
+    /// What `llm.started` and `llm.finished` say of the call, beside the model: the agent's
+    /// iteration, or the side call's purpose.
+    fn describe(self) -> (Option<u32>, Option<CallPurpose>) {
         match self {
-            Purpose::Turn(iteration) => data["iteration"] = json!(iteration),
-            Purpose::Guardrail => data["purpose"] = json!("guardrail"),
-            Purpose::Planner => data["purpose"] = json!("planner"),
-            Purpose::Summarizer => data["purpose"] = json!("summarizer"),
+            Purpose::Turn(iteration) => (Some(iteration), None),
+            Purpose::Guardrail => (None, Some(CallPurpose::Guardrail)),
+            Purpose::Planner => (None, Some(CallPurpose::Planner)),
+            Purpose::Summarizer => (None, Some(CallPurpose::Summarizer)),
         }
     }
 
@@ -153,9 +155,9 @@ impl Context<'_> {
         let ModelCall { model, request, limits, purpose, task, agent } = call;
         let label = format!("{}/{}", model.provider, model.model);
         self.throttle(limits, task, agent, pending).await?;
-        let mut data = json!({"model": label});
-        purpose.describe(&mut data);
-        pending.event(EventType::LlmStarted, Some(task), Some(agent), data);
+        let (iteration, why) = purpose.describe();
+        let data = LlmStarted { model: label.clone(), iteration, purpose: why };
+        pending.event(Some(task), Some(agent), EventData::LlmStarted(data));
         let alongside = pending.is_replayable();
         if !alongside {
             self.commit(pending).await?;
@@ -171,11 +173,17 @@ impl Context<'_> {
         pending.usage.llm_calls += 1;
         pending.usage.prompt_tokens += usage.prompt_tokens as i64;
         pending.usage.completion_tokens += usage.completion_tokens as i64;
-        let mut data = json!({"model": label,
-            "usage": {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens},
-            "duration_ms": elapsed.as_millis() as u64});
-        purpose.describe(&mut data);
-        pending.event(EventType::LlmFinished, Some(task), Some(agent), data);
+        let data = LlmFinished {
+            model: label,
+            usage: TokenUsage {
+                prompt_tokens: usage.prompt_tokens,
+                completion_tokens: usage.completion_tokens,
+            },
+            duration_ms: elapsed.as_millis() as u64,
+            iteration,
+            purpose: why,
+        };
+        pending.event(Some(task), Some(agent), EventData::LlmFinished(data));
         Ok(response)
     }
 
@@ -198,8 +206,8 @@ impl Context<'_> {
         if wait.is_zero() {
             return Ok(());
         }
-        let data = json!({"wait_ms": wait.as_millis() as u64, "limit": binding});
-        pending.event(EventType::RunThrottled, Some(task), Some(agent), data);
+        let data = RunThrottled { wait_ms: wait.as_millis() as u64, limit: binding };
+        pending.event(Some(task), Some(agent), EventData::RunThrottled(data));
         self.commit(pending).await?;
         self.guarded(tokio::time::sleep_until(start)).await.ok_or(EngineError::Cancelled)
     }

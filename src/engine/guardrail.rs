@@ -3,7 +3,7 @@
 //! agent redoes its answer, a bounded number of times. The judge's exchange is journaled, so a
 //! crash never asks the same question twice.
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::effects::Purpose;
 use super::journal::Step;
@@ -12,7 +12,8 @@ use super::prompts;
 use super::repair::parse_lenient;
 use super::turn::AgentTurn;
 use super::{Context, EngineError};
-use crate::domain::{ErrorKind, EventType, TaskOutput};
+use crate::domain::event::GuardrailVerdict;
+use crate::domain::{ErrorKind, EventData, TaskOutput};
 use crate::llm::{ChatMessage, Role};
 
 /// Redos a failed guardrail allows by default.
@@ -53,12 +54,12 @@ impl Guardrail {
         pending: &mut Step,
     ) -> Result<Judgement, EngineError> {
         let verdict = self.verdict(turn, iteration, output, ctx, pending).await?;
-        let data = json!({"task": turn.task, "reason": verdict.reason});
+        let data = GuardrailVerdict { task: turn.task.clone(), reason: verdict.reason.clone() };
         if verdict.pass {
-            turn.event(pending, EventType::GuardrailPassed, data);
+            turn.event(pending, EventData::GuardrailPassed(data));
             return Ok(Judgement::Accept);
         }
-        turn.event(pending, EventType::GuardrailFailed, data);
+        turn.event(pending, EventData::GuardrailFailed(data));
         *failures += 1;
         if *failures > self.max_retries {
             let message =

@@ -9,7 +9,7 @@ use std::sync::Mutex;
 
 use serde_json::Value;
 
-use crate::domain::{EventType, RunError, TaskOutput, TaskStatus};
+use crate::domain::{EventData, EventType, RunError, TaskOutput, TaskStatus};
 use crate::llm::{ChatMessage, Role};
 
 /// A boxed journal future (the trait is used as `dyn Journal`).
@@ -108,6 +108,13 @@ pub struct NewEvent {
     pub data: Value,
 }
 
+impl NewEvent {
+    pub fn new(task: Option<&str>, agent: Option<&str>, data: EventData) -> Self {
+        let (event_type, data) = data.into_parts();
+        Self { event_type, task: task.map(str::to_owned), agent: agent.map(str::to_owned), data }
+    }
+}
+
 /// Counters to add to the run's usage.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct UsageDelta {
@@ -147,9 +154,9 @@ impl Step {
             && self.usage == UsageDelta::default()
     }
 
-    pub fn event(&mut self, event_type: EventType, task: Option<&str>, agent: Option<&str>, data: Value) {
-        let (task, agent) = (task.map(str::to_owned), agent.map(str::to_owned));
-        self.events.push(NewEvent { event_type, task, agent, data });
+    /// Announce an event (of `task` and `agent`, where it has them).
+    pub fn event(&mut self, task: Option<&str>, agent: Option<&str>, data: EventData) {
+        self.events.push(NewEvent::new(task, agent, data));
     }
 
     /// Append `other` after this step's contents.

@@ -6,8 +6,7 @@
 
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
-use serde_json::json;
+use serde::Deserialize;
 
 use super::agent;
 use super::effects::Purpose;
@@ -18,7 +17,9 @@ use super::react::{self, ReactStep};
 use super::repair::parse_lenient;
 use super::turn::AgentTurn;
 use super::{Context, EngineError};
-use crate::domain::{EventType, TaskOutput};
+pub use crate::domain::event::PlanStep;
+use crate::domain::event::{StepCompleted, StepFailed, StepStarted, TaskPlanned};
+use crate::domain::{EventData, TaskOutput};
 use crate::llm::{ChatMessage, ResolvedModel, Role};
 
 /// Default bound of a step's inner loop.
@@ -31,14 +32,6 @@ pub struct PlanOptions {
     pub planner: ResolvedModel,
     pub max_step_iterations: u32,
     pub step_timeout: Option<Duration>,
-}
-
-/// One step of a plan.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PlanStep {
-    pub description: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub expected_tool: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -95,7 +88,8 @@ async fn plan(
     let text =
         turn.side_call(&options.planner, &conversation, messages, Purpose::Planner, ctx, pending).await?;
     let steps = read_plan(&text, turn);
-    turn.event(pending, EventType::TaskPlanned, json!({"task": turn.task, "steps": steps}));
+    let data = TaskPlanned { task: turn.task.clone(), steps: steps.clone() };
+    turn.event(pending, EventData::TaskPlanned(data));
     Ok(steps)
 }
 
@@ -124,9 +118,10 @@ async fn run_step(
 ) -> Result<String, EngineError> {
     let conversation = keys::step(&turn.conversation, number);
     let fresh = ctx.snapshot.conversation(&conversation).is_empty();
-    let data = json!({"task": turn.task, "step": number, "description": step.description});
     if fresh {
-        turn.event(pending, EventType::StepStarted, data);
+        let data =
+            StepStarted { task: turn.task.clone(), step: number, description: step.description.clone() };
+        turn.event(pending, EventData::StepStarted(data));
     }
     let step_turn = AgentTurn {
         conversation: conversation.clone(),
@@ -151,13 +146,14 @@ async fn run_step(
         let available = turn.toolbox.find(tool).is_some();
         if available && !called(&transcript, tool, turn) {
             let reason = format!("the step expected the tool '{tool}' to be used, and it was not");
-            let data = json!({"task": turn.task, "step": number, "reason": reason});
-            turn.event(pending, EventType::StepFailed, data);
+            let data = StepFailed { task: turn.task.clone(), step: number, reason: reason.clone() };
+            turn.event(pending, EventData::StepFailed(data));
             return Ok(format!("Step failed: {reason}. Its answer was: {}", output.raw));
         }
     }
-    let data = json!({"task": turn.task, "step": number, "output": output.raw});
-    turn.event(pending, EventType::StepCompleted, data);
+    let data =
+        StepCompleted { task: turn.task.clone(), step: number, output: output.raw.clone(), timed_out: None };
+    turn.event(pending, EventData::StepCompleted(data));
     Ok(output.raw)
 }
 
@@ -186,8 +182,13 @@ fn time_out(
         None => format!("The step timed out after {limit} s without a result."),
     };
     pending.messages.push(step.message(ChatMessage::assistant(format!("Final Answer: {result}"))));
-    let data = json!({"task": turn.task, "step": number, "output": result, "timed_out": true});
-    turn.event(pending, EventType::StepCompleted, data);
+    let data = StepCompleted {
+        task: turn.task.clone(),
+        step: number,
+        output: result.clone(),
+        timed_out: Some(true),
+    };
+    turn.event(pending, EventData::StepCompleted(data));
     result
 }
 

@@ -5,14 +5,13 @@
 //! together. A task planned first (`planning: true`) goes through [`super::plan`], any other
 //! straight to the agent loop.
 
-use serde_json::json;
-
 use super::assemble::{Assembler, MANAGER};
 use super::journal::{RunChange, Step, TaskChange};
 use super::turn::AgentTurn;
 use super::{agent, plan, Context, EngineError};
 use crate::domain::crew::{CrewSpec, TaskSpec};
-use crate::domain::{ErrorKind, EventType, TaskOutput, TaskStatus};
+use crate::domain::event::{TaskAnswered, TaskCompleted, TaskFailed, TaskStarted};
+use crate::domain::{ErrorKind, EventData, TaskOutput, TaskStatus};
 
 /// A task running on its own (`async_execution`).
 type TaskFuture<'a> =
@@ -71,8 +70,8 @@ pub(super) async fn perform_tasks(
 /// Journal a task's start.
 fn start(task: &TaskSpec, agent: &str, pending: &mut Step) {
     pending.tasks.push(TaskChange::Started { task: task.name.clone() });
-    let event = json!({"task": task.name, "agent": agent});
-    pending.event(EventType::TaskStarted, Some(&task.name), Some(agent), event);
+    let event = TaskStarted { task: task.name.clone(), agent: agent.to_owned() };
+    pending.event(Some(&task.name), Some(agent), EventData::TaskStarted(event));
 }
 
 /// Perform an async task with its own journal steps, committing its end itself.
@@ -137,21 +136,21 @@ async fn perform(
     };
     match result {
         Ok(output) if task.human_input => {
-            let event = json!({"task": task.name, "output": output.raw});
-            pending.event(EventType::RunAwaitingInput, Some(&task.name), Some(agent), event);
+            let event = TaskAnswered { task: task.name.clone(), output: output.raw.clone() };
+            pending.event(Some(&task.name), Some(agent), EventData::RunAwaitingInput(event));
             pending.tasks.push(TaskChange::AwaitingReview { task: task.name.clone(), output });
             pending.run = Some(RunChange::AwaitingInput);
             Err(EngineError::AwaitingInput)
         }
         Ok(output) => {
-            let event = json!({"task": task.name, "output": output.raw});
-            pending.event(EventType::TaskCompleted, Some(&task.name), Some(agent), event);
+            let event = TaskCompleted { task: task.name.clone(), output: Some(output.raw.clone()) };
+            pending.event(Some(&task.name), Some(agent), EventData::TaskCompleted(event));
             pending.tasks.push(TaskChange::Completed { task: task.name.clone(), output: output.clone() });
             Ok(output)
         }
         Err(EngineError::Failed { kind, message }) => {
-            let event = json!({"task": task.name, "error": message});
-            pending.event(EventType::TaskFailed, Some(&task.name), Some(agent), event);
+            let event = TaskFailed { task: task.name.clone(), error: message.clone() };
+            pending.event(Some(&task.name), Some(agent), EventData::TaskFailed(event));
             pending.tasks.push(TaskChange::Failed { task: task.name.clone(), error: message.clone() });
             Err(EngineError::Failed { kind, message })
         }

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::assemble::Assembler;
@@ -15,7 +15,8 @@ use super::process;
 use super::toolbox::RunTools;
 use super::{Context, Coworkers, EngineError};
 use crate::domain::crew::CrewSpec;
-use crate::domain::{EventType, RunError, TaskOutput, TaskStatus};
+use crate::domain::event::{RunCompleted, RunFailed};
+use crate::domain::{EventData, RunError, TaskOutput, TaskStatus};
 use crate::llm::LlmRegistry;
 use crate::metrics::Metrics;
 use crate::ratelimit::RateLimiter;
@@ -120,12 +121,16 @@ impl Engine {
         self.limiter.forget(&rate_key);
         match &result {
             Ok(output) => {
-                pending.event(EventType::RunCompleted, None, None, json!({"output": output.raw}));
+                pending.event(
+                    None,
+                    None,
+                    EventData::RunCompleted(RunCompleted { output: output.raw.clone() }),
+                );
                 pending.run = Some(RunChange::Completed { output: output.clone() });
             }
             Err(EngineError::Failed { kind, message }) => {
                 let error = RunError { kind: *kind, message: message.clone() };
-                pending.event(EventType::RunFailed, None, None, json!({"error": error}));
+                pending.event(None, None, EventData::RunFailed(RunFailed { error: error.clone() }));
                 pending.run = Some(RunChange::Failed { error });
             }
             Err(EngineError::AwaitingInput) => {}

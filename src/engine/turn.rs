@@ -12,7 +12,7 @@ use super::journal::{NewMessage, Step};
 use super::plan::PlanOptions;
 use super::toolbox::Toolbox;
 use super::{Context, EngineError};
-use crate::domain::{ErrorKind, EventType};
+use crate::domain::{ErrorKind, EventData};
 use crate::llm::{ChatMessage, ChatRequest, ResolvedModel};
 use crate::ratelimit::Limit;
 
@@ -51,8 +51,8 @@ pub struct AgentTurn {
 
 impl AgentTurn {
     /// Announce an event of this task and agent.
-    pub(super) fn event(&self, pending: &mut Step, event_type: EventType, data: Value) {
-        pending.event(event_type, Some(&self.task), Some(&self.agent), data);
+    pub(super) fn event(&self, pending: &mut Step, data: EventData) {
+        pending.event(Some(&self.task), Some(&self.agent), data);
     }
 
     /// `message` as a journal entry of this turn's conversation.

@@ -45,6 +45,7 @@ pub struct EventsQuery {
 /// A slice of a run's event log.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct EventList {
+    #[schema(value_type = Vec<crate::domain::event::EventSchema>)]
     pub events: Vec<Event>,
     /// The `seq` to pass as `after` for the next slice.
     pub next_after: i64,

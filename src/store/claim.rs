@@ -5,13 +5,14 @@
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 use sqlx::{Postgres, Transaction};
 use uuid::Uuid;
 
 use super::events::append_event_tx;
 use super::{decode_text, Store, StoreResult};
-use crate::domain::{CrewSpec, EventType, RunId};
+use crate::domain::event::RunStarted;
+use crate::domain::{CrewSpec, EventData, RunId};
 
 /// A run a worker now holds the lease of, with what it needs to execute it.
 #[derive(Debug, Clone, PartialEq)]
@@ -139,8 +140,8 @@ async fn finish_claim(
     };
     let id = RunId(row.id);
     tracing::Span::current().record("run_id", tracing::field::display(id));
-    let data = json!({ "attempt": row.attempt, "worker": owner });
-    append_event_tx(&mut tx, id, EventType::RunStarted, None, None, &data).await?;
+    let data = RunStarted { attempt: row.attempt, worker: owner.to_owned() };
+    append_event_tx(&mut tx, id, None, None, EventData::RunStarted(data)).await?;
     tx.commit().await?;
     claimed_run(row).map(Some)
 }

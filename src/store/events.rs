@@ -7,20 +7,18 @@ use sqlx::{Postgres, Transaction};
 use uuid::Uuid;
 
 use super::{parse, Store, StoreError, StoreResult};
-use crate::domain::{Event, EventType, RunId, RunStatus};
+use crate::domain::{Event, EventData, RunId, RunStatus};
 use crate::engine::journal::NewEvent;
 
 /// Append one event to a run's log inside `tx`; returns its `seq` (see [`append_events_tx`]).
 pub(crate) async fn append_event_tx(
     tx: &mut Transaction<'_, Postgres>,
     run_id: RunId,
-    event_type: EventType,
     task: Option<&str>,
     agent: Option<&str>,
-    data: &Value,
+    data: EventData,
 ) -> StoreResult<i64> {
-    let (task, agent) = (task.map(str::to_owned), agent.map(str::to_owned));
-    let event = NewEvent { event_type, task, agent, data: data.clone() };
+    let event = NewEvent::new(task, agent, data);
     append_events_tx(tx, run_id, std::slice::from_ref(&event)).await
 }
 
@@ -109,17 +107,16 @@ impl LoggedEventRow {
 
 impl Store {
     /// Append one event on its own (for steps that change no other state, such as a thought).
-    #[tracing::instrument(skip_all, fields(run_id = %run_id, event = event_type.as_str()), err)]
+    #[tracing::instrument(skip_all, fields(run_id = %run_id, event = data.event_type().as_str()), err)]
     pub async fn append_event(
         &self,
         run_id: RunId,
-        event_type: EventType,
         task: Option<&str>,
         agent: Option<&str>,
-        data: &Value,
+        data: EventData,
     ) -> StoreResult<i64> {
         let mut tx = self.pool.begin().await?;
-        let seq = append_event_tx(&mut tx, run_id, event_type, task, agent, data).await?;
+        let seq = append_event_tx(&mut tx, run_id, task, agent, data).await?;
         tx.commit().await?;
         Ok(seq)
     }

@@ -13,7 +13,8 @@ use super::events::append_event_tx;
 use super::group::{Failure, GroupWrite};
 use super::listen::{notify, CANCEL_CHANNEL, RUNS_CHANNEL};
 use super::{parse, Store, StoreError, StoreResult};
-use crate::domain::{ErrorKind, EventType, Run, RunError, RunId, RunStatus};
+use crate::domain::event::{Empty, RunFailed};
+use crate::domain::{ErrorKind, EventData, Run, RunError, RunId, RunStatus};
 
 /// What a heartbeat learned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -221,7 +222,7 @@ async fn cancel_now(tx: &mut Transaction<'_, Postgres>, id: RunId) -> StoreResul
         return Ok(false);
     }
     close_open_work(tx, id.0, "cancelled", "the run was cancelled").await?;
-    append_event_tx(tx, id, EventType::RunCancelled, None, None, &json!({})).await?;
+    append_event_tx(tx, id, None, None, EventData::RunCancelled(Empty {})).await?;
     Ok(true)
 }
 
@@ -241,7 +242,7 @@ async fn fail(tx: &mut Transaction<'_, Postgres>, id: RunId, error: RunError) ->
         return Ok(false);
     }
     close_open_work(tx, id.0, "failed", &error.message).await?;
-    append_event_tx(tx, id, EventType::RunFailed, None, None, &json!({"error": value})).await?;
+    append_event_tx(tx, id, None, None, EventData::RunFailed(RunFailed { error: error.clone() })).await?;
     Ok(true)
 }
 

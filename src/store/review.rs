@@ -2,12 +2,13 @@
 //! Approval completes the task; rejection puts the reviewer's feedback into the task's
 //! conversation so the agent redoes it. Either way the run goes back to the queue.
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::events::append_event_tx;
 use super::listen::{notify, RUNS_CHANNEL};
 use super::{parse, Store, StoreError, StoreResult};
-use crate::domain::{EventType, Run, RunId, RunStatus};
+use crate::domain::event::{RunResumed, TaskCompleted};
+use crate::domain::{EventData, Run, RunId, RunStatus};
 
 /// What a resume request did.
 #[derive(Debug)]
@@ -68,17 +69,9 @@ impl Store {
             )
             .execute(&mut *tx)
             .await?;
-            let output = task.output.get("raw").cloned().unwrap_or(Value::Null);
-            let data = json!({"task": task.name, "output": output});
-            append_event_tx(
-                &mut tx,
-                id,
-                EventType::TaskCompleted,
-                Some(&task.name),
-                task.agent.as_deref(),
-                &data,
-            )
-            .await?;
+            let output = task.output.get("raw").and_then(Value::as_str).map(str::to_owned);
+            let data = EventData::TaskCompleted(TaskCompleted { task: task.name.clone(), output });
+            append_event_tx(&mut tx, id, Some(&task.name), task.agent.as_deref(), data).await?;
         } else {
             sqlx::query!(
                 "UPDATE run_tasks SET output = NULL WHERE run_id = $1 AND name = $2",
@@ -100,8 +93,8 @@ impl Store {
             .execute(&mut *tx)
             .await?;
         }
-        let data = json!({"feedback": feedback, "approve": approve});
-        append_event_tx(&mut tx, id, EventType::RunResumed, Some(&task.name), task.agent.as_deref(), &data)
+        let data = RunResumed { feedback: feedback.map(str::to_owned), approve };
+        append_event_tx(&mut tx, id, Some(&task.name), task.agent.as_deref(), EventData::RunResumed(data))
             .await?;
         notify(&mut tx, RUNS_CHANNEL, id).await?;
         tx.commit().await?;

@@ -3,7 +3,8 @@
 
 use std::time::{Duration, Instant};
 
-use agentd::domain::{EventType, RunId};
+use agentd::domain::event::RunCompleted;
+use agentd::domain::{EventData, RunId};
 use agentd::engine::journal::{Journal, RunChange, Step};
 use agentd::fake_llm::{FakeLlm, FakeReply};
 use agentd::store::{RunJournal, Store};
@@ -12,7 +13,7 @@ use serde_json::{json, Value};
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use crate::support::{expect_json, expect_problem, TestApp};
+use crate::support::{expect_json, expect_problem, thought, TestApp};
 use crate::worker::{calc_crew, fake_config, fast_settings, start_workers, wait_for};
 
 /// One server-sent event.
@@ -333,20 +334,22 @@ async fn a_stalled_subscriber_gets_all_10000_events_in_order(pool: PgPool) {
     for batch in 0..10 {
         let mut step = Step::default();
         for i in 0..1_000 {
-            step.event(EventType::AgentThought, Some("t"), Some("a"), json!({"text": batch * 1_000 + i}));
+            step.event(Some("t"), Some("a"), thought((batch * 1_000 + i).to_string()));
         }
         journal.commit(step).await.expect("commit");
     }
     let mut end = Step::default();
-    end.event(EventType::RunCompleted, None, None, json!({"output": "done"}));
+    end.event(None, None, EventData::RunCompleted(RunCompleted { output: "done".into() }));
     end.run =
         Some(RunChange::Completed { output: agentd::domain::TaskOutput { raw: "done".into(), json: None } });
     journal.commit(end).await.expect("commit");
     let events = stream.drain().await;
     assert_eq!(events.len(), 10_003, "run.queued, run.started, 10,000 thoughts, run.completed");
     assert_eq!(seqs(&events), (1..=10_003).collect::<Vec<_>>());
-    let texts: Vec<i64> =
-        events[2..10_002].iter().map(|e| e.data["data"]["text"].as_i64().expect("text")).collect();
+    let texts: Vec<i64> = events[2..10_002]
+        .iter()
+        .map(|e| e.data["data"]["text"].as_str().and_then(|t| t.parse().ok()).expect("text"))
+        .collect();
     assert_eq!(texts, (0..10_000).collect::<Vec<_>>());
 }
 
@@ -360,13 +363,8 @@ async fn events_of_every_size_arrive_live_intact_and_in_order(pool: PgPool) {
     }
     let sizes = [10, 3_000, 10, 5_000, 20_000, 10, 10, 3_700, 3_700, 3_700];
     let mut step = Step::default();
-    for (i, size) in sizes.iter().enumerate() {
-        step.event(
-            EventType::AgentThought,
-            Some("t"),
-            Some("a"),
-            json!({"i": i, "text": "é".repeat(*size / 2)}),
-        );
+    for size in &sizes {
+        step.event(Some("t"), Some("a"), thought("é".repeat(*size / 2)));
     }
     journal.commit(step).await.expect("commit");
     let mut live = Vec::new();

@@ -4,7 +4,10 @@
 
 use std::time::Duration;
 
-use agentd::domain::{ErrorKind, EventType, RunError, RunStatus, TaskOutput, TaskStatus, Usage};
+use agentd::domain::event::{
+    LlmFinished, RunCompleted, TaskCompleted, TaskStarted, TokenUsage, ToolFailed, ToolFinished,
+};
+use agentd::domain::{ErrorKind, EventData, EventType, RunError, RunStatus, TaskOutput, TaskStatus, Usage};
 use agentd::engine::journal::{
     Journal, JournalError, MemoryJournal, NewMessage, RunChange, Snapshot, Step, TaskChange, ToolCallEnd,
     ToolCallOutcome, ToolCallStart, UsageDelta,
@@ -73,8 +76,16 @@ fn llm_step() -> Step {
         usage: UsageDelta { llm_calls: 1, prompt_tokens: 120, completion_tokens: 30, tool_calls: 0 },
         ..Step::default()
     };
-    step.event(EventType::TaskStarted, Some("research"), Some("researcher"), json!({}));
-    step.event(EventType::LlmFinished, Some("research"), Some("researcher"), json!({"tokens": 150}));
+    let started = TaskStarted { task: "research".into(), agent: "researcher".into() };
+    step.event(Some("research"), Some("researcher"), EventData::TaskStarted(started));
+    let finished = LlmFinished {
+        model: "openai/gpt-4o-mini".into(),
+        usage: TokenUsage { prompt_tokens: 120, completion_tokens: 30 },
+        duration_ms: 150,
+        iteration: Some(1),
+        purpose: None,
+    };
+    step.event(Some("research"), Some("researcher"), EventData::LlmFinished(finished));
     step
 }
 
@@ -98,8 +109,22 @@ fn tools_step() -> Step {
         usage: UsageDelta { tool_calls: 2, ..UsageDelta::default() },
         ..Step::default()
     };
-    step.event(EventType::ToolFinished, Some("research"), Some("researcher"), json!({"id": "call_1"}));
-    step.event(EventType::ToolFailed, Some("research"), Some("researcher"), json!({"id": "call_2"}));
+    let finished = ToolFinished {
+        tool_call_id: "call_1".into(),
+        tool: "calculator".into(),
+        observation: "4".into(),
+        cached: true,
+        duration_ms: 0,
+        media_type: None,
+        bytes: None,
+    };
+    step.event(Some("research"), Some("researcher"), EventData::ToolFinished(finished));
+    let failed = ToolFailed {
+        tool_call_id: "call_2".into(),
+        tool: "calculator".into(),
+        error: "invalid arguments".into(),
+    };
+    step.event(Some("research"), Some("researcher"), EventData::ToolFailed(failed));
     step
 }
 
@@ -122,8 +147,9 @@ fn final_step() -> Step {
         usage: UsageDelta { llm_calls: 1, prompt_tokens: 80, completion_tokens: 10, tool_calls: 0 },
         ..Step::default()
     };
-    step.event(EventType::TaskCompleted, Some("research"), Some("researcher"), json!({}));
-    step.event(EventType::RunCompleted, None, None, json!({}));
+    let completed = TaskCompleted { task: "research".into(), output: Some("4".into()) };
+    step.event(Some("research"), Some("researcher"), EventData::TaskCompleted(completed));
+    step.event(None, None, EventData::RunCompleted(RunCompleted { output: "done".into() }));
     step
 }
 
@@ -190,7 +216,9 @@ async fn commits_round_trip_through_load(pool: PgPool) {
             RunCompleted
         ]
     );
-    assert_eq!((events[3].task.as_deref(), &events[3].data), (Some("research"), &json!({"tokens": 150})));
+    let llm_finished = json!({"model": "openai/gpt-4o-mini", "usage": {"prompt_tokens": 120, "completion_tokens": 30},
+                              "duration_ms": 150, "iteration": 1});
+    assert_eq!((events[3].task.as_deref(), &events[3].data), (Some("research"), &llm_finished));
 }
 
 #[sqlx::test(migrator = "agentd::store::MIGRATOR")]

@@ -5,9 +5,9 @@ use serde_json::{json, Value};
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use agentd::domain::{EventType, RunId};
+use agentd::domain::RunId;
 
-use crate::support::{expect_json, expect_problem, sample_crew, sample_inputs, TestApp};
+use crate::support::{expect_json, expect_problem, sample_crew, sample_inputs, thought, TestApp};
 
 fn run_id(run: &Value) -> Uuid {
     Uuid::parse_str(run["id"].as_str().expect("id")).expect("uuid")
@@ -128,13 +128,7 @@ async fn events_json_pages_with_after_and_limit(pool: PgPool) {
     let store = agentd::store::Store::new(pool.clone());
     for i in 0..4 {
         store
-            .append_event(
-                RunId(id),
-                EventType::AgentThought,
-                Some("research"),
-                Some("researcher"),
-                &json!({"text": i}),
-            )
+            .append_event(RunId(id), Some("research"), Some("researcher"), thought(i.to_string()))
             .await
             .expect("append");
     }
@@ -150,7 +144,7 @@ async fn events_json_pages_with_after_and_limit(pool: PgPool) {
     assert_eq!(seqs, [3, 4]);
     assert_eq!(page["next_after"], 4);
     assert_eq!(page["events"][0]["type"], "agent.thought");
-    assert_eq!(page["events"][0]["data"], json!({"text": 1}));
+    assert_eq!(page["events"][0]["data"], json!({"text": "1"}));
     let end = expect_json(app.get(&format!("/v1/runs/{id}/events?after=5")).await, StatusCode::OK).await;
     assert_eq!(end, json!({"events": [], "next_after": 5}));
 

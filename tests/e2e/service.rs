@@ -193,3 +193,34 @@ async fn metrics_show_runs_by_status_and_the_queue(pool: PgPool) {
         assert!(text.contains(line), "{line} missing from:\n{text}");
     }
 }
+
+#[test]
+fn the_openapi_document_describes_the_data_of_every_event_type() {
+    let document: Value = serde_json::from_str(include_str!("../../openapi/openapi.json")).expect("JSON");
+    let schemas = &document["components"]["schemas"];
+    let names = |values: &Value| -> Vec<String> {
+        values.as_array().expect("enum").iter().map(|v| v.as_str().expect("name").to_owned()).collect()
+    };
+    let mut types: Vec<String> =
+        agentd::domain::EventType::ALL.iter().map(|t| t.as_str().to_owned()).collect();
+    let variants = schemas["EventData"]["oneOf"].as_array().expect("EventData is a oneOf");
+    let mut described: Vec<String> = variants
+        .iter()
+        .map(|variant| {
+            assert_eq!(variant["required"], json!(["data", "type"]), "{variant}");
+            let data = &variant["properties"]["data"]["$ref"];
+            let target = data.as_str().and_then(|r| r.strip_prefix("#/components/schemas/")).expect("a $ref");
+            assert!(schemas[target].is_object(), "{target} is described");
+            let [name] = names(&variant["properties"]["type"]["enum"]).try_into().expect("one type");
+            name
+        })
+        .collect();
+    types.sort();
+    described.sort();
+    assert_eq!(types.len(), 27);
+    assert_eq!(described, types, "one EventData variant per event type");
+    // The envelope pairs them with its own fields.
+    let event = &schemas["Event"]["allOf"];
+    assert_eq!(event[0]["$ref"], "#/components/schemas/EventData");
+    assert_eq!(event[1]["required"], json!(["seq", "run_id", "at", "task", "agent"]));
+}

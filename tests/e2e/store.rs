@@ -2,12 +2,12 @@
 
 use std::collections::BTreeSet;
 
-use agentd::domain::{CrewSpec, EventType, RunId};
+use agentd::domain::event::RunStarted;
+use agentd::domain::{CrewSpec, EventData, EventType, RunId};
 use agentd::store::{Created, IdempotencyKey, Store, StoreError, UpsertOutcome};
-use serde_json::json;
 use sqlx::PgPool;
 
-use crate::support::{new_run, sample_crew};
+use crate::support::{new_run, sample_crew, thought};
 
 #[sqlx::test(migrator = "agentd::store::MIGRATOR")]
 async fn create_and_get_a_run(pool: PgPool) {
@@ -30,10 +30,7 @@ async fn concurrent_appends_keep_seq_dense(pool: PgPool) {
     let appends = (0..20).map(|i| {
         let store = store.clone();
         tokio::spawn(async move {
-            store
-                .append_event(run.id, EventType::AgentThought, None, None, &json!({"i": i}))
-                .await
-                .expect("append")
+            store.append_event(run.id, None, None, thought(i.to_string())).await.expect("append")
         })
     });
     let mut seqs = BTreeSet::new();
@@ -49,7 +46,8 @@ async fn concurrent_appends_keep_seq_dense(pool: PgPool) {
 #[sqlx::test(migrator = "agentd::store::MIGRATOR")]
 async fn an_event_for_a_missing_run_is_an_error(pool: PgPool) {
     let store = Store::new(pool);
-    let result = store.append_event(RunId::new(), EventType::RunStarted, None, None, &json!({})).await;
+    let started = RunStarted { attempt: 1, worker: "w".into() };
+    let result = store.append_event(RunId::new(), None, None, EventData::RunStarted(started)).await;
     assert!(matches!(result, Err(StoreError::Corrupt(_))), "{result:?}");
 }
 

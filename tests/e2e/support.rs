@@ -165,3 +165,8 @@ pub fn new_run() -> NewRun {
     let Value::Object(inputs) = sample_inputs() else { panic!("inputs") };
     prepare_run(crew, inputs, Default::default(), None, &ctx).expect("valid run")
 }
+
+/// An `agent.thought` event saying `text`.
+pub fn thought(text: impl Into<String>) -> agentd::domain::EventData {
+    agentd::domain::EventData::AgentThought(agentd::domain::event::AgentThought { text: text.into() })
+}

@@ -257,7 +257,7 @@ async fn a_worker_that_lost_its_lease_cannot_write(pool: PgPool) {
     let second = store.claim_run(id, "live", Duration::from_secs(30)).await.expect("claim").expect("claimed");
     assert_eq!((first.attempt, second.attempt), (1, 2));
     let mut step = Step::default();
-    step.event(agentd::domain::EventType::AgentThought, Some("t"), Some("a"), json!({"text": "stale"}));
+    step.event(Some("t"), Some("a"), crate::support::thought("stale"));
     let stale = store.journal(id, first.attempt).commit(step.clone()).await;
     assert_eq!(stale, Err(JournalError::Fenced));
     store.journal(id, second.attempt).commit(step).await.expect("the new attempt writes");
