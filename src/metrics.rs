@@ -1,60 +1,68 @@
-//! Process metrics in the Prometheus text format: latency histograms and counters recorded by the
-//! engine and the worker pool, rendered with the gauges read at scrape time (runs by status, queue
-//! depth, stream subscribers, events published). Small on purpose: a few label sets, no crate.
+//! Process metrics in the Prometheus text format, on the `metrics` facade and the
+//! `metrics-exporter-prometheus` recorder.
+//!
+//! - What the engine and the worker pool record (the claim, LLM-call and tool-call latency
+//!   histograms, the LLM token counters) goes to this instance's own [`PrometheusRecorder`]:
+//!   atomics per series, no lock on the recording path. No global recorder is installed, so the
+//!   servers a test process starts keep their metrics apart.
+//! - The values read at scrape time (runs by status, queue depth, stream subscribers, events
+//!   published, grouped writes) are handed to [`Metrics::render`] as [`Gauges`] and written with
+//!   the exporter's formatting helpers (so label values are escaped the same way).
+//!
+//! This module reads nothing itself: callers pass the gauges in.
 
-use std::collections::BTreeMap;
-use std::fmt::Write;
-use std::sync::Mutex;
+use std::fmt::Display;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use crate::store::GroupStats;
+use indexmap::IndexMap;
+use metrics::{Histogram, Key, KeyName, Label, Level, Metadata, Recorder};
+use metrics_exporter_prometheus::formatting::{write_help_line, write_metric_line, write_type_line};
+use metrics_exporter_prometheus::{LabelSet, PrometheusBuilder, PrometheusHandle, PrometheusRecorder};
 
 /// Upper bounds (seconds) of the latency buckets.
 const BUCKETS: [f64; 14] =
     [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0];
 
-#[derive(Debug, Clone, Default)]
-struct Histogram {
-    counts: [u64; BUCKETS.len()],
-    count: u64,
-    sum: f64,
-}
+const CLAIM_LATENCY: &str = "agentd_claim_latency_seconds";
+const LLM_LATENCY: &str = "agentd_llm_call_duration_seconds";
+const LLM_TOKENS: &str = "agentd_llm_tokens_total";
+const TOOL_LATENCY: &str = "agentd_tool_call_duration_seconds";
 
-impl Histogram {
-    fn observe(&mut self, seconds: f64) {
-        for (bound, count) in BUCKETS.iter().zip(self.counts.iter_mut()) {
-            if seconds <= *bound {
-                *count += 1;
-            }
-        }
-        self.count += 1;
-        self.sum += seconds;
-    }
+/// The recorded families: name, Prometheus type and help. Each is announced (HELP and TYPE) even
+/// before its first sample, as scrapers and dashboards expect.
+const RECORDED: [(&str, &str, &str); 4] = [
+    (CLAIM_LATENCY, "histogram", "Time from kickoff to a run's first claim."),
+    (LLM_LATENCY, "histogram", "LLM call latency by model."),
+    (LLM_TOKENS, "counter", "LLM tokens by model and kind."),
+    (TOOL_LATENCY, "histogram", "Tool call latency by tool."),
+];
 
-    fn render(&self, out: &mut String, name: &str, labels: &str) {
-        let sep = if labels.is_empty() { "" } else { "," };
-        for (bound, count) in BUCKETS.iter().zip(self.counts.iter()) {
-            let _ = writeln!(out, "{name}_bucket{{{labels}{sep}le=\"{bound}\"}} {count}");
-        }
-        let _ = writeln!(out, "{name}_bucket{{{labels}{sep}le=\"+Inf\"}} {}", self.count);
-        let braces = if labels.is_empty() { String::new() } else { format!("{{{labels}}}") };
-        let _ = writeln!(out, "{name}_sum{braces} {}", self.sum);
-        let _ = writeln!(out, "{name}_count{braces} {}", self.count);
-    }
-}
+/// Histogram samples are buffered until drained into their buckets; a scrape drains them, and so
+/// does every this-many observations, so that a replica nobody scrapes does not grow.
+const UPKEEP_EVERY: u64 = 1024;
 
-#[derive(Debug, Default)]
-struct State {
-    claim_latency: Histogram,
-    llm_latency: BTreeMap<String, Histogram>,
-    llm_tokens: BTreeMap<(String, &'static str), u64>,
-    tool_latency: BTreeMap<String, Histogram>,
-}
+/// Where the recorded series say they come from (the exporter ignores it).
+static METADATA: Metadata<'static> = Metadata::new(module_path!(), Level::INFO, Some(module_path!()));
 
 /// Metrics recorded by this process.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Metrics {
-    state: Mutex<State>,
+    recorder: PrometheusRecorder,
+    handle: PrometheusHandle,
+    claim_latency: Histogram,
+    observations: AtomicU64,
+}
+
+/// What one kind of grouped write has done so far.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct GroupCommits {
+    /// Transactions written.
+    pub batches: u64,
+    /// Items written in them.
+    pub items: u64,
+    /// Time the writers spent writing, in seconds.
+    pub busy_seconds: f64,
 }
 
 /// Gauges read when rendering.
@@ -64,84 +72,101 @@ pub struct Gauges {
     pub sse_subscribers: i64,
     pub events_published: u64,
     /// Each kind of grouped write and what it has done.
-    pub group_commits: Vec<(&'static str, GroupStats)>,
+    pub group_commits: Vec<(&'static str, GroupCommits)>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        // Only an empty bucket list is refused; without buckets the exporter renders summaries.
+        let builder =
+            PrometheusBuilder::new().set_buckets(&BUCKETS).unwrap_or_else(|_| PrometheusBuilder::new());
+        let recorder = builder.build_recorder();
+        for (name, _, help) in RECORDED {
+            let name = KeyName::from_const_str(name);
+            if name.as_str().ends_with("_total") {
+                recorder.describe_counter(name, None, help.into());
+            } else {
+                recorder.describe_histogram(name, None, help.into());
+            }
+        }
+        let claim_latency = recorder.register_histogram(&Key::from_static_name(CLAIM_LATENCY), &METADATA);
+        let handle = recorder.handle();
+        Metrics { recorder, handle, claim_latency, observations: AtomicU64::new(0) }
+    }
 }
 
 impl Metrics {
-    fn with<T>(&self, f: impl FnOnce(&mut State) -> T) -> T {
-        f(&mut self.state.lock().unwrap_or_else(|p| p.into_inner()))
-    }
-
     /// A run waited `wait` between its kickoff and its first claim.
     pub fn observe_claim(&self, wait: Duration) {
-        self.with(|s| s.claim_latency.observe(wait.as_secs_f64()));
+        self.claim_latency.record(wait.as_secs_f64());
+        self.observed();
     }
 
     /// An LLM call to `model` took `duration` and used these tokens.
     pub fn observe_llm(&self, model: &str, duration: Duration, prompt_tokens: u64, completion_tokens: u64) {
-        self.with(|s| {
-            s.llm_latency.entry(model.to_owned()).or_default().observe(duration.as_secs_f64());
-            *s.llm_tokens.entry((model.to_owned(), "prompt")).or_default() += prompt_tokens;
-            *s.llm_tokens.entry((model.to_owned(), "completion")).or_default() += completion_tokens;
-        });
+        let model = || Label::new("model", model.to_owned());
+        self.histogram(LLM_LATENCY, vec![model()]).record(duration.as_secs_f64());
+        for (kind, tokens) in [("prompt", prompt_tokens), ("completion", completion_tokens)] {
+            let key = Key::from_parts(LLM_TOKENS, vec![model(), Label::new("kind", kind)]);
+            self.recorder.register_counter(&key, &METADATA).increment(tokens);
+        }
+        self.observed();
     }
 
     /// A call of `tool` took `duration`.
     pub fn observe_tool(&self, tool: &str, duration: Duration) {
-        self.with(|s| s.tool_latency.entry(tool.to_owned()).or_default().observe(duration.as_secs_f64()));
+        self.histogram(TOOL_LATENCY, vec![Label::new("tool", tool.to_owned())])
+            .record(duration.as_secs_f64());
+        self.observed();
+    }
+
+    fn histogram(&self, name: &'static str, labels: Vec<Label>) -> Histogram {
+        self.recorder.register_histogram(&Key::from_parts(name, labels), &METADATA)
+    }
+
+    fn observed(&self) {
+        if self.observations.fetch_add(1, Ordering::Relaxed) % UPKEEP_EVERY == UPKEEP_EVERY - 1 {
+            self.handle.run_upkeep();
+        }
     }
 
     /// Everything, in the Prometheus text format.
     pub fn render(&self, gauges: &Gauges) -> String {
         let mut out = String::new();
-        header(&mut out, "agentd_runs", "gauge", "Runs by status.");
-        for (status, count) in &gauges.runs_by_status {
-            let _ = writeln!(out, "agentd_runs{{status=\"{}\"}} {count}", escape(status));
+        render_gauges(gauges, &mut out);
+        let recorded = self.handle.render();
+        for (name, kind, help) in RECORDED {
+            if !recorded.contains(&format!("# TYPE {name} ")) {
+                header(&mut out, name, kind, help);
+            }
         }
-        let queued = gauges.runs_by_status.iter().find(|(s, _)| s == "queued").map_or(0, |(_, n)| *n);
-        header(&mut out, "agentd_queue_depth", "gauge", "Runs waiting for a worker.");
-        let _ = writeln!(out, "agentd_queue_depth {queued}");
-        header(&mut out, "agentd_sse_subscribers", "gauge", "Event streams open on this replica.");
-        let _ = writeln!(out, "agentd_sse_subscribers {}", gauges.sse_subscribers);
-        header(
-            &mut out,
-            "agentd_events_published_total",
-            "counter",
-            "Events this replica received to publish.",
-        );
-        let _ = writeln!(out, "agentd_events_published_total {}", gauges.events_published);
-        render_group_commits(&gauges.group_commits, &mut out);
-        self.with(|s| render_recorded(s, &mut out));
+        out.push_str(&recorded);
         out
     }
 }
 
-fn render_recorded(s: &State, out: &mut String) {
-    let name = "agentd_claim_latency_seconds";
-    header(out, name, "histogram", "Time from kickoff to a run's first claim.");
-    s.claim_latency.render(out, name, "");
-    let name = "agentd_llm_call_duration_seconds";
-    header(out, name, "histogram", "LLM call latency by model.");
-    for (model, histogram) in &s.llm_latency {
-        histogram.render(out, name, &format!("model=\"{}\"", escape(model)));
+/// The values read at scrape time.
+fn render_gauges(gauges: &Gauges, out: &mut String) {
+    header(out, "agentd_runs", "gauge", "Runs by status.");
+    for (status, count) in &gauges.runs_by_status {
+        series(out, "agentd_runs", &[("status", status)], count);
     }
-    header(out, "agentd_llm_tokens_total", "counter", "LLM tokens by model and kind.");
-    for ((model, kind), tokens) in &s.llm_tokens {
-        let _ =
-            writeln!(out, "agentd_llm_tokens_total{{model=\"{}\",kind=\"{kind}\"}} {tokens}", escape(model));
-    }
-    let name = "agentd_tool_call_duration_seconds";
-    header(out, name, "histogram", "Tool call latency by tool.");
-    for (tool, histogram) in &s.tool_latency {
-        histogram.render(out, name, &format!("tool=\"{}\"", escape(tool)));
-    }
+    let queued = gauges.runs_by_status.iter().find(|(s, _)| s == "queued").map_or(0, |(_, n)| *n);
+    header(out, "agentd_queue_depth", "gauge", "Runs waiting for a worker.");
+    series(out, "agentd_queue_depth", &[], queued);
+    header(out, "agentd_sse_subscribers", "gauge", "Event streams open on this replica.");
+    series(out, "agentd_sse_subscribers", &[], gauges.sse_subscribers);
+    let name = "agentd_events_published_total";
+    header(out, name, "counter", "Events this replica received to publish.");
+    series(out, name, &[], gauges.events_published);
+    render_group_commits(&gauges.group_commits, out);
 }
 
 /// Transactions, items and busy time of each kind of grouped write (items per transaction tells
 /// how much the group commit saves; busy time near wall time, that its writers are saturated).
-fn render_group_commits(groups: &[(&str, GroupStats)], out: &mut String) {
-    type Series = (&'static str, &'static str, fn(&GroupStats) -> f64);
-    let series: [Series; 3] = [
+fn render_group_commits(groups: &[(&str, GroupCommits)], out: &mut String) {
+    type Series = (&'static str, &'static str, fn(&GroupCommits) -> f64);
+    let all: [Series; 3] = [
         ("agentd_group_commit_batches_total", "Transactions written by grouped writes, by kind.", |s| {
             s.batches as f64
         }),
@@ -152,21 +177,24 @@ fn render_group_commits(groups: &[(&str, GroupStats)], out: &mut String) {
             s.busy_seconds
         }),
     ];
-    for (name, help, value) in series {
+    for (name, help, value) in all {
         header(out, name, "counter", help);
         for (kind, stats) in groups {
-            let _ = writeln!(out, "{name}{{kind=\"{kind}\"}} {}", value(stats));
+            series(out, name, &[("kind", kind)], value(stats));
         }
     }
 }
 
 fn header(out: &mut String, name: &str, kind: &str, help: &str) {
-    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+    write_help_line(out, name, None, None, help);
+    write_type_line(out, name, None, None, kind);
 }
 
-/// Escape a label value.
-fn escape(value: &str) -> String {
-    value.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+/// One sample line; label values are escaped by the exporter's rules.
+fn series(out: &mut String, name: &str, labels: &[(&'static str, &str)], value: impl Display) {
+    let labels: Vec<Label> = labels.iter().map(|&(key, value)| Label::new(key, value.to_owned())).collect();
+    let labels = LabelSet::from_key_and_global(&Key::from_parts(name.to_owned(), labels), &IndexMap::new());
+    write_metric_line::<&str, _>(out, name, None, &labels, None, value, None);
 }
 
 #[cfg(test)]
@@ -179,7 +207,7 @@ mod tests {
         metrics.observe_llm("openai/gpt\"x", Duration::from_millis(30), 10, 5);
         metrics.observe_llm("openai/gpt\"x", Duration::from_millis(300), 1, 1);
         metrics.observe_tool("calculator", Duration::from_micros(200));
-        let journal = GroupStats { batches: 4, items: 10, busy_seconds: 0.5 };
+        let journal = GroupCommits { batches: 4, items: 10, busy_seconds: 0.5 };
         let gauges = Gauges {
             runs_by_status: vec![("queued".into(), 3)],
             sse_subscribers: 2,
@@ -202,5 +230,53 @@ mod tests {
         assert!(text.contains("agentd_group_commit_batches_total{kind=\"journal\"} 4"));
         assert!(text.contains("agentd_group_commit_items_total{kind=\"journal\"} 10"));
         assert!(text.contains("agentd_group_commit_busy_seconds_total{kind=\"journal\"} 0.5"));
+    }
+
+    #[test]
+    fn every_family_is_announced_once_before_its_first_sample() {
+        let metrics = Metrics::default();
+        let text = metrics.render(&Gauges::default());
+        for (name, kind, _) in RECORDED {
+            assert_eq!(text.matches(&format!("# TYPE {name} {kind}\n")).count(), 1, "{name}:\n{text}");
+        }
+        metrics.observe_llm("m", Duration::from_millis(1), 1, 1);
+        metrics.observe_tool("t", Duration::from_millis(1));
+        let text = metrics.render(&Gauges::default());
+        for (name, kind, _) in RECORDED {
+            assert_eq!(text.matches(&format!("# TYPE {name} {kind}\n")).count(), 1, "{name}:\n{text}");
+        }
+        assert!(text.contains("# HELP agentd_llm_call_duration_seconds LLM call latency by model.\n"));
+    }
+
+    #[test]
+    fn buckets_are_cumulative_and_instances_are_separate() {
+        let (one, other) = (Metrics::default(), Metrics::default());
+        for millis in [1, 20, 400, 40_000] {
+            one.observe_claim(Duration::from_millis(millis));
+        }
+        let text = one.render(&Gauges::default());
+        for line in [
+            "agentd_claim_latency_seconds_bucket{le=\"0.001\"} 1",
+            "agentd_claim_latency_seconds_bucket{le=\"0.025\"} 2",
+            "agentd_claim_latency_seconds_bucket{le=\"0.5\"} 3",
+            "agentd_claim_latency_seconds_bucket{le=\"30\"} 3",
+            "agentd_claim_latency_seconds_bucket{le=\"+Inf\"} 4",
+            "agentd_claim_latency_seconds_count 4",
+        ] {
+            assert!(text.contains(line), "{line} missing from:\n{text}");
+        }
+        assert!(other.render(&Gauges::default()).contains("agentd_claim_latency_seconds_count 0"));
+    }
+
+    #[test]
+    fn samples_survive_upkeep_between_scrapes() {
+        let metrics = Metrics::default();
+        for _ in 0..UPKEEP_EVERY + 5 {
+            metrics.observe_tool("calculator", Duration::from_micros(10));
+        }
+        let text = metrics.render(&Gauges::default());
+        let line =
+            format!("agentd_tool_call_duration_seconds_count{{tool=\"calculator\"}} {}", UPKEEP_EVERY + 5);
+        assert!(text.contains(&line), "{line} missing from:\n{text}");
     }
 }

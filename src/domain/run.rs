@@ -1,4 +1,6 @@
-//! A run and its tasks as the API shows them: statuses, outputs, errors and usage.
+//! A run and its tasks as the API shows them: statuses, outputs, errors and usage. The statuses'
+//! names (stored in the database, shown in the API) come from one table each: the `snake_case`
+//! variant names, derived by `strum` for `as_str`/`FromStr`/`Display` and by serde for JSON.
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -8,8 +10,22 @@ use utoipa::ToSchema;
 use super::RunId;
 
 /// Where a run is in its life. Mirrors the `runs.status` CHECK constraint.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    Serialize,
+    Deserialize,
+    ToSchema,
+    strum::EnumString,
+    strum::IntoStaticStr,
+    strum::Display,
+)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case", parse_err_ty = String, parse_err_fn = unknown_run_status)]
 pub enum RunStatus {
     Queued,
     Running,
@@ -33,15 +49,7 @@ impl RunStatus {
 
     /// The name stored in the database and shown in the API.
     pub fn as_str(self) -> &'static str {
-        match self {
-            RunStatus::Queued => "queued",
-            RunStatus::Running => "running",
-            RunStatus::AwaitingInput => "awaiting_input",
-            RunStatus::Completed => "completed",
-            RunStatus::Failed => "failed",
-            RunStatus::Cancelling => "cancelling",
-            RunStatus::Cancelled => "cancelled",
-        }
+        self.into()
     }
 
     /// A run in a terminal state never changes again.
@@ -50,20 +58,26 @@ impl RunStatus {
     }
 }
 
-impl std::str::FromStr for RunStatus {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        RunStatus::ALL
-            .into_iter()
-            .find(|status| status.as_str() == s)
-            .ok_or_else(|| format!("unknown run status '{s}'"))
-    }
+fn unknown_run_status(s: &str) -> String {
+    format!("unknown run status '{s}'")
 }
 
 /// Where a task is. Mirrors the `run_tasks.status` CHECK constraint.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    ToSchema,
+    strum::EnumString,
+    strum::IntoStaticStr,
+    strum::Display,
+)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case", parse_err_ty = String, parse_err_fn = unknown_task_status)]
 pub enum TaskStatus {
     Pending,
     Running,
@@ -73,32 +87,14 @@ pub enum TaskStatus {
 }
 
 impl TaskStatus {
+    /// The name stored in the database and shown in the API.
     pub fn as_str(self) -> &'static str {
-        match self {
-            TaskStatus::Pending => "pending",
-            TaskStatus::Running => "running",
-            TaskStatus::Completed => "completed",
-            TaskStatus::Failed => "failed",
-            TaskStatus::Cancelled => "cancelled",
-        }
+        self.into()
     }
 }
 
-impl std::str::FromStr for TaskStatus {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        [
-            TaskStatus::Pending,
-            TaskStatus::Running,
-            TaskStatus::Completed,
-            TaskStatus::Failed,
-            TaskStatus::Cancelled,
-        ]
-        .into_iter()
-        .find(|status| status.as_str() == s)
-        .ok_or_else(|| format!("unknown task status '{s}'"))
-    }
+fn unknown_task_status(s: &str) -> String {
+    format!("unknown task status '{s}'")
 }
 
 /// A task's or a run's output: the raw text and, with an output schema, the parsed JSON.
@@ -171,4 +167,54 @@ pub struct Run {
     /// True when a model of the run's crew is served by a fake provider (`kind = "fake"` in the
     /// server's configuration): its replies are scripted, not a real model's.
     pub fake_llm: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The names are stored in the database (CHECK constraints) and shown in the API: pinned.
+    const RUN_NAMES: [(RunStatus, &str); 7] = [
+        (RunStatus::Queued, "queued"),
+        (RunStatus::Running, "running"),
+        (RunStatus::AwaitingInput, "awaiting_input"),
+        (RunStatus::Completed, "completed"),
+        (RunStatus::Failed, "failed"),
+        (RunStatus::Cancelling, "cancelling"),
+        (RunStatus::Cancelled, "cancelled"),
+    ];
+
+    const TASK_NAMES: [(TaskStatus, &str); 5] = [
+        (TaskStatus::Pending, "pending"),
+        (TaskStatus::Running, "running"),
+        (TaskStatus::Completed, "completed"),
+        (TaskStatus::Failed, "failed"),
+        (TaskStatus::Cancelled, "cancelled"),
+    ];
+
+    #[test]
+    fn run_status_names_are_stable() {
+        assert_eq!(RunStatus::ALL, RUN_NAMES.map(|(status, _)| status));
+        for (status, name) in RUN_NAMES {
+            assert_eq!(status.as_str(), name);
+            assert_eq!(status.to_string(), name);
+            assert_eq!(name.parse::<RunStatus>(), Ok(status));
+            assert_eq!(serde_json::to_value(status).unwrap(), name);
+            assert_eq!(serde_json::from_value::<RunStatus>(name.into()).unwrap(), status);
+        }
+        assert_eq!("Queued".parse::<RunStatus>(), Err("unknown run status 'Queued'".to_owned()));
+        assert_eq!("".parse::<RunStatus>(), Err("unknown run status ''".to_owned()));
+    }
+
+    #[test]
+    fn task_status_names_are_stable() {
+        for (status, name) in TASK_NAMES {
+            assert_eq!(status.as_str(), name);
+            assert_eq!(status.to_string(), name);
+            assert_eq!(name.parse::<TaskStatus>(), Ok(status));
+            assert_eq!(serde_json::to_value(status).unwrap(), name);
+            assert_eq!(serde_json::from_value::<TaskStatus>(name.into()).unwrap(), status);
+        }
+        assert_eq!("queued".parse::<TaskStatus>(), Err("unknown task status 'queued'".to_owned()));
+    }
 }

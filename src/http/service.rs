@@ -16,7 +16,7 @@ use utoipa::ToSchema;
 
 use super::error::{ApiError, ApiResult, Problem};
 use super::{AppState, OpenApiJson};
-use crate::metrics::Gauges;
+use crate::metrics::{Gauges, GroupCommits};
 
 /// How long readiness waits for the database.
 const READY_TIMEOUT: Duration = Duration::from_secs(2);
@@ -74,7 +74,14 @@ pub async fn metrics(State(state): State<AppState>) -> ApiResult<Response> {
         runs_by_status,
         sse_subscribers: state.bus.subscribers(),
         events_published: state.bus.published(),
-        group_commits: state.store.group_stats(),
+        group_commits: state
+            .store
+            .group_stats()
+            .into_iter()
+            .map(|(kind, s)| {
+                (kind, GroupCommits { batches: s.batches, items: s.items, busy_seconds: s.busy_seconds })
+            })
+            .collect(),
     };
     let body = state.metrics.render(&gauges);
     Ok(([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], body).into_response())

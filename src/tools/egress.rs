@@ -1,8 +1,10 @@
 //! The egress guard for every outbound tool request (SSRF defence). This module owns the
 //! operator's allow-list of private tool hosts ([`EgressPolicy`], from
 //! `AGENTD_ALLOW_PRIVATE_TOOL_HOSTS`), the classification of IP addresses as public or not
-//! ([`is_public_ip`]), the recognition of IP literals in every spelling ([`parse_host_ip`]), the
-//! URL check ([`EgressPolicy::check_url`]) and the guarded HTTP client ([`guarded_client`]).
+//! ([`is_public_ip`]; the reserved ranges and the allow-list's networks are `ipnet` networks, so
+//! the prefix arithmetic is the crate's), the recognition of IP literals in every spelling
+//! ([`parse_host_ip`]), the URL check ([`EgressPolicy::check_url`]) and the guarded HTTP client
+//! ([`guarded_client`]).
 //!
 //! How the layers fit together:
 //! - [`EgressPolicy::check_url`] judges the scheme and an IP-literal host. Callers **must** run it
@@ -21,6 +23,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
+use ipnet::{IpNet, Ipv4Net, Ipv6Net};
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 use url::{Host, Url};
 
@@ -76,52 +79,51 @@ fn quoted(s: &str) -> String {
 // Address classification
 // ---------------------------------------------------------------------------------------------
 
-const fn v4(a: u8, b: u8, c: u8, d: u8) -> u32 {
-    u32::from_be_bytes([a, b, c, d])
-}
-
-/// IPv4 ranges that are not public: (network, prefix length).
-const NON_PUBLIC_V4: [(u32, u8); 15] = [
-    (v4(0, 0, 0, 0), 8),       // "this network"
-    (v4(10, 0, 0, 0), 8),      // private
-    (v4(100, 64, 0, 0), 10),   // CGNAT, includes Alibaba metadata 100.100.100.200
-    (v4(127, 0, 0, 0), 8),     // loopback
-    (v4(169, 254, 0, 0), 16),  // link-local, includes cloud metadata 169.254.169.254
-    (v4(172, 16, 0, 0), 12),   // private
-    (v4(192, 0, 0, 0), 24),    // IETF protocol assignments
-    (v4(192, 0, 2, 0), 24),    // TEST-NET-1
-    (v4(192, 88, 99, 0), 24),  // 6to4 relay anycast
-    (v4(192, 168, 0, 0), 16),  // private
-    (v4(198, 18, 0, 0), 15),   // benchmarking
-    (v4(198, 51, 100, 0), 24), // TEST-NET-2
-    (v4(203, 0, 113, 0), 24),  // TEST-NET-3
-    (v4(224, 0, 0, 0), 4),     // multicast
-    (v4(240, 0, 0, 0), 4),     // reserved, includes broadcast 255.255.255.255
+/// IPv4 ranges that are not public.
+const NON_PUBLIC_V4: [Ipv4Net; 15] = [
+    v4net(0, 0, 0, 0, 8),       // "this network"
+    v4net(10, 0, 0, 0, 8),      // private
+    v4net(100, 64, 0, 0, 10),   // CGNAT, includes Alibaba metadata 100.100.100.200
+    v4net(127, 0, 0, 0, 8),     // loopback
+    v4net(169, 254, 0, 0, 16),  // link-local, includes cloud metadata 169.254.169.254
+    v4net(172, 16, 0, 0, 12),   // private
+    v4net(192, 0, 0, 0, 24),    // IETF protocol assignments
+    v4net(192, 0, 2, 0, 24),    // TEST-NET-1
+    v4net(192, 88, 99, 0, 24),  // 6to4 relay anycast
+    v4net(192, 168, 0, 0, 16),  // private
+    v4net(198, 18, 0, 0, 15),   // benchmarking
+    v4net(198, 51, 100, 0, 24), // TEST-NET-2
+    v4net(203, 0, 113, 0, 24),  // TEST-NET-3
+    v4net(224, 0, 0, 0, 4),     // multicast
+    v4net(240, 0, 0, 0, 4),     // reserved, includes broadcast 255.255.255.255
 ];
 
-/// IPv6 ranges inside global unicast 2000::/3 that are not public: (network, prefix length).
-const NON_PUBLIC_V6_GLOBAL: [(u128, u8); 4] = [
-    (0x2001_0db8 << 96, 32), // documentation
-    (0x2001_0002 << 96, 48), // benchmarking
-    (0x2001_0010 << 96, 28), // ORCHID (deprecated)
-    (0x3fff << 112, 20),     // documentation (RFC 9637)
+/// Global unicast: the only IPv6 range that can be public.
+const GLOBAL_UNICAST_V6: Ipv6Net = v6net([0x2000, 0, 0, 0, 0, 0, 0, 0], 3);
+
+/// IPv6 ranges inside global unicast 2000::/3 that are not public.
+const NON_PUBLIC_V6_GLOBAL: [Ipv6Net; 4] = [
+    v6net([0x2001, 0x0db8, 0, 0, 0, 0, 0, 0], 32), // documentation
+    v6net([0x2001, 0x0002, 0, 0, 0, 0, 0, 0], 48), // benchmarking
+    v6net([0x2001, 0x0010, 0, 0, 0, 0, 0, 0], 28), // ORCHID (deprecated)
+    v6net([0x3fff, 0, 0, 0, 0, 0, 0, 0], 20),      // documentation (RFC 9637)
 ];
 
-/// The top `prefix` bits of a 128-bit value, the rest zeroed.
-fn high_bits(value: u128, prefix: u8) -> u128 {
-    match prefix {
-        0 => 0,
-        p if p >= 128 => value,
-        p => value & (u128::MAX << (128 - u32::from(p))),
-    }
+/// IPv6 ranges whose addresses embed an IPv4 address.
+const V4_COMPATIBLE: Ipv6Net = v6net([0, 0, 0, 0, 0, 0, 0, 0], 96);
+const V4_MAPPED: Ipv6Net = v6net([0, 0, 0, 0, 0, 0xffff, 0, 0], 96);
+const NAT64: Ipv6Net = v6net([0x64, 0xff9b, 0, 0, 0, 0, 0, 0], 96);
+const NAT64_LOCAL: Ipv6Net = v6net([0x64, 0xff9b, 1, 0, 0, 0, 0, 0], 48);
+const NAT64_LOCAL_96: Ipv6Net = v6net([0x64, 0xff9b, 1, 0, 0, 0, 0, 0], 96);
+const SIX_TO_FOUR: Ipv6Net = v6net([0x2002, 0, 0, 0, 0, 0, 0, 0], 16);
+const TEREDO: Ipv6Net = v6net([0x2001, 0, 0, 0, 0, 0, 0, 0], 32);
+
+const fn v4net(a: u8, b: u8, c: u8, d: u8, prefix: u8) -> Ipv4Net {
+    Ipv4Net::new_assert(Ipv4Addr::new(a, b, c, d), prefix)
 }
 
-fn in_v4_range(addr: u32, (net, prefix): (u32, u8)) -> bool {
-    high_bits(u128::from(addr) << 96, prefix) == u128::from(net) << 96
-}
-
-fn in_v6_range(addr: u128, (net, prefix): (u128, u8)) -> bool {
-    high_bits(addr, prefix) == net
+const fn v6net(s: [u16; 8], prefix: u8) -> Ipv6Net {
+    Ipv6Net::new_assert(Ipv6Addr::new(s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7]), prefix)
 }
 
 /// Whether an address may be reached by a tool without the operator's permission: false for
@@ -137,39 +139,37 @@ pub fn is_public_ip(ip: IpAddr) -> bool {
 }
 
 fn is_public_v4(addr: Ipv4Addr) -> bool {
-    let bits = u32::from(addr);
-    !NON_PUBLIC_V4.iter().any(|&range| in_v4_range(bits, range))
+    !NON_PUBLIC_V4.iter().any(|net| net.contains(&addr))
 }
 
 fn is_public_v6(addr: Ipv6Addr) -> bool {
-    let bits = u128::from(addr);
-    if let Some(verdict) = judge_embedded_v4(bits) {
+    if let Some(verdict) = judge_embedded_v4(addr) {
         return verdict;
     }
-    in_v6_range(bits, (0x2000 << 112, 3)) && !NON_PUBLIC_V6_GLOBAL.iter().any(|&r| in_v6_range(bits, r))
+    GLOBAL_UNICAST_V6.contains(&addr) && !NON_PUBLIC_V6_GLOBAL.iter().any(|net| net.contains(&addr))
 }
 
 /// The verdict for an IPv6 address that embeds an IPv4 address, or `None` for other addresses.
-fn judge_embedded_v4(bits: u128) -> Option<bool> {
+fn judge_embedded_v4(addr: Ipv6Addr) -> Option<bool> {
+    let bits = u128::from(addr);
     let low = Ipv4Addr::from(bits as u32);
-    let upper96 = bits >> 32;
-    if upper96 == 0 || upper96 == 0xffff {
+    if V4_COMPATIBLE.contains(&addr) || V4_MAPPED.contains(&addr) {
         // IPv4-compatible ::a.b.c.d (this includes :: and ::1) and IPv4-mapped ::ffff:a.b.c.d
         return Some(is_public_v4(low));
     }
-    if upper96 == 0x0064_ff9b << 64 {
+    if NAT64.contains(&addr) {
         // NAT64 well-known prefix 64:ff9b::/96
         return Some(is_public_v4(low));
     }
-    if bits >> 80 == 0x0064_ff9b_0001 {
+    if NAT64_LOCAL.contains(&addr) {
         // Local-use NAT64 64:ff9b:1::/48: only the /96 layout has a knowable embedded address.
-        return Some(upper96 == 0x0064_ff9b_0001 << 48 && is_public_v4(low));
+        return Some(NAT64_LOCAL_96.contains(&addr) && is_public_v4(low));
     }
-    if bits >> 112 == 0x2002 {
+    if SIX_TO_FOUR.contains(&addr) {
         // 6to4 2002:a.b.c.d::/48
         return Some(is_public_v4(Ipv4Addr::from((bits >> 80) as u32)));
     }
-    if bits >> 96 == 0x2001_0000 {
+    if TEREDO.contains(&addr) {
         // Teredo 2001:0:server::/32; the client address is the last 32 bits inverted.
         let server = Ipv4Addr::from((bits >> 64) as u32);
         return Some(is_public_v4(server) && is_public_v4(Ipv4Addr::from(!(bits as u32))));
@@ -255,50 +255,34 @@ fn combine_v4(numbers: &[u64]) -> Option<Ipv4Addr> {
 // Policy
 // ---------------------------------------------------------------------------------------------
 
-/// A network in the allow-list.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Cidr {
-    net: IpAddr,
-    prefix: u8,
+/// A network in the allow-list: `net/prefix`, or a bare address meaning that single address.
+/// The address may be spelt any way [`parse_host_ip`] reads; the prefix is plain decimal.
+fn parse_cidr(entry: &str) -> Result<IpNet, &'static str> {
+    let (addr, prefix) = match entry.split_once('/') {
+        Some((addr, prefix)) => (addr, Some(prefix)),
+        None => (entry, None),
+    };
+    let ip = parse_host_ip(addr).ok_or("not an IP address")?;
+    let width = if ip.is_ipv4() { 32 } else { 128 };
+    let prefix = match prefix {
+        None => width,
+        Some(p) => parse_prefix(p, width).ok_or("bad prefix length")?,
+    };
+    let net = IpNet::new(ip, prefix).map_err(|_| "bad prefix length")?;
+    if net.trunc() != net {
+        return Err("address has bits set beyond the prefix length");
+    }
+    Ok(net)
 }
 
-/// An address as 128 bits (IPv4 in the top 32) and its family's width.
-fn ip_bits(ip: IpAddr) -> (u128, u8) {
-    match ip {
-        IpAddr::V4(a) => (u128::from(u32::from(a)) << 96, 32),
-        IpAddr::V6(a) => (u128::from(a), 128),
-    }
-}
-
-impl Cidr {
-    /// `net/prefix`, or a bare address meaning that single address.
-    fn parse(entry: &str) -> Result<Cidr, &'static str> {
-        let (addr, prefix) = match entry.split_once('/') {
-            Some((addr, prefix)) => (addr, Some(prefix)),
-            None => (entry, None),
-        };
-        let net = parse_host_ip(addr).ok_or("not an IP address")?;
-        let (bits, width) = ip_bits(net);
-        let prefix = match prefix {
-            None => width,
-            Some(p) => parse_prefix(p, width).ok_or("bad prefix length")?,
-        };
-        if high_bits(bits, prefix) != bits {
-            return Err("address has bits set beyond the prefix length");
-        }
-        Ok(Cidr { net, prefix })
-    }
-
-    fn contains(&self, ip: IpAddr) -> bool {
-        let ip = match ip {
-            IpAddr::V6(a) => a.to_ipv4_mapped().map_or(ip, IpAddr::V4),
-            IpAddr::V4(_) => ip,
-        };
-        if self.net.is_ipv4() != ip.is_ipv4() {
-            return false;
-        }
-        high_bits(ip_bits(ip).0, self.prefix) == ip_bits(self.net).0
-    }
+/// Whether an allowed network holds the address; an IPv4-mapped IPv6 address counts as its
+/// IPv4 address.
+fn net_contains(net: &IpNet, ip: IpAddr) -> bool {
+    let ip = match ip {
+        IpAddr::V6(a) => a.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+        IpAddr::V4(_) => ip,
+    };
+    net.contains(&ip)
 }
 
 fn parse_prefix(s: &str, width: u8) -> Option<u8> {
@@ -336,7 +320,7 @@ pub struct EgressPolicy {
     /// Host names whose every address is allowed (normalised).
     hosts: Vec<String>,
     /// Networks whose addresses are allowed even though not public.
-    nets: Vec<Cidr>,
+    nets: Vec<IpNet>,
 }
 
 impl EgressPolicy {
@@ -354,7 +338,7 @@ impl EgressPolicy {
 
     fn add_entry(&mut self, entry: &str) -> Result<(), &'static str> {
         if entry.contains('/') || parse_host_ip(entry).is_some() {
-            self.nets.push(Cidr::parse(entry)?);
+            self.nets.push(parse_cidr(entry)?);
         } else {
             self.hosts.push(parse_host_name(entry)?);
         }
@@ -374,7 +358,7 @@ impl EgressPolicy {
 
     /// Whether a tool may connect to the address: public, or inside an allowed network.
     pub fn allows_ip(&self, ip: IpAddr) -> bool {
-        is_public_ip(ip) || self.nets.iter().any(|net| net.contains(ip))
+        is_public_ip(ip) || self.nets.iter().any(|net| net_contains(net, ip))
     }
 
     /// Judges a URL before it is requested: only http and https, a host is required, and an
