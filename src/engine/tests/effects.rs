@@ -1,0 +1,207 @@
+//! The effects layer: every model call (agent turns, judge, planner, summariser) throttled, held
+//! and counted alike (on both journals), and the commit rules and NUL scrubbing against journals
+//! that watch the commits.
+
+use super::journals::{on_both_journals, Backend};
+use super::support::*;
+
+/// A journal whose commits of replayable steps wait until the model has been asked (or fail).
+struct GatedJournal {
+    inner: Subject,
+    llm: Arc<ScriptedLlm>,
+    fail: bool,
+}
+
+impl Journal for GatedJournal {
+    fn load(&self) -> JournalFuture<'_, Snapshot> {
+        self.inner.load()
+    }
+
+    fn commit(&self, step: Step) -> JournalFuture<'_, ()> {
+        Box::pin(async move {
+            if step.is_replayable() {
+                let asked = async {
+                    while self.llm.requests().is_empty() {
+                        tokio::time::sleep(Duration::from_millis(1)).await;
+                    }
+                };
+                tokio::time::timeout(Duration::from_secs(5), asked)
+                    .await
+                    .map_err(|_| JournalError::Storage("the model was never asked".into()))?;
+                if self.fail {
+                    return Err(JournalError::Fenced);
+                }
+            }
+            self.inner.commit(step).await
+        })
+    }
+}
+
+#[tokio::test]
+async fn a_task_start_is_committed_while_the_model_is_asked() {
+    let llm = ScriptedLlm::new(vec![text("done")]);
+    let gated = engine(llm.clone(), true, vec![]);
+    let journal =
+        GatedJournal { inner: Subject::Memory(MemoryJournal::new(&["t"])), llm: llm.clone(), fail: false };
+    let crew = crew(json!([]), "native", json!({}));
+    let output = gated.run(&crew, &inputs(), &journal, &CancellationToken::new()).await.expect("run");
+    assert_eq!(output.raw, "done");
+    assert_eq!(journal.inner.commits(), Some(2), "the start, then the answer with the task's end");
+    assert_eq!(
+        event_types(&journal.inner).await,
+        [
+            "task.started",
+            "llm.started",
+            "llm.finished",
+            "agent.final_answer",
+            "task.completed",
+            "run.completed"
+        ]
+    );
+
+    // A start that cannot be committed (the lease is lost) stops the run, reply or not.
+    let llm = ScriptedLlm::new(vec![text("done")]);
+    let fenced = engine(llm.clone(), true, vec![]);
+    let journal = GatedJournal { inner: Subject::Memory(MemoryJournal::new(&["t"])), llm, fail: true };
+    let result = fenced.run(&crew, &inputs(), &journal, &CancellationToken::new()).await;
+    assert!(matches!(result, Err(EngineError::Journal(JournalError::Fenced))), "{result:?}");
+    assert_eq!(journal.inner.commits(), Some(0));
+}
+
+#[test]
+fn only_starts_and_prompts_are_replayable() {
+    let prompt = |message: ChatMessage| NewMessage {
+        conversation: "t".into(),
+        task: "t".into(),
+        agent: "a".into(),
+        message,
+        compacts: false,
+    };
+    let start = Step {
+        messages: vec![prompt(ChatMessage::system("s")), prompt(ChatMessage::user("u"))],
+        tasks: vec![TaskChange::Started { task: "t".into() }],
+        ..Step::default()
+    };
+    assert!(start.is_replayable());
+    let reply = Step { messages: vec![prompt(ChatMessage::assistant("a"))], ..start.clone() };
+    let summary = Step {
+        messages: vec![NewMessage { compacts: true, ..prompt(ChatMessage::user("sum")) }],
+        ..start.clone()
+    };
+    let usage = Step { usage: UsageDelta { llm_calls: 1, ..UsageDelta::default() }, ..start.clone() };
+    let ended = Step { run: Some(RunChange::AwaitingInput), ..start.clone() };
+    for step in [reply, summary, usage, ended] {
+        assert!(!step.is_replayable(), "{step:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_guardrail_reply_with_nul_is_scrubbed_before_it_is_journaled() {
+    let llm = ScriptedLlm::new(vec![text("An answer."), text("{\"pass\": true, \"reason\": \"fine\u{0}\"}")]);
+    let engine = engine(llm, true, vec![]);
+    let crew = crew(json!([]), "auto", json!({"tasks": [{"guardrail": "It is an answer."}]}));
+    let journal = NulRefusingJournal(Subject::Memory(MemoryJournal::new(&["t"])));
+    let output =
+        engine.run(&crew, &inputs(), &journal, &CancellationToken::new()).await.expect("run completes");
+    assert_eq!(output.raw, "An answer.");
+    let verdict =
+        journal.0.snapshot().await.conversation("t#1/guardrail").last().and_then(|m| m.content.clone());
+    assert_eq!(verdict.as_deref(), Some("{\"pass\": true, \"reason\": \"fine\u{fffd}\"}"));
+    let passed = event_data(&journal.0, EventType::GuardrailPassed).await;
+    assert_eq!(passed[0]["reason"], "fine\u{fffd}");
+}
+
+/// A journal that refuses a step holding a NUL character, as Postgres does.
+struct NulRefusingJournal(Subject);
+
+impl Journal for NulRefusingJournal {
+    fn load(&self) -> JournalFuture<'_, Snapshot> {
+        self.0.load()
+    }
+
+    fn commit(&self, step: Step) -> JournalFuture<'_, ()> {
+        let in_messages =
+            step.messages.iter().any(|m| m.message.content.as_deref().is_some_and(|c| c.contains('\0')));
+        let in_events = step.events.iter().any(|e| e.data.to_string().contains("\\u0000"));
+        if in_messages || in_events {
+            return Box::pin(async { Err(JournalError::Storage("a NUL character cannot be stored".into())) });
+        }
+        self.0.commit(step)
+    }
+}
+
+async fn a_guardrail_call_is_spaced_by_max_rpm_like_the_agent_call_before_it(backend: Backend) {
+    let llm =
+        ScriptedLlm::new(vec![text("Paris is big (the atlas)."), text(r#"{"pass": true, "reason": "ok"}"#)]);
+    let engine = engine(llm.clone(), true, vec![]);
+    let crew =
+        crew(json!([]), "auto", json!({"max_rpm": 60, "tasks": [{"guardrail": "It cites a source."}]}));
+    let journal = backend.journal(&crew, &inputs()).await;
+    run(&engine, &crew, &journal).await.expect("run");
+    let arrivals = llm.arrivals();
+    assert_eq!(arrivals.len(), 2);
+    let gap = arrivals[1] - arrivals[0];
+    // 60 per minute: one call a second (a few ms of the first call's own reservation aside).
+    assert!(gap >= Duration::from_millis(990), "the judge was asked {gap:?} after the agent");
+    let throttled = event_data(&journal, EventType::RunThrottled).await;
+    assert_eq!(throttled.len(), 1, "{throttled:?}");
+    assert!(throttled[0]["limit"].as_str().is_some_and(|l| l.ends_with("crew (60/min)")), "{throttled:?}");
+    let started = event_data(&journal, EventType::LlmStarted).await;
+    assert_eq!(started[1], json!({"model": "openai/test-model", "purpose": "guardrail"}));
+}
+
+async fn a_provider_hold_pauses_the_planner(backend: Backend) {
+    let llm = ScriptedLlm::new(vec![text("R1"), text("Report")]);
+    with_planner(&llm, vec![plan_reply(json!([{"description": "Find it"}]))]);
+    let limiter = Arc::new(crate::ratelimit::RateLimiter::default());
+    let engine = engine(llm.clone(), true, vec![sleepy()]).with_rate_limiter(limiter.clone());
+    let held_from = std::time::Instant::now();
+    limiter.hold(&crate::llm::provider_key("openai"), limiter.now() + Duration::from_millis(1200));
+    let crew = planned_crew(json!({}));
+    let journal = backend.journal(&crew, &inputs()).await;
+    run(&engine, &crew, &journal).await.expect("run");
+    let requests = llm.requests();
+    assert_eq!(requests[0].model, "planner", "the planner is asked first");
+    let waited = llm.arrivals()[0] - held_from;
+    assert!(waited >= Duration::from_millis(1150), "the planner was asked after {waited:?}");
+    let throttled = event_data(&journal, EventType::RunThrottled).await;
+    assert!(
+        throttled
+            .first()
+            .and_then(|t| t["limit"].as_str())
+            .is_some_and(|l| l.contains("provider asked to wait")),
+        "{throttled:?}"
+    );
+    let started = event_data(&journal, EventType::LlmStarted).await;
+    assert_eq!(started[0], json!({"model": "openai/planner", "purpose": "planner"}));
+}
+
+async fn usage_counts_planner_guardrail_and_summary_tokens(backend: Backend) {
+    let usage = |prompt, completion| TokenUsage { prompt_tokens: prompt, completion_tokens: completion };
+    let with_usage = |reply: Reply, prompt, completion| {
+        reply.map(|r| ChatResponse { usage: usage(prompt, completion), ..r })
+    };
+    let llm = ScriptedLlm::new(vec![
+        with_usage(text("R1"), 100, 10),
+        with_usage(text("Report"), 200, 20),
+        with_usage(text(r#"{"pass": true, "reason": "ok"}"#), 30, 3),
+    ]);
+    with_planner(&llm, vec![with_usage(plan_reply(json!([{"description": "Find it"}])), 4000, 400)]);
+    let engine = engine(llm.clone(), true, vec![sleepy()]);
+    let crew = planned_crew(json!({"tasks": [{"guardrail": "It is a report."}]}));
+    let journal = backend.journal(&crew, &inputs()).await;
+    assert_eq!(run(&engine, &crew, &journal).await.expect("run"), "Report");
+    assert_eq!(llm.requests().len(), 4);
+    let total = journal.usage().await;
+    assert_eq!((total.llm_calls, total.prompt_tokens, total.completion_tokens), (4, 4330, 433));
+    let finished = event_data(&journal, EventType::LlmFinished).await;
+    let purposes: Vec<&str> = finished.iter().map(|d| d["purpose"].as_str().unwrap_or("turn")).collect();
+    assert_eq!(purposes, ["planner", "turn", "turn", "guardrail"]);
+    assert_eq!(finished[0]["usage"], json!({"prompt_tokens": 4000, "completion_tokens": 400}));
+}
+
+on_both_journals!(
+    a_guardrail_call_is_spaced_by_max_rpm_like_the_agent_call_before_it,
+    a_provider_hold_pauses_the_planner,
+    usage_counts_planner_guardrail_and_summary_tokens,
+);
