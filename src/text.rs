@@ -1,6 +1,8 @@
 //! Text Postgres can store. Postgres refuses the NUL character in `text` and in `jsonb` strings,
-//! so NUL from outside (a model's reply, a tool's result) is replaced with U+FFFD before the
-//! journal sees it, and API bodies that carry one are refused.
+//! so NUL from outside (a model's reply, a tool's result) is replaced with U+FFFD as it enters a
+//! run (the engine's effects layer, so the engine works with what the journal keeps), the
+//! Postgres journal scrubs every step it writes (`Step::scrub_nul`: the one guarantee, whatever
+//! path a text took), and API bodies that carry one are refused.
 
 use serde_json::Value;
 

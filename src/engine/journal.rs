@@ -141,6 +141,55 @@ impl Step {
         *self == Step::default()
     }
 
+    /// Replace every NUL character in the step's text (Postgres stores none). The engine scrubs
+    /// what enters a run (replies, tool results) as it arrives; a journal that stores steps calls
+    /// this before writing, so no text from any path can fail a commit.
+    pub fn scrub_nul(&mut self) {
+        use crate::text::{scrub, scrub_value};
+        let output = |o: &mut TaskOutput| {
+            scrub(&mut o.raw);
+            if let Some(json) = &mut o.json {
+                scrub_value(json);
+            }
+        };
+        for m in &mut self.messages {
+            scrub(&mut m.conversation);
+            let message = &mut m.message;
+            message.content.iter_mut().chain(message.tool_call_id.iter_mut()).for_each(scrub);
+            for call in &mut message.tool_calls {
+                [&mut call.id, &mut call.name, &mut call.arguments].into_iter().for_each(scrub);
+            }
+        }
+        for start in &mut self.tool_starts {
+            [&mut start.id, &mut start.conversation, &mut start.tool].into_iter().for_each(scrub);
+            scrub_value(&mut start.arguments);
+        }
+        for end in &mut self.tool_ends {
+            scrub(&mut end.id);
+            match &mut end.outcome {
+                ToolCallOutcome::Succeeded { result, .. } => scrub(result),
+                ToolCallOutcome::Failed { error } => scrub(error),
+            }
+        }
+        for change in &mut self.tasks {
+            match change {
+                TaskChange::Started { .. } => {}
+                TaskChange::AwaitingReview { output: o, .. } | TaskChange::Completed { output: o, .. } => {
+                    output(o)
+                }
+                TaskChange::Failed { error, .. } => scrub(error),
+            }
+        }
+        match &mut self.run {
+            Some(RunChange::Completed { output: o }) => output(o),
+            Some(RunChange::Failed { error }) => scrub(&mut error.message),
+            Some(RunChange::AwaitingInput) | None => {}
+        }
+        for event in &mut self.events {
+            scrub_value(&mut event.data);
+        }
+    }
+
     /// Does the step hold only what a resumed run writes again the same way, so that losing it
     /// to a crash loses nothing: a task's start, its system and user prompts and events, but no
     /// model reply or summary, no tool call or result, no task or run end, no usage?

@@ -58,7 +58,8 @@ impl RunJournal {
     }
 
     #[tracing::instrument(skip_all, fields(run_id = %self.run_id, attempt = self.attempt))]
-    async fn commit_step(&self, step: Step) -> Result<(), JournalError> {
+    async fn commit_step(&self, mut step: Step) -> Result<(), JournalError> {
+        step.scrub_nul();
         self.try_commit(step).await.map_err(|e| match e {
             CommitError::Fenced => {
                 tracing::warn!("journal commit fenced: the run is no longer this attempt's");

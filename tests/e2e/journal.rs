@@ -429,3 +429,36 @@ async fn commits_of_many_runs_share_transactions_and_fail_alone(pool: PgPool) {
     let (_, journal) = store.group_stats().into_iter().find(|(kind, _)| *kind == "journal").expect("journal");
     assert!(journal.items > journal.batches, "steps shared transactions: {journal:?}");
 }
+
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn nul_characters_anywhere_in_a_step_are_stored_as_replacements(pool: PgPool) {
+    let store = Store::new(pool);
+    let (claimed, journal) = claimed_run(&store).await;
+    let mut step = Step {
+        messages: vec![message("research", ChatMessage::assistant("a\0b"))],
+        tool_starts: vec![start("call\0", json!({"expression": "1\0", "k\0": ["\0"]}))],
+        tool_ends: vec![ToolCallEnd {
+            id: "call\0".into(),
+            outcome: ToolCallOutcome::Succeeded { result: "r\0".into(), cached: false },
+        }],
+        tasks: vec![
+            TaskChange::Started { task: "research".into() },
+            TaskChange::Completed { task: "research".into(), output: output("o\0") },
+        ],
+        run: Some(RunChange::Completed { output: output("done\0") }),
+        ..Step::default()
+    };
+    step.event(Some("research"), Some("researcher"), crate::support::thought("t\0"));
+    journal.commit(step).await.expect("a step with NUL characters commits");
+    let snapshot = journal.load().await.expect("load");
+    let r = '\u{FFFD}';
+    assert_eq!(snapshot.messages[0].message.content, Some(format!("a{r}b")));
+    let call = &snapshot.tool_calls[0];
+    assert_eq!(call.arguments, json!({"expression": format!("1{r}"), format!("k{r}"): [r.to_string()]}));
+    assert_eq!(call.outcome, Some(ToolCallOutcome::Succeeded { result: format!("r{r}"), cached: false }));
+    let run = store.get_run(claimed.id).await.expect("get").expect("run");
+    assert_eq!(run.output.map(|o| o.raw), Some(format!("done{r}")));
+    assert_eq!(run.tasks[0].output.as_ref().map(|o| o.raw.clone()), Some(format!("o{r}")));
+    let events = store.list_events(claimed.id, 2, 10).await.expect("events");
+    assert_eq!(events[0].data, json!({"text": format!("t{r}")}));
+}
