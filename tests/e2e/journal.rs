@@ -54,6 +54,17 @@ fn output(raw: &str) -> TaskOutput {
     TaskOutput { raw: raw.into(), json: None }
 }
 
+/// A step that counts one prompt token and nothing else.
+fn one_token() -> Step {
+    Step { usage: UsageDelta { prompt_tokens: 1, ..UsageDelta::default() }, ..Step::default() }
+}
+
+/// A step Postgres refuses after [`one_token`]: its token count takes the run's past `bigint`.
+fn overflowing() -> Step {
+    let step = llm_step();
+    Step { usage: UsageDelta { prompt_tokens: i64::MAX, ..step.usage }, ..step }
+}
+
 /// The model asks for two tools natively; both are journaled as running.
 fn llm_step() -> Step {
     let calls = vec![
@@ -319,10 +330,9 @@ async fn a_step_that_contradicts_the_journal_writes_nothing(pool: PgPool) {
         ToolCallEnd { id: "nope".into(), outcome: ToolCallOutcome::Failed { error: "x".into() } };
     let unknown_call = Step { tool_ends: vec![never_started], ..llm_step() };
     assert!(storage_error(journal.commit(unknown_call).await).contains("never started"));
-    // A value Postgres refuses (a NUL byte in text): the engine learns the class, not the SQL.
-    let bad_text =
-        Step { messages: vec![message("research", ChatMessage::user("nul \0 byte"))], ..llm_step() };
-    assert_eq!(storage_error(journal.commit(bad_text).await), "database error");
+    // A value Postgres refuses (a token count past bigint): the engine learns the class, not the SQL.
+    journal.commit(one_token()).await.expect("commit");
+    assert_eq!(storage_error(journal.commit(overflowing()).await), "database error");
     assert_eq!(journal.load().await.expect("load"), MemoryJournal::new(&["research", "write"]).snapshot());
 
     // A call interrupted while running may start again; a finished one may not.
@@ -370,7 +380,7 @@ async fn concurrent_commits_keep_message_seq_dense(pool: PgPool) {
 #[sqlx::test(migrator = "agentd::store::MIGRATOR")]
 async fn commits_of_many_runs_share_transactions_and_fail_alone(pool: PgPool) {
     // Forty runs commit at once: their steps are written in shared transactions (group commit),
-    // and the one that names an unknown task, the one Postgres refuses (a NUL byte) and the one
+    // and the one that names an unknown task, the one Postgres refuses (a count past bigint) and the one
     // whose attempt no longer holds its run each fail alone.
     let store = Store::new(pool);
     let mut journals = Vec::new();
@@ -381,9 +391,10 @@ async fn commits_of_many_runs_share_transactions_and_fail_alone(pool: PgPool) {
     }
     let step = |i: usize| match i {
         5 => Step { tasks: vec![TaskChange::Started { task: "ghost".into() }], ..llm_step() },
-        9 => Step { messages: vec![message("research", ChatMessage::user("nul \0 byte"))], ..llm_step() },
+        9 => overflowing(),
         _ => llm_step(),
     };
+    journals[9].1.commit(one_token()).await.expect("commit");
     let commits: Vec<_> = journals
         .iter()
         .enumerate()
