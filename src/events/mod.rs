@@ -1,4 +1,4 @@
-//! Live step events for every replica: one `LISTEN agentd_events` connection per replica (a
+//! Live step events for every replica: one `Store::listen` stream on `agentd_events` per replica (a
 //! trigger names each event at commit, in commit order) feeds in-process broadcast channels,
 //! one per watched run plus one for the firehose. The listener reads the events that a stream on
 //! this replica follows (one query for the notifications waiting) and passes on the others'

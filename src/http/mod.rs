@@ -1,5 +1,6 @@
-//! The HTTP edge: thin handlers, extractors, problem+json errors, authentication and the OpenAPI
-//! document, all assembled into one axum router.
+//! The HTTP edge: handlers that parse a request, call one use case of [`crate::service`] and
+//! render its answer; extractors, problem+json errors (the one mapping of `ServiceError`),
+//! authentication, the wire types, and the OpenAPI document, built once with the one axum router.
 
 pub mod auth;
 pub mod crews;

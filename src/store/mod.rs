@@ -1,6 +1,8 @@
 //! Every SQL statement agentd runs, behind [`Store`]: runs and their tasks, the queue claim, the
 //! journal (read by the API, written through [`RunJournal`]), the event log, registered crews and
-//! idempotency keys. Postgres types do not leave this module; callers see domain types.
+//! idempotency keys, and the notification channels ([`Store::listen`], the one reconnecting
+//! `LISTEN` stream). Postgres types, connections and the pool do not leave this module; callers see
+//! domain types.
 
 mod claim;
 mod crews;

@@ -1,7 +1,8 @@
 //! The worker pool: a number of slots (runs in flight) per replica, each filled by claiming the
-//! oldest queued run from Postgres. Idle slots wake at once on `LISTEN agentd_runs`, with a
-//! polling fallback; a recovery pass requeues runs whose lease expired; cancellations arrive on
-//! `LISTEN agentd_cancel` (and through heartbeats, should a notification be missed).
+//! oldest queued run from Postgres. Idle slots wake at once on the `agentd_runs` notification
+//! (through `Store::listen`), with a polling fallback; a recovery pass requeues runs whose lease
+//! expired; cancellations arrive on `agentd_cancel` (and through heartbeats, should a notification
+//! be missed).
 
 mod execute;
 mod listener;
