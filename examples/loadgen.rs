@@ -100,7 +100,7 @@ impl Bench {
         Store::new(pool.clone()).migrate().await?;
         let fake = FakeLlm::start().await?;
         fake.set_recording(false);
-        let bind = agentd::app::listen(([127, 0, 0, 1], 0).into())?.local_addr()?;
+        let bind = agentd::net::listen(([127, 0, 0, 1], 0).into())?.local_addr()?;
         let agentd = Command::new(std::env::current_exe()?)
             .arg("serve")
             .env(AGENTD_ROLE, "1")

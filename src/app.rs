@@ -5,7 +5,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::postgres::PgConnectOptions;
-use tokio::net::{TcpListener, TcpSocket};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{Config, Secret};
@@ -146,20 +145,6 @@ pub fn worker_settings(config: &Config) -> WorkerSettings {
     }
 }
 
-/// Connections the kernel may queue before they are accepted. tokio's default (1,024) overflows
-/// when thousands of clients connect at once (thousands of kickoffs, say), and a dropped SYN is
-/// retried only after 1 s, then 3 s: seconds added to a kickoff. The kernel caps this at
-/// `net.core.somaxconn`.
-const ACCEPT_BACKLOG: u32 = 8192;
-
-/// A listening socket on `addr` (port 0: a free one) with a deep accept queue.
-pub fn listen(addr: std::net::SocketAddr) -> std::io::Result<TcpListener> {
-    let socket = if addr.is_ipv4() { TcpSocket::new_v4()? } else { TcpSocket::new_v6()? };
-    socket.set_reuseaddr(true)?;
-    socket.bind(addr)?;
-    socket.listen(ACCEPT_BACKLOG)
-}
-
 /// Serve HTTP until `shutdown`, then let in-flight requests finish within the grace period.
 async fn serve_api(
     store: Store,
@@ -169,7 +154,7 @@ async fn serve_api(
 ) -> Result<(), ServeError> {
     let bind = config.bind;
     let grace = config.shutdown_grace;
-    let listener = listen(bind).map_err(|source| ServeError::Bind { addr: bind, source })?;
+    let listener = crate::net::listen(bind).map_err(|source| ServeError::Bind { addr: bind, source })?;
     if config.api_keys.is_empty() && !bind.ip().is_loopback() {
         tracing::warn!(%bind, "no API keys configured: the API is open to anyone who can reach this address");
     } else if config.api_keys.is_empty() {

@@ -15,7 +15,7 @@ use subtle::ConstantTimeEq;
 use crate::tools::egress::EgressPolicy;
 
 /// The provider used for a bare model name and configured from `OPENAI_*`.
-pub const DEFAULT_PROVIDER: &str = "openai";
+pub use crate::domain::crew::DEFAULT_PROVIDER;
 const OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
 
 /// A string that must never reach a log, an event or an error body.

@@ -12,6 +12,7 @@ pub mod fake_llm;
 pub mod http;
 pub mod llm;
 pub mod metrics;
+pub mod net;
 pub mod ratelimit;
 pub mod service;
 pub mod store;

@@ -8,6 +8,9 @@ use utoipa::ToSchema;
 /// Default `max_iter` of an agent, as in CrewAI.
 pub const DEFAULT_MAX_ITER: u32 = 20;
 
+/// The provider a bare model name (`"gpt-4o-mini"`, no `provider/`) belongs to.
+pub const DEFAULT_PROVIDER: &str = "openai";
+
 /// A crew: agents, the tasks they perform and the tools they may use.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]

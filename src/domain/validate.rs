@@ -85,7 +85,7 @@ impl ValidationContext {
     fn is_fake(&self, model: &str) -> bool {
         let provider = match model.split_once('/') {
             Some((provider, _)) if self.providers.iter().any(|p| p == provider) => provider,
-            _ => crate::config::DEFAULT_PROVIDER,
+            _ => super::crew::DEFAULT_PROVIDER,
         };
         self.fake_providers.iter().any(|fake| fake == provider)
     }

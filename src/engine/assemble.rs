@@ -7,11 +7,11 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use super::guardrail::{Guardrail, DEFAULT_GUARDRAIL_RETRIES};
-use super::plan::{PlanOptions, DEFAULT_MAX_STEP_ITERATIONS};
 use super::prompts;
 use super::toolbox::{DelegateMode, Runner, ToolEntry, Toolbox};
-use super::turn::{AgentTurn, Style};
+use super::turn::{
+    AgentTurn, Guardrail, PlanOptions, Style, DEFAULT_GUARDRAIL_RETRIES, DEFAULT_MAX_STEP_ITERATIONS,
+};
 use super::EngineError;
 use crate::domain::crew::{AgentSpec, CrewSpec, LlmSpec, Process, TaskSpec, ToolCalling};
 use crate::domain::interpolate::interpolate;

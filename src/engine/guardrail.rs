@@ -10,21 +10,11 @@ use super::journal::Step;
 use super::keys;
 use super::prompts;
 use super::repair::parse_lenient;
-use super::turn::AgentTurn;
+use super::turn::{AgentTurn, Guardrail};
 use super::{Context, EngineError};
 use crate::domain::event::GuardrailVerdict;
 use crate::domain::{ErrorKind, EventData, TaskOutput};
 use crate::llm::{ChatMessage, Role};
-
-/// Redos a failed guardrail allows by default.
-pub const DEFAULT_GUARDRAIL_RETRIES: u32 = 3;
-
-/// A task's guardrail.
-#[derive(Debug, Clone)]
-pub struct Guardrail {
-    pub rule: String,
-    pub max_retries: u32,
-}
 
 /// The judge's decision.
 struct Verdict {

@@ -4,8 +4,6 @@
 //! steps are journaled as conversations (`<task>#plan`, `<task>#step-<n>`), so a crash resumes at
 //! the step that was in flight.
 
-use std::time::Duration;
-
 use serde::Deserialize;
 
 use super::agent;
@@ -15,24 +13,12 @@ use super::keys;
 use super::prompts;
 use super::react::{self, ReactStep};
 use super::repair::parse_lenient;
-use super::turn::AgentTurn;
+use super::turn::{AgentTurn, PlanOptions};
 use super::{Context, EngineError};
 pub use crate::domain::event::PlanStep;
 use crate::domain::event::{StepCompleted, StepFailed, StepStarted, TaskPlanned};
 use crate::domain::{EventData, TaskOutput};
-use crate::llm::{ChatMessage, ResolvedModel, Role};
-
-/// Default bound of a step's inner loop.
-pub const DEFAULT_MAX_STEP_ITERATIONS: u32 = 15;
-
-/// How a task is planned and its steps run.
-#[derive(Clone)]
-pub struct PlanOptions {
-    /// The planner's model (`planning_llm`, else the agent's).
-    pub planner: ResolvedModel,
-    pub max_step_iterations: u32,
-    pub step_timeout: Option<Duration>,
-}
+use crate::llm::{ChatMessage, Role};
 
 #[derive(Deserialize)]
 struct PlanReply {

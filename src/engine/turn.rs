@@ -7,14 +7,35 @@
 use serde_json::Value;
 
 use super::effects::{gates_for, CallError, ModelCall, Purpose};
-use super::guardrail::Guardrail;
 use super::journal::{NewMessage, Step};
-use super::plan::PlanOptions;
 use super::toolbox::Toolbox;
 use super::{Context, EngineError};
 use crate::domain::{ErrorKind, EventData};
 use crate::llm::{ChatMessage, ChatRequest, ResolvedModel};
 use crate::ratelimit::Limit;
+
+/// Redos a failed guardrail allows by default.
+pub const DEFAULT_GUARDRAIL_RETRIES: u32 = 3;
+
+/// A task's guardrail: a sentence its answer must satisfy (judged by [`super::guardrail`]) and
+/// how many failed checks it allows.
+#[derive(Debug, Clone)]
+pub struct Guardrail {
+    pub rule: String,
+    pub max_retries: u32,
+}
+
+/// Default bound of a step's inner loop.
+pub const DEFAULT_MAX_STEP_ITERATIONS: u32 = 15;
+
+/// How a task is planned and its steps run (by [`super::plan`]).
+#[derive(Clone)]
+pub struct PlanOptions {
+    /// The planner's model (`planning_llm`, else the agent's).
+    pub planner: ResolvedModel,
+    pub max_step_iterations: u32,
+    pub step_timeout: Option<std::time::Duration>,
+}
 
 /// How the agent asks for tools.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

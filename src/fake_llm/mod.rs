@@ -156,7 +156,7 @@ impl FakeLlm {
             .route("/calls", get(calls))
             .route("/reset", post(reset))
             .with_state(shared.clone());
-        let listener = crate::app::listen(addr)?;
+        let listener = crate::net::listen(addr)?;
         let addr = listener.local_addr()?;
         tokio::spawn(async move {
             if let Err(error) = axum::serve(listener, app).await {
