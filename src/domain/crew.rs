@@ -137,7 +137,8 @@ pub struct TaskSpec {
     /// Tools for this task, replacing the agent's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tools: Option<Vec<String>>,
-    /// A JSON schema the final answer must satisfy.
+    /// A JSON schema the final answer must satisfy (2020-12 unless `$schema` says otherwise;
+    /// `$ref`s resolve inside it only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>)]
     pub output_schema: Option<Value>,
@@ -166,7 +167,8 @@ pub struct TaskSpec {
 pub struct ToolSpec {
     pub name: String,
     pub description: String,
-    /// JSON schema of the arguments (`"type": "object"`).
+    /// JSON schema of the arguments (`"type": "object"`; 2020-12 unless `$schema` says
+    /// otherwise; `$ref`s resolve inside it only).
     #[schema(value_type = Object)]
     pub parameters: Value,
     pub http: HttpToolSpec,

@@ -1,21 +1,52 @@
-//! JSON schemas as crews use them (tool parameters, task output schemas). This module owns two
-//! things: a structural check of the schemas themselves (`check_schema`: the keywords the engine
-//! and the providers rely on must be well formed; not a full meta-schema validation, and unknown
-//! keywords are allowed, as JSON Schema allows them), and the validation of instances against
-//! them (`validate_instance`: tool-call arguments and task outputs an LLM produced, with messages
-//! the model can act on).
+//! JSON schemas as crews use them (tool parameters, task output schemas). This module owns three
+//! things:
+//!
+//! - `check_schema`, the check of a submitted schema (a crew's spec, at kickoff or when a crew is
+//!   stored): our own structural checks of the keywords the engine and the providers rely on,
+//!   each error with the path of its field; a nesting limit; then the schema must compile with
+//!   the `jsonschema` crate (which validates it against its draft's meta-schema, compiles its
+//!   `pattern`s and resolves its references). Unknown keywords are allowed, as JSON Schema allows
+//!   them.
+//! - [`CompiledSchema`], a schema compiled once, where a run sets up its tools and tasks, and
+//!   then used for every tool call and every final answer.
+//! - The messages of [`CompiledSchema::validate`]: every violation of tool-call arguments or a
+//!   task output an LLM produced, worded for the model to act on and prefixed with the instance
+//!   path (`$.items[2].sku: expected string, got number`).
+//!
+//! Validation is the `jsonschema` crate's, so every keyword of the schema's draft (2020-12 unless
+//! `$schema` names another) is enforced, `pattern`, `format` and `$ref` included. `format` is
+//! asserted (`email`, `date-time`, `uri`, `uuid`, …; unknown formats are ignored, and so are
+//! `idn-email` and `idn-hostname`, which need a feature left off). References resolve inside the
+//! schema only (`#/$defs/...`, `#/definitions/...`, an embedded `$id`): nothing is fetched, and a
+//! remote `$ref` is an error when the schema is checked.
 
-use std::cmp::Ordering;
 use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
 
-use serde_json::{Map, Number, Value};
+use jsonschema::error::{TypeKind, ValidationErrorKind};
+use jsonschema::paths::Location;
+use jsonschema::{ReferencingError, ValidationError, Validator};
+use serde_json::{Number, Value};
 
 use super::validate::FieldError;
 
 const TYPES: [&str; 7] = ["object", "array", "string", "number", "integer", "boolean", "null"];
 
-/// Check `schema` found at `path`, pushing one error per malformed keyword.
+/// Check `schema` found at `path`, pushing one error per malformed keyword; a schema that passes
+/// our checks must also compile (see [`CompiledSchema::compile`]), or its compile error is pushed.
 pub fn check_schema(schema: &Value, path: &str, errors: &mut Vec<FieldError>) {
+    let before = errors.len();
+    check_keywords(schema, path, errors);
+    if errors.len() > before {
+        return;
+    }
+    if let Err(error) = CompiledSchema::compile(schema) {
+        errors.push(FieldError::new(format!("{path}{}", error.field), error.message));
+    }
+}
+
+fn check_keywords(schema: &Value, path: &str, errors: &mut Vec<FieldError>) {
     let Some(object) = schema.as_object() else {
         errors.push(FieldError::new(path, "must be a JSON schema object"));
         return;
@@ -27,7 +58,7 @@ pub fn check_schema(schema: &Value, path: &str, errors: &mut Vec<FieldError>) {
         match properties.as_object() {
             Some(properties) => {
                 for (name, sub) in properties {
-                    check_schema(sub, &format!("{path}.properties.{name}"), errors);
+                    check_keywords(sub, &format!("{path}.properties.{name}"), errors);
                 }
             }
             None => errors.push(FieldError::new(format!("{path}.properties"), "must be an object")),
@@ -38,12 +69,12 @@ pub fn check_schema(schema: &Value, path: &str, errors: &mut Vec<FieldError>) {
     }
     if let Some(items) = object.get("items") {
         if !items.is_boolean() {
-            check_schema(items, &format!("{path}.items"), errors);
+            check_keywords(items, &format!("{path}.items"), errors);
         }
     }
     if let Some(additional) = object.get("additionalProperties") {
         if !additional.is_boolean() {
-            check_schema(additional, &format!("{path}.additionalProperties"), errors);
+            check_keywords(additional, &format!("{path}.additionalProperties"), errors);
         }
     }
     if let Some(values) = object.get("enum") {
@@ -56,7 +87,7 @@ pub fn check_schema(schema: &Value, path: &str, errors: &mut Vec<FieldError>) {
             match list.as_array().filter(|l| !l.is_empty()) {
                 Some(list) => {
                     for (i, sub) in list.iter().enumerate() {
-                        check_schema(sub, &format!("{path}.{keyword}[{i}]"), errors);
+                        check_keywords(sub, &format!("{path}.{keyword}[{i}]"), errors);
                     }
                 }
                 None => errors.push(FieldError::new(
@@ -110,113 +141,483 @@ fn check_required(required: &Value, properties: Option<&Value>, path: &str, erro
     }
 }
 
-/// How many levels below the root `validate_instance` descends (through properties, items and
-/// the subschemas of `anyOf`, `oneOf`, `allOf` and `not`) before it gives up with an error.
+/// How deeply subschemas may nest (through `properties`, `items`, `allOf`, `$defs` and the other
+/// keywords that hold schemas), and, for schemas with references (which may recurse), how deeply
+/// an instance may nest; past it a schema does not compile, or an instance is not validated.
 pub const MAX_VALIDATION_DEPTH: usize = 64;
 
 /// Most errors of one failed `anyOf`/`oneOf` alternative quoted in the message about it.
 const ERRORS_PER_ALTERNATIVE: usize = 3;
 /// Most `enum` values listed in a message.
 const ENUM_VALUES_LISTED: usize = 20;
+/// Most duplicates named in a `uniqueItems` message.
+const DUPLICATES_LISTED: usize = 5;
 
-/// Validate `instance` against `schema`, returning every violation, each prefixed with the JSON
-/// path of the instance location (`$.items[2].sku: expected string, got number`); empty when the
-/// instance is valid.
-///
-/// Supported: boolean schemas, `type` (one or an array; `integer` accepts numbers without a
-/// fractional part, `number` accepts integers), `enum`, `const`, `minimum`, `maximum`,
-/// `exclusiveMinimum`, `exclusiveMaximum` (numeric form), `multipleOf`, `minLength`, `maxLength`
-/// (in characters), `properties`, `required`, `additionalProperties`, `minProperties`,
-/// `maxProperties`, `prefixItems`, `items` (one schema), `minItems`, `maxItems`, `uniqueItems`,
-/// `allOf`, `anyOf`, `oneOf` and `not`. Numbers compare by value (`1` equals `1.0`).
-///
-/// Not supported, and ignored like any unknown keyword: `$ref`/`$defs` (no references are
-/// resolved), `pattern` and `patternProperties` (no regex engine; so `additionalProperties`
-/// counts every property outside `properties`), `format`, `dependentRequired`,
-/// `if`/`then`/`else` and the other keywords of JSON Schema. Malformed keywords (say a string
-/// `minimum`) are ignored too: `check_schema` reports them when a spec is submitted.
-pub fn validate_instance(schema: &Value, instance: &Value) -> Vec<String> {
-    let mut errors = Vec::new();
-    validate_at(schema, instance, "$", 0, &mut errors);
-    errors
+/// Why a schema does not compile: the field (a path below the schema's own, like
+/// `.properties.id.pattern`, empty for the schema itself) and what is wrong there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchemaError {
+    pub field: String,
+    pub message: String,
 }
 
-/// One schema applied to one instance location.
-struct Check<'a> {
-    schema: &'a Map<String, Value>,
-    path: &'a str,
-    depth: usize,
-}
-
-impl Check<'_> {
-    fn keyword(&self, name: &str) -> Option<&Value> {
-        self.schema.get(name)
-    }
-
-    /// `instance` at `path` against the subschema `schema`, one level deeper.
-    fn descend(&self, schema: &Value, instance: &Value, path: &str, errors: &mut Vec<String>) {
-        validate_at(schema, instance, path, self.depth + 1, errors);
-    }
-}
-
-fn validate_at(schema: &Value, instance: &Value, path: &str, depth: usize, errors: &mut Vec<String>) {
-    let schema = match schema {
-        Value::Object(schema) => schema,
-        Value::Bool(false) => {
-            errors.push(format!("{path}: no value is allowed here"));
-            return;
+impl fmt::Display for SchemaError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.field.as_str() {
+            "" => write!(f, "{}", self.message),
+            field => write!(f, "at {}: {}", field.trim_start_matches('.'), self.message),
         }
-        // `true` accepts everything; anything else is malformed and left to `check_schema`.
-        _ => return,
-    };
-    if depth > MAX_VALIDATION_DEPTH {
-        errors
-            .push(format!("{path}: nested too deeply to validate (more than {MAX_VALIDATION_DEPTH} levels)"));
-        return;
     }
-    let check = Check { schema, path, depth };
-    check_type_keyword(&check, instance, errors);
-    check_enum_and_const(&check, instance, errors);
-    match instance {
-        Value::Number(number) => check_number(&check, number, errors),
-        Value::String(string) => check_string(&check, string, errors),
-        Value::Array(items) => check_array(&check, items, errors),
-        Value::Object(object) => check_object(&check, object, errors),
-        Value::Null | Value::Bool(_) => {}
-    }
-    check_all_of(&check, instance, errors);
-    check_any_of(&check, instance, errors);
-    check_one_of(&check, instance, errors);
-    check_not(&check, instance, errors);
 }
 
-fn check_type_keyword(check: &Check, instance: &Value, errors: &mut Vec<String>) {
-    let names: Vec<&str> = match check.keyword("type") {
-        Some(Value::String(name)) => vec![name.as_str()],
-        Some(Value::Array(names)) => names.iter().filter_map(Value::as_str).collect(),
-        _ => return,
-    };
-    if names.is_empty() || names.iter().any(|name| has_type(instance, name)) {
-        return;
+/// A schema compiled for validation, with the schema itself (for prompts and messages). Clones
+/// share the compiled form.
+#[derive(Clone)]
+pub struct CompiledSchema(Arc<Compiled>);
+
+struct Compiled {
+    schema: Value,
+    validator: Validator,
+    /// The schema uses references, so validation may recurse as deep as the instance does.
+    references: bool,
+}
+
+impl fmt::Debug for CompiledSchema {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("CompiledSchema").field(&self.0.schema).finish()
     }
+}
+
+impl CompiledSchema {
+    /// Compile `schema`: it must nest at most [`MAX_VALIDATION_DEPTH`] levels, be valid against
+    /// its draft's meta-schema, and reference nothing outside itself (no retrieval: over the
+    /// network, from files or otherwise). Formats are asserted, not just annotations.
+    pub fn compile(schema: &Value) -> Result<Self, SchemaError> {
+        if let Some(field) = too_deep(schema) {
+            let message =
+                format!("subschemas are nested too deeply (more than {MAX_VALIDATION_DEPTH} levels)");
+            return Err(SchemaError { field, message });
+        }
+        let validator = jsonschema::options()
+            .offline()
+            .should_validate_formats(true)
+            .build(schema)
+            .map_err(|error| compile_error(schema, &error))?;
+        let references = uses_references(schema);
+        Ok(Self(Arc::new(Compiled { schema: schema.clone(), validator, references })))
+    }
+
+    /// The schema as it was given.
+    pub fn schema(&self) -> &Value {
+        &self.0.schema
+    }
+
+    /// Every violation of `instance`, each prefixed with the JSON path of the instance location
+    /// (`$.items[2].sku: expected string, got number`); empty when the instance is valid.
+    pub fn validate(&self, instance: &Value) -> Vec<String> {
+        if self.0.references {
+            if let Some(path) = deeper_than(instance, MAX_VALIDATION_DEPTH) {
+                return vec![format!(
+                    "{path}: nested too deeply to validate (more than {MAX_VALIDATION_DEPTH} levels)"
+                )];
+            }
+        }
+        let mut errors: Vec<(Vec<Step>, String)> = self
+            .0
+            .validator
+            .iter_errors(instance)
+            .flat_map(|error| describe(Some(&self.0.schema), instance, &error))
+            .collect();
+        // Errors at one location stay in the order the validator found them; locations go in
+        // document order (array items by index).
+        errors.sort_by(|a, b| a.0.cmp(&b.0));
+        errors.into_iter().map(|(_, message)| message).collect()
+    }
+
+    /// Whether two handles share one compiled schema.
+    #[cfg(test)]
+    pub(crate) fn same_as(&self, other: &CompiledSchema) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+/// One step of an instance location, in the order errors are reported.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+enum Step {
+    Index(usize),
+    Property(String),
+}
+
+/// The steps of a JSON pointer into `root`: a segment is an index where the value there is an
+/// array, a property name otherwise (the empty name included).
+fn pointer_steps(root: &Value, location: &Location) -> Vec<Step> {
+    let pointer = location.as_str();
+    let mut steps = Vec::new();
+    let mut current = Some(root);
+    for segment in pointer.split('/').skip(1) {
+        let name = segment.replace("~1", "/").replace("~0", "~");
+        let step = match (current, name.parse::<usize>()) {
+            (Some(Value::Array(items)), Ok(i)) => {
+                current = items.get(i);
+                Step::Index(i)
+            }
+            (value, _) => {
+                current = value.and_then(|v| v.get(&name));
+                Step::Property(name)
+            }
+        };
+        steps.push(step);
+    }
+    steps
+}
+
+/// The steps of an instance location, and its path (`$.a[2]["b c"]`).
+fn instance_steps(root: &Value, location: &Location) -> (Vec<Step>, String) {
+    let steps = pointer_steps(root, location);
+    let path = steps.iter().fold(String::from("$"), |path, step| match step {
+        Step::Index(i) => index_path(&path, *i),
+        Step::Property(name) => property_path(&path, name),
+    });
+    (steps, path)
+}
+
+/// The field below a schema that a location in it names: `.properties.id`, `.anyOf[0]`.
+fn schema_field(schema: &Value, location: &Location) -> String {
+    pointer_steps(schema, location)
+        .iter()
+        .map(|step| match step {
+            Step::Index(i) => format!("[{i}]"),
+            Step::Property(name) => format!(".{name}"),
+        })
+        .collect()
+}
+
+/// A compile error as a field error: the meta-schema's complaint at the keyword it is about, or
+/// an unresolvable reference at its `$ref`.
+fn compile_error(schema: &Value, error: &ValidationError) -> SchemaError {
+    if let ValidationErrorKind::Referencing(reference) = error.kind() {
+        return reference_error(schema, reference);
+    }
+    // The meta-schema's errors are about the schema as an instance.
+    let field = schema_field(schema, error.instance_path());
+    let message = message_of(None, schema, error).unwrap_or_else(|| error.to_string());
+    SchemaError { field, message }
+}
+
+fn reference_error(schema: &Value, error: &ReferencingError) -> SchemaError {
+    let inside = "only references inside the schema (like \"#/$defs/name\") are resolved";
+    let (named, message) = match error {
+        ReferencingError::Unretrievable { uri, .. } => {
+            (uri.clone(), format!("'{uri}' is outside this schema and is not fetched; {inside}"))
+        }
+        ReferencingError::PointerToNowhere { pointer } => {
+            (format!("#{pointer}"), format!("'#{pointer}' points to nothing in this schema"))
+        }
+        ReferencingError::UnknownSpecification { specification } => {
+            let message = format!(
+                "unknown meta-schema '{specification}'; use a JSON Schema draft (4, 6, 7, 2019-09 or 2020-12)"
+            );
+            return SchemaError { field: ".$schema".to_owned(), message };
+        }
+        other => (String::new(), format!("cannot resolve a reference: {other}; {inside}")),
+    };
+    SchemaError { field: reference_field(schema, &named).unwrap_or_default(), message }
+}
+
+/// The field of the `$ref` (or `$dynamicRef`) that a referencing error is about: the first one
+/// whose value ends as the one the error names, else the first that leaves the document.
+fn reference_field(schema: &Value, named: &str) -> Option<String> {
+    let mut found = Vec::new();
+    let mut stack = vec![(schema, String::new())];
+    while let Some((value, field)) = stack.pop() {
+        match value {
+            Value::Object(object) => {
+                for (key, sub) in object.iter().rev() {
+                    if let ("$ref" | "$dynamicRef" | "$recursiveRef", Value::String(target)) =
+                        (key.as_str(), sub)
+                    {
+                        found.push((format!("{field}.{key}"), target.clone()));
+                    }
+                    stack.push((sub, format!("{field}.{key}")));
+                }
+            }
+            Value::Array(items) => {
+                for (i, item) in items.iter().enumerate().rev() {
+                    stack.push((item, format!("{field}[{i}]")));
+                }
+            }
+            _ => {}
+        }
+    }
+    let named = found.iter().find(|(_, target)| !named.is_empty() && named.ends_with(target.as_str()));
+    named
+        .or_else(|| found.iter().find(|(_, target)| !target.starts_with('#')))
+        .map(|(field, _)| field.clone())
+}
+
+/// Keywords whose value is a schema, an array of schemas, or an object of schemas.
+const SCHEMA_KEYWORDS: [&str; 11] = [
+    "items",
+    "additionalItems",
+    "additionalProperties",
+    "unevaluatedItems",
+    "unevaluatedProperties",
+    "not",
+    "if",
+    "then",
+    "else",
+    "contains",
+    "propertyNames",
+];
+const SCHEMA_LIST_KEYWORDS: [&str; 5] = ["allOf", "anyOf", "oneOf", "prefixItems", "items"];
+const SCHEMA_MAP_KEYWORDS: [&str; 6] =
+    ["properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies"];
+
+/// The field of a subschema nested more than [`MAX_VALIDATION_DEPTH`] levels down, if any.
+fn too_deep(schema: &Value) -> Option<String> {
+    let mut stack = vec![(schema, 0usize, String::new())];
+    while let Some((value, depth, field)) = stack.pop() {
+        let Some(object) = value.as_object() else { continue };
+        if depth > MAX_VALIDATION_DEPTH {
+            return Some(field);
+        }
+        for (keyword, sub) in object {
+            let here = format!("{field}.{keyword}");
+            if SCHEMA_KEYWORDS.contains(&keyword.as_str()) && sub.is_object() {
+                stack.push((sub, depth + 1, here.clone()));
+            }
+            if SCHEMA_LIST_KEYWORDS.contains(&keyword.as_str()) {
+                for (i, item) in sub.as_array().into_iter().flatten().enumerate() {
+                    stack.push((item, depth + 1, format!("{here}[{i}]")));
+                }
+            }
+            if SCHEMA_MAP_KEYWORDS.contains(&keyword.as_str()) {
+                for (name, item) in sub.as_object().into_iter().flatten() {
+                    stack.push((item, depth + 1, format!("{here}.{name}")));
+                }
+            }
+        }
+    }
+    None
+}
+
+/// Whether a schema holds a reference keyword anywhere.
+fn uses_references(schema: &Value) -> bool {
+    let mut stack = vec![schema];
+    while let Some(value) = stack.pop() {
+        match value {
+            Value::Object(object) => {
+                if ["$ref", "$dynamicRef", "$recursiveRef"].iter().any(|k| object.contains_key(*k)) {
+                    return true;
+                }
+                stack.extend(object.values());
+            }
+            Value::Array(items) => stack.extend(items),
+            _ => {}
+        }
+    }
+    false
+}
+
+/// The path of the first location in `instance` nested more than `limit` levels down.
+fn deeper_than(instance: &Value, limit: usize) -> Option<String> {
+    let mut stack = vec![(instance, 0usize, String::from("$"))];
+    while let Some((value, depth, path)) = stack.pop() {
+        if depth > limit {
+            return Some(path);
+        }
+        match value {
+            Value::Array(items) => {
+                for (i, item) in items.iter().enumerate().rev() {
+                    stack.push((item, depth + 1, index_path(&path, i)));
+                }
+            }
+            Value::Object(object) => {
+                let entries: Vec<_> = object.iter().collect();
+                for (name, item) in entries.into_iter().rev() {
+                    stack.push((item, depth + 1, property_path(&path, name)));
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The messages of one validation error of `root` (one for most, one per property for
+/// `additionalProperties`), with the steps of their location for ordering. `schema` is the one
+/// `root` was validated against, where the error's keyword is looked up (`None` when that is a
+/// meta-schema, for a schema's own errors).
+fn describe(schema: Option<&Value>, root: &Value, error: &ValidationError) -> Vec<(Vec<Step>, String)> {
+    let (steps, path) = instance_steps(root, error.instance_path());
+    let messages = match error.kind() {
+        ValidationErrorKind::AdditionalProperties { unexpected } => {
+            let allowed = allowed_list(schema.and_then(|s| keyword_parent(s, error)));
+            unexpected.iter().map(|name| format!("unexpected property '{name}'; {allowed}")).collect()
+        }
+        ValidationErrorKind::FalseSchema if closes_object(schema, error) => {
+            // Reported once, with the first property's value; every property is unexpected.
+            let object = root.pointer(error.instance_path().as_str()).and_then(Value::as_object);
+            let names: Vec<&String> = object.map(|o| o.keys().collect()).unwrap_or_default();
+            let allowed = allowed_list(None);
+            names.iter().map(|name| format!("unexpected property '{name}'; {allowed}")).collect()
+        }
+        ValidationErrorKind::UniqueItems => vec![unique_message(&path, error.instance())],
+        _ => vec![message_of(schema, root, error).unwrap_or_else(|| error.to_string())],
+    };
+    messages.into_iter().map(|message| (steps.clone(), format!("{path}: {message}"))).collect()
+}
+
+/// Whether a `false` schema is the `additionalProperties: false` of an object schema with no
+/// `properties` nor `patternProperties`, which the validator reports at the object itself.
+fn closes_object(schema: Option<&Value>, error: &ValidationError) -> bool {
+    let parent = schema.and_then(|s| keyword_parent(s, error));
+    error.schema_path().as_str().ends_with("/additionalProperties")
+        && parent.is_some_and(|p| p.get("properties").is_none() && p.get("patternProperties").is_none())
+}
+
+/// The schema object that holds the keyword an error is about.
+fn keyword_parent<'a>(schema: &'a Value, error: &ValidationError) -> Option<&'a Value> {
+    let pointer = error.schema_path().as_str();
+    let parent = pointer.rsplit_once('/').map_or("", |(parent, _)| parent);
+    schema.pointer(parent)
+}
+
+/// The value of the keyword an error is about, read from the schema.
+fn keyword_value<'a>(schema: &'a Value, error: &ValidationError) -> Option<&'a Value> {
+    schema.pointer(error.schema_path().as_str())
+}
+
+/// Our wording of an error, without its path; `None` for kinds we leave to the crate's wording.
+fn message_of(schema: Option<&Value>, root: &Value, error: &ValidationError) -> Option<String> {
+    let instance: &Value = error.instance();
+    let keyword = || schema.and_then(|s| keyword_value(s, error));
+    let number = || instance.as_number().map_or_else(|| instance.to_string(), Number::to_string);
+    let length = || instance.as_str().map_or(0, |s| s.chars().count());
+    let count = || match instance {
+        Value::Array(items) => items.len(),
+        Value::Object(object) => object.len(),
+        _ => 0,
+    };
+    let message = match error.kind() {
+        ValidationErrorKind::FalseSchema => "no value is allowed here".to_owned(),
+        ValidationErrorKind::Type { kind } => type_message(keyword(), kind, instance),
+        ValidationErrorKind::Enum { options } => {
+            let values = options.as_array().map_or(&[][..], Vec::as_slice);
+            let listed: Vec<String> =
+                values.iter().take(ENUM_VALUES_LISTED).map(render_schema_value).collect();
+            let more = values.len().saturating_sub(ENUM_VALUES_LISTED);
+            let more = if more > 0 { format!(" (and {more} more)") } else { String::new() };
+            format!("must be one of {}{more}; got {}", listed.join(", "), describe_instance(instance))
+        }
+        ValidationErrorKind::Constant { expected_value } => {
+            format!(
+                "must be exactly {}; got {}",
+                render_schema_value(expected_value),
+                describe_instance(instance)
+            )
+        }
+        ValidationErrorKind::Minimum { limit } => format!("must be at least {limit}, got {}", number()),
+        ValidationErrorKind::ExclusiveMinimum { limit } => {
+            format!("must be greater than {limit}, got {}", number())
+        }
+        ValidationErrorKind::Maximum { limit } => format!("must be at most {limit}, got {}", number()),
+        ValidationErrorKind::ExclusiveMaximum { limit } => {
+            format!("must be less than {limit}, got {}", number())
+        }
+        ValidationErrorKind::MultipleOf { .. } => {
+            let divisor = match (keyword(), error.kind()) {
+                (Some(value), _) => value.to_string(),
+                (None, ValidationErrorKind::MultipleOf { multiple_of, .. }) => multiple_of.to_string(),
+                (None, _) => String::new(),
+            };
+            format!("must be a multiple of {divisor}, got {}", number())
+        }
+        ValidationErrorKind::MinLength { limit } => {
+            format!(
+                "must be at least {} long, got {}",
+                plural_u64(*limit, "character", "characters"),
+                length()
+            )
+        }
+        ValidationErrorKind::MaxLength { limit } => {
+            format!(
+                "must be at most {} long, got {}",
+                plural_u64(*limit, "character", "characters"),
+                length()
+            )
+        }
+        ValidationErrorKind::MinItems { limit } => {
+            format!("must have at least {}, got {}", plural_u64(*limit, "item", "items"), count())
+        }
+        ValidationErrorKind::MaxItems { limit } => {
+            format!("must have at most {}, got {}", plural_u64(*limit, "item", "items"), count())
+        }
+        ValidationErrorKind::MinProperties { limit } => {
+            format!("must have at least {}, got {}", plural_u64(*limit, "property", "properties"), count())
+        }
+        ValidationErrorKind::MaxProperties { limit } => {
+            format!("must have at most {}, got {}", plural_u64(*limit, "property", "properties"), count())
+        }
+        ValidationErrorKind::UniqueItems => unique_message("", instance),
+        ValidationErrorKind::Required { property } => {
+            format!("missing required property '{}'", property.as_str().unwrap_or_default())
+        }
+        ValidationErrorKind::Pattern { pattern } => {
+            format!(
+                "must match the pattern {}; got {}",
+                Value::from(pattern.as_str()),
+                describe_instance(instance)
+            )
+        }
+        ValidationErrorKind::Format { format } => {
+            format!("must be a valid {format}; got {}", describe_instance(instance))
+        }
+        ValidationErrorKind::Not { schema } => {
+            format!("must not match the schema {}", render_schema_value(schema))
+        }
+        ValidationErrorKind::AnyOf { context } => format!(
+            "must match at least one schema in anyOf, but matches none: {}",
+            summarize_failures(schema, root, "anyOf", context)
+        ),
+        ValidationErrorKind::OneOfNotValid { context } => format!(
+            "must match exactly one schema in oneOf, but matches none: {}",
+            summarize_failures(schema, root, "oneOf", context)
+        ),
+        ValidationErrorKind::OneOfMultipleValid { context } => {
+            let matching: Vec<String> = context
+                .iter()
+                .enumerate()
+                .filter(|(_, errors)| errors.is_empty())
+                .map(|(i, _)| format!("oneOf[{i}]"))
+                .collect();
+            match matching.len() {
+                0 | 1 => "must match exactly one schema in oneOf, but matches more than one".to_owned(),
+                _ => format!(
+                    "must match exactly one schema in oneOf, but matches {}",
+                    join_words(&matching, "and")
+                ),
+            }
+        }
+        _ => return None,
+    };
+    Some(message)
+}
+
+fn type_message(keyword: Option<&Value>, kind: &TypeKind, instance: &Value) -> String {
+    let names: Vec<String> = match keyword {
+        Some(Value::String(name)) => vec![name.clone()],
+        Some(Value::Array(names)) => names.iter().filter_map(Value::as_str).map(str::to_owned).collect(),
+        _ => match kind {
+            TypeKind::Single(ty) => vec![ty.to_string()],
+            TypeKind::Multiple(types) => types.iter().map(|ty| ty.to_string()).collect(),
+        },
+    };
     let got = match instance {
-        Value::Number(n) if names.contains(&"integer") => format!("number {n}"),
+        Value::Number(n) if names.iter().any(|n| n == "integer") => format!("number {n}"),
         _ => json_type(instance).to_owned(),
     };
-    errors.push(format!("{}: expected {}, got {got}", check.path, join_words(&names, "or")));
-}
-
-fn has_type(instance: &Value, name: &str) -> bool {
-    match (name, instance) {
-        ("null", Value::Null)
-        | ("boolean", Value::Bool(_))
-        | ("number", Value::Number(_))
-        | ("string", Value::String(_))
-        | ("array", Value::Array(_))
-        | ("object", Value::Object(_)) => true,
-        ("integer", Value::Number(n)) => is_integral(n),
-        _ => false,
-    }
+    format!("expected {}, got {got}", join_words(&names, "or"))
 }
 
 /// The JSON type of a value, as `type` names it.
@@ -240,297 +641,63 @@ fn join_words<S: AsRef<str>>(words: &[S], conjunction: &str) -> String {
     }
 }
 
-fn check_enum_and_const(check: &Check, instance: &Value, errors: &mut Vec<String>) {
-    let enum_values = check.keyword("enum").and_then(Value::as_array).filter(|v| !v.is_empty());
-    let constant = check.keyword("const");
-    if enum_values.is_none() && constant.is_none() {
-        return;
-    }
-    let key = canonical(instance);
-    if let Some(values) = enum_values {
-        if !values.iter().any(|v| canonical(v) == key) {
-            let listed = values.iter().take(ENUM_VALUES_LISTED).map(render_schema_value);
-            let more = values.len().saturating_sub(ENUM_VALUES_LISTED);
-            let more = if more > 0 { format!(" (and {more} more)") } else { String::new() };
-            errors.push(format!(
-                "{}: must be one of {}{more}; got {}",
-                check.path,
-                listed.collect::<Vec<_>>().join(", "),
-                describe_instance(instance)
-            ));
-        }
-    }
-    if let Some(constant) = constant.filter(|c| canonical(c) != key) {
-        errors.push(format!(
-            "{}: must be exactly {}; got {}",
-            check.path,
-            render_schema_value(constant),
-            describe_instance(instance)
-        ));
-    }
-}
-
-/// A bound keyword, the orderings of instance against bound that satisfy it, and its wording.
-type Bound = (&'static str, fn(Ordering) -> bool, &'static str);
-
-fn check_number(check: &Check, number: &Number, errors: &mut Vec<String>) {
-    let bounds: [Bound; 4] = [
-        ("minimum", Ordering::is_ge, "at least"),
-        ("exclusiveMinimum", Ordering::is_gt, "greater than"),
-        ("maximum", Ordering::is_le, "at most"),
-        ("exclusiveMaximum", Ordering::is_lt, "less than"),
-    ];
-    for (keyword, holds, wording) in bounds {
-        let Some(bound) = check.keyword(keyword).and_then(Value::as_number) else { continue };
-        if compare_numbers(number, bound).is_some_and(|ordering| !holds(ordering)) {
-            errors.push(format!("{}: must be {wording} {bound}, got {number}", check.path));
-        }
-    }
-    let divisor = check.keyword("multipleOf").and_then(Value::as_number);
-    if let Some(divisor) = divisor.filter(|d| d.as_f64().is_some_and(|d| d > 0.0)) {
-        if !is_multiple_of(number, divisor) {
-            errors.push(format!("{}: must be a multiple of {divisor}, got {number}", check.path));
-        }
-    }
-}
-
-/// Whether a number has no fractional part (`3` and `3.0` do).
-fn is_integral(number: &Number) -> bool {
-    number.is_i64() || number.is_u64() || number.as_f64().is_some_and(|f| f.fract() == 0.0)
-}
-
-/// A number's value as an integer, when it has no fractional part and is below 1e30 in magnitude.
-fn as_integer(number: &Number) -> Option<i128> {
-    if let Some(n) = number.as_i64() {
-        return Some(n.into());
-    }
-    if let Some(n) = number.as_u64() {
-        return Some(n.into());
-    }
-    // Well inside the range of i128, so the conversion is exact.
-    let value = number.as_f64()?;
-    (value.fract() == 0.0 && value.abs() < 1e30).then_some(value as i128)
-}
-
-/// Exact for integers, by `f64` otherwise.
-fn compare_numbers(a: &Number, b: &Number) -> Option<Ordering> {
-    match (as_integer(a), as_integer(b)) {
-        (Some(a), Some(b)) => Some(a.cmp(&b)),
-        _ => a.as_f64()?.partial_cmp(&b.as_f64()?),
-    }
-}
-
-/// Exact for integers; for decimals the quotient must be within rounding error of an integer,
-/// so that 0.3 counts as a multiple of 0.1.
-fn is_multiple_of(number: &Number, divisor: &Number) -> bool {
-    if let (Some(n), Some(d)) = (as_integer(number), as_integer(divisor)) {
-        return d != 0 && n % d == 0;
-    }
-    let (Some(n), Some(d)) = (number.as_f64(), divisor.as_f64()) else { return false };
-    let quotient = n / d;
-    quotient.is_finite() && (quotient - quotient.round()).abs() <= (quotient.abs() * 1e-14).max(1e-9)
-}
-
-fn check_string(check: &Check, string: &str, errors: &mut Vec<String>) {
-    let length = string.chars().count();
-    if let Some(min) = check.keyword("minLength").and_then(as_count).filter(|min| length < *min) {
-        errors.push(format!(
-            "{}: must be at least {} long, got {length}",
-            check.path,
-            plural(min, "character", "characters")
-        ));
-    }
-    if let Some(max) = check.keyword("maxLength").and_then(as_count).filter(|max| length > *max) {
-        errors.push(format!(
-            "{}: must be at most {} long, got {length}",
-            check.path,
-            plural(max, "character", "characters")
-        ));
-    }
-}
-
-fn check_array(check: &Check, items: &[Value], errors: &mut Vec<String>) {
-    let prefix = check.keyword("prefixItems").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
-    for (i, (schema, item)) in prefix.iter().zip(items).enumerate() {
-        check.descend(schema, item, &index_path(check.path, i), errors);
-    }
-    // Only the single-schema form of `items`; the old array (tuple) form is ignored.
-    if let Some(schema) = check.keyword("items").filter(|s| s.is_object() || s.is_boolean()) {
-        for (i, item) in items.iter().enumerate().skip(prefix.len()) {
-            check.descend(schema, item, &index_path(check.path, i), errors);
-        }
-    }
-    check_count(check, items.len(), ("minItems", "maxItems"), ("item", "items"), errors);
-    if check.keyword("uniqueItems") == Some(&Value::Bool(true)) {
-        check_unique(check.path, items, errors);
-    }
-}
-
-/// One error per item equal to an earlier one.
-fn check_unique(path: &str, items: &[Value], errors: &mut Vec<String>) {
+/// `items must be unique, but $[2] duplicates $[0], ...`: the first duplicates of the array at
+/// `path`.
+fn unique_message(path: &str, instance: &Value) -> String {
+    let items = instance.as_array().map_or(&[][..], Vec::as_slice);
     let mut first_index: HashMap<String, usize> = HashMap::new();
+    let mut duplicates = Vec::new();
     for (i, item) in items.iter().enumerate() {
         let first = *first_index.entry(canonical(item)).or_insert(i);
         if first != i {
-            errors.push(format!(
-                "{}: duplicate of {} (items must be unique)",
-                index_path(path, i),
-                index_path(path, first)
-            ));
+            duplicates.push(format!("{} duplicates {}", index_path(path, i), index_path(path, first)));
         }
     }
-}
-
-fn check_object(check: &Check, object: &Map<String, Value>, errors: &mut Vec<String>) {
-    let properties = check.keyword("properties").and_then(Value::as_object);
-    if let Some(properties) = properties {
-        for (name, schema) in properties {
-            if let Some(value) = object.get(name) {
-                check.descend(schema, value, &property_path(check.path, name), errors);
-            }
-        }
-    }
-    let required = check.keyword("required").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
-    for name in required.iter().filter_map(Value::as_str) {
-        if !object.contains_key(name) {
-            errors.push(format!("{}: missing required property '{name}'", check.path));
-        }
-    }
-    if let Some(additional) = check.keyword("additionalProperties") {
-        check_additional(check, object, properties, additional, errors);
-    }
-    check_count(check, object.len(), ("minProperties", "maxProperties"), ("property", "properties"), errors);
-}
-
-/// `additionalProperties` applies to every property not named in `properties`.
-fn check_additional(
-    check: &Check,
-    object: &Map<String, Value>,
-    properties: Option<&Map<String, Value>>,
-    additional: &Value,
-    errors: &mut Vec<String>,
-) {
-    let declared = |name: &str| properties.is_some_and(|p| p.contains_key(name));
-    for (name, value) in object.iter().filter(|(name, _)| !declared(name)) {
-        if additional == &Value::Bool(false) {
-            errors.push(format!(
-                "{}: unexpected property '{name}'; {}",
-                check.path,
-                allowed_list(properties)
-            ));
-        } else {
-            check.descend(additional, value, &property_path(check.path, name), errors);
-        }
-    }
-}
-
-fn allowed_list(properties: Option<&Map<String, Value>>) -> String {
-    match properties.filter(|p| !p.is_empty()) {
-        Some(properties) => {
-            let names: Vec<String> = properties.keys().map(|name| format!("'{name}'")).collect();
-            format!("allowed properties are {}", names.join(", "))
-        }
-        None => "this object allows no properties".to_owned(),
-    }
-}
-
-/// `minItems`/`maxItems` or `minProperties`/`maxProperties` against `count`.
-fn check_count(
-    check: &Check,
-    count: usize,
-    (min_keyword, max_keyword): (&str, &str),
-    (one, many): (&str, &str),
-    errors: &mut Vec<String>,
-) {
-    if let Some(min) = check.keyword(min_keyword).and_then(as_count).filter(|min| count < *min) {
-        errors.push(format!("{}: must have at least {}, got {count}", check.path, plural(min, one, many)));
-    }
-    if let Some(max) = check.keyword(max_keyword).and_then(as_count).filter(|max| count > *max) {
-        errors.push(format!("{}: must have at most {}, got {count}", check.path, plural(max, one, many)));
-    }
-}
-
-fn check_all_of(check: &Check, instance: &Value, errors: &mut Vec<String>) {
-    for schema in subschemas(check, "allOf") {
-        check.descend(schema, instance, check.path, errors);
-    }
-}
-
-fn check_any_of(check: &Check, instance: &Value, errors: &mut Vec<String>) {
-    let list = subschemas(check, "anyOf");
-    if list.is_empty() {
-        return;
-    }
-    let mut failures = Vec::new();
-    for schema in list {
-        let found = errors_of(check, schema, instance);
-        if found.is_empty() {
-            return;
-        }
-        failures.push(found);
-    }
-    errors.push(format!(
-        "{}: must match at least one schema in anyOf, but matches none: {}",
-        check.path,
-        summarize_failures("anyOf", &failures)
-    ));
-}
-
-fn check_one_of(check: &Check, instance: &Value, errors: &mut Vec<String>) {
-    let results: Vec<Vec<String>> =
-        subschemas(check, "oneOf").iter().map(|schema| errors_of(check, schema, instance)).collect();
-    let matching: Vec<String> = results
-        .iter()
-        .enumerate()
-        .filter(|(_, e)| e.is_empty())
-        .map(|(i, _)| format!("oneOf[{i}]"))
-        .collect();
-    match matching.len() {
-        1 => {}
-        0 if results.is_empty() => {}
-        0 => errors.push(format!(
-            "{}: must match exactly one schema in oneOf, but matches none: {}",
-            check.path,
-            summarize_failures("oneOf", &results)
-        )),
-        _ => errors.push(format!(
-            "{}: must match exactly one schema in oneOf, but matches {}",
-            check.path,
-            join_words(&matching, "and")
-        )),
-    }
-}
-
-fn check_not(check: &Check, instance: &Value, errors: &mut Vec<String>) {
-    let Some(schema) = check.keyword("not") else { return };
-    if (schema.is_object() || schema.is_boolean()) && errors_of(check, schema, instance).is_empty() {
-        errors.push(format!("{}: must not match the schema {}", check.path, render_schema_value(schema)));
-    }
-}
-
-/// The schemas listed under an applicator keyword; none when it is absent or malformed.
-fn subschemas<'a>(check: &Check<'a>, keyword: &str) -> &'a [Value] {
-    check.schema.get(keyword).and_then(Value::as_array).map_or(&[][..], Vec::as_slice)
-}
-
-/// The violations of `instance` against a subschema, kept apart from the caller's.
-fn errors_of(check: &Check, schema: &Value, instance: &Value) -> Vec<String> {
-    let mut errors = Vec::new();
-    check.descend(schema, instance, check.path, &mut errors);
-    errors
+    let more = duplicates.len().saturating_sub(DUPLICATES_LISTED);
+    duplicates.truncate(DUPLICATES_LISTED);
+    let more = if more > 0 { format!(" (and {more} more)") } else { String::new() };
+    format!("items must be unique, but {}{more}", duplicates.join(", "))
 }
 
 /// `(anyOf[0]) $.x: expected string, got number; (anyOf[1]) ...`, a few errors per alternative.
-fn summarize_failures(keyword: &str, failures: &[Vec<String>]) -> String {
+fn summarize_failures(
+    schema: Option<&Value>,
+    root: &Value,
+    keyword: &str,
+    failures: &[Vec<ValidationError<'static>>],
+) -> String {
     let mut parts = Vec::new();
     for (i, errors) in failures.iter().enumerate() {
-        let mut quoted = errors.iter().take(ERRORS_PER_ALTERNATIVE).cloned().collect::<Vec<_>>().join("; ");
-        if errors.len() > ERRORS_PER_ALTERNATIVE {
-            quoted.push_str(&format!("; and {} more", errors.len() - ERRORS_PER_ALTERNATIVE));
+        let messages: Vec<String> =
+            errors.iter().flat_map(|e| describe(schema, root, e)).map(|(_, message)| message).collect();
+        let mut quoted = messages.iter().take(ERRORS_PER_ALTERNATIVE).cloned().collect::<Vec<_>>().join("; ");
+        if messages.len() > ERRORS_PER_ALTERNATIVE {
+            quoted.push_str(&format!("; and {} more", messages.len() - ERRORS_PER_ALTERNATIVE));
         }
         parts.push(format!("({keyword}[{i}]) {quoted}"));
     }
     parts.join("; ")
+}
+
+/// The properties an object schema (`parent`, which holds `additionalProperties`) allows.
+fn allowed_list(parent: Option<&Value>) -> String {
+    let keys = |keyword: &str| -> Vec<String> {
+        let map = parent.and_then(|p| p.get(keyword)).and_then(Value::as_object);
+        map.map(|m| m.keys().cloned().collect()).unwrap_or_default()
+    };
+    let names: Vec<String> = keys("properties").iter().map(|name| format!("'{name}'")).collect();
+    let patterns: Vec<String> =
+        keys("patternProperties").iter().map(|p| Value::from(p.as_str()).to_string()).collect();
+    match (names.is_empty(), patterns.is_empty()) {
+        (true, true) => "this object allows no properties".to_owned(),
+        (false, true) => format!("allowed properties are {}", names.join(", ")),
+        (true, false) => format!("allowed are properties whose names match {}", join_words(&patterns, "or")),
+        (false, false) => format!(
+            "allowed properties are {} and those whose names match {}",
+            names.join(", "),
+            join_words(&patterns, "or")
+        ),
+    }
 }
 
 /// The path of property `name` under `parent`: `$.order_id`, or `$["order id"]` for names that
@@ -550,9 +717,8 @@ fn index_path(parent: &str, index: usize) -> String {
     format!("{parent}[{index}]")
 }
 
-/// A non-negative integer keyword value (`3` or `3.0`).
-fn as_count(value: &Value) -> Option<usize> {
-    value.as_number().and_then(as_integer).and_then(|n| usize::try_from(n).ok())
+fn plural_u64(count: u64, one: &str, many: &str) -> String {
+    format!("{count} {}", if count == 1 { one } else { many })
 }
 
 fn plural(count: usize, one: &str, many: &str) -> String {
@@ -635,6 +801,18 @@ fn canonical_number(number: &Number) -> String {
     }
 }
 
+/// A number's value as an integer, when it has no fractional part and is below 1e30 in magnitude.
+fn as_integer(number: &Number) -> Option<i128> {
+    if let Some(n) = number.as_i64() {
+        return Some(n.into());
+    }
+    if let Some(n) = number.as_u64() {
+        return Some(n.into());
+    }
+    // Well inside the range of i128, so the conversion is exact.
+    let value = number.as_f64()?;
+    (value.fract() == 0.0 && value.abs() < 1e30).then_some(value as i128)
+}
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -674,7 +852,7 @@ mod tests {
     }
 
     fn violations(schema: Value, instance: Value) -> Vec<String> {
-        validate_instance(&schema, &instance)
+        CompiledSchema::compile(&schema).unwrap_or_else(|e| panic!("{schema}: {e}")).validate(&instance)
     }
 
     #[test]
@@ -875,9 +1053,17 @@ mod tests {
         assert!(violations(exclusive.clone(), json!(0.1)).is_empty());
         assert_eq!(violations(exclusive.clone(), json!(0)), ["$: must be greater than 0, got 0"]);
         assert_eq!(violations(exclusive, json!(1.5)), ["$: must be less than 1.5, got 1.5"]);
-        // Bounds do not apply to other types, and the boolean (draft 4) form is ignored.
+        // Bounds do not apply to other types.
         assert!(violations(schema, json!("0")).is_empty());
-        assert!(violations(json!({"minimum": 5, "exclusiveMinimum": true}), json!(5)).is_empty());
+        // The boolean (draft 4) form is malformed in the default draft (2020-12), so such a
+        // schema does not compile; a schema that declares draft 4 gets draft 4's meaning.
+        let error =
+            CompiledSchema::compile(&json!({"minimum": 5, "exclusiveMinimum": true})).expect_err("draft 4");
+        assert_eq!(error.field, ".exclusiveMinimum");
+        let draft4 = json!({"$schema": "http://json-schema.org/draft-04/schema#", "minimum": 5,
+            "exclusiveMinimum": true});
+        assert!(violations(draft4.clone(), json!(6)).is_empty());
+        assert_eq!(violations(draft4, json!(5)).len(), 1);
     }
 
     #[test]
@@ -902,10 +1088,18 @@ mod tests {
             violations(json!({"multipleOf": 0.1}), json!(0.35)),
             ["$: must be a multiple of 0.1, got 0.35"]
         );
-        assert_eq!(violations(json!({"multipleOf": 2}), json!(u64::MAX)).len(), 1);
-        // A divisor that is not positive is malformed and ignored.
-        assert!(violations(json!({"multipleOf": 0}), json!(3)).is_empty());
-        assert!(violations(json!({"multipleOf": -2}), json!(3)).is_empty());
+        // Integers divide exactly, past 2^53 too.
+        assert_eq!(
+            violations(json!({"multipleOf": 2}), json!(u64::MAX)),
+            ["$: must be a multiple of 2, got 18446744073709551615"]
+        );
+        assert!(violations(json!({"multipleOf": 5}), json!(u64::MAX)).is_empty());
+        assert!(violations(json!({"multipleOf": 3}), json!(i64::MIN + 2)).is_empty());
+        // A divisor that is not positive is malformed: such a schema does not compile.
+        for divisor in [json!(0), json!(-2)] {
+            let error = CompiledSchema::compile(&json!({"multipleOf": divisor})).expect_err("malformed");
+            assert_eq!(error.field, ".multipleOf");
+        }
     }
 
     #[test]
@@ -938,17 +1132,22 @@ mod tests {
     fn unique_items() {
         let schema = json!({"uniqueItems": true});
         assert!(violations(schema.clone(), json!([1, "1", [1], {"a": 1}, true, null])).is_empty());
+        // One message per array (the validator reports the array), naming every duplicate.
         assert_eq!(
             violations(schema.clone(), json!([1, 2, 1.0, 2, 1])),
-            [
-                "$[2]: duplicate of $[0] (items must be unique)",
-                "$[3]: duplicate of $[1] (items must be unique)",
-                "$[4]: duplicate of $[0] (items must be unique)"
-            ]
+            ["$: items must be unique, but $[2] duplicates $[0], $[3] duplicates $[1], $[4] duplicates $[0]"]
         );
         assert_eq!(
-            violations(schema, json!([{"a": 1, "b": 2}, {"b": 2, "a": 1}])),
-            ["$[1]: duplicate of $[0] (items must be unique)"]
+            violations(schema.clone(), json!([{"a": 1, "b": 2}, {"b": 2, "a": 1}])),
+            ["$: items must be unique, but $[1] duplicates $[0]"]
+        );
+        let found = violations(schema, json!([0, 0, 0, 0, 0, 0, 0, 0]));
+        assert_eq!(found.len(), 1);
+        assert!(found[0].ends_with("$[5] duplicates $[0] (and 2 more)"), "{found:?}");
+        let nested = json!({"properties": {"tags": {"uniqueItems": true}}});
+        assert_eq!(
+            violations(nested, json!({"tags": ["a", "a"]})),
+            ["$.tags: items must be unique, but $.tags[1] duplicates $.tags[0]"]
         );
         assert!(violations(json!({"uniqueItems": false}), json!([1, 1])).is_empty());
     }
@@ -1023,18 +1222,127 @@ mod tests {
     }
 
     #[test]
-    fn unknown_and_unsupported_keywords_are_ignored() {
-        let schema = json!({"type": "string", "description": "d", "default": 1, "pattern": "^a$",
-            "format": "email", "$ref": "#/$defs/x", "x-vendor": {"type": "integer"}});
-        assert!(violations(schema, json!("not an email")).is_empty());
+    fn unknown_keywords_and_annotations_are_ignored() {
+        let schema = json!({"type": "string", "description": "d", "default": 1, "title": "t",
+            "examples": [2], "x-vendor": {"type": "integer"}, "format": "x-unknown-format"});
+        assert!(violations(schema, json!("anything")).is_empty());
+    }
+
+    // Until the move to the `jsonschema` crate, `pattern`, `format` and `$ref` were ignored
+    // (`unknown_and_unsupported_keywords_are_ignored`); they are enforced now.
+
+    #[test]
+    fn pattern_is_enforced() {
+        let schema = json!({"properties": {"sku": {"type": "string", "pattern": "^[A-Z]{3}-\\d+$"}}});
+        assert!(violations(schema.clone(), json!({"sku": "ABC-12"})).is_empty());
+        assert_eq!(
+            violations(schema, json!({"sku": "abc-12"})),
+            [r#"$.sku: must match the pattern "^[A-Z]{3}-\\d+$"; got "abc-12""#]
+        );
+        // Not anchored unless the pattern says so (ECMA-262 semantics), and only for strings.
+        assert!(violations(json!({"pattern": "b"}), json!("abc")).is_empty());
+        assert!(violations(json!({"pattern": "b"}), json!(12)).is_empty());
+        let keyed = json!({"patternProperties": {"^x-": {"type": "integer"}}, "additionalProperties": false});
+        assert!(violations(keyed.clone(), json!({"x-a": 1})).is_empty());
+        let found = violations(keyed, json!({"x-a": "1", "b": 2}));
+        assert_eq!(found.len(), 2, "{found:?}");
+        assert_eq!(found[0], r#"$: unexpected property 'b'; allowed are properties whose names match "^x-""#);
+        assert_eq!(found[1], "$[\"x-a\"]: expected integer, got string");
     }
 
     #[test]
-    fn malformed_keywords_are_ignored() {
-        let schema = json!({"type": 5, "minimum": "3", "required": "a", "properties": [], "items": 3,
-            "enum": [], "anyOf": {}, "maxLength": -1, "minItems": 1.5});
-        assert!(violations(schema, json!({})).is_empty());
-        assert!(violations(json!(42), json!("anything")).is_empty());
+    fn format_is_enforced() {
+        let schema = json!({"type": "object", "properties": {"email": {"type": "string", "format": "email"},
+            "at": {"type": "string", "format": "date-time"}, "id": {"format": "uuid"}}});
+        let good = json!({"email": "ada@example.com", "at": "2024-05-01T12:30:00Z",
+            "id": "0190f8a8-1c7e-7c2a-9d1e-3b5c4a6f7e81"});
+        assert!(violations(schema.clone(), good).is_empty());
+        let bad = json!({"email": "not an email", "at": "tomorrow", "id": "x"});
+        assert_eq!(
+            violations(schema, bad),
+            [
+                r#"$.at: must be a valid date-time; got "tomorrow""#,
+                r#"$.email: must be a valid email; got "not an email""#,
+                r#"$.id: must be a valid uuid; got "x""#,
+            ]
+        );
+        // Formats apply to strings only.
+        assert!(violations(json!({"format": "email"}), json!(5)).is_empty());
+    }
+
+    #[test]
+    fn local_references_are_resolved() {
+        for (defs, pointer) in [("$defs", "#/$defs/sku"), ("definitions", "#/definitions/sku")] {
+            let schema = json!({defs: {"sku": {"type": "string", "minLength": 3}},
+                "properties": {"items": {"type": "array", "items": {"$ref": pointer}}}});
+            assert!(violations(schema.clone(), json!({"items": ["abc", "defg"]})).is_empty(), "{defs}");
+            assert_eq!(
+                violations(schema, json!({"items": ["abc", 5, "x"]})),
+                [
+                    "$.items[1]: expected string, got number",
+                    "$.items[2]: must be at least 3 characters long, got 1"
+                ],
+                "{defs}"
+            );
+        }
+        let recursive = json!({"$defs": {"node": {"type": "object", "properties": {
+            "name": {"type": "string"}, "children": {"type": "array", "items": {"$ref": "#/$defs/node"}}}}},
+            "$ref": "#/$defs/node"});
+        let tree = json!({"name": "a", "children": [{"name": "b", "children": [{"name": 3}]}]});
+        assert_eq!(
+            violations(recursive, tree),
+            ["$.children[0].children[0].name: expected string, got number"]
+        );
+    }
+
+    #[test]
+    fn remote_and_dangling_references_do_not_compile() {
+        let remote = json!({"properties": {"x": {"$ref": "https://example.com/s.json"}}});
+        let error = CompiledSchema::compile(&remote).expect_err("remote");
+        assert_eq!(error.field, ".properties.x.$ref");
+        assert!(error.message.contains("'https://example.com/s.json' is outside this schema"), "{error}");
+        assert!(error.message.contains("not fetched"), "{error}");
+        let relative = json!({"$ref": "other.json"});
+        assert_eq!(CompiledSchema::compile(&relative).expect_err("relative").field, ".$ref");
+        let dangling = json!({"$defs": {}, "properties": {"x": {"$ref": "#/$defs/missing"}}});
+        let error = CompiledSchema::compile(&dangling).expect_err("dangling");
+        assert_eq!(error.field, ".properties.x.$ref");
+        assert!(error.message.contains("'#/$defs/missing' points to nothing"), "{error}");
+        let unknown = json!({"$schema": "https://example.com/my-meta", "type": "object"});
+        assert_eq!(CompiledSchema::compile(&unknown).expect_err("meta").field, ".$schema");
+    }
+
+    #[test]
+    fn malformed_keywords_do_not_compile() {
+        // Until the move to the `jsonschema` crate, these were ignored when validating
+        // (`malformed_keywords_are_ignored`); now `check_schema` reports each at kickoff.
+        let cases = [
+            (json!({"type": 5}), "s.type"),
+            (json!({"minimum": "3"}), "s.minimum"),
+            (json!({"required": "a"}), "s.required"),
+            (json!({"properties": []}), "s.properties"),
+            (json!({"items": 3}), "s.items"),
+            (json!({"enum": []}), "s.enum"),
+            (json!({"anyOf": {}}), "s.anyOf"),
+            (json!({"maxLength": -1}), "s.maxLength"),
+            (json!({"minItems": 1.5}), "s.minItems"),
+            (json!({"pattern": "(["}), "s.pattern"),
+            (json!({"properties": {"a": {"items": {"minimum": "3"}}}}), "s.properties.a.items.minimum"),
+            (json!({"anyOf": [{"type": "string"}, {"maxItems": "x"}]}), "s.anyOf[1].maxItems"),
+            (json!(42), "s"),
+        ];
+        for (schema, field) in cases {
+            let errors = errors_of(schema.clone());
+            assert_eq!(errors.len(), 1, "{schema}: {errors:?}");
+            assert!(errors[0].starts_with(&format!("{field}: ")), "{schema}: {errors:?}");
+        }
+        assert_eq!(errors_of(json!({"minimum": "3"})), ["s.minimum: expected number, got string"]);
+        assert_eq!(errors_of(json!({"pattern": "(["})), [r#"s.pattern: must be a valid regex; got "([""#]);
+        assert_eq!(
+            errors_of(json!({"properties": {"x": {"$ref": "https://example.com/s.json"}}})),
+            ["s.properties.x.$ref: 'https://example.com/s.json' is outside this schema and is not fetched; \
+              only references inside the schema (like \"#/$defs/name\") are resolved"]
+        );
     }
 
     #[test]
@@ -1064,12 +1372,25 @@ mod tests {
 
     #[test]
     fn nesting_past_the_depth_limit_is_an_error() {
-        let found = violations(nested_array_schema(200), nested_array(200));
-        let path = format!("${}", "[0]".repeat(MAX_VALIDATION_DEPTH + 1));
-        assert_eq!(found, [format!("{path}: nested too deeply to validate (more than 64 levels)")]);
-        // Subschemas count as levels too.
+        // Without references, validation goes as deep as the schema nests: a schema nested past
+        // the limit does not compile (it used to fail at validation, with the instance's path).
+        let error = CompiledSchema::compile(&nested_array_schema(200)).expect_err("too deep");
+        assert_eq!(error.field, ".items".repeat(MAX_VALIDATION_DEPTH + 1));
+        assert_eq!(error.message, "subschemas are nested too deeply (more than 64 levels)");
         let schema = (0..100).fold(json!({"type": "string"}), |schema, _| json!({"allOf": [schema]}));
-        assert_eq!(violations(schema, json!(1)), ["$: nested too deeply to validate (more than 64 levels)"]);
+        let error = CompiledSchema::compile(&schema).expect_err("too deep");
+        assert_eq!(error.field, ".allOf[0]".repeat(MAX_VALIDATION_DEPTH + 1));
+        assert_eq!(errors_of(schema).len(), 1);
+        // With references, validation may recurse as deep as the instance: instances nested past
+        // the limit are not validated.
+        let recursive = json!({"$defs": {"list": {"type": ["array", "integer"], "items": {"$ref": "#/$defs/list"}}},
+            "$ref": "#/$defs/list"});
+        assert!(violations(recursive.clone(), nested_array(MAX_VALIDATION_DEPTH)).is_empty());
+        let path = format!("${}", "[0]".repeat(MAX_VALIDATION_DEPTH + 1));
+        assert_eq!(
+            violations(recursive, nested_array(200)),
+            [format!("{path}: nested too deeply to validate (more than 64 levels)")]
+        );
     }
 
     #[test]

@@ -17,7 +17,6 @@ use super::repair::parse_lenient;
 use super::turn::{AgentTurn, Style};
 use super::{Context, EngineError};
 use crate::domain::event::{AgentFallback, AgentFinalAnswer, AgentMaxIter, AgentParseError, AgentThought};
-use crate::domain::schema::validate_instance;
 use crate::domain::{ErrorKind, EventData, TaskOutput};
 use crate::llm::{ChatMessage, ChatRequest, ChatResponse, LlmError, LlmErrorKind, Role, ToolCallRequest};
 
@@ -79,7 +78,8 @@ fn system_prompt(turn: &AgentTurn, style: Style) -> String {
 }
 
 fn user_prompt(turn: &AgentTurn, style: Style) -> String {
-    let schema = turn.output_schema.as_ref().map(prompts::schema_instruction).unwrap_or_default();
+    let schema =
+        turn.output_schema.as_ref().map(|s| prompts::schema_instruction(s.schema())).unwrap_or_default();
     let thought = if style == Style::React { "\n\nThought:" } else { "" };
     format!("{}{schema}{thought}", turn.task_prompt)
 }
@@ -329,7 +329,7 @@ impl<'a> AgentLoop<'a> {
         };
         let parsed = parse_lenient(&output);
         let errors = match &parsed {
-            Some(value) => validate_instance(schema, value),
+            Some(value) => schema.validate(value),
             None => vec!["the answer is not JSON".to_owned()],
         };
         if errors.is_empty() {

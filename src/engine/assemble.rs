@@ -8,6 +8,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use super::prompts;
+use super::schemas::RunSchemas;
 use super::toolbox::{DelegateMode, Runner, ToolEntry, Toolbox};
 use super::turn::{
     AgentTurn, Guardrail, PlanOptions, Style, DEFAULT_GUARDRAIL_RETRIES, DEFAULT_MAX_STEP_ITERATIONS,
@@ -33,6 +34,8 @@ pub(super) struct Assembler<'a> {
     pub inputs: &'a Map<String, Value>,
     /// The prefix of this execution's rate-limit keys.
     pub rate_key: &'a str,
+    /// The run's schemas, compiled once.
+    pub schemas: &'a RunSchemas,
 }
 
 impl Assembler<'_> {
@@ -62,12 +65,13 @@ impl Assembler<'_> {
     ) -> Result<AgentTurn, EngineError> {
         let fill = |text: &str| interpolate(text, self.inputs);
         let model = self.resolve(agent.llm.as_ref())?;
-        let mut entries = self.tool_entries(task.tools.as_ref().unwrap_or(&agent.tools));
+        let mut entries = self.tool_entries(task.tools.as_ref().unwrap_or(&agent.tools))?;
         if agent.allow_delegation {
             entries.extend(delegation_tools(
                 self.crew.agents.iter().filter(|a| a.name != agent.name),
                 self.inputs,
-            ));
+                self.schemas,
+            )?);
         }
         let toolbox = Toolbox::new(entries);
         let style = match agent.tool_calling {
@@ -97,7 +101,7 @@ impl Assembler<'_> {
             style,
             max_iter: agent.max_iter,
             limits,
-            output_schema: task.output_schema.clone(),
+            output_schema: self.schemas.output(task)?,
             guardrail: guardrail_of(task),
             plan,
             identity: prompts::role_playing(&fill(&agent.role), &fill(&agent.goal), &fill(&agent.backstory)),
@@ -124,11 +128,11 @@ impl Assembler<'_> {
             model,
             temperature,
             max_tokens,
-            toolbox: Toolbox::new(delegation_tools(self.crew.agents.iter(), self.inputs)),
+            toolbox: Toolbox::new(delegation_tools(self.crew.agents.iter(), self.inputs, self.schemas)?),
             style,
             max_iter: crate::domain::crew::DEFAULT_MAX_ITER,
             limits,
-            output_schema: task.output_schema.clone(),
+            output_schema: self.schemas.output(task)?,
             guardrail: guardrail_of(task),
             plan: None,
             identity: prompts::role_playing(
@@ -174,22 +178,22 @@ impl Assembler<'_> {
     }
 
     /// The named tools: built-ins and the crew's HTTP tools, with the crew's options.
-    fn tool_entries(&self, names: &[String]) -> Vec<ToolEntry> {
-        names
-            .iter()
-            .filter_map(|name| {
-                if let Some(spec) = self.crew.tools.iter().find(|t| &t.name == name) {
-                    let tool: Arc<dyn Tool> = Arc::new(HttpTool::new(spec, self.outbound.clone()));
-                    return Some(ToolEntry {
-                        result_as_answer: spec.result_as_answer,
-                        max_usage_count: spec.max_usage_count,
-                        cache: spec.cache,
-                        ..ToolEntry::plain(tool)
-                    });
-                }
-                self.builtins.iter().find(|t| &t.info().name == name).cloned().map(ToolEntry::plain)
-            })
-            .collect()
+    fn tool_entries(&self, names: &[String]) -> Result<Vec<ToolEntry>, EngineError> {
+        let mut entries = Vec::new();
+        for name in names {
+            if let Some(spec) = self.crew.tools.iter().find(|t| &t.name == name) {
+                let tool: Arc<dyn Tool> = Arc::new(HttpTool::new(spec, self.outbound.clone()));
+                entries.push(ToolEntry {
+                    result_as_answer: spec.result_as_answer,
+                    max_usage_count: spec.max_usage_count,
+                    cache: spec.cache,
+                    ..ToolEntry::plain(tool, self.schemas.tool(name)?)
+                });
+            } else if let Some(tool) = self.builtins.iter().find(|t| &t.info().name == name) {
+                entries.push(ToolEntry::plain(tool.clone(), self.schemas.tool(name)?));
+            }
+        }
+        Ok(entries)
     }
 
     /// The gates an agent's LLM calls pass: the crew's `max_rpm` (which overrides the agents', as
@@ -230,20 +234,24 @@ fn llm_options(llm: Option<&LlmSpec>) -> (Option<f64>, Option<u32>) {
 fn delegation_tools<'a>(
     coworkers: impl Iterator<Item = &'a AgentSpec>,
     inputs: &Map<String, Value>,
-) -> Vec<ToolEntry> {
+    schemas: &RunSchemas,
+) -> Result<Vec<ToolEntry>, EngineError> {
     let roles: Vec<String> = coworkers.map(|a| interpolate(&a.role, inputs)).collect();
     if roles.is_empty() {
-        return Vec::new();
+        return Ok(Vec::new());
     }
     let list = roles.join(", ");
     [DelegateMode::Work, DelegateMode::Question]
         .into_iter()
-        .map(|mode| ToolEntry {
-            info: prompts::delegation_tool(mode, &list),
-            runner: Runner::Delegate(mode),
-            result_as_answer: false,
-            max_usage_count: None,
-            cache: false,
+        .map(|mode| {
+            Ok(ToolEntry {
+                info: prompts::delegation_tool(mode, &list),
+                arguments: schemas.delegation(mode)?,
+                runner: Runner::Delegate(mode),
+                result_as_answer: false,
+                max_usage_count: None,
+                cache: false,
+            })
         })
         .collect()
 }

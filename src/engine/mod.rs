@@ -15,8 +15,9 @@
 //! `calls` runs one reply's tool calls and `guardrail` judges an answer; `turn` journals messages
 //! and events and makes side calls; `effects` is the one way out (model and tool calls, and the
 //! commit-before-effect rule); `delegation` is the crew's agents as coworkers, reached from
-//! `effects` through the [`Coworkers`] trait. `keys`, `prompts`, `react`, `repair` and `toolbox`
-//! are leaves.
+//! `effects` through the [`Coworkers`] trait; `schemas` holds the run's JSON schemas, compiled
+//! once by `runtime` and handed to the turns by `assemble`. `keys`, `prompts`, `react`, `repair`
+//! and `toolbox` are leaves.
 
 mod agent;
 mod assemble;
@@ -32,6 +33,7 @@ pub mod prompts;
 pub mod react;
 pub mod repair;
 mod runtime;
+mod schemas;
 pub mod toolbox;
 mod turn;
 

@@ -12,6 +12,7 @@ use super::assemble::Assembler;
 use super::delegation::Team;
 use super::journal::{Journal, RunChange, Snapshot, Step, TaskRecord};
 use super::process;
+use super::schemas::RunSchemas;
 use super::toolbox::RunTools;
 use super::{Context, Coworkers, EngineError};
 use crate::domain::crew::CrewSpec;
@@ -103,6 +104,7 @@ impl Engine {
     ) -> Result<TaskOutput, EngineError> {
         let tools = RunTools::from_snapshot(&snapshot);
         let rate_key = format!("run-{}:", uuid::Uuid::now_v7().simple());
+        let schemas = RunSchemas::compile(crew, &self.builtins);
         let assembler = Assembler {
             llms: &self.llms,
             builtins: &self.builtins,
@@ -110,6 +112,7 @@ impl Engine {
             crew,
             inputs,
             rate_key: &rate_key,
+            schemas: &schemas,
         };
         let team = Team { assembler: &assembler };
         let (limiter, metrics) = (self.limiter.as_ref(), self.metrics.as_ref());

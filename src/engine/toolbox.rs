@@ -11,7 +11,7 @@ use super::journal::{Snapshot, ToolCallOutcome};
 use super::react::ActionInput;
 use super::repair::parse_lenient;
 use crate::domain::kickoff::request_fingerprint;
-use crate::domain::schema::validate_instance;
+use crate::domain::schema::CompiledSchema;
 use crate::llm::ToolDefinition;
 use crate::tools::{Tool, ToolInfo};
 
@@ -35,6 +35,8 @@ pub enum DelegateMode {
 #[derive(Clone)]
 pub struct ToolEntry {
     pub info: ToolInfo,
+    /// `info.parameters`, compiled.
+    pub arguments: CompiledSchema,
     pub runner: Runner,
     /// A successful result ends the task as its final answer.
     pub result_as_answer: bool,
@@ -43,9 +45,10 @@ pub struct ToolEntry {
 }
 
 impl ToolEntry {
-    pub fn plain(tool: Arc<dyn Tool>) -> Self {
+    pub fn plain(tool: Arc<dyn Tool>, arguments: CompiledSchema) -> Self {
         let info = tool.info().clone();
-        Self { info, runner: Runner::Tool(tool), result_as_answer: false, max_usage_count: None, cache: true }
+        let runner = Runner::Tool(tool);
+        Self { info, arguments, runner, result_as_answer: false, max_usage_count: None, cache: true }
     }
 
     pub fn name(&self) -> &str {
@@ -125,7 +128,7 @@ impl Toolbox {
             Ok(arguments) => arguments,
             Err((arguments, error)) => return Prepared::Refused { arguments, error },
         };
-        let errors = validate_instance(&entry.info.parameters, &arguments);
+        let errors = entry.arguments.validate(&arguments);
         if !errors.is_empty() {
             let schema = &entry.info.parameters;
             let error = format!(

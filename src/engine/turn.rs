@@ -4,12 +4,11 @@
 //! plan, a guardrail verdict). The process assembles turns; the plan, the agent loop, the tool
 //! round and the guardrail read them.
 
-use serde_json::Value;
-
 use super::effects::{gates_for, CallError, ModelCall, Purpose};
 use super::journal::{NewMessage, Step};
 use super::toolbox::Toolbox;
 use super::{Context, EngineError};
+use crate::domain::schema::CompiledSchema;
 use crate::domain::{ErrorKind, EventData};
 use crate::llm::{ChatMessage, ChatRequest, ResolvedModel};
 use crate::ratelimit::Limit;
@@ -59,7 +58,7 @@ pub struct AgentTurn {
     pub max_iter: u32,
     /// The requests-per-minute gates of this agent's calls.
     pub limits: Vec<Limit>,
-    pub output_schema: Option<Value>,
+    pub output_schema: Option<CompiledSchema>,
     /// A sentence the answer must satisfy, judged by the model, and how many redos it allows.
     pub guardrail: Option<Guardrail>,
     /// Plan the task into steps first (`planning: true`).

@@ -11,6 +11,7 @@ mod fake_llm;
 mod journal;
 mod kickoffs;
 mod runs;
+mod schemas;
 mod service;
 mod store;
 mod support;

@@ -1,0 +1,274 @@
+//! The compiled JSON schemas of one run: every tool's parameters (the crew's HTTP tools, the
+//! built-ins and the two delegation tools) and every task's output schema, each compiled once
+//! when the run starts. Turns take clones, which share the compiled form, so no tool call and no
+//! final answer compiles a schema.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::prompts;
+use super::toolbox::DelegateMode;
+use super::EngineError;
+use crate::domain::crew::{CrewSpec, TaskSpec};
+use crate::domain::schema::CompiledSchema;
+use crate::domain::ErrorKind;
+use crate::tools::Tool;
+
+/// A schema compiled, or why it could not be (for a crew stored before a check it fails).
+type Compiled = Result<CompiledSchema, String>;
+
+pub(super) struct RunSchemas {
+    /// By tool name: the crew's tools, then the built-ins the crew does not shadow.
+    tools: HashMap<String, Compiled>,
+    /// By task name.
+    outputs: HashMap<String, Compiled>,
+    delegate_work: Compiled,
+    ask_question: Compiled,
+}
+
+fn compile(schema: &Value) -> Compiled {
+    CompiledSchema::compile(schema).map_err(|e| e.to_string())
+}
+
+impl RunSchemas {
+    pub fn compile(crew: &CrewSpec, builtins: &[Arc<dyn Tool>]) -> Self {
+        let mut tools: HashMap<String, Compiled> =
+            crew.tools.iter().map(|t| (t.name.clone(), compile(&t.parameters))).collect();
+        for tool in builtins {
+            let info = tool.info();
+            tools.entry(info.name.clone()).or_insert_with(|| compile(&info.parameters));
+        }
+        let outputs = crew
+            .tasks
+            .iter()
+            .filter_map(|t| t.output_schema.as_ref().map(|s| (t.name.clone(), compile(s))))
+            .collect();
+        let delegation = |mode| compile(&prompts::delegation_tool(mode, "").parameters);
+        Self {
+            tools,
+            outputs,
+            delegate_work: delegation(DelegateMode::Work),
+            ask_question: delegation(DelegateMode::Question),
+        }
+    }
+
+    /// The parameters of the tool `name`.
+    pub fn tool(&self, name: &str) -> Result<CompiledSchema, EngineError> {
+        let unusable = |e: &str| format!("the parameters schema of tool '{name}' cannot be used: {e}");
+        match self.tools.get(name) {
+            Some(Ok(schema)) => Ok(schema.clone()),
+            Some(Err(e)) => Err(EngineError::failed(ErrorKind::Internal, unusable(e))),
+            None => {
+                Err(EngineError::failed(ErrorKind::Internal, format!("no schema compiled for tool '{name}'")))
+            }
+        }
+    }
+
+    /// The parameters of a delegation tool.
+    pub fn delegation(&self, mode: DelegateMode) -> Result<CompiledSchema, EngineError> {
+        let compiled = match mode {
+            DelegateMode::Work => &self.delegate_work,
+            DelegateMode::Question => &self.ask_question,
+        };
+        compiled.clone().map_err(|e| EngineError::failed(ErrorKind::Internal, e))
+    }
+
+    /// The output schema of `task`, if it has one.
+    pub fn output(&self, task: &TaskSpec) -> Result<Option<CompiledSchema>, EngineError> {
+        if task.output_schema.is_none() {
+            return Ok(None);
+        }
+        let name = &task.name;
+        match self.outputs.get(name) {
+            Some(Ok(schema)) => Ok(Some(schema.clone())),
+            Some(Err(e)) => Err(EngineError::failed(
+                ErrorKind::Internal,
+                format!("the output schema of task '{name}' cannot be used: {e}"),
+            )),
+            None => Err(EngineError::failed(
+                ErrorKind::Internal,
+                format!("no output schema compiled for task '{name}'"),
+            )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::engine::assemble::Assembler;
+    use crate::engine::react::ActionInput;
+    use crate::engine::toolbox::{Prepared, RunTools};
+    use crate::llm::{ChatRequest, LlmClient, LlmError, LlmErrorKind, LlmFuture, LlmRegistry};
+    use crate::tools::builtin::instantiate;
+    use crate::tools::egress::EgressPolicy;
+    use crate::tools::http::Outbound;
+
+    /// Never called: these tests only assemble turns.
+    struct NoModel;
+
+    impl LlmClient for NoModel {
+        fn chat<'a>(&'a self, _: &'a ChatRequest) -> LlmFuture<'a> {
+            Box::pin(async { Err(LlmError::new(LlmErrorKind::Other, "not called")) })
+        }
+    }
+
+    /// Two tasks of two agents share the HTTP tool `lookup` (whose SKU has a pattern, whose
+    /// `when` is a date-time and whose item comes through a `$ref`); both have output schemas.
+    fn crew() -> CrewSpec {
+        let parameters = json!({"type": "object", "$defs": {"item": {"type": "object",
+            "properties": {"sku": {"type": "string", "pattern": "^[A-Z]{3}-[0-9]+$"}}, "required": ["sku"]}},
+            "properties": {"item": {"$ref": "#/$defs/item"}, "when": {"type": "string", "format": "date-time"}},
+            "required": ["item"]});
+        let output = json!({"type": "object", "definitions": {"email": {"type": "string", "format": "email"}},
+            "properties": {"contact": {"$ref": "#/definitions/email"},
+                "code": {"type": "string", "pattern": "^[0-9]{4}$"}}, "required": ["contact", "code"]});
+        let agent = |name: &str| {
+            json!({"name": name, "role": "r", "goal": "g", "backstory": "b", "tools": ["lookup", "calculator"],
+                "allow_delegation": true})
+        };
+        let task = |name: &str, agent: &str| json!({"name": name, "description": "d", "expected_output": "e", "agent": agent, "output_schema": output});
+        CrewSpec::from_json(json!({
+            "name": "c",
+            "agents": [agent("a"), agent("b")],
+            "tasks": [task("t1", "a"), task("t2", "b")],
+            "tools": [{"name": "lookup", "description": "Look up", "parameters": parameters,
+                "http": {"url": "https://example.com/lookup", "method": "POST", "timeout_ms": 1000}}]
+        }))
+        .expect("crew")
+    }
+
+    fn refusal(prepared: Prepared) -> Option<String> {
+        match prepared {
+            Prepared::Refused { error, .. } => Some(error),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn each_schema_is_compiled_once_per_run_and_shared_by_every_turn() {
+        let crew = crew();
+        let llms = LlmRegistry::new("openai/m").with_client("openai", Arc::new(NoModel), true);
+        let outbound =
+            Arc::new(Outbound::new(EgressPolicy::default(), Duration::from_secs(1), 1000).expect("outbound"));
+        let builtins = instantiate(outbound.clone());
+        let schemas = RunSchemas::compile(&crew, &builtins);
+        let inputs = serde_json::Map::new();
+        let assembler = Assembler {
+            llms: &llms,
+            builtins: &builtins,
+            outbound: &outbound,
+            crew: &crew,
+            inputs: &inputs,
+            rate_key: "k:",
+            schemas: &schemas,
+        };
+        let turns: Vec<_> =
+            crew.tasks.iter().map(|task| assembler.performer(task, &[]).expect("turn")).collect();
+        // `CompiledSchema::compile` runs in `RunSchemas::compile` only; turns hold handles on its
+        // results, so two turns (and the run's schemas) share one compiled form per schema.
+        for name in ["lookup", "calculator", "delegate_work_to_coworker", "ask_question_to_coworker"] {
+            let compiled = |turn: &crate::engine::turn::AgentTurn| {
+                turn.toolbox.find(name).map(|entry| entry.arguments.clone()).expect("tool")
+            };
+            let (first, second) = (compiled(&turns[0]), compiled(&turns[1]));
+            let offered = turns[0].toolbox.find(name).map(|entry| entry.info.parameters.clone());
+            assert_eq!(
+                Some(first.schema().clone()),
+                offered,
+                "{name}: the schema offered is the one compiled"
+            );
+            assert!(first.same_as(&second), "{name}");
+            let run = match name {
+                "delegate_work_to_coworker" => schemas.delegation(DelegateMode::Work),
+                "ask_question_to_coworker" => schemas.delegation(DelegateMode::Question),
+                _ => schemas.tool(name),
+            };
+            assert!(first.same_as(&run.expect("compiled")), "{name}");
+        }
+        for (turn, task) in turns.iter().zip(&crew.tasks) {
+            let compiled = turn.output_schema.as_ref().expect("output schema");
+            assert!(compiled.same_as(&schemas.output(task).expect("compiled").expect("some")));
+            assert_eq!(
+                Some(compiled.schema()),
+                task.output_schema.as_ref(),
+                "the raw schema stays for prompts"
+            );
+        }
+    }
+
+    #[test]
+    fn tool_arguments_and_task_outputs_enforce_pattern_references_and_format() {
+        let crew = crew();
+        let llms = LlmRegistry::new("openai/m").with_client("openai", Arc::new(NoModel), true);
+        let outbound =
+            Arc::new(Outbound::new(EgressPolicy::default(), Duration::from_secs(1), 1000).expect("outbound"));
+        let builtins = instantiate(outbound.clone());
+        let schemas = RunSchemas::compile(&crew, &builtins);
+        let inputs = serde_json::Map::new();
+        let assembler = Assembler {
+            llms: &llms,
+            builtins: &builtins,
+            outbound: &outbound,
+            crew: &crew,
+            inputs: &inputs,
+            rate_key: "k:",
+            schemas: &schemas,
+        };
+        let turn = assembler.performer(&crew.tasks[0], &[]).expect("turn");
+        let state = RunTools::default();
+        let prepare =
+            |arguments: Value| refusal(turn.toolbox.prepare("lookup", ActionInput::Json(arguments), &state));
+        assert_eq!(prepare(json!({"item": {"sku": "ABC-1"}, "when": "2024-05-01T10:00:00Z"})), None);
+        let refused = prepare(json!({"item": {"sku": "abc"}, "when": "soon"})).expect("refused");
+        assert!(
+            refused.starts_with(
+                "Invalid arguments for tool 'lookup': $.item.sku: must match the pattern \"^[A-Z]{3}-[0-9]+$\"; \
+                 got \"abc\"; $.when: must be a valid date-time; got \"soon\". The arguments must match this JSON schema: "
+            ),
+            "{refused}"
+        );
+        let refused = prepare(json!({"item": {}})).expect("refused");
+        assert!(refused.contains("$.item: missing required property 'sku'"), "{refused}");
+
+        let output = turn.output_schema.as_ref().expect("output schema");
+        assert!(output.validate(&json!({"contact": "ada@example.com", "code": "1234"})).is_empty());
+        assert_eq!(
+            output.validate(&json!({"contact": "ada at example", "code": "12a4"})),
+            [
+                r#"$.code: must match the pattern "^[0-9]{4}$"; got "12a4""#,
+                r#"$.contact: must be a valid email; got "ada at example""#
+            ]
+        );
+    }
+
+    #[test]
+    fn a_schema_that_does_not_compile_fails_the_turn_that_uses_it() {
+        // Crews are checked when submitted; one stored before a check it now fails still
+        // compiles nothing at run time: the turn that needs the schema fails with its reason.
+        let mut crew = crew();
+        crew.tools[0].parameters =
+            json!({"type": "object", "properties": {"x": {"$ref": "https://example.com/s.json"}}});
+        crew.tasks[1].output_schema = Some(json!({"minimum": "3"}));
+        let schemas = RunSchemas::compile(&crew, &[]);
+        let error = schemas.tool("lookup").expect_err("remote ref");
+        assert!(
+            error
+                .to_string()
+                .starts_with("the parameters schema of tool 'lookup' cannot be used: at properties.x.$ref: "),
+            "{error}"
+        );
+        let error = schemas.output(&crew.tasks[1]).expect_err("malformed");
+        assert_eq!(
+            error.to_string(),
+            "the output schema of task 't2' cannot be used: at minimum: expected number, got string"
+        );
+        assert!(schemas.output(&crew.tasks[0]).expect("compiles").is_some());
+    }
+}
