@@ -12,7 +12,7 @@ use super::assemble::Assembler;
 use super::delegation::Team;
 use super::journal::{Journal, RunChange, Snapshot, Step, TaskRecord};
 use super::process;
-use super::schemas::RunSchemas;
+use super::schemas::{RunSchemas, SharedSchemas};
 use super::toolbox::RunTools;
 use super::{Context, Coworkers, EngineError};
 use crate::domain::crew::CrewSpec;
@@ -28,6 +28,8 @@ use crate::tools::{builtin, Tool};
 pub struct Engine {
     llms: LlmRegistry,
     builtins: Vec<Arc<dyn Tool>>,
+    /// The built-in and delegation tools' schemas, compiled once for every run.
+    schemas: Arc<SharedSchemas>,
     outbound: Arc<Outbound>,
     limiter: Arc<RateLimiter>,
     metrics: Arc<Metrics>,
@@ -37,7 +39,8 @@ impl Engine {
     pub fn new(llms: LlmRegistry, outbound: Arc<Outbound>) -> Self {
         let builtins = builtin::instantiate(outbound.clone());
         let (limiter, metrics) = (Arc::new(RateLimiter::default()), Arc::new(Metrics::default()));
-        Self { llms, builtins, outbound, limiter, metrics }
+        let schemas = Arc::new(SharedSchemas::compile(&builtins));
+        Self { llms, builtins, schemas, outbound, limiter, metrics }
     }
 
     /// Record LLM and tool latencies in `metrics`.
@@ -60,6 +63,7 @@ impl Engine {
     /// Add in-process tools, usable by name like the built-ins (for embedding and tests).
     pub fn with_tools(mut self, tools: impl IntoIterator<Item = Arc<dyn Tool>>) -> Self {
         self.builtins.extend(tools);
+        self.schemas = Arc::new(SharedSchemas::compile(&self.builtins));
         self
     }
 
@@ -104,7 +108,7 @@ impl Engine {
     ) -> Result<TaskOutput, EngineError> {
         let tools = RunTools::from_snapshot(&snapshot);
         let rate_key = format!("run-{}:", uuid::Uuid::now_v7().simple());
-        let schemas = RunSchemas::compile(crew, &self.builtins);
+        let schemas = RunSchemas::compile(crew, self.schemas.clone());
         let assembler = Assembler {
             llms: &self.llms,
             builtins: &self.builtins,

@@ -1,7 +1,9 @@
-//! The compiled JSON schemas of one run: every tool's parameters (the crew's HTTP tools, the
-//! built-ins and the two delegation tools) and every task's output schema, each compiled once
-//! when the run starts. Turns take clones, which share the compiled form, so no tool call and no
-//! final answer compiles a schema.
+//! The compiled JSON schemas of a run: every tool's parameters and every task's output schema.
+//! The built-in tools' and the two delegation tools' schemas never change: they are compiled once
+//! per engine ([`SharedSchemas`]) and shared by every run; a run compiles only its crew's own
+//! (HTTP tools, output schemas) when it starts, so a crew without schemas of its own compiles
+//! nothing. Turns take clones, which share the compiled form, so no tool call and no final answer
+//! compiles a schema.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -19,13 +21,36 @@ use crate::tools::Tool;
 /// A schema compiled, or why it could not be (for a crew stored before a check it fails).
 type Compiled = Result<CompiledSchema, String>;
 
+/// The schemas every run shares: the built-in tools' and the delegation tools'.
+pub(super) struct SharedSchemas {
+    /// By tool name.
+    builtins: HashMap<String, Compiled>,
+    delegate_work: Compiled,
+    ask_question: Compiled,
+}
+
+impl SharedSchemas {
+    pub fn compile(builtins: &[Arc<dyn Tool>]) -> Self {
+        let mut compiled = HashMap::new();
+        for tool in builtins {
+            let info = tool.info();
+            compiled.entry(info.name.clone()).or_insert_with(|| compile(&info.parameters));
+        }
+        let delegation = |mode| compile(&prompts::delegation_tool(mode, "").parameters);
+        Self {
+            builtins: compiled,
+            delegate_work: delegation(DelegateMode::Work),
+            ask_question: delegation(DelegateMode::Question),
+        }
+    }
+}
+
 pub(super) struct RunSchemas {
-    /// By tool name: the crew's tools, then the built-ins the crew does not shadow.
+    /// By tool name: the crew's tools (which shadow the built-ins of their name).
     tools: HashMap<String, Compiled>,
     /// By task name.
     outputs: HashMap<String, Compiled>,
-    delegate_work: Compiled,
-    ask_question: Compiled,
+    shared: Arc<SharedSchemas>,
 }
 
 fn compile(schema: &Value) -> Compiled {
@@ -33,31 +58,21 @@ fn compile(schema: &Value) -> Compiled {
 }
 
 impl RunSchemas {
-    pub fn compile(crew: &CrewSpec, builtins: &[Arc<dyn Tool>]) -> Self {
-        let mut tools: HashMap<String, Compiled> =
-            crew.tools.iter().map(|t| (t.name.clone(), compile(&t.parameters))).collect();
-        for tool in builtins {
-            let info = tool.info();
-            tools.entry(info.name.clone()).or_insert_with(|| compile(&info.parameters));
-        }
+    /// Compile `crew`'s own schemas, beside the `shared` ones.
+    pub fn compile(crew: &CrewSpec, shared: Arc<SharedSchemas>) -> Self {
+        let tools = crew.tools.iter().map(|t| (t.name.clone(), compile(&t.parameters))).collect();
         let outputs = crew
             .tasks
             .iter()
             .filter_map(|t| t.output_schema.as_ref().map(|s| (t.name.clone(), compile(s))))
             .collect();
-        let delegation = |mode| compile(&prompts::delegation_tool(mode, "").parameters);
-        Self {
-            tools,
-            outputs,
-            delegate_work: delegation(DelegateMode::Work),
-            ask_question: delegation(DelegateMode::Question),
-        }
+        Self { tools, outputs, shared }
     }
 
     /// The parameters of the tool `name`.
     pub fn tool(&self, name: &str) -> Result<CompiledSchema, EngineError> {
         let unusable = |e: &str| format!("the parameters schema of tool '{name}' cannot be used: {e}");
-        match self.tools.get(name) {
+        match self.tools.get(name).or_else(|| self.shared.builtins.get(name)) {
             Some(Ok(schema)) => Ok(schema.clone()),
             Some(Err(e)) => Err(EngineError::failed(ErrorKind::Internal, unusable(e))),
             None => {
@@ -69,8 +84,8 @@ impl RunSchemas {
     /// The parameters of a delegation tool.
     pub fn delegation(&self, mode: DelegateMode) -> Result<CompiledSchema, EngineError> {
         let compiled = match mode {
-            DelegateMode::Work => &self.delegate_work,
-            DelegateMode::Question => &self.ask_question,
+            DelegateMode::Work => &self.shared.delegate_work,
+            DelegateMode::Question => &self.shared.ask_question,
         };
         compiled.clone().map_err(|e| EngineError::failed(ErrorKind::Internal, e))
     }
@@ -158,7 +173,8 @@ mod tests {
         let outbound =
             Arc::new(Outbound::new(EgressPolicy::default(), Duration::from_secs(1), 1000).expect("outbound"));
         let builtins = instantiate(outbound.clone());
-        let schemas = RunSchemas::compile(&crew, &builtins);
+        let shared = Arc::new(SharedSchemas::compile(&builtins));
+        let schemas = RunSchemas::compile(&crew, shared.clone());
         let inputs = serde_json::Map::new();
         let assembler = Assembler {
             llms: &llms,
@@ -171,8 +187,11 @@ mod tests {
         };
         let turns: Vec<_> =
             crew.tasks.iter().map(|task| assembler.performer(task, &[]).expect("turn")).collect();
-        // `CompiledSchema::compile` runs in `RunSchemas::compile` only; turns hold handles on its
-        // results, so two turns (and the run's schemas) share one compiled form per schema.
+        // `CompiledSchema::compile` runs in `SharedSchemas::compile` (once per engine) and
+        // `RunSchemas::compile` (once per run) only; turns hold handles on their results, so two
+        // turns (and the run's schemas) share one compiled form per schema, and another run shares
+        // the built-in and delegation tools' with this one.
+        let other_run = RunSchemas::compile(&crew, shared);
         for name in ["lookup", "calculator", "delegate_work_to_coworker", "ask_question_to_coworker"] {
             let compiled = |turn: &crate::engine::turn::AgentTurn| {
                 turn.toolbox.find(name).map(|entry| entry.arguments.clone()).expect("tool")
@@ -191,6 +210,14 @@ mod tests {
                 _ => schemas.tool(name),
             };
             assert!(first.same_as(&run.expect("compiled")), "{name}");
+            let elsewhere = match name {
+                "delegate_work_to_coworker" => other_run.delegation(DelegateMode::Work),
+                "ask_question_to_coworker" => other_run.delegation(DelegateMode::Question),
+                _ => other_run.tool(name),
+            };
+            let elsewhere = elsewhere.expect("compiled");
+            // The crew's own tool is compiled per run; the built-ins and delegations are shared.
+            assert_eq!(first.same_as(&elsewhere), name != "lookup", "{name}");
         }
         for (turn, task) in turns.iter().zip(&crew.tasks) {
             let compiled = turn.output_schema.as_ref().expect("output schema");
@@ -210,7 +237,7 @@ mod tests {
         let outbound =
             Arc::new(Outbound::new(EgressPolicy::default(), Duration::from_secs(1), 1000).expect("outbound"));
         let builtins = instantiate(outbound.clone());
-        let schemas = RunSchemas::compile(&crew, &builtins);
+        let schemas = RunSchemas::compile(&crew, Arc::new(SharedSchemas::compile(&builtins)));
         let inputs = serde_json::Map::new();
         let assembler = Assembler {
             llms: &llms,
@@ -256,7 +283,7 @@ mod tests {
         crew.tools[0].parameters =
             json!({"type": "object", "properties": {"x": {"$ref": "https://example.com/s.json"}}});
         crew.tasks[1].output_schema = Some(json!({"minimum": "3"}));
-        let schemas = RunSchemas::compile(&crew, &[]);
+        let schemas = RunSchemas::compile(&crew, Arc::new(SharedSchemas::compile(&[])));
         let error = schemas.tool("lookup").expect_err("remote ref");
         assert!(
             error
