@@ -4,6 +4,7 @@
 
 pub mod crew;
 pub mod event;
+pub mod field;
 pub mod ids;
 pub mod interpolate;
 pub mod kickoff;
