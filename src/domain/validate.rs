@@ -94,11 +94,14 @@ pub fn check_crew_name(name: &str) -> Result<(), String> {
     let ok = !name.is_empty()
         && name.len() <= MAX_NAME_LEN
         && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
-    if ok {
-        Ok(())
-    } else {
-        Err(format!("must be 1 to {MAX_NAME_LEN} characters of letters, digits, '-', '_' or '.'"))
+    if !ok {
+        return Err(format!("must be 1 to {MAX_NAME_LEN} characters of letters, digits, '-', '_' or '.'"));
     }
+    // `.` and `..` are path segments URLs normalise away: such a crew could not be reached.
+    if name.chars().all(|c| c == '.') {
+        return Err("must not be made of dots only".to_owned());
+    }
+    Ok(())
 }
 
 struct Validator<'a> {

@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::assemble::Assembler;
 use super::delegation::Team;
-use super::journal::{Journal, RunChange, Snapshot, Step, TaskRecord};
+use super::journal::{Journal, JournalError, RunChange, Snapshot, Step, TaskRecord};
 use super::process;
 use super::schemas::{RunSchemas, SharedSchemas};
 use super::toolbox::RunTools;
@@ -97,7 +97,7 @@ impl Engine {
         self.run_from(crew, inputs, journal, Snapshot { tasks, ..Snapshot::default() }, cancel).await
     }
 
-    #[tracing::instrument(skip_all, fields(crew = %crew.name), err)]
+    #[tracing::instrument(skip_all, fields(crew = %crew.name))]
     async fn run_from(
         &self,
         crew: &CrewSpec,
@@ -126,6 +126,7 @@ impl Engine {
         let mut pending = Step::default();
         let result = process::perform_tasks(&assembler, &ctx, &mut pending).await;
         self.limiter.forget(&rate_key);
+        log_end(&result);
         match &result {
             Ok(output) => {
                 pending.event(
@@ -145,5 +146,21 @@ impl Engine {
         }
         ctx.commit(&mut pending).await?;
         result
+    }
+}
+
+/// Log how a run's execution ended, at the level it deserves: cancellations, hand-backs, reviews
+/// and a lost lease are normal operation; a failed run is the crew's, not the service's; only a
+/// journal that fails is for an operator to look at.
+fn log_end(result: &Result<TaskOutput, EngineError>) {
+    match result {
+        Ok(_) => {}
+        Err(EngineError::Cancelled) => tracing::info!("the run stopped: cancelled, timed out or handed back"),
+        Err(EngineError::AwaitingInput) => tracing::info!("the run awaits human input"),
+        Err(EngineError::Failed { kind, message }) => tracing::warn!(?kind, %message, "the run failed"),
+        Err(EngineError::Journal(JournalError::Fenced)) => {
+            tracing::warn!("the journal refused a write: another attempt owns the run")
+        }
+        Err(EngineError::Journal(error)) => tracing::error!(%error, "the run stopped: its journal failed"),
     }
 }

@@ -24,7 +24,7 @@ const IDEMPOTENT_REPLAYED: HeaderName = HeaderName::from_static("idempotent-repl
 #[utoipa::path(
     post, path = "/kickoffs", tag = "runs",
     request_body = KickoffRequest,
-    params(("Idempotency-Key" = Option<String>, Header, description = "At most 255 characters; kept at least 24 hours")),
+    params(("Idempotency-Key" = Option<String>, Header, description = "1 to 255 visible ASCII characters (no spaces); kept at least 24 hours")),
     responses(
         (status = 202, description = "Run queued", body = RunBody,
             headers(("Location" = String, description = "The run's URL"))),
@@ -57,7 +57,8 @@ pub async fn create_kickoff(
 /// The request's `Idempotency-Key`.
 fn idempotency_key(headers: &HeaderMap) -> ApiResult<Option<&str>> {
     let Some(value) = headers.get(IDEMPOTENCY_KEY) else { return Ok(None) };
-    let key = value.to_str().ok().filter(|k| (1..=255).contains(&k.len())).ok_or_else(|| {
+    let visible = |k: &&str| (1..=255).contains(&k.len()) && k.bytes().all(|b| b.is_ascii_graphic());
+    let key = value.to_str().ok().filter(visible).ok_or_else(|| {
         ApiError::BadRequest("Idempotency-Key must be 1 to 255 visible ASCII characters".into())
     })?;
     Ok(Some(key))
@@ -82,7 +83,7 @@ pub struct RunBatch {
 #[utoipa::path(
     post, path = "/kickoffs/batch", tag = "runs",
     request_body = BatchKickoffRequest,
-    params(("Idempotency-Key" = Option<String>, Header, description = "At most 255 characters; kept at least 24 hours")),
+    params(("Idempotency-Key" = Option<String>, Header, description = "1 to 255 visible ASCII characters (no spaces); kept at least 24 hours")),
     responses(
         (status = 202, description = "Runs queued", body = RunBatch),
         (status = 200, description = "Replayed: the runs this key created before", body = RunBatch),

@@ -72,6 +72,7 @@ impl Store {
             (Some("running"), Some(why)) if exhausted => {
                 let tries = run.as_ref().map_or(0, |r| r.interruptions + 1);
                 let message = format!("gave up after {tries} interrupted attempts; the last failed: {why}");
+                count_interruption(&mut tx, id).await?;
                 fail(&mut tx, id, RunError { kind: ErrorKind::Internal, message }).await?
             }
             (Some("running"), Some(_)) => {
@@ -110,6 +111,7 @@ impl Store {
                     "the run was interrupted {} times (its worker stopped or lost its lease); giving up",
                     run.interruptions + 1
                 );
+                count_interruption(&mut tx, id).await?;
                 fail(&mut tx, id, RunError { kind: ErrorKind::Internal, message }).await?;
                 recovered.failed += 1;
             } else {

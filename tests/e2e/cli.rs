@@ -116,12 +116,23 @@ impl Agentd {
     }
 
     /// Send a signal (`-KILL`, `-TERM`) and wait for the process to end.
-    pub async fn signal(mut self, signal: &str) -> std::process::ExitStatus {
+    pub async fn signal(self, signal: &str) -> std::process::ExitStatus {
+        self.stop(signal).await.0
+    }
+
+    /// Send a signal and wait for the process to end: its exit status and every line it logged.
+    pub async fn stop(mut self, signal: &str) -> (std::process::ExitStatus, Vec<String>) {
         let status = Command::new("kill").args([signal, &self.pid()]).status().expect("kill");
         assert!(status.success());
         let mut child =
             std::mem::replace(&mut self.child, Command::new("true").spawn().expect("placeholder"));
-        tokio::task::spawn_blocking(move || child.wait()).await.expect("join").expect("wait")
+        let exited = tokio::task::spawn_blocking(move || child.wait()).await.expect("join").expect("wait");
+        let mut lines = self.log_lines();
+        // The reader sends the rest, then hangs up when the pipe closes.
+        while let Ok(line) = self.logs.recv_timeout(Duration::from_secs(5)) {
+            lines.push(line);
+        }
+        (exited, lines)
     }
 }
 

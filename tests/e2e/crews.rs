@@ -73,6 +73,18 @@ async fn invalid_crews_are_rejected(pool: PgPool) {
     assert!(problem_fields(&problem).contains_key("agents"), "{problem}");
 
     expect_problem(app.put_json("/v1/crews/bad%20name", &sample_crew()).await, StatusCode::BAD_REQUEST).await;
+    // Names of dots only would be normalised away from the URL that names them.
+    let dots =
+        expect_problem(app.put_json("/v1/crews/...", &sample_crew()).await, StatusCode::BAD_REQUEST).await;
+    assert!(dots["detail"].as_str().is_some_and(|d| d.contains("dots only")), "{dots}");
+    let mut dotted = sample_crew();
+    dotted["name"] = json!("..");
+    let kickoff = app.post_json("/v1/kickoffs", &json!({"crew": dotted, "inputs": {}})).await;
+    let problem = expect_problem(kickoff, StatusCode::UNPROCESSABLE_ENTITY).await;
+    assert!(problem_fields(&problem)["crew.name"].contains("dots only"), "{problem}");
+    let by_name = app.post_json("/v1/kickoffs", &json!({"crew": ".", "inputs": {}})).await;
+    let problem = expect_problem(by_name, StatusCode::UNPROCESSABLE_ENTITY).await;
+    assert!(problem_fields(&problem)["crew"].contains("dots only"), "{problem}");
     expect_problem(app.get("/v1/crews/nothing").await, StatusCode::NOT_FOUND).await;
     assert_eq!(expect_json(app.get("/v1/crews").await, StatusCode::OK).await, json!({"crews": []}));
 }

@@ -637,3 +637,73 @@ async fn the_example_configuration_answers_agents_without_a_model_from_the_fake(
     );
     assert_eq!(done["output"]["raw"], "Hello from agentd's fake model.");
 }
+
+const SLOW_SCRIPT: &str = r#"
+[[rules]]
+name = "slow"
+reply = { text = "Final Answer: late", delay_ms = 20000 }
+"#;
+
+/// A one-task crew on the fake provider.
+fn slow_crew() -> Value {
+    json!({
+        "name": "slow",
+        "agents": [{"name": "a", "role": "Analyst", "goal": "Answer", "backstory": "Slow.", "llm": "fake/slow"}],
+        "tasks": [{"name": "t", "description": "Answer slowly", "expected_output": "An answer", "agent": "a"}]
+    })
+}
+
+#[sqlx::test(migrations = false)]
+async fn cancels_and_hand_backs_are_not_errors_in_the_log(pool: PgPool) {
+    let url = child_database_url(&pool).await;
+    let files = TempFile::new("slow.toml", SLOW_SCRIPT);
+    let config = files.add("agentd.toml", "[providers.fake]\nkind = \"fake\"\nscript = \"slow.toml\"\n");
+    let env = [
+        ("AGENTD_CONFIG", config.to_str().expect("path")),
+        ("AGENTD_SHUTDOWN_GRACE_S", "1"),
+        ("OPENAI_BASE_URL", "http://127.0.0.1:9/v1"),
+        ("OPENAI_API_KEY", "not-a-key"),
+    ];
+    let agentd = Agentd::start(&url, &env);
+    let client = reqwest::Client::new();
+    let base = agentd.base.clone();
+    let start = |crew: Value| {
+        let (client, base) = (client.clone(), base.clone());
+        async move {
+            let response = client
+                .post(format!("{base}/v1/kickoffs"))
+                .json(&json!({"crew": crew, "inputs": {}}))
+                .send()
+                .await
+                .expect("POST");
+            assert_eq!(response.status(), StatusCode::ACCEPTED);
+            let run: Value = response.json().await.expect("JSON");
+            let id = run["id"].as_str().expect("id").to_owned();
+            // Running: the model has been asked.
+            for _ in 0..200 {
+                if event_types(&client, &base, &id).await.iter().any(|t| t == "llm.started") {
+                    return id;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            panic!("run {id} never asked the model");
+        }
+    };
+    // A user cancels a running run.
+    let cancelled = start(slow_crew()).await;
+    let response = client.post(format!("{base}/v1/runs/{cancelled}/cancel")).send().await.expect("cancel");
+    assert_eq!(response.status(), StatusCode::ACCEPTED);
+    assert_eq!(wait(&client, &base, &cancelled).await["status"], "cancelled");
+    // A shutdown hands a running run back to the queue.
+    let handed_back = start(slow_crew()).await;
+    let (exited, logs) = agentd.stop("-TERM").await;
+    assert!(exited.success(), "{exited:?}");
+    let store = agentd::store::Store::new(pool.clone());
+    let id = agentd::domain::RunId(uuid::Uuid::parse_str(&handed_back).expect("uuid"));
+    let run = store.get_run(id).await.expect("get").expect("run");
+    assert_eq!(run.status, agentd::domain::RunStatus::Queued, "handed back");
+    // Both are normal operation: logged, but not as errors an operator must look at.
+    let errors: Vec<&String> = logs.iter().filter(|l| l.contains(" ERROR ")).collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+    assert!(logs.iter().filter(|l| l.contains("the run stopped: cancelled")).count() >= 2, "{logs:#?}");
+}

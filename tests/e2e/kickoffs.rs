@@ -256,6 +256,14 @@ async fn idempotency_key_replays_and_rejects_other_bodies(pool: PgPool) {
 
     let long_key = "k".repeat(256);
     expect_problem(post_with_key(&app, &long_key, &body).await, StatusCode::BAD_REQUEST).await;
+    for invisible in ["a b", "tab\there"] {
+        let problem =
+            expect_problem(post_with_key(&app, invisible, &body).await, StatusCode::BAD_REQUEST).await;
+        assert!(
+            problem["detail"].as_str().is_some_and(|d| d.contains("visible ASCII")),
+            "{invisible:?}: {problem}"
+        );
+    }
     // Another key makes another run.
     expect_json(post_with_key(&app, "order-43", &body).await, StatusCode::ACCEPTED).await;
     assert_runs(&pool, 2).await;

@@ -219,6 +219,7 @@ async fn max_attempts_bounds_recovery(pool: PgPool) {
     assert_eq!(done["status"], "failed");
     assert_eq!(done["error"]["kind"], "internal");
     assert!(done["error"]["message"].as_str().is_some_and(|m| m.contains("interrupted 1 times")), "{done}");
+    assert_eq!(interruptions(&pool, id).await, 1, "the count agrees with the message");
     assert_eq!(fake.requests().len(), 0, "no attempt beyond the limit ran");
     assert_eq!(
         event_types(&events(&app, &id.to_string()).await).last().map(String::as_str),
@@ -475,6 +476,16 @@ async fn releasing_after_failures_gives_up_at_max_attempts(pool: PgPool) {
         error.message.contains("gave up after 2 interrupted attempts") && error.message.contains("went away"),
         "{error:?}"
     );
+    assert_eq!(interruptions(&pool, id).await, 2, "the count agrees with the message");
+}
+
+/// How many interruptions the run's row counts.
+async fn interruptions(pool: &PgPool, id: RunId) -> i32 {
+    sqlx::query_scalar("SELECT interruptions FROM runs WHERE id = $1")
+        .bind(id.0)
+        .fetch_one(pool)
+        .await
+        .expect("interruptions")
 }
 
 #[sqlx::test(migrator = "agentd::store::MIGRATOR")]
