@@ -5,7 +5,7 @@ use std::convert::Infallible;
 use std::time::Duration;
 
 use axum::extract::State;
-use axum::http::{header, HeaderMap};
+use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -61,6 +61,7 @@ pub struct EventList {
            ("Last-Event-ID" = Option<i64>, Header, description = "SSE: resume after this seq")),
     responses(
         (status = 200, description = "The events (JSON), or their stream (`text/event-stream`)", body = EventList),
+        (status = 204, description = "Stream only: the run has ended and `Last-Event-ID` (or `after`) is at or past its last event; an EventSource stops reconnecting"),
         (status = 400, description = "Malformed id or query", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such run", body = Problem, content_type = "application/problem+json"),
         (status = 503, description = "The database is unavailable (retry later)", body = Problem, content_type = "application/problem+json"),
@@ -75,7 +76,11 @@ pub async fn run_events(
     let id = RunId(id);
     let after = resume_point(&headers, query.after)?;
     if wants_event_stream(&headers) {
-        state.services.ensure_run(id, true).await?;
+        if !state.services.stream_has_more(id, after).await? {
+            // The run has ended and the client has its last event: 204 tells an EventSource to
+            // stop reconnecting.
+            return Ok(StatusCode::NO_CONTENT.into_response());
+        }
         let frames = run_stream(state.store.clone(), &state.bus, id, after);
         return Ok(sse(frames).into_response());
     }

@@ -43,6 +43,15 @@ impl Services {
         Ok(events)
     }
 
+    /// Whether a stream of `id`'s events after `after` has anything to follow: `false` when the
+    /// run has ended and `after` is at or past its terminal event.
+    pub async fn stream_has_more(&self, id: RunId, after: i64) -> ServiceResult<bool> {
+        match self.store.run_progress(id).await? {
+            None => Err(no_run(id)),
+            Some((status, last)) => Ok(!(status.is_terminal() && after >= last)),
+        }
+    }
+
     /// Fail with "no such run" unless the run exists. Asked only when a read found nothing, the
     /// only case where the answer is ambiguous.
     pub async fn ensure_run(&self, id: RunId, found_nothing: bool) -> ServiceResult<()> {

@@ -197,6 +197,15 @@ impl Store {
         status.as_deref().map(parse).transpose()
     }
 
+    /// A run's status and the `seq` of its newest event.
+    #[tracing::instrument(skip_all, fields(run_id = %run_id), err)]
+    pub async fn run_progress(&self, run_id: RunId) -> StoreResult<Option<(RunStatus, i64)>> {
+        let row = sqlx::query!("SELECT status, last_seq FROM runs WHERE id = $1", run_id.0)
+            .fetch_optional(&self.pool)
+            .await?;
+        row.map(|r| Ok((parse(&r.status)?, r.last_seq))).transpose()
+    }
+
     /// Does a run with this id exist?
     #[tracing::instrument(skip_all, fields(run_id = %run_id), err)]
     pub async fn run_exists(&self, run_id: RunId) -> StoreResult<bool> {

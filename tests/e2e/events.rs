@@ -185,20 +185,37 @@ async fn resume_gives_exactly_the_events_after_the_last_id(pool: PgPool) {
     let by_query =
         SseReader::open(&app, &format!("/v1/runs/{id}/events?after={}", total - 1), None).await.drain().await;
     assert_eq!(seqs(&by_query), [total]);
-    let at_end =
-        SseReader::open(&app, &format!("/v1/runs/{id}/events"), Some(&total.to_string())).await.drain().await;
-    assert!(at_end.is_empty(), "a finished run's stream closes at once");
 
-    let sse = |path: String, last: &'static str| {
+    let sse = |path: String, last: String| {
         app.request(reqwest::Method::GET, &path)
             .header("accept", "text/event-stream")
             .header("last-event-id", last)
             .send()
     };
-    expect_problem(sse(format!("/v1/runs/{id}/events"), "x").await.expect("GET"), StatusCode::BAD_REQUEST)
-        .await;
+    // At or past a finished run's last event: 204, so an EventSource stops reconnecting.
+    for last in [total, total + 5] {
+        let at_end = sse(format!("/v1/runs/{id}/events"), last.to_string()).await.expect("GET");
+        assert_eq!(at_end.status(), StatusCode::NO_CONTENT, "Last-Event-ID {last}");
+        assert!(at_end.bytes().await.expect("body").is_empty());
+    }
+    let by_query = app
+        .request(reqwest::Method::GET, &format!("/v1/runs/{id}/events?after={total}"))
+        .header("accept", "text/event-stream")
+        .send()
+        .await
+        .expect("GET");
+    assert_eq!(by_query.status(), StatusCode::NO_CONTENT);
+    // The JSON log is a page like any other.
+    let page = app.get(&format!("/v1/runs/{id}/events?after={total}")).await;
+    assert_eq!(expect_json(page, StatusCode::OK).await["events"], serde_json::json!([]));
+
     expect_problem(
-        sse(format!("/v1/runs/{}/events", Uuid::now_v7()), "0").await.expect("GET"),
+        sse(format!("/v1/runs/{id}/events"), "x".into()).await.expect("GET"),
+        StatusCode::BAD_REQUEST,
+    )
+    .await;
+    expect_problem(
+        sse(format!("/v1/runs/{}/events", Uuid::now_v7()), "0".into()).await.expect("GET"),
         StatusCode::NOT_FOUND,
     )
     .await;
