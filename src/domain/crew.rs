@@ -26,6 +26,7 @@ pub struct CrewSpec {
     pub tools: Vec<ToolSpec>,
     /// Crew-wide requests-per-minute limit; overrides the agents' `max_rpm`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 1)]
     pub max_rpm: Option<u32>,
     /// The manager's model for the hierarchical process.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -62,9 +63,12 @@ pub struct AgentSpec {
     pub llm: Option<LlmSpec>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tools: Vec<String>,
+    /// Model calls the agent may make for one task before it must answer (1 to 1,000).
     #[serde(default = "default_max_iter")]
+    #[schema(minimum = 1, maximum = 1000)]
     pub max_iter: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 1)]
     pub max_rpm: Option<u32>,
     #[serde(default)]
     pub tool_calling: ToolCalling,

@@ -50,8 +50,8 @@ pub struct MessageBody {
     /// `system`, `user`, `assistant` or `tool`.
     pub role: String,
     pub content: Option<String>,
-    /// The native tool calls an assistant message asked for.
-    #[schema(value_type = Option<Object>)]
+    /// The native tool calls an assistant message asked for (`[{"id", "name", "arguments"}]`).
+    #[schema(value_type = Option<Vec<Object>>)]
     pub tool_calls: Option<Value>,
     /// For a `tool` message: the call it answers.
     pub tool_call_id: Option<String>,
