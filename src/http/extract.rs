@@ -5,6 +5,7 @@ use axum::body::Bytes;
 use axum::extract::{FromRequest, FromRequestParts, Path, Query, Request};
 use axum::http::request::Parts;
 use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::IntoResponse;
 use serde::de::DeserializeOwned;
 use serde_json::error::Category;
 
@@ -117,4 +118,21 @@ where
             .map(|Query(value)| ApiQuery(value))
             .map_err(|rejection| ApiError::BadRequest(format!("invalid query: {}", rejection.body_text())))
     }
+}
+
+/// Answer 413 at once to a request whose declared `Content-Length` is over the body limit, before
+/// any of the body is read (and so before an `Expect: 100-continue` client sends it).
+pub async fn refuse_declared_oversize(
+    request: Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let declared = request
+        .headers()
+        .get(axum::http::header::CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.trim().parse::<u64>().ok());
+    if declared.is_some_and(|length| length > MAX_BODY_BYTES as u64) {
+        return ApiError::PayloadTooLarge { limit: MAX_BODY_BYTES }.into_response();
+    }
+    next.run(request).await
 }

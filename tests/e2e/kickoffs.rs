@@ -414,3 +414,38 @@ async fn a_batch_makes_one_run_per_input_set_all_or_none(pool: PgPool) {
     .await;
     assert_runs(&pool, 3).await;
 }
+
+/// Send `head` on a raw connection and read until the response's head has arrived.
+async fn raw_response_head(base: &str, head: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let addr = base.trim_start_matches("http://");
+    let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    stream.write_all(head.as_bytes()).await.expect("write");
+    let mut received = Vec::new();
+    let mut buffer = [0u8; 4096];
+    while !received.windows(4).any(|w| w == b"\r\n\r\n") {
+        let read = stream.read(&mut buffer).await.expect("read");
+        assert!(read > 0, "the connection closed without an answer");
+        received.extend_from_slice(&buffer[..read]);
+    }
+    String::from_utf8_lossy(&received).into_owned()
+}
+
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn a_declared_length_over_the_limit_is_refused_before_the_body_is_read(pool: PgPool) {
+    let app = TestApp::spawn(pool.clone()).await;
+    for expect in ["", "Expect: 100-continue\r\n"] {
+        let head = format!(
+            "POST /v1/kickoffs HTTP/1.1\r\nHost: agentd\r\nContent-Type: application/json\r\n\
+             Content-Length: 107374182400\r\n{expect}\r\n{{"
+        );
+        let answer =
+            tokio::time::timeout(std::time::Duration::from_secs(5), raw_response_head(&app.base, &head))
+                .await
+                .expect("answered at once, without the body");
+        assert!(answer.starts_with("HTTP/1.1 413"), "{expect:?}: {answer}");
+        assert!(!answer.contains("100 Continue"), "the body was never asked for: {answer}");
+        assert!(answer.contains("application/problem+json"), "{answer}");
+    }
+    assert_runs(&pool, 0).await;
+}
