@@ -166,6 +166,16 @@ mod tests {
         }
     }
 
+    /// The compiled parameters of the tool `name` (a delegation tool's included) in `schemas`.
+    fn parameters(schemas: &RunSchemas, name: &str) -> CompiledSchema {
+        let compiled = match name {
+            "delegate_work_to_coworker" => schemas.delegation(DelegateMode::Work),
+            "ask_question_to_coworker" => schemas.delegation(DelegateMode::Question),
+            _ => schemas.tool(name),
+        };
+        compiled.expect("compiled")
+    }
+
     #[test]
     fn each_schema_is_compiled_once_per_run_and_shared_by_every_turn() {
         let crew = crew();
@@ -204,18 +214,8 @@ mod tests {
                 "{name}: the schema offered is the one compiled"
             );
             assert!(first.same_as(&second), "{name}");
-            let run = match name {
-                "delegate_work_to_coworker" => schemas.delegation(DelegateMode::Work),
-                "ask_question_to_coworker" => schemas.delegation(DelegateMode::Question),
-                _ => schemas.tool(name),
-            };
-            assert!(first.same_as(&run.expect("compiled")), "{name}");
-            let elsewhere = match name {
-                "delegate_work_to_coworker" => other_run.delegation(DelegateMode::Work),
-                "ask_question_to_coworker" => other_run.delegation(DelegateMode::Question),
-                _ => other_run.tool(name),
-            };
-            let elsewhere = elsewhere.expect("compiled");
+            assert!(first.same_as(&parameters(&schemas, name)), "{name}");
+            let elsewhere = parameters(&other_run, name);
             // The crew's own tool is compiled per run; the built-ins and delegations are shared.
             assert_eq!(first.same_as(&elsewhere), name != "lookup", "{name}");
         }

@@ -161,7 +161,7 @@ pub async fn wait_run(
     }
     let id = RunId(id);
     let run = wait_for_run(&state.store, &state.bus, id, Duration::from_secs(timeout_s)).await?;
-    run.map(|run| Json(run.into())).ok_or_else(|| ApiError::NotFound(format!("no run with id {id}")))
+    run.map(|run| Json(run.into())).ok_or_else(|| crate::service::no_run(id).into())
 }
 
 /// Where to resume: `Last-Event-ID`, else `?after=`, else the start.

@@ -11,7 +11,7 @@ mod runs;
 use std::sync::Arc;
 
 pub use kickoffs::Kicked;
-pub use runs::RunPage;
+pub use runs::{no_run, RunPage};
 
 use crate::domain::{FieldError, ValidationContext};
 use crate::store::{Store, StoreError};

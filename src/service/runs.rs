@@ -88,6 +88,7 @@ impl Services {
     }
 }
 
-fn no_run(id: RunId) -> ServiceError {
+/// The error of a request naming a run that does not exist.
+pub fn no_run(id: RunId) -> ServiceError {
     ServiceError::NotFound(format!("no run with id {id}"))
 }
