@@ -34,9 +34,13 @@ pub enum ServeError {
 /// Connect to the database (lazily: the pool reconnects on its own).
 pub fn connect(database_url: &Secret, max_connections: u32) -> Result<Store, ServeError> {
     let options: PgConnectOptions = database_url.expose().parse().map_err(ServeError::DatabaseUrl)?;
-    let settings = PoolSettings { max_connections, acquire_timeout: Duration::from_secs(5) };
+    let settings = PoolSettings { max_connections, acquire_timeout: ACQUIRE_TIMEOUT };
     Ok(Store::connect_lazy(options, &settings))
 }
+
+/// How long a request waits for a database connection before it is answered 503 (and a worker's
+/// write is retried): a database out of reach is reported within this.
+const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// The engine as configured: one shared HTTP client for the LLM providers, the guarded one for
 /// tools.
@@ -66,7 +70,7 @@ pub async fn migrate_when_up(store: &Store, patience: Duration) -> Result<(), Se
     loop {
         match store.migrate().await {
             Ok(()) => return Ok(()),
-            Err(StoreError::Database(error)) if tokio::time::Instant::now() + delay < deadline => {
+            Err(error) if error.is_unavailable() && tokio::time::Instant::now() + delay < deadline => {
                 tracing::warn!(%error, retry_in_ms = delay.as_millis() as u64, "database not reachable yet");
                 tokio::time::sleep(delay).await;
                 delay = (delay * 2).min(Duration::from_secs(5));
@@ -154,6 +158,7 @@ async fn serve_api(
 ) -> Result<(), ServeError> {
     let bind = config.bind;
     let grace = config.shutdown_grace;
+    let (config_limits, db_connections) = (config.connections, config.db_max_connections);
     let listener = crate::net::listen(bind).map_err(|source| ServeError::Bind { addr: bind, source })?;
     if config.api_keys.is_empty() && !bind.ip().is_loopback() {
         tracing::warn!(%bind, "no API keys configured: the API is open to anyone who can reach this address");
@@ -163,8 +168,14 @@ async fn serve_api(
     let mut state = crate::http::AppState::with_shutdown(store, config, shutdown.clone());
     state.metrics = metrics;
     tracing::info!(addr = %listener.local_addr()?, "agentd listening");
-    let server = axum::serve(listener, crate::http::router(state))
-        .with_graceful_shutdown(shutdown.clone().cancelled_owned());
+    let limits = config_limits;
+    let server = crate::http::server::serve(
+        listener,
+        crate::http::router(state),
+        limits,
+        db_connections,
+        shutdown.clone(),
+    );
     tokio::select! {
         result = server => result?,
         () = async { shutdown.cancelled().await; tokio::time::sleep(grace).await } => {

@@ -70,6 +70,19 @@ struct ServeArgs {
     /// Address to listen on.
     #[arg(long, env = "AGENTD_BIND", default_value = "127.0.0.1:8080")]
     bind: SocketAddr,
+    /// Connections served at once (besides a few spares that answer only the health routes);
+    /// default: the open-file limit less what the database pool and outbound calls need.
+    #[arg(long, env = "AGENTD_MAX_CONNECTIONS", value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    max_connections: Option<u64>,
+    /// Seconds a request's headers may take to arrive, from their first byte.
+    #[arg(long, env = "AGENTD_HEADER_TIMEOUT_S", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    header_timeout_s: u64,
+    /// Seconds a kept-alive connection may wait for its next request.
+    #[arg(long, env = "AGENTD_IDLE_TIMEOUT_S", default_value_t = 75, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    idle_timeout_s: u64,
+    /// Seconds a request body may take to arrive (a slower sender gets 408).
+    #[arg(long, env = "AGENTD_BODY_TIMEOUT_S", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    body_timeout_s: u64,
     /// Comma-separated API keys; with none, the API is open.
     #[arg(long, env = "AGENTD_API_KEYS", hide_env_values = true)]
     api_keys: Option<String>,
@@ -129,6 +142,12 @@ impl ServeArgs {
         let providers = config::providers(&file, |name| std::env::var(name).ok())?;
         Ok(Config {
             bind: self.bind,
+            connections: config::ConnectionLimits {
+                max_connections: self.max_connections.map(|n| n as usize),
+                header_timeout: Duration::from_secs(self.header_timeout_s),
+                idle_timeout: Duration::from_secs(self.idle_timeout_s),
+                body_timeout: Duration::from_secs(self.body_timeout_s),
+            },
             database_url: self.database.url()?,
             db_max_connections: self.db_max_connections,
             api_keys: ApiKeys::parse(self.api_keys.as_deref().unwrap_or_default()),

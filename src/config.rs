@@ -155,10 +155,37 @@ impl std::str::FromStr for Role {
     }
 }
 
+/// How the API serves connections (see [`crate::http::server`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnectionLimits {
+    /// Connections served at once, besides a few spares for the health routes; `None`: derived
+    /// from the process's open-file limit.
+    pub max_connections: Option<usize>,
+    /// Time for a request's headers to arrive, from their first byte.
+    pub header_timeout: std::time::Duration,
+    /// Time a kept-alive connection may wait for its next request.
+    pub idle_timeout: std::time::Duration,
+    /// Time for a request body to arrive.
+    pub body_timeout: std::time::Duration,
+}
+
+impl Default for ConnectionLimits {
+    fn default() -> Self {
+        Self {
+            max_connections: None,
+            header_timeout: std::time::Duration::from_secs(10),
+            idle_timeout: std::time::Duration::from_secs(75),
+            body_timeout: std::time::Duration::from_secs(30),
+        }
+    }
+}
+
 /// Everything `agentd serve` needs.
 #[derive(Debug, Clone)]
 pub struct Config {
     pub bind: SocketAddr,
+    /// Connection cap and timeouts of the API.
+    pub connections: ConnectionLimits,
     pub database_url: Secret,
     pub db_max_connections: u32,
     pub api_keys: ApiKeys,
@@ -193,6 +220,7 @@ impl Config {
         let providers = providers(&FileConfig::default(), |_| None).unwrap_or_default();
         Self {
             bind: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            connections: ConnectionLimits::default(),
             database_url,
             db_max_connections: 16,
             api_keys: ApiKeys::default(),

@@ -37,6 +37,8 @@ pub enum ApiError {
     MethodNotAllowed,
     #[error("{0}")]
     Conflict(String),
+    #[error("the request body did not arrive within {seconds} s")]
+    RequestTimeout { seconds: u64 },
     #[error("request body larger than {limit} bytes")]
     PayloadTooLarge { limit: usize },
     #[error("{0}")]
@@ -89,6 +91,7 @@ impl ApiError {
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::Conflict(_) => StatusCode::CONFLICT,
+            ApiError::RequestTimeout { .. } => StatusCode::REQUEST_TIMEOUT,
             ApiError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::Validation { .. } => StatusCode::UNPROCESSABLE_ENTITY,
@@ -104,6 +107,7 @@ impl ApiError {
             ApiError::NotFound(_) => "not-found",
             ApiError::MethodNotAllowed => "method-not-allowed",
             ApiError::Conflict(_) => "conflict",
+            ApiError::RequestTimeout { .. } => "request-timeout",
             ApiError::PayloadTooLarge { .. } => "payload-too-large",
             ApiError::UnsupportedMediaType(_) => "unsupported-media-type",
             ApiError::Validation { .. } => "validation",
@@ -137,6 +141,10 @@ pub fn problem_response(problem: Problem) -> Response {
     response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/problem+json"));
     if status == StatusCode::UNAUTHORIZED {
         response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    }
+    if status == StatusCode::REQUEST_TIMEOUT {
+        // The rest of the body may still be on its way: don't read it.
+        response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
     }
     if status == StatusCode::SERVICE_UNAVAILABLE {
         response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("2"));

@@ -11,6 +11,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use futures_util::stream::{self, Stream};
 use serde::{Deserialize, Serialize};
+use tokio_util::sync::CancellationToken;
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
@@ -27,6 +28,8 @@ const DEFAULT_EVENTS: i64 = 100;
 const MAX_EVENTS: i64 = 1_000;
 /// Comments sent on idle streams so proxies keep them open.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
+/// The `retry:` sent when a stream ends at shutdown.
+const RECONNECT_AFTER_SHUTDOWN: Duration = Duration::from_millis(500);
 const DEFAULT_WAIT_S: u64 = 30;
 const MAX_WAIT_S: u64 = 300;
 
@@ -82,7 +85,7 @@ pub async fn run_events(
             return Ok(StatusCode::NO_CONTENT.into_response());
         }
         let frames = run_stream(state.store.clone(), &state.bus, id, after);
-        return Ok(sse(frames).into_response());
+        return Ok(sse(frames, state.shutdown.clone()).into_response());
     }
     let limit = bounded(query.limit, DEFAULT_EVENTS, MAX_EVENTS, "limit")?;
     let events = state.services.events(id, after, limit).await?;
@@ -128,7 +131,7 @@ pub async fn all_events(
     let resuming = query.after.is_some() || last_event_id(&headers).is_some();
     let from_end = query.from_now == Some(true) && !resuming;
     let frames = firehose(state.store.clone(), &state.bus, (!from_end).then_some(after), query.crew);
-    Ok(sse(frames).into_response())
+    Ok(sse(frames, state.shutdown.clone()).into_response())
 }
 
 /// Query of `GET /v1/runs/{id}/wait`.
@@ -190,17 +193,29 @@ fn wants_event_stream(headers: &HeaderMap) -> bool {
     accept.contains("text/event-stream") && !accept.contains("application/json")
 }
 
-/// A frame stream as server-sent events, with keep-alive comments.
-fn sse(frames: FrameStream) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>>> {
-    let events = stream::unfold(frames, |mut stream| async move {
-        let frame = stream.frames.recv().await?;
+/// A frame stream as server-sent events, with keep-alive comments. At shutdown the stream ends at
+/// once with a `retry:` hint, so an EventSource reconnects (to another replica) soon, resuming
+/// from its `Last-Event-ID`.
+fn sse(
+    frames: FrameStream,
+    shutdown: CancellationToken,
+) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>>> {
+    let events = stream::unfold(Some((frames, shutdown)), |state| async move {
+        let (mut stream, shutdown) = state?;
+        let frame = tokio::select! {
+            frame = stream.frames.recv() => frame?,
+            () = shutdown.cancelled() => {
+                let goodbye = SseEvent::default().retry(RECONNECT_AFTER_SHUTDOWN).comment("server shutting down; reconnect");
+                return Some((Ok(goodbye), None));
+            }
+        };
         let message = SseEvent::default().id(frame.id.to_string());
         let message = match &frame.event {
             Some(envelope) => message.event(envelope.event.event_type.as_str()).data(envelope.json.as_str()),
             // A bare position: EventSource keeps the id and dispatches nothing.
             None => message,
         };
-        Some((Ok(message), stream))
+        Some((Ok(message), Some((stream, shutdown))))
     });
     Sse::new(events).keep_alive(KeepAlive::new().interval(KEEP_ALIVE).text("keep-alive"))
 }

@@ -10,6 +10,8 @@ use serde::de::DeserializeOwned;
 use serde_json::error::Category;
 
 use super::error::ApiError;
+use super::server::BodyTimeout;
+use crate::config::ConnectionLimits;
 use crate::domain::FieldError;
 
 /// The largest request body accepted.
@@ -33,7 +35,12 @@ where
                 "expected a JSON body with Content-Type: application/json".into(),
             ));
         }
-        let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
+        let timeout =
+            req.extensions().get::<BodyTimeout>().map_or(ConnectionLimits::default().body_timeout, |t| t.0);
+        let read = tokio::time::timeout(timeout, Bytes::from_request(req, state))
+            .await
+            .map_err(|_| ApiError::RequestTimeout { seconds: timeout.as_secs() })?;
+        let bytes = read.map_err(|rejection| {
             if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
                 ApiError::PayloadTooLarge { limit: MAX_BODY_BYTES }
             } else {

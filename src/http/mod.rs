@@ -9,6 +9,7 @@ pub mod events;
 pub mod extract;
 pub mod kickoffs;
 pub mod runs;
+pub mod server;
 pub mod service;
 mod state;
 pub mod tools;
@@ -108,6 +109,7 @@ pub struct OpenApiJson(pub Bytes);
 /// The whole HTTP application.
 pub fn router(state: AppState) -> Router {
     let (router, document) = routes_and_document();
+    let body_timeout = server::BodyTimeout(state.config.connections.body_timeout);
     let json = document.to_pretty_json().unwrap_or_else(|e| {
         tracing::error!(error = %e, "the OpenAPI document does not serialize");
         "{}".to_owned()
@@ -121,6 +123,7 @@ pub fn router(state: AppState) -> Router {
         .layer(CatchPanicLayer::custom(panic_response))
         .layer(TraceLayer::new_for_http().make_span_with(request_span))
         .layer(Extension(OpenApiJson(Bytes::from(json))))
+        .layer(Extension(body_timeout))
         .with_state(state)
 }
 

@@ -95,7 +95,9 @@ impl Agentd {
         });
         let mut seen = Vec::new();
         let addr = loop {
-            let line = rx.recv_timeout(Duration::from_secs(60)).expect("agentd logs its address");
+            let line = rx.recv_timeout(Duration::from_secs(60)).unwrap_or_else(|error| {
+                panic!("agentd logs its address ({error}); it logged:\n{}", seen.join("\n"))
+            });
             seen.push(line.clone());
             if let Some(at) = line.find("addr=") {
                 break line[at + 5..].split_whitespace().next().expect("address").to_owned();

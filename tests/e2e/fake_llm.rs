@@ -15,13 +15,13 @@ use super::cli::{child_database_url, start_fake_llm, Agentd};
 const BIN: &str = env!("CARGO_BIN_EXE_agentd");
 
 /// A file in a fresh temporary directory, removed with it.
-struct TempFile {
+pub struct TempFile {
     dir: std::path::PathBuf,
     pub path: std::path::PathBuf,
 }
 
 impl TempFile {
-    fn new(name: &str, text: &str) -> Self {
+    pub fn new(name: &str, text: &str) -> Self {
         let dir = std::env::temp_dir().join(format!("agentd-fake-{}", uuid::Uuid::now_v7()));
         std::fs::create_dir_all(&dir).expect("temp dir");
         let path = dir.join(name);
@@ -29,7 +29,7 @@ impl TempFile {
         Self { dir, path }
     }
 
-    fn add(&self, name: &str, text: &str) -> std::path::PathBuf {
+    pub fn add(&self, name: &str, text: &str) -> std::path::PathBuf {
         let path = self.dir.join(name);
         std::fs::write(&path, text).expect("write");
         path
@@ -638,14 +638,14 @@ async fn the_example_configuration_answers_agents_without_a_model_from_the_fake(
     assert_eq!(done["output"]["raw"], "Hello from agentd's fake model.");
 }
 
-const SLOW_SCRIPT: &str = r#"
+pub const SLOW_SCRIPT: &str = r#"
 [[rules]]
 name = "slow"
 reply = { text = "Final Answer: late", delay_ms = 20000 }
 "#;
 
 /// A one-task crew on the fake provider.
-fn slow_crew() -> Value {
+pub fn slow_crew() -> Value {
     json!({
         "name": "slow",
         "agents": [{"name": "a", "role": "Analyst", "goal": "Answer", "backstory": "Slow.", "llm": "fake/slow"}],

@@ -3,6 +3,7 @@
 
 mod claim;
 mod cli;
+mod connections;
 mod crash;
 mod crews;
 mod engine;
