@@ -70,8 +70,7 @@ async fn measure(admin_url: &str, database: &str) -> Result<(), BoxError> {
     }
     let mut end = Step::default();
     end.event(None, None, EventData::RunCompleted(RunCompleted { output: "done".into() }));
-    end.run =
-        Some(RunChange::Completed { output: agentd::domain::TaskOutput { raw: "done".into(), json: None } });
+    end.run = Some(RunChange::Completed { output: agentd::domain::TaskOutput::new("done", None) });
     journal.commit(end).await?;
     for reader in readers {
         reader.await??;

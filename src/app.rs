@@ -60,7 +60,7 @@ pub fn build_engine(config: &Config) -> Result<Engine, ServeError> {
     let outbound =
         Outbound::new(config.tool_egress.clone(), config.tool_timeout, config.tool_max_response_bytes)
             .map_err(|e| ServeError::Setup(format!("cannot build the tool HTTP client: {e}")))?;
-    Ok(Engine::new(llms, Arc::new(outbound)).with_rate_limiter(limiter))
+    Ok(Engine::new(llms, Arc::new(outbound)).with_rate_limiter(limiter).with_limits(config.run_limits))
 }
 
 /// Apply migrations, retrying while the database is starting (up to `patience`).

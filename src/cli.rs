@@ -9,6 +9,7 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 
 use crate::config::{self, ApiKeys, Config, ConfigError, FileConfig, Role, Secret};
+use crate::domain::{CrewLimits, RunLimits};
 use crate::tools::egress::EgressPolicy;
 
 #[derive(Debug, Parser)]
@@ -119,6 +120,24 @@ struct ServeArgs {
     /// Default time limit of a run in seconds (0: none); a kickoff's timeout_s overrides it.
     #[arg(long, env = "AGENTD_RUN_TIMEOUT_S", default_value_t = 3600)]
     run_timeout_s: u64,
+    /// Agents a crew may have (more: 422 at kickoff).
+    #[arg(long, env = "AGENTD_MAX_AGENTS", default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    max_agents: u32,
+    /// Tasks a crew may have (more: 422 at kickoff).
+    #[arg(long, env = "AGENTD_MAX_TASKS", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    max_tasks: u32,
+    /// Tools a crew may declare, and an agent or a task may name (more: 422 at kickoff).
+    #[arg(long, env = "AGENTD_MAX_TOOLS", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    max_tools: u32,
+    /// Bytes of one model reply (more: the run fails with error.kind "limit").
+    #[arg(long, env = "AGENTD_MAX_REPLY_BYTES", default_value_t = 1_048_576, value_parser = clap::value_parser!(u64).range(1024..=1_073_741_824))]
+    max_reply_bytes: u64,
+    /// Bytes of one task's output, handed on as context (more: the run fails with error.kind "limit").
+    #[arg(long, env = "AGENTD_MAX_TASK_OUTPUT_BYTES", default_value_t = 524_288, value_parser = clap::value_parser!(u64).range(1024..=1_073_741_824))]
+    max_task_output_bytes: u64,
+    /// Bytes of text one run may journal in all (more: the run fails with error.kind "limit").
+    #[arg(long, env = "AGENTD_MAX_RUN_JOURNAL_BYTES", default_value_t = 67_108_864, value_parser = clap::value_parser!(u64).range(65_536..=1_099_511_627_776))]
+    max_run_journal_bytes: u64,
     /// Attempts per LLM call; transient failures (connection, timeout, 408, 409, 429, 5xx) are retried.
     #[arg(long, env = "AGENTD_LLM_MAX_ATTEMPTS", default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=20))]
     llm_max_attempts: u32,
@@ -164,6 +183,16 @@ impl ServeArgs {
             workers: self.workers as usize,
             lease: Duration::from_secs(self.lease_s),
             run_timeout: (self.run_timeout_s > 0).then(|| Duration::from_secs(self.run_timeout_s)),
+            crew_limits: CrewLimits {
+                max_agents: self.max_agents as usize,
+                max_tasks: self.max_tasks as usize,
+                max_tools: self.max_tools as usize,
+            },
+            run_limits: RunLimits {
+                max_reply_bytes: self.max_reply_bytes as usize,
+                max_task_output_bytes: self.max_task_output_bytes as usize,
+                max_journal_bytes: self.max_run_journal_bytes,
+            },
         })
     }
 }

@@ -12,6 +12,7 @@ use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
+use crate::domain::{CrewLimits, RunLimits};
 use crate::tools::egress::EgressPolicy;
 
 /// The provider used for a bare model name and configured from `OPENAI_*`.
@@ -212,6 +213,10 @@ pub struct Config {
     pub lease: std::time::Duration,
     /// The time limit of runs that set none.
     pub run_timeout: Option<std::time::Duration>,
+    /// How big a crew may be (checked at kickoff).
+    pub crew_limits: CrewLimits,
+    /// What one run may produce (checked as it goes).
+    pub run_limits: RunLimits,
 }
 
 impl Config {
@@ -236,6 +241,8 @@ impl Config {
             workers: 64,
             lease: std::time::Duration::from_secs(30),
             run_timeout: Some(std::time::Duration::from_secs(3600)),
+            crew_limits: CrewLimits::default(),
+            run_limits: RunLimits::default(),
         }
     }
 }

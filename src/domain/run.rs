@@ -103,6 +103,35 @@ pub struct TaskOutput {
     pub raw: String,
     #[schema(value_type = Option<Object>)]
     pub json: Option<Value>,
+    /// Set only where a view cuts a long output (a run's resource, its lists and waits): the
+    /// whole output's length in bytes. `raw` then holds its beginning and a marker, `json` is
+    /// left out, and `GET /v1/runs/{id}/tasks/{name}` serves the output whole.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub full_bytes: Option<usize>,
+}
+
+impl TaskOutput {
+    /// An output: its text and, with an output schema, its JSON.
+    pub fn new(raw: impl Into<String>, json: Option<Value>) -> Self {
+        Self { raw: raw.into(), json, full_bytes: None }
+    }
+
+    /// The output as a view shows it: whole up to `max` bytes, else its beginning (cut at a
+    /// character boundary) and a marker saying where the rest is.
+    pub fn cut_for_view(&mut self, max: usize, whole_at: &str) {
+        if self.raw.len() <= max {
+            return;
+        }
+        let mut end = max;
+        while !self.raw.is_char_boundary(end) {
+            end -= 1;
+        }
+        let full = self.raw.len();
+        self.raw.truncate(end);
+        self.raw.push_str(&format!("\n… [cut at {end} of {full} bytes; {whole_at} has it whole]"));
+        self.json = None;
+        self.full_bytes = Some(full);
+    }
 }
 
 /// What went wrong with a run.
@@ -121,6 +150,8 @@ pub enum ErrorKind {
     MaxIter,
     Timeout,
     Cancelled,
+    /// Over one of the server's limits on what a run may produce (see `domain::limits`).
+    Limit,
     Internal,
 }
 

@@ -8,6 +8,7 @@ use serde_json::{Map, Value};
 use super::crew::{AgentSpec, CrewSpec, LlmSpec, Process, TaskSpec, ToolSpec};
 pub use super::field::{parse_json, FieldError};
 use super::interpolate::required_inputs;
+use super::limits::CrewLimits;
 use super::schema::{check_schema, schema_type};
 
 /// What the server knows that a spec may refer to.
@@ -21,6 +22,8 @@ pub struct ValidationContext {
     pub fake_providers: Vec<String>,
     /// The model of agents that name none.
     pub default_model: String,
+    /// How big a crew may be.
+    pub limits: CrewLimits,
 }
 
 impl ValidationContext {
@@ -118,6 +121,10 @@ impl Validator<'_> {
         if let Err(message) = check_crew_name(&crew.name) {
             self.error("name", message);
         }
+        if !self.within_limits(crew) {
+            // Checking every item of an oversized crew would only make a longer answer.
+            return;
+        }
         if crew.agents.is_empty() {
             self.error("agents", "a crew needs at least one agent");
         }
@@ -149,6 +156,26 @@ impl Validator<'_> {
         for (i, task) in crew.tasks.iter().enumerate() {
             self.task(crew, i, task, &known);
         }
+    }
+
+    /// The crew's size against the server's limits (a 422 names the limit it is over).
+    fn within_limits(&mut self, crew: &CrewSpec) -> bool {
+        let limits = self.ctx.limits;
+        let counts = [
+            ("agents", crew.agents.len(), limits.max_agents, "max_agents"),
+            ("tasks", crew.tasks.len(), limits.max_tasks, "max_tasks"),
+            ("tools", crew.tools.len(), limits.max_tools, "max_tools"),
+        ];
+        let before = self.errors.len();
+        for (field, count, max, limit) in counts {
+            if count > max {
+                self.error(
+                    field,
+                    format!("{count} {field}: at most {max} per crew (the server's {limit} limit)"),
+                );
+            }
+        }
+        self.errors.len() == before
     }
 
     fn unique<'s>(&mut self, names: impl Iterator<Item = &'s str>, list: &str, what: &str) {
@@ -228,6 +255,11 @@ impl Validator<'_> {
     }
 
     fn tool_refs(&mut self, tools: &[String], path: &str, known: &[&str]) {
+        let max = self.ctx.limits.max_tools;
+        if tools.len() > max {
+            let message = format!("{} tools: at most {max} (the server's max_tools limit)", tools.len());
+            return self.error(path, message);
+        }
         for (i, tool) in tools.iter().enumerate() {
             if !known.contains(&tool.as_str()) {
                 let message = format!("unknown tool '{tool}' (available: {})", known.join(", "));

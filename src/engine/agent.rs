@@ -325,7 +325,7 @@ impl<'a> AgentLoop<'a> {
         pending: &mut Step,
     ) -> Result<Result<TaskOutput, Flow>, EngineError> {
         let Some(schema) = &self.turn.output_schema else {
-            return Ok(Ok(TaskOutput { raw: output, json: None }));
+            return Ok(Ok(TaskOutput::new(output, None)));
         };
         let parsed = parse_lenient(&output);
         let errors = match &parsed {
@@ -334,7 +334,7 @@ impl<'a> AgentLoop<'a> {
         };
         if errors.is_empty() {
             let json = parsed.unwrap_or(Value::Null);
-            return Ok(Ok(TaskOutput { raw: json.to_string(), json: Some(json) }));
+            return Ok(Ok(TaskOutput::new(json.to_string(), Some(json))));
         }
         self.schema_retries += 1;
         if self.schema_retries > MAX_SCHEMA_RETRIES {
@@ -346,7 +346,7 @@ impl<'a> AgentLoop<'a> {
 
     fn finish_raw(&mut self, output: String, pending: &mut Step) -> Result<Flow, EngineError> {
         self.turn.event(pending, EventData::AgentFinalAnswer(AgentFinalAnswer { output: output.clone() }));
-        Ok(Flow::Finish(TaskOutput { raw: output, json: None }))
+        Ok(Flow::Finish(TaskOutput::new(output, None)))
     }
 
     /// `max_iter` reached: one more call, without tools, for the final answer.

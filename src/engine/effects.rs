@@ -109,6 +109,16 @@ impl Context<'_> {
         if pending.is_empty() {
             return Ok(());
         }
+        self.budget.charge(pending.text_bytes())?;
+        self.commit_unmetered(pending).await
+    }
+
+    /// Commit what is pending without counting it against the run's journal limit: the step
+    /// that ends the run (so that a run over the limit can still record that it failed).
+    pub async fn commit_unmetered(&self, pending: &mut Step) -> Result<(), EngineError> {
+        if pending.is_empty() {
+            return Ok(());
+        }
         let step = std::mem::take(pending);
         self.journal.commit(step).await.map_err(EngineError::Journal)
     }
@@ -184,6 +194,7 @@ impl Context<'_> {
             purpose: why,
         };
         pending.event(Some(task), Some(agent), EventData::LlmFinished(data));
+        self.budget.check_reply(reply_bytes(&response))?;
         Ok(response)
     }
 
@@ -312,6 +323,13 @@ fn is_provider_gate(limit: &Limit) -> bool {
 }
 
 /// Replace the NUL characters of a model's reply, which Postgres cannot store.
+/// The bytes of a reply: its text and tool calls.
+fn reply_bytes(response: &ChatResponse) -> usize {
+    let calls: usize =
+        response.tool_calls.iter().map(|c| c.id.len() + c.name.len() + c.arguments.len()).sum();
+    response.content.as_ref().map_or(0, String::len) + calls
+}
+
 fn scrub_reply(response: &mut ChatResponse) {
     if let Some(content) = &mut response.content {
         crate::text::scrub(content);

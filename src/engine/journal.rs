@@ -190,6 +190,38 @@ impl Step {
         }
     }
 
+    /// The bytes of text the step journals: messages (with their tool calls and images), tool
+    /// results and errors, task and run outputs. What a run's journal limit counts; events and
+    /// keys are left out (small, and they repeat what is counted).
+    pub fn text_bytes(&self) -> u64 {
+        let messages: usize = self.messages.iter().map(|m| message_bytes(&m.message)).sum();
+        let results: usize = self
+            .tool_ends
+            .iter()
+            .map(|end| match &end.outcome {
+                ToolCallOutcome::Succeeded { result, .. } => result.len(),
+                ToolCallOutcome::Failed { error } => error.len(),
+            })
+            .sum();
+        let outputs: usize = self
+            .tasks
+            .iter()
+            .map(|change| match change {
+                TaskChange::AwaitingReview { output, .. } | TaskChange::Completed { output, .. } => {
+                    output.raw.len()
+                }
+                TaskChange::Failed { error, .. } => error.len(),
+                TaskChange::Started { .. } => 0,
+            })
+            .sum();
+        let run = match &self.run {
+            Some(RunChange::Completed { output }) => output.raw.len(),
+            Some(RunChange::Failed { error }) => error.message.len(),
+            Some(RunChange::AwaitingInput) | None => 0,
+        };
+        (messages + results + outputs + run) as u64
+    }
+
     /// Does the step hold only what a resumed run writes again the same way, so that losing it
     /// to a crash loses nothing: a task's start, its system and user prompts and events, but no
     /// model reply or summary, no tool call or result, no task or run end, no usage?
@@ -223,6 +255,13 @@ impl Step {
         self.usage.tool_calls += other.usage.tool_calls;
         self.events.extend(other.events);
     }
+}
+
+/// The bytes of a message's text: content, tool calls, images.
+fn message_bytes(message: &ChatMessage) -> usize {
+    let calls: usize = message.tool_calls.iter().map(|c| c.name.len() + c.arguments.len()).sum();
+    let images: usize = message.images.iter().map(|i| i.data.len()).sum();
+    message.content.as_ref().map_or(0, String::len) + calls + images
 }
 
 /// A stored message.
@@ -267,6 +306,22 @@ impl Snapshot {
         let from = records.iter().rposition(|m| m.compacts).unwrap_or(0);
         let system = records.first().filter(|m| from > 0 && m.message.role == crate::llm::Role::System);
         system.into_iter().chain(&records[from..]).map(|m| m.message.clone()).collect()
+    }
+
+    /// The bytes of text journaled so far, counted as [`Step::text_bytes`] counts them.
+    pub fn text_bytes(&self) -> u64 {
+        let messages: usize = self.messages.iter().map(|m| message_bytes(&m.message)).sum();
+        let results: usize = self
+            .tool_calls
+            .iter()
+            .map(|call| match &call.outcome {
+                Some(ToolCallOutcome::Succeeded { result, .. }) => result.len(),
+                Some(ToolCallOutcome::Failed { error }) => error.len(),
+                None => 0,
+            })
+            .sum();
+        let outputs: usize = self.tasks.iter().filter_map(|t| t.output.as_ref()).map(|o| o.raw.len()).sum();
+        (messages + results + outputs) as u64
     }
 
     /// The tool call with this id.

@@ -50,7 +50,9 @@ use journal::{Journal, JournalError, Snapshot};
 pub use runtime::Engine;
 use toolbox::{DelegateMode, RunTools};
 
-use crate::domain::ErrorKind;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::domain::{ErrorKind, RunLimits};
 use crate::metrics::Metrics;
 use crate::ratelimit::RateLimiter;
 
@@ -91,6 +93,59 @@ pub struct Context<'a> {
     pub limiter: &'a RateLimiter,
     /// Where LLM and tool latencies are recorded.
     pub metrics: &'a Metrics,
+    /// What the run may still produce.
+    pub budget: &'a RunBudget,
+}
+
+/// A run's [`RunLimits`] and the bytes it has journaled so far (every commit through the effects
+/// layer is counted; a resumed run starts from what its journal holds).
+pub struct RunBudget {
+    pub limits: RunLimits,
+    journaled: AtomicU64,
+}
+
+impl RunBudget {
+    pub fn new(limits: RunLimits, journaled: u64) -> Self {
+        Self { limits, journaled: AtomicU64::new(journaled) }
+    }
+
+    /// Count `bytes` about to be journaled: over the run's journal limit, the run fails.
+    pub fn charge(&self, bytes: u64) -> Result<(), EngineError> {
+        let total = self.journaled.fetch_add(bytes, Ordering::Relaxed) + bytes;
+        let max = self.limits.max_journal_bytes;
+        if total > max {
+            return Err(EngineError::failed(
+                ErrorKind::Limit,
+                format!(
+                    "the run has journaled {total} bytes, over the limit of {max} (max_run_journal_bytes)"
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// A model reply of `bytes`: over the reply limit, the run fails.
+    pub fn check_reply(&self, bytes: usize) -> Result<(), EngineError> {
+        let max = self.limits.max_reply_bytes;
+        if bytes > max {
+            let message =
+                format!("the model's reply of {bytes} bytes is over the limit of {max} (max_reply_bytes)");
+            return Err(EngineError::failed(ErrorKind::Limit, message));
+        }
+        Ok(())
+    }
+
+    /// Task `task`'s output of `bytes`: over the task output limit, the task and run fail.
+    pub fn check_task_output(&self, task: &str, bytes: usize) -> Result<(), EngineError> {
+        let max = self.limits.max_task_output_bytes;
+        if bytes > max {
+            let message = format!(
+                "task '{task}' produced {bytes} bytes of output, over the limit of {max} (max_task_output_bytes)"
+            );
+            return Err(EngineError::failed(ErrorKind::Limit, message));
+        }
+        Ok(())
+    }
 }
 
 /// The outcome of a delegation: the coworker's answer or an observation saying why not, or an

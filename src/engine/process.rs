@@ -134,6 +134,10 @@ async fn perform(
         },
         Err(error) => Err(error),
     };
+    let result = result.and_then(|output| {
+        ctx.budget.check_task_output(&task.name, output.raw.len())?;
+        Ok(output)
+    });
     match result {
         Ok(output) if task.human_input => {
             let event = TaskAnswered { task: task.name.clone(), output: output.raw.clone() };

@@ -14,10 +14,10 @@ use super::journal::{Journal, JournalError, RunChange, Snapshot, Step, TaskRecor
 use super::process;
 use super::schemas::{RunSchemas, SharedSchemas};
 use super::toolbox::RunTools;
-use super::{Context, Coworkers, EngineError};
+use super::{Context, Coworkers, EngineError, RunBudget};
 use crate::domain::crew::CrewSpec;
 use crate::domain::event::{RunCompleted, RunFailed};
-use crate::domain::{EventData, RunError, TaskOutput, TaskStatus};
+use crate::domain::{EventData, RunError, RunLimits, TaskOutput, TaskStatus};
 use crate::llm::LlmRegistry;
 use crate::metrics::Metrics;
 use crate::ratelimit::RateLimiter;
@@ -33,6 +33,8 @@ pub struct Engine {
     outbound: Arc<Outbound>,
     limiter: Arc<RateLimiter>,
     metrics: Arc<Metrics>,
+    /// What one run may produce.
+    limits: RunLimits,
 }
 
 impl Engine {
@@ -40,7 +42,13 @@ impl Engine {
         let builtins = builtin::instantiate(outbound.clone());
         let (limiter, metrics) = (Arc::new(RateLimiter::default()), Arc::new(Metrics::default()));
         let schemas = Arc::new(SharedSchemas::compile(&builtins));
-        Self { llms, builtins, schemas, outbound, limiter, metrics }
+        Self { llms, builtins, schemas, outbound, limiter, metrics, limits: RunLimits::default() }
+    }
+
+    /// Hold runs to `limits` (default: [`RunLimits::default`]).
+    pub fn with_limits(mut self, limits: RunLimits) -> Self {
+        self.limits = limits;
+        self
     }
 
     /// Record LLM and tool latencies in `metrics`.
@@ -121,8 +129,18 @@ impl Engine {
         let team = Team { assembler: &assembler };
         let (limiter, metrics) = (self.limiter.as_ref(), self.metrics.as_ref());
         let coworkers = Some(&team as &dyn Coworkers);
-        let ctx =
-            Context { journal, snapshot: &snapshot, tools: &tools, cancel, coworkers, limiter, metrics };
+        let budget = RunBudget::new(self.limits, snapshot.text_bytes());
+        let budget = &budget;
+        let ctx = Context {
+            journal,
+            snapshot: &snapshot,
+            tools: &tools,
+            cancel,
+            coworkers,
+            limiter,
+            metrics,
+            budget,
+        };
         let mut pending = Step::default();
         let result = process::perform_tasks(&assembler, &ctx, &mut pending).await;
         self.limiter.forget(&rate_key);
@@ -144,7 +162,7 @@ impl Engine {
             Err(EngineError::AwaitingInput) => {}
             Err(_) => return result,
         }
-        ctx.commit(&mut pending).await?;
+        ctx.commit_unmetered(&mut pending).await?;
         result
     }
 }

@@ -11,7 +11,7 @@ use super::error::{ApiError, ApiResult, Problem};
 use super::extract::{ApiJson, ApiPath, ApiQuery};
 use super::wire::{MessageBody, RunBody, ToolCallBody};
 use super::AppState;
-use crate::domain::{RunId, RunStatus};
+use crate::domain::{RunId, RunStatus, TaskRun};
 
 const DEFAULT_PAGE: i64 = 50;
 const MAX_PAGE: i64 = 200;
@@ -29,6 +29,24 @@ const MAX_PAGE: i64 = 200;
 )]
 pub async fn get_run(State(state): State<AppState>, ApiPath(id): ApiPath<Uuid>) -> ApiResult<Json<RunBody>> {
     Ok(Json(state.services.run(RunId(id)).await?.into()))
+}
+
+/// One task of a run, with its output whole (a run's own resource cuts long outputs).
+#[utoipa::path(
+    get, path = "/runs/{id}/tasks/{name}", tag = "runs",
+    params(("id" = Uuid, Path, description = "Run id"), ("name" = String, Path, description = "Task name")),
+    responses(
+        (status = 200, body = TaskRun),
+        (status = 400, description = "Malformed id", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such run, or no such task in it", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "The database is unavailable (retry later)", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn get_task(
+    State(state): State<AppState>,
+    ApiPath((id, name)): ApiPath<(Uuid, String)>,
+) -> ApiResult<Json<TaskRun>> {
+    Ok(Json(state.services.task(RunId(id), &name).await?))
 }
 
 /// Query of `GET /v1/runs`.

@@ -47,6 +47,7 @@ impl AppState {
                 .map(|p| p.name.clone())
                 .collect(),
             default_model: config.default_model.clone(),
+            limits: config.crew_limits,
         };
         let bus = EventBus::start(store.clone(), shutdown.clone());
         Self {

@@ -33,11 +33,40 @@ pub struct RunBody {
     pub links: RunLinks,
 }
 
+/// Bytes of an output a run's view shows (longer ones are cut, with a marker naming
+/// `GET /v1/runs/{id}/tasks/{name}`, which serves them whole): the run stays small whatever its
+/// outputs.
+pub const VIEW_OUTPUT_BYTES: usize = 16 * 1024;
+
 impl From<Run> for RunBody {
-    fn from(run: Run) -> Self {
+    fn from(mut run: Run) -> Self {
         let links = RunLinks::for_run(run.id);
+        let id = run.id;
+        for task in &mut run.tasks {
+            if let Some(output) = &mut task.output {
+                output.cut_for_view(VIEW_OUTPUT_BYTES, &format!("GET {}", task_path(id, &task.name)));
+            }
+        }
+        // The run's output is its last task's.
+        let last = run.tasks.last().map(|t| task_path(id, &t.name));
+        if let (Some(output), Some(path)) = (&mut run.output, last) {
+            output.cut_for_view(VIEW_OUTPUT_BYTES, &format!("GET {path}"));
+        }
         Self { run, links }
     }
+}
+
+/// The path of a run's task (its name percent-encoded as one path segment).
+pub fn task_path(id: RunId, task: &str) -> String {
+    let mut segment = String::with_capacity(task.len());
+    for byte in task.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~') {
+            segment.push(byte as char);
+        } else {
+            segment.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    format!("/v1/runs/{id}/tasks/{segment}")
 }
 
 /// One message of a task's conversation.

@@ -2,7 +2,7 @@
 //! (cancelling, resuming one that awaits a human's review).
 
 use super::{invalid, ServiceError, ServiceResult, Services};
-use crate::domain::{Event, Run, RunId, RunStatus};
+use crate::domain::{Event, Run, RunId, RunStatus, TaskRun};
 use crate::store::{CancelOutcome, Message, ResumeOutcome, ToolCall};
 
 pub use crate::store::RunPage;
@@ -10,6 +10,15 @@ pub use crate::store::RunPage;
 impl Services {
     pub async fn run(&self, id: RunId) -> ServiceResult<Run> {
         self.store.get_run(id).await?.ok_or_else(|| no_run(id))
+    }
+
+    /// Task `name` of run `id`, its output whole.
+    pub async fn task(&self, id: RunId, name: &str) -> ServiceResult<TaskRun> {
+        let run = self.run(id).await?;
+        run.tasks
+            .into_iter()
+            .find(|task| task.name == name)
+            .ok_or_else(|| ServiceError::NotFound(format!("run {id} has no task '{name}'")))
     }
 
     /// Runs newest first, `limit` of them, older than the run `before` when given.

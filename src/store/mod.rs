@@ -59,14 +59,16 @@ impl StoreError {
     pub fn is_unavailable(&self) -> bool {
         // Class 57P: the server is shutting down, restarting or starting up ("cannot connect now").
         let out_of_reach = |error: &sqlx::Error| match error {
-            sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_) | sqlx::Error::Tls(_) => true,
+            sqlx::Error::PoolTimedOut
+            | sqlx::Error::PoolClosed
+            | sqlx::Error::Io(_)
+            | sqlx::Error::Tls(_) => true,
             sqlx::Error::Database(db) => db.code().is_some_and(|code| code.starts_with("57P")),
             _ => false,
         };
         match self {
-            StoreError::Database(error) | StoreError::Migrate(sqlx::migrate::MigrateError::Execute(error)) => {
-                out_of_reach(error)
-            }
+            StoreError::Database(error)
+            | StoreError::Migrate(sqlx::migrate::MigrateError::Execute(error)) => out_of_reach(error),
             StoreError::Stopped => true,
             StoreError::Group(inner) => inner.is_unavailable(),
             _ => false,

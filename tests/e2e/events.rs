@@ -357,8 +357,7 @@ async fn a_stalled_subscriber_gets_all_10000_events_in_order(pool: PgPool) {
     }
     let mut end = Step::default();
     end.event(None, None, EventData::RunCompleted(RunCompleted { output: "done".into() }));
-    end.run =
-        Some(RunChange::Completed { output: agentd::domain::TaskOutput { raw: "done".into(), json: None } });
+    end.run = Some(RunChange::Completed { output: agentd::domain::TaskOutput::new("done", None) });
     journal.commit(end).await.expect("commit");
     let events = stream.drain().await;
     assert_eq!(events.len(), 10_003, "run.queued, run.started, 10,000 thoughts, run.completed");

@@ -51,7 +51,7 @@ fn start(id: &str, arguments: serde_json::Value) -> ToolCallStart {
 }
 
 fn output(raw: &str) -> TaskOutput {
-    TaskOutput { raw: raw.into(), json: None }
+    TaskOutput::new(raw, None)
 }
 
 /// A step that counts one prompt token and nothing else.
@@ -151,7 +151,7 @@ fn final_step() -> Step {
             TaskChange::Started { task: "write".into() },
             TaskChange::Completed {
                 task: "write".into(),
-                output: TaskOutput { raw: r#"{"answer":"4"}"#.into(), json: Some(json!({"answer": "4"})) },
+                output: TaskOutput::new(r#"{"answer":"4"}"#, Some(json!({"answer": "4"}))),
             },
         ],
         run: Some(RunChange::Completed { output: output("done") }),

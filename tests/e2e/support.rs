@@ -160,6 +160,7 @@ pub fn new_run() -> NewRun {
         providers: vec!["openai".into(), "local".into()],
         fake_providers: Vec::new(),
         default_model: "openai/gpt-4o-mini".into(),
+        limits: agentd::domain::CrewLimits::default(),
     };
     let crew = CrewSpec::from_json(sample_crew()).expect("spec");
     let Value::Object(inputs) = sample_inputs() else { panic!("inputs") };

@@ -22,7 +22,7 @@ async fn later_tasks_see_earlier_outputs_and_finished_tasks_are_skipped(backend:
     let llm = ScriptedLlm::new(vec![text("second again")]);
     let engine = super::support::engine(llm.clone(), true, vec![]);
     let resumed = backend.journal(&crew, &inputs()).await;
-    let first = crate::domain::TaskOutput { raw: "first output".into(), json: None };
+    let first = crate::domain::TaskOutput::new("first output", None);
     let tasks = vec![
         TaskChange::Started { task: "t".into() },
         TaskChange::Completed { task: "t".into(), output: first },

@@ -7,6 +7,7 @@
 //! show.
 
 mod answers;
+mod limits;
 mod provider;
 
 use std::time::Duration;
