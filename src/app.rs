@@ -100,6 +100,10 @@ pub async fn serve(mut config: Config) -> Result<(), ServeError> {
         }
         false => None,
     };
+    let pruner = config.retention.map(|keep| {
+        let settings = crate::retention::RetentionSettings::keeping(keep);
+        tokio::spawn(crate::retention::run(store.clone(), settings, metrics.clone(), shutdown.clone()))
+    });
     let api = match config.role.serves_api() {
         true => serve_api(store, config, metrics, shutdown.clone()).await,
         false => {
@@ -111,6 +115,9 @@ pub async fn serve(mut config: Config) -> Result<(), ServeError> {
         if let Err(error) = workers.await {
             tracing::error!(%error, "the worker pool ended abnormally");
         }
+    }
+    if let Some(pruner) = pruner {
+        let _ = pruner.await;
     }
     tracing::info!("agentd stopped");
     api

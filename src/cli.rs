@@ -138,6 +138,10 @@ struct ServeArgs {
     /// Bytes of text one run may journal in all (more: the run fails with error.kind "limit").
     #[arg(long, env = "AGENTD_MAX_RUN_JOURNAL_BYTES", default_value_t = 67_108_864, value_parser = clap::value_parser!(u64).range(65_536..=1_099_511_627_776))]
     max_run_journal_bytes: u64,
+    /// Days finished runs are kept before the retention pruner removes them with their journals
+    /// (0: kept for ever).
+    #[arg(long, env = "AGENTD_RETENTION_DAYS", default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=36_500))]
+    retention_days: u32,
     /// Attempts per LLM call; transient failures (connection, timeout, 408, 409, 429, 5xx) are retried.
     #[arg(long, env = "AGENTD_LLM_MAX_ATTEMPTS", default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=20))]
     llm_max_attempts: u32,
@@ -188,6 +192,8 @@ impl ServeArgs {
                 max_tasks: self.max_tasks as usize,
                 max_tools: self.max_tools as usize,
             },
+            retention: (self.retention_days > 0)
+                .then(|| Duration::from_secs(u64::from(self.retention_days) * 86_400)),
             run_limits: RunLimits {
                 max_reply_bytes: self.max_reply_bytes as usize,
                 max_task_output_bytes: self.max_task_output_bytes as usize,

@@ -217,6 +217,8 @@ pub struct Config {
     pub crew_limits: CrewLimits,
     /// What one run may produce (checked as it goes).
     pub run_limits: RunLimits,
+    /// How long finished runs are kept; `None`: for ever.
+    pub retention: Option<std::time::Duration>,
 }
 
 impl Config {
@@ -243,6 +245,7 @@ impl Config {
             run_timeout: Some(std::time::Duration::from_secs(3600)),
             crew_limits: CrewLimits::default(),
             run_limits: RunLimits::default(),
+            retention: None,
         }
     }
 }

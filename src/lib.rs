@@ -14,6 +14,7 @@ pub mod llm;
 pub mod metrics;
 pub mod net;
 pub mod ratelimit;
+pub mod retention;
 pub mod service;
 pub mod store;
 pub mod text;

@@ -28,14 +28,22 @@ const CLAIM_LATENCY: &str = "agentd_claim_latency_seconds";
 const LLM_LATENCY: &str = "agentd_llm_call_duration_seconds";
 const LLM_TOKENS: &str = "agentd_llm_tokens_total";
 const TOOL_LATENCY: &str = "agentd_tool_call_duration_seconds";
+const PRUNED_RUNS: &str = "agentd_pruned_runs_total";
+const PRUNED_ROWS: &str = "agentd_pruned_rows_total";
 
 /// The recorded families: name, Prometheus type and help. Each is announced (HELP and TYPE) even
 /// before its first sample, as scrapers and dashboards expect.
-const RECORDED: [(&str, &str, &str); 4] = [
+const RECORDED: [(&str, &str, &str); 6] = [
     (CLAIM_LATENCY, "histogram", "Time from kickoff to a run's first claim."),
     (LLM_LATENCY, "histogram", "LLM call latency by model."),
     (LLM_TOKENS, "counter", "LLM tokens by model and kind."),
     (TOOL_LATENCY, "histogram", "Tool call latency by tool."),
+    (PRUNED_RUNS, "counter", "Finished runs this replica's retention pruner removed."),
+    (
+        PRUNED_ROWS,
+        "counter",
+        "Rows (runs, tasks, events, messages, tool calls, idempotency keys) the pruner removed.",
+    ),
 ];
 
 /// Histogram samples are buffered until drained into their buckets; a scrape drains them, and so
@@ -111,6 +119,13 @@ impl Metrics {
             self.recorder.register_counter(&key, &METADATA).increment(tokens);
         }
         self.observed();
+    }
+
+    /// The retention pruner removed `runs` runs, `rows` rows in all.
+    pub fn observe_pruned(&self, runs: u64, rows: u64) {
+        for (name, count) in [(PRUNED_RUNS, runs), (PRUNED_ROWS, rows)] {
+            self.recorder.register_counter(&Key::from_static_name(name), &METADATA).increment(count);
+        }
     }
 
     /// A call of `tool` took `duration`.

@@ -64,7 +64,7 @@ fn v1_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(kickoffs::create_kickoff))
         .routes(routes!(kickoffs::create_batch))
         .routes(routes!(runs::list_runs))
-        .routes(routes!(runs::get_run))
+        .routes(routes!(runs::get_run, runs::delete_run))
         .routes(routes!(runs::get_task))
         .routes(routes!(runs::list_messages))
         .routes(routes!(runs::list_tool_calls))

@@ -178,6 +178,24 @@ pub async fn cancel_run(
     Ok((StatusCode::ACCEPTED, Json(run.into())))
 }
 
+/// Delete a finished run: the run, its tasks, events, messages and tool calls, and its
+/// idempotency key (a batch's key, which names several runs, goes with any of them).
+#[utoipa::path(
+    delete, path = "/runs/{id}", tag = "runs",
+    params(("id" = Uuid, Path, description = "Run id")),
+    responses(
+        (status = 204, description = "Deleted"),
+        (status = 400, description = "Malformed id", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such run", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "The run has not ended (cancel it first)", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "The database is unavailable (retry later)", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn delete_run(State(state): State<AppState>, ApiPath(id): ApiPath<Uuid>) -> ApiResult<StatusCode> {
+    state.services.delete(RunId(id)).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
 /// A human's decision on a task's answer.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]

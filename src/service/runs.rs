@@ -3,7 +3,7 @@
 
 use super::{invalid, ServiceError, ServiceResult, Services};
 use crate::domain::{Event, Run, RunId, RunStatus, TaskRun};
-use crate::store::{CancelOutcome, Message, ResumeOutcome, ToolCall};
+use crate::store::{CancelOutcome, Deleted, Message, ResumeOutcome, ToolCall};
 
 pub use crate::store::RunPage;
 
@@ -78,6 +78,18 @@ impl Services {
                 Err(ServiceError::Conflict(format!("the run has already ended ({})", run.status.as_str())))
             }
             CancelOutcome::Accepted(run) => Ok(run),
+        }
+    }
+
+    /// Remove a finished run with its journal and idempotency key.
+    pub async fn delete(&self, id: RunId) -> ServiceResult<()> {
+        match self.store.delete_run(id).await? {
+            Deleted::Deleted => Ok(()),
+            Deleted::NotFound => Err(no_run(id)),
+            Deleted::Live(status) => Err(ServiceError::Conflict(format!(
+                "the run has not ended ({}); cancel it first",
+                status.as_str()
+            ))),
         }
     }
 

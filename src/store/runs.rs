@@ -23,7 +23,7 @@ pub struct IdempotencyKey {
 }
 
 /// How keys older than this are treated: as unused.
-const IDEMPOTENCY_TTL_HOURS: i32 = 24;
+pub(super) const IDEMPOTENCY_TTL_HOURS: i32 = 24;
 
 /// What storing runs under an idempotency key did.
 #[derive(Debug)]

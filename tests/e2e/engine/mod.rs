@@ -9,6 +9,7 @@
 mod answers;
 mod limits;
 mod provider;
+mod retention;
 
 use std::time::Duration;
 
