@@ -10,7 +10,8 @@
 //! 2. announce `llm.started` and commit the pending journal step before the model is asked,
 //!    except a step a resumed run would write again the same way ([`Step::is_replayable`]: a
 //!    task's start and prompts), which is committed while the call goes out; a failed commit
-//!    stops the call;
+//!    stops the call. The call is counted in the run's usage in that step, so a call lost to a
+//!    crash (or one that fails) is still counted: spend is never under-reported;
 //! 3. after the reply: NUL characters are scrubbed (Postgres cannot store them), latency and
 //!    tokens go to the metrics and the run's usage, and `llm.finished` is announced.
 //!
@@ -169,6 +170,9 @@ impl Context<'_> {
         let data = LlmStarted { model: label.clone(), iteration, purpose: why };
         pending.event(Some(task), Some(agent), EventData::LlmStarted(data));
         let alongside = pending.is_replayable();
+        // Counted as sent, in the step committed before (or while) it goes out: a call lost to a
+        // crash, or one that fails, is still counted (its tokens are not known).
+        pending.usage.llm_calls += 1;
         if !alongside {
             self.commit(pending).await?;
         }
@@ -180,7 +184,6 @@ impl Context<'_> {
         let usage = response.usage;
         let elapsed = started.elapsed();
         self.metrics.observe_llm(&label, elapsed, usage.prompt_tokens, usage.completion_tokens);
-        pending.usage.llm_calls += 1;
         pending.usage.prompt_tokens += usage.prompt_tokens as i64;
         pending.usage.completion_tokens += usage.completion_tokens as i64;
         let data = LlmFinished {

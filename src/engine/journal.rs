@@ -224,7 +224,10 @@ impl Step {
 
     /// Does the step hold only what a resumed run writes again the same way, so that losing it
     /// to a crash loses nothing: a task's start, its system and user prompts and events, but no
-    /// model reply or summary, no tool call or result, no task or run end, no usage?
+    /// model reply or summary, no tool call or result, no task or run end, no usage (but the
+    /// count of the model call it goes out with: lost with the step only if the process dies in
+    /// the few milliseconds of that commit, and counted again when the resumed run repeats the
+    /// call)?
     pub fn is_replayable(&self) -> bool {
         self.messages.iter().all(|m| {
             matches!(m.message.role, Role::System | Role::User) && !m.compacts && m.message.images.is_empty()
@@ -232,7 +235,7 @@ impl Step {
             && self.tool_ends.is_empty()
             && self.tasks.iter().all(|t| matches!(t, TaskChange::Started { .. }))
             && self.run.is_none()
-            && self.usage == UsageDelta::default()
+            && self.usage == UsageDelta { llm_calls: self.usage.llm_calls.min(1), ..UsageDelta::default() }
     }
 
     /// Announce an event (of `task` and `agent`, where it has them).

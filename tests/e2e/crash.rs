@@ -71,6 +71,9 @@ async fn kill_9_during_an_llm_call_resumes_without_repeating_completed_calls(poo
 
     let requests = fake.requests();
     assert_eq!(requests.len(), 3, "the first LLM call was not made again");
+    // Every call the provider served is counted, the one lost to the crash too (its tokens are
+    // not known: only the two answered calls' are counted).
+    assert_eq!(done["usage"]["llm_calls"], 3, "{}", done["usage"]);
     assert_eq!(requests[2]["messages"], requests[1]["messages"], "the conversation was rebuilt exactly");
     let calls = get(&second.base, &format!("/v1/runs/{id}/tool-calls")).await;
     let calls = calls["tool_calls"].as_array().expect("calls");

@@ -88,9 +88,16 @@ fn only_starts_and_prompts_are_replayable() {
         messages: vec![NewMessage { compacts: true, ..prompt(ChatMessage::user("sum")) }],
         ..start.clone()
     };
-    let usage = Step { usage: UsageDelta { llm_calls: 1, ..UsageDelta::default() }, ..start.clone() };
+    // The count of the one call the step goes out with keeps it replayable; tokens do not.
+    let sent = Step { usage: UsageDelta { llm_calls: 1, ..UsageDelta::default() }, ..start.clone() };
+    assert!(sent.is_replayable());
+    let usage = Step {
+        usage: UsageDelta { llm_calls: 1, prompt_tokens: 5, ..UsageDelta::default() },
+        ..start.clone()
+    };
+    let two = Step { usage: UsageDelta { llm_calls: 2, ..UsageDelta::default() }, ..start.clone() };
     let ended = Step { run: Some(RunChange::AwaitingInput), ..start.clone() };
-    for step in [reply, summary, usage, ended] {
+    for step in [reply, summary, usage, two, ended] {
         assert!(!step.is_replayable(), "{step:?}");
     }
 }

@@ -33,7 +33,7 @@ async fn tools_rejected_with_400_fall_back_to_react(pool: PgPool) {
     assert!(out.content(2).starts_with("Native tool calling is not available."));
     assert_eq!(out.content(4), "Observation: 3");
     assert_eq!(out.calls(), [succeeded("t#1/react", "calculator", json!({"expression": "1+2"}), "3", false)]);
-    assert_eq!(out.run["usage"]["llm_calls"], 2, "the rejected call is not counted");
+    assert_eq!(out.run["usage"]["llm_calls"], 3, "every call sent is counted, the rejected one too");
 
     let requests = h.fake.requests();
     assert_eq!(requests.len(), 3, "a 400 is not retried");
@@ -143,7 +143,7 @@ async fn llm_authentication_failure_fails_the_run_without_leaking_the_key(pool: 
     assert_eq!(out.event_types(), FAILED_CALL);
     assert_eq!(out.data("task.failed")[0], &json!({"task": "t", "error": message}));
     assert_eq!(out.data("run.failed")[0], &json!({"error": {"kind": "llm_error", "message": message}}));
-    assert_eq!(out.run["usage"]["llm_calls"], 0);
+    assert_eq!(out.run["usage"]["llm_calls"], 1, "the call was sent: it is counted");
 
     let headers = h.fake.request_headers();
     assert_eq!(headers.len(), 1, "a 401 is not retried");
