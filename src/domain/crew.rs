@@ -15,18 +15,23 @@ pub const DEFAULT_PROVIDER: &str = "openai";
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CrewSpec {
-    /// The crew's name (letters, digits, `-`, `_`, `.`; at most 100 characters).
+    /// The crew's name (letters, digits, `-`, `_`, `.`; at most 100 characters; not dots only).
+    #[schema(min_length = 1, max_length = 100, pattern = "^[A-Za-z0-9._-]*[A-Za-z0-9_-][A-Za-z0-9._-]*$")]
     pub name: String,
     #[serde(default)]
     pub process: Process,
+    /// At least one (at most the server's `max_agents`, default 50).
+    #[schema(min_items = 1)]
     pub agents: Vec<AgentSpec>,
+    /// At least one (at most the server's `max_tasks`, default 100).
+    #[schema(min_items = 1)]
     pub tasks: Vec<TaskSpec>,
     /// Tools declared by the crew (HTTP tools), usable beside the built-ins.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tools: Vec<ToolSpec>,
     /// Crew-wide requests-per-minute limit; overrides the agents' `max_rpm`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(minimum = 1)]
+    #[schema(minimum = 1, maximum = 1000000)]
     pub max_rpm: Option<u32>,
     /// The manager's model for the hierarchical process.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -54,9 +59,13 @@ pub enum Process {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AgentSpec {
+    #[schema(min_length = 1, max_length = 100, pattern = "\\S")]
     pub name: String,
+    #[schema(pattern = "\\S")]
     pub role: String,
+    #[schema(pattern = "\\S")]
     pub goal: String,
+    #[schema(pattern = "\\S")]
     pub backstory: String,
     /// The model; the server's default model when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -68,7 +77,7 @@ pub struct AgentSpec {
     #[schema(minimum = 1, maximum = 1000)]
     pub max_iter: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(minimum = 1)]
+    #[schema(minimum = 1, maximum = 1000000)]
     pub max_rpm: Option<u32>,
     #[serde(default)]
     pub tool_calling: ToolCalling,
@@ -81,21 +90,94 @@ fn default_max_iter() -> u32 {
 }
 
 /// A model reference: `"provider/model"`, a bare model of the default provider, or an object.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum LlmSpec {
     Model(String),
     Detailed(LlmOptions),
 }
 
+/// By hand rather than `untagged`, so that a wrong value is told what is expected (and an
+/// object's own errors, such as an unknown field, reach the client) instead of serde's
+/// "data did not match any variant".
+impl<'de> Deserialize<'de> for LlmSpec {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Spec;
+        impl<'de> serde::de::Visitor<'de> for Spec {
+            type Value = LlmSpec;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a model (\"provider/model\" or \"model\") or an object with model, temperature and max_tokens")
+            }
+
+            fn visit_str<E: serde::de::Error>(self, model: &str) -> Result<LlmSpec, E> {
+                Ok(LlmSpec::Model(model.to_owned()))
+            }
+
+            fn visit_string<E: serde::de::Error>(self, model: String) -> Result<LlmSpec, E> {
+                Ok(LlmSpec::Model(model))
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<LlmSpec, A::Error> {
+                LlmOptions::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+                    .map(LlmSpec::Detailed)
+            }
+        }
+        deserializer.deserialize_any(Spec)
+    }
+}
+
+/// What a model string must look like: something after the last `/` (the provider before it
+/// must be a configured one).
+pub const MODEL_PATTERN: &str = "[^/\\s]\\s*$";
+
+/// A crew name's pattern: letters, digits, `-`, `_`, `.`, not dots only (with length 1 to 100).
+pub const CREW_NAME_PATTERN: &str = "^[A-Za-z0-9._-]*[A-Za-z0-9_-][A-Za-z0-9._-]*$";
+
+/// A string schema with `pattern` (and a length of 1 to `max_length`, when given).
+pub fn string_schema(pattern: &str, max_length: Option<usize>) -> utoipa::openapi::schema::Object {
+    use utoipa::openapi::schema::{ObjectBuilder, Type};
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .pattern(Some(pattern))
+        .min_length(max_length.map(|_| 1))
+        .max_length(max_length)
+        .build()
+}
+
+impl utoipa::PartialSchema for LlmSpec {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{OneOfBuilder, Ref};
+        OneOfBuilder::new()
+            .item(string_schema(MODEL_PATTERN, None))
+            .item(Ref::from_schema_name("LlmOptions"))
+            .description(Some(
+                "A model reference: `\"provider/model\"`, a bare model of the default provider, or an object.",
+            ))
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for LlmSpec {
+    fn schemas(schemas: &mut Vec<(String, utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>)>) {
+        use utoipa::PartialSchema;
+        schemas.push(("LlmOptions".into(), LlmOptions::schema()));
+        <LlmOptions as ToSchema>::schemas(schemas);
+    }
+}
+
 /// A model with sampling options.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LlmOptions {
+    /// `"provider/model"` (a configured provider) or a bare model of the default provider.
+    #[schema(pattern = "[^/\\s]\\s*$")]
     pub model: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 0, maximum = 2)]
     pub temperature: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 1, maximum = 1000000)]
     pub max_tokens: Option<u32>,
 }
 
@@ -129,8 +211,11 @@ pub enum ToolCalling {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TaskSpec {
+    #[schema(min_length = 1, max_length = 100, pattern = "\\S")]
     pub name: String,
+    #[schema(pattern = "\\S")]
     pub description: String,
+    #[schema(pattern = "\\S")]
     pub expected_output: String,
     /// The agent's name; optional only in the hierarchical process.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -153,15 +238,19 @@ pub struct TaskSpec {
     pub async_execution: bool,
     /// With planning: the bound of each step's loop (default 15).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 1, maximum = 100)]
     pub max_step_iterations: Option<u32>,
     /// With planning: seconds a step may take; past it the step returns what it has.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 1, maximum = 3600)]
     pub step_timeout_s: Option<u32>,
     /// A sentence the answer must satisfy, checked by the model (JSON shape: `output_schema`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(pattern = "\\S")]
     pub guardrail: Option<String>,
     /// Redos a failed guardrail allows (default 3).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 0, maximum = 10)]
     pub guardrail_max_retries: Option<u32>,
 }
 
@@ -169,17 +258,22 @@ pub struct TaskSpec {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ToolSpec {
+    /// Letters, digits, `_` and `-`, at most 64 (the providers' function-name rule); not a
+    /// built-in tool's name.
+    #[schema(pattern = "^[A-Za-z0-9_-]{1,64}$")]
     pub name: String,
+    #[schema(pattern = "\\S")]
     pub description: String,
     /// JSON schema of the arguments (`"type": "object"`; 2020-12 unless `$schema` says
     /// otherwise; `$ref`s resolve inside it only).
-    #[schema(value_type = Object)]
+    #[schema(schema_with = tool_parameters_schema)]
     pub parameters: Value,
     pub http: HttpToolSpec,
     /// The tool's result becomes the task's final answer.
     #[serde(default)]
     pub result_as_answer: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 1, maximum = 1000000)]
     pub max_usage_count: Option<u32>,
     /// Cache results per run, keyed by arguments.
     #[serde(default = "default_true")]
@@ -197,6 +291,19 @@ impl ToolSpec {
     }
 }
 
+/// A tool's `parameters` in the OpenAPI document: a JSON schema of `"type": "object"`.
+fn tool_parameters_schema() -> utoipa::openapi::schema::Object {
+    use utoipa::openapi::schema::{ObjectBuilder, Type};
+    ObjectBuilder::new()
+        .schema_type(Type::Object)
+        .property("type", ObjectBuilder::new().schema_type(Type::String).enum_values(Some(["object"])))
+        .required("type")
+        .description(Some(
+            "JSON schema of the arguments (`\"type\": \"object\"`; 2020-12 unless `$schema` says otherwise; `$ref`s resolve inside it only).",
+        ))
+        .build()
+}
+
 fn default_true() -> bool {
     true
 }
@@ -205,10 +312,16 @@ fn default_true() -> bool {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HttpToolSpec {
+    /// An `http` or `https` URL with a host and no credentials.
+    #[schema(
+        pattern = "^[Hh][Tt][Tt][Pp][Ss]?://[A-Za-z0-9][A-Za-z0-9.-]*(:[1-9][0-9]{0,3})?([/?#][!-~]*)?$"
+    )]
     pub url: String,
     #[serde(default)]
     pub method: HttpMethod,
+    /// Milliseconds a call may take (default 10,000).
     #[serde(default = "default_timeout_ms")]
+    #[schema(minimum = 1, maximum = 300000)]
     pub timeout_ms: u64,
 }
 

@@ -6,8 +6,10 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 use utoipa::ToSchema;
 
-use super::crew::CrewSpec;
-use super::validate::{check_crew_name, validate_crew, validate_inputs, FieldError, ValidationContext};
+use super::crew::{string_schema, CrewSpec, CREW_NAME_PATTERN};
+use super::validate::{
+    check_crew_name, validate_crew, validate_inputs, FieldError, ValidationContext, MAX_NAME_LEN,
+};
 use super::{Run, RunId, RunStatus, TaskRun, TaskStatus, Usage};
 
 /// The body of `POST /v1/kickoffs`.
@@ -17,9 +19,9 @@ pub struct KickoffRequest {
     /// A crew spec, or the name of a registered crew.
     #[schema(value_type = CrewRef)]
     pub crew: Value,
-    /// Values for the crew's `{placeholders}`.
+    /// Values for the crew's `{placeholders}` (any JSON but `null`).
     #[serde(default)]
-    #[schema(value_type = Object)]
+    #[schema(value_type = Inputs)]
     pub inputs: Map<String, Value>,
     /// Free-form data kept with the run.
     #[serde(default)]
@@ -39,7 +41,7 @@ pub struct BatchKickoffRequest {
     #[schema(value_type = CrewRef)]
     pub crew: Value,
     /// One input set per run (1 to 1000).
-    #[schema(value_type = Vec<Object>)]
+    #[schema(value_type = Vec<Inputs>, min_items = 1, max_items = 1000)]
     pub inputs: Vec<Map<String, Value>>,
     /// Free-form data kept with every run.
     #[serde(default)]
@@ -101,12 +103,55 @@ pub fn prepare_batch(
 }
 
 /// The `crew` of a kickoff: a spec or a registered crew's name.
-#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum CrewRef {
     Name(String),
     Spec(Box<CrewSpec>),
 }
+
+impl utoipa::PartialSchema for CrewRef {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{OneOfBuilder, Ref};
+        OneOfBuilder::new()
+            .item(string_schema(CREW_NAME_PATTERN, Some(MAX_NAME_LEN)))
+            .item(Ref::from_schema_name("CrewSpec"))
+            .description(Some("The `crew` of a kickoff: a spec or a registered crew's name."))
+            .into()
+    }
+}
+
+impl ToSchema for CrewRef {
+    fn schemas(schemas: &mut Vec<(String, utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>)>) {
+        use utoipa::PartialSchema;
+        schemas.push(("CrewSpec".into(), CrewSpec::schema()));
+        <CrewSpec as ToSchema>::schemas(schemas);
+    }
+}
+
+/// A kickoff's inputs in the OpenAPI document: an object whose values may be any JSON but
+/// `null` (a placeholder needs a value).
+pub struct Inputs;
+
+impl utoipa::PartialSchema for Inputs {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{ObjectBuilder, SchemaType, Type};
+        let not_null = ObjectBuilder::new().schema_type(SchemaType::Array(vec![
+            Type::String,
+            Type::Number,
+            Type::Boolean,
+            Type::Object,
+            Type::Array,
+        ]));
+        ObjectBuilder::new()
+            .schema_type(Type::Object)
+            .description(Some("Values for the crew's `{placeholders}` (any JSON but `null`)."))
+            .additional_properties(Some(not_null))
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for Inputs {}
 
 impl CrewRef {
     /// Read the `crew` field, reporting errors under `crew`.

@@ -54,9 +54,11 @@ impl ValidationContext {
     }
 }
 
-const MAX_NAME_LEN: usize = 100;
+pub const MAX_NAME_LEN: usize = 100;
 const MAX_ITER_LIMIT: u32 = 1_000;
 const MAX_TOOL_TIMEOUT_MS: u64 = 300_000;
+/// The largest `max_rpm`, `max_tokens` and `max_usage_count`.
+const MAX_COUNT: u32 = 1_000_000;
 
 /// Check a whole crew spec; `Ok` or every violation found.
 pub fn validate_crew(crew: &CrewSpec, ctx: &ValidationContext) -> Result<(), Vec<FieldError>> {
@@ -204,9 +206,12 @@ impl Validator<'_> {
         }
     }
 
+    /// A count or a rate: 1 to [`MAX_COUNT`].
     fn positive(&mut self, value: Option<u32>, path: &str) {
-        if value == Some(0) {
-            self.error(path, "must be at least 1");
+        match value {
+            Some(0) => self.error(path, "must be at least 1"),
+            Some(n) if n > MAX_COUNT => self.error(path, format!("must be at most {MAX_COUNT}")),
+            _ => {}
         }
     }
 

@@ -21,8 +21,8 @@ use crate::store::UpsertOutcome;
 /// The body is a crew spec; its `name` may be left out, and must equal the path's when given.
 #[utoipa::path(
     put, path = "/crews/{name}", tag = "crews",
-    params(("name" = String, Path, description = "Crew name")),
-    request_body = CrewSpec,
+    params(("name" = String, Path, description = "Crew name", min_length = 1, max_length = 100, pattern = "^[A-Za-z0-9._-]*[A-Za-z0-9_-][A-Za-z0-9._-]*$", example = "research")),
+    request_body = CrewPutBody,
     responses(
         (status = 201, description = "Created", body = CrewBody),
         (status = 200, description = "Replaced", body = CrewBody),
@@ -46,6 +46,31 @@ pub async fn put_crew(
     Ok((status, Json(record.into())))
 }
 
+/// The body of `PUT /v1/crews/{name}`: a crew spec whose `name` comes from the path. The schema
+/// is `CrewSpec`'s without `name` (a `name` equal to the path's is accepted too).
+pub struct CrewPutBody;
+
+impl utoipa::PartialSchema for CrewPutBody {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::Schema;
+        use utoipa::openapi::RefOr;
+        let mut schema = <CrewSpec as utoipa::PartialSchema>::schema();
+        if let RefOr::T(Schema::Object(object)) = &mut schema {
+            object.properties.remove("name");
+            object.required.retain(|field| field != "name");
+            object.description =
+                Some("A crew spec whose name is the path's (a `name` equal to it may be given too).".into());
+        }
+        schema
+    }
+}
+
+impl ToSchema for CrewPutBody {
+    fn schemas(schemas: &mut Vec<(String, utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>)>) {
+        <CrewSpec as ToSchema>::schemas(schemas);
+    }
+}
+
 /// Every registered crew.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct CrewList {
@@ -65,7 +90,7 @@ pub async fn list_crews(State(state): State<AppState>) -> ApiResult<Json<CrewLis
 /// Get a registered crew.
 #[utoipa::path(
     get, path = "/crews/{name}", tag = "crews",
-    params(("name" = String, Path, description = "Crew name")),
+    params(("name" = String, Path, description = "Crew name", min_length = 1, max_length = 100, pattern = "^[A-Za-z0-9._-]*[A-Za-z0-9_-][A-Za-z0-9._-]*$")),
     responses(
         (status = 200, body = CrewBody),
         (status = 404, description = "No such crew", body = Problem, content_type = "application/problem+json"),
@@ -82,7 +107,7 @@ pub async fn get_crew(
 /// Delete a registered crew. Runs already started keep their snapshot of it.
 #[utoipa::path(
     delete, path = "/crews/{name}", tag = "crews",
-    params(("name" = String, Path, description = "Crew name")),
+    params(("name" = String, Path, description = "Crew name", min_length = 1, max_length = 100, pattern = "^[A-Za-z0-9._-]*[A-Za-z0-9_-][A-Za-z0-9._-]*$")),
     responses(
         (status = 204, description = "Deleted"),
         (status = 404, description = "No such crew", body = Problem, content_type = "application/problem+json"),
@@ -107,7 +132,7 @@ pub struct CrewInputs {
 /// The `{placeholder}` inputs a kickoff of this crew must provide.
 #[utoipa::path(
     get, path = "/crews/{name}/inputs", tag = "crews",
-    params(("name" = String, Path, description = "Crew name")),
+    params(("name" = String, Path, description = "Crew name", min_length = 1, max_length = 100, pattern = "^[A-Za-z0-9._-]*[A-Za-z0-9_-][A-Za-z0-9._-]*$")),
     responses(
         (status = 200, body = CrewInputs),
         (status = 404, description = "No such crew", body = Problem, content_type = "application/problem+json"),

@@ -38,10 +38,13 @@ const MAX_WAIT_S: u64 = 300;
 #[into_params(parameter_in = Query)]
 pub struct EventsQuery {
     /// Only events with a greater `seq` (default 0: from the start); `Last-Event-ID` wins for SSE.
+    #[param(nullable = false, minimum = 0)]
     pub after: Option<i64>,
     /// JSON form only: at most this many, 1 to 1000 (default 100).
+    #[param(nullable = false, minimum = 1, maximum = 1000)]
     pub limit: Option<i64>,
     /// SSE only: the API key, for clients that cannot set headers (EventSource).
+    #[param(nullable = false)]
     pub access_token: Option<String>,
 }
 
@@ -61,9 +64,10 @@ pub struct EventList {
 #[utoipa::path(
     get, path = "/runs/{id}/events", tag = "events",
     params(("id" = Uuid, Path, description = "Run id"), EventsQuery,
-           ("Last-Event-ID" = Option<i64>, Header, description = "SSE: resume after this seq")),
+           ("Last-Event-ID" = Option<i64>, Header, description = "SSE: resume after this seq", minimum = 0, nullable = false)),
     responses(
-        (status = 200, description = "The events (JSON), or their stream (`text/event-stream`)", body = EventList),
+        (status = 200, description = "The events (JSON), or with `Accept: text/event-stream` their stream",
+         content((EventList = "application/json"), (SseMessage = "text/event-stream"))),
         (status = 204, description = "Stream only: the run has ended and `Last-Event-ID` (or `after`) is at or past its last event; an EventSource stops reconnecting"),
         (status = 400, description = "Malformed id or query", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such run", body = Problem, content_type = "application/problem+json"),
@@ -93,19 +97,52 @@ pub async fn run_events(
     Ok(Json(EventList { events, next_after }).into_response())
 }
 
+/// One message of an event stream, as an SSE client parses it: `id` (the resume position),
+/// `event` (the event type), `data` (the event envelope as JSON), or, when the server shuts
+/// down, `retry` (milliseconds before reconnecting) alone.
+pub struct SseMessage;
+
+impl utoipa::PartialSchema for SseMessage {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{ObjectBuilder, Type};
+        let field = |kind: Type, description: &str| {
+            ObjectBuilder::new().schema_type(kind).description(Some(description.to_owned()))
+        };
+        ObjectBuilder::new()
+            .property(
+                "id",
+                field(Type::String, "The run's `seq` (a run's stream) or the global event id (the firehose)"),
+            )
+            .property("event", field(Type::String, "The event type, e.g. `run.completed`"))
+            .property("data", field(Type::String, "The event envelope (`Event`) as JSON"))
+            .property(
+                "retry",
+                field(Type::Integer, "Milliseconds to wait before reconnecting (sent at shutdown)"),
+            )
+            .description(Some("One server-sent event."))
+            .into()
+    }
+}
+
+impl ToSchema for SseMessage {}
+
 /// Query of `GET /v1/events`.
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct FirehoseQuery {
     /// Only events with a greater global id; `Last-Event-ID` wins.
+    #[param(nullable = false, minimum = 0)]
     pub after: Option<i64>,
     /// `true`: skip the stored log and start at its end. The first message is then a bare `id:`
     /// (the position, so a reconnecting EventSource resumes from there); events committed later
     /// follow. Ignored when `Last-Event-ID` or `after` is given.
+    #[param(nullable = false)]
     pub from_now: Option<bool>,
     /// Only events of runs of this crew.
+    #[param(nullable = false)]
     pub crew: Option<String>,
     /// The API key, for clients that cannot set headers (EventSource).
+    #[param(nullable = false)]
     pub access_token: Option<String>,
 }
 
@@ -115,9 +152,9 @@ pub struct FirehoseQuery {
 /// `from_now=true` from its end), then follows every run live.
 #[utoipa::path(
     get, path = "/events", tag = "events",
-    params(FirehoseQuery, ("Last-Event-ID" = Option<i64>, Header, description = "Resume after this global id")),
+    params(FirehoseQuery, ("Last-Event-ID" = Option<i64>, Header, description = "Resume after this global id", minimum = 0, nullable = false)),
     responses(
-        (status = 200, description = "The stream", content_type = "text/event-stream"),
+        (status = 200, description = "The stream", body = SseMessage, content_type = "text/event-stream"),
         (status = 400, description = "Malformed query", body = Problem, content_type = "application/problem+json"),
         (status = 503, description = "The database is unavailable (retry later)", body = Problem, content_type = "application/problem+json"),
     )
@@ -139,6 +176,7 @@ pub async fn all_events(
 #[into_params(parameter_in = Query)]
 pub struct WaitQuery {
     /// Seconds to wait at most, 0 to 300 (default 30).
+    #[param(nullable = false, minimum = 0, maximum = 300)]
     pub timeout_s: Option<u64>,
 }
 
@@ -167,8 +205,12 @@ pub async fn wait_run(
     run.map(|run| Json(run.into())).ok_or_else(|| crate::service::no_run(id).into())
 }
 
-/// Where to resume: `Last-Event-ID`, else `?after=`, else the start.
+/// Where to resume: `Last-Event-ID`, else `?after=`, else the start (each must be 0 or more,
+/// whichever is used).
 fn resume_point(headers: &HeaderMap, after: Option<i64>) -> ApiResult<i64> {
+    if after.is_some_and(|after| after < 0) {
+        return Err(ApiError::BadRequest("after must be 0 or more".into()));
+    }
     let after = match last_event_id(headers) {
         Some(value) => value
             .parse::<i64>()
@@ -181,10 +223,10 @@ fn resume_point(headers: &HeaderMap, after: Option<i64>) -> ApiResult<i64> {
     Ok(after)
 }
 
-/// A non-empty `Last-Event-ID` header.
+/// The `Last-Event-ID` header (an empty one is kept, and refused as not an integer: EventSource
+/// never sends one).
 fn last_event_id(headers: &HeaderMap) -> Option<&str> {
-    let header = headers.get("last-event-id").and_then(|v| v.to_str().ok()).map(str::trim);
-    header.filter(|h| !h.is_empty())
+    headers.get("last-event-id").map(|v| v.to_str().map(str::trim).unwrap_or("(not ASCII)"))
 }
 
 /// Does the client ask for SSE (and not for JSON)?

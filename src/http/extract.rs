@@ -64,7 +64,8 @@ fn is_json(headers: &HeaderMap) -> bool {
 pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     if crate::text::has_nul_escape(bytes) {
         let message = "strings must not contain the NUL character (\\u0000)";
-        return Err(ApiError::validation(vec![FieldError::new("", message)]));
+        let field = serde_json::from_slice::<serde_json::Value>(bytes).ok().and_then(|v| nul_path(&v, ""));
+        return Err(ApiError::validation(vec![FieldError::new(field.unwrap_or_default(), message)]));
     }
     let mut de = serde_json::Deserializer::from_slice(bytes);
     let value = serde_path_to_error::deserialize(&mut de).map_err(|e| {
@@ -82,6 +83,25 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     })?;
     de.end().map_err(|e| ApiError::BadRequest(format!("malformed JSON: {e}")))?;
     Ok(value)
+}
+
+/// The path of the first string (or key) in `value` holding a NUL character.
+fn nul_path(value: &serde_json::Value, path: &str) -> Option<String> {
+    use crate::domain::field::join_path;
+    match value {
+        serde_json::Value::String(s) if s.contains('\0') => Some(path.to_owned()),
+        serde_json::Value::Array(items) => {
+            items.iter().enumerate().find_map(|(i, item)| nul_path(item, &format!("{path}[{i}]")))
+        }
+        serde_json::Value::Object(map) => map.iter().find_map(|(key, item)| {
+            let here = join_path(path, key);
+            if key.contains('\0') {
+                return Some(here);
+            }
+            nul_path(item, &here)
+        }),
+        _ => None,
+    }
 }
 
 /// Deserialize an already parsed JSON value into `T`; a mismatch is a 422 naming the field.

@@ -24,7 +24,7 @@ const IDEMPOTENT_REPLAYED: HeaderName = HeaderName::from_static("idempotent-repl
 #[utoipa::path(
     post, path = "/kickoffs", tag = "runs",
     request_body = KickoffRequest,
-    params(("Idempotency-Key" = Option<String>, Header, description = "1 to 255 visible ASCII characters (no spaces); kept at least 24 hours")),
+    params(("Idempotency-Key" = Option<String>, Header, description = "1 to 255 visible ASCII characters (no spaces); kept at least 24 hours", pattern = "^[!-~]{1,255}$", nullable = false)),
     responses(
         (status = 202, description = "Run queued", body = RunBody,
             headers(("Location" = String, description = "The run's URL"))),
@@ -83,7 +83,7 @@ pub struct RunBatch {
 #[utoipa::path(
     post, path = "/kickoffs/batch", tag = "runs",
     request_body = BatchKickoffRequest,
-    params(("Idempotency-Key" = Option<String>, Header, description = "1 to 255 visible ASCII characters (no spaces); kept at least 24 hours")),
+    params(("Idempotency-Key" = Option<String>, Header, description = "1 to 255 visible ASCII characters (no spaces); kept at least 24 hours", pattern = "^[!-~]{1,255}$", nullable = false)),
     responses(
         (status = 202, description = "Runs queued", body = RunBatch),
         (status = 200, description = "Replayed: the runs this key created before", body = RunBatch),

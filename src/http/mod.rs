@@ -6,6 +6,7 @@ pub mod auth;
 pub mod crews;
 pub mod error;
 pub mod events;
+mod examples;
 pub mod extract;
 pub mod kickoffs;
 pub mod runs;
@@ -92,10 +93,48 @@ fn service_routes() -> OpenApiRouter<AppState> {
 
 /// The routes and the OpenAPI document that describes them, made together.
 fn routes_and_document() -> (Router<AppState>, OpenApiDoc) {
-    OpenApiRouter::with_openapi(ApiDoc::openapi())
+    let (router, mut document) = OpenApiRouter::with_openapi(ApiDoc::openapi())
         .nest("/v1", v1_routes())
         .merge(service_routes())
-        .split_for_parts()
+        .split_for_parts();
+    add_edge_responses(&mut document);
+    examples::add(&mut document);
+    (router, document)
+}
+
+/// Declare on every operation the answers the layers around the handlers give: 401 from the API
+/// key check (`/v1`), 400/408/413/415 from reading a JSON body, and 503 when the database is out
+/// of reach or the connection cap is reached (only the health routes are served then).
+fn add_edge_responses(document: &mut OpenApiDoc) {
+    use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder};
+    let problem = |description: &str| {
+        let content = ContentBuilder::new().schema(Some(Ref::from_schema_name("Problem"))).build();
+        ResponseBuilder::new().description(description).content("application/problem+json", content).build()
+    };
+    for (path, item) in document.paths.paths.iter_mut() {
+        let operations = [&mut item.get, &mut item.put, &mut item.post, &mut item.delete, &mut item.patch];
+        for operation in operations.into_iter().flatten() {
+            let responses = &mut operation.responses.responses;
+            let mut add = |status: &str, description: &str| {
+                responses.entry(status.to_owned()).or_insert_with(|| problem(description).into());
+            };
+            if path.starts_with("/v1/") {
+                add("401", "Missing or invalid API key (when the server has API keys)");
+            }
+            if operation.request_body.is_some() {
+                add("400", "Malformed JSON");
+                add("408", "The body did not arrive within the body timeout");
+                add("413", "Body larger than 2 MiB");
+                add("415", "Not a JSON body (`Content-Type: application/json`)");
+            }
+            if !matches!(path.as_str(), "/healthz" | "/readyz") {
+                add(
+                    "503",
+                    "The database is unavailable, or the server is at its connection cap (retry later)",
+                );
+            }
+        }
+    }
 }
 
 /// The OpenAPI document, as `agentd openapi` prints it and `/openapi.json` serves it.

@@ -54,10 +54,13 @@ pub async fn get_task(
 #[into_params(parameter_in = Query)]
 pub struct RunsQuery {
     /// Only runs in this status.
+    #[param(nullable = false)]
     pub status: Option<RunStatus>,
     /// Page size, 1 to 200 (default 50).
+    #[param(nullable = false, minimum = 1, maximum = 200)]
     pub limit: Option<i64>,
-    /// `next_cursor` of the previous page.
+    /// `next_cursor` of the previous page (a run id).
+    #[param(nullable = false, value_type = Option<Uuid>)]
     pub cursor: Option<String>,
 }
 
@@ -197,7 +200,7 @@ pub async fn delete_run(State(state): State<AppState>, ApiPath(id): ApiPath<Uuid
 }
 
 /// A human's decision on a task's answer.
-#[derive(Debug, Deserialize, ToSchema)]
+#[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ResumeRequest {
     /// Accept the answer (`true`), or have the agent redo the task with the feedback (`false`).
@@ -206,6 +209,51 @@ pub struct ResumeRequest {
     #[serde(default)]
     pub feedback: Option<String>,
 }
+
+/// Its schema says what the handler enforces: `feedback` (not blank) is required to reject.
+impl utoipa::PartialSchema for ResumeRequest {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{ObjectBuilder, OneOfBuilder, SchemaType, Type};
+        let decision = |approve: bool| {
+            ObjectBuilder::new().schema_type(Type::Boolean).enum_values(Some([approve])).description(Some(
+                if approve {
+                    "Accept the answer."
+                } else {
+                    "Have the agent redo the task with the feedback."
+                },
+            ))
+        };
+        let accept = ObjectBuilder::new()
+            .property("approve", decision(true))
+            .property(
+                "feedback",
+                ObjectBuilder::new().schema_type(SchemaType::Array(vec![Type::String, Type::Null])),
+            )
+            .required("approve")
+            .additional_properties(Some(utoipa::openapi::schema::AdditionalProperties::FreeForm(false)));
+        let reject = ObjectBuilder::new()
+            .property("approve", decision(false))
+            .property(
+                "feedback",
+                ObjectBuilder::new()
+                    .schema_type(Type::String)
+                    .pattern(Some("\\S"))
+                    .description(Some("What to change.")),
+            )
+            .required("approve")
+            .required("feedback")
+            .additional_properties(Some(utoipa::openapi::schema::AdditionalProperties::FreeForm(false)));
+        OneOfBuilder::new()
+            .item(accept)
+            .item(reject)
+            .description(Some(
+                "A human's decision on a task's answer: accept it, or reject it with feedback.",
+            ))
+            .into()
+    }
+}
+
+impl ToSchema for ResumeRequest {}
 
 /// Resume a run awaiting human input.
 ///

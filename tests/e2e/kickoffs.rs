@@ -88,6 +88,20 @@ async fn a_nul_character_in_a_body_is_a_422_not_a_database_error(pool: PgPool) {
             expect_problem(app.post_json(path, &body).await, StatusCode::UNPROCESSABLE_ENTITY).await;
         assert!(problem.to_string().contains("NUL character"), "{problem}");
     }
+    // The error names the string that holds it (a value or a key).
+    for (body, field) in [
+        (json!({"crew": sample_crew(), "inputs": inputs}), "inputs.topic"),
+        (json!({"crew": sample_crew(), "inputs": [inputs]}), "inputs[0].topic"),
+        (
+            json!({"crew": sample_crew(), "inputs": {"topic": "t"}, "metadata": {"k\u{0}": 1}}),
+            "metadata.k\u{0}",
+        ),
+    ] {
+        let path = if body["inputs"].is_array() { "/v1/kickoffs/batch" } else { "/v1/kickoffs" };
+        let problem =
+            expect_problem(app.post_json(path, &body).await, StatusCode::UNPROCESSABLE_ENTITY).await;
+        assert_eq!(problem["errors"][0]["field"], field, "{problem}");
+    }
     assert_runs(&pool, 0).await;
     // A backslash followed by the text u0000 is no NUL.
     let inputs = json!({"topic": "C:\\u0000", "audience": "kids"});
@@ -446,6 +460,30 @@ async fn a_declared_length_over_the_limit_is_refused_before_the_body_is_read(poo
         assert!(answer.starts_with("HTTP/1.1 413"), "{expect:?}: {answer}");
         assert!(!answer.contains("100 Continue"), "the body was never asked for: {answer}");
         assert!(answer.contains("application/problem+json"), "{answer}");
+    }
+    assert_runs(&pool, 0).await;
+}
+
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn a_bad_model_reference_says_what_is_expected_not_serde_internals(pool: PgPool) {
+    let app = TestApp::spawn(pool.clone()).await;
+    for (llm, expected) in [
+        (json!(42), "expected a model (\"provider/model\" or \"model\") or an object"),
+        (json!({"model": "gpt-4o", "bogus": 1}), "unknown field `bogus`"),
+        (json!({"temperature": 1}), "missing field `model`"),
+    ] {
+        let mut crew = sample_crew();
+        crew["agents"][0]["llm"] = llm;
+        let body = json!({"crew": crew, "inputs": sample_inputs()});
+        let problem =
+            expect_problem(app.post_json("/v1/kickoffs", &body).await, StatusCode::UNPROCESSABLE_ENTITY)
+                .await;
+        let message = problem["errors"][0]["message"].as_str().expect("message");
+        assert!(
+            problem["errors"][0]["field"].as_str().expect("field").starts_with("crew.agents[0].llm"),
+            "{problem}"
+        );
+        assert!(message.contains(expected) && !message.contains("untagged"), "{message}");
     }
     assert_runs(&pool, 0).await;
 }

@@ -169,6 +169,26 @@ async fn served_openapi_matches_the_committed_file(pool: PgPool) {
     ] {
         assert!(paths.contains_key(path), "{path} missing from the OpenAPI document");
     }
+    // What the layers around the handlers answer is declared on every operation it can reach.
+    for (path, item) in paths {
+        for (method, operation) in item.as_object().expect("path item") {
+            let responses = operation["responses"].as_object().expect("responses");
+            let has = |status: &str| responses.contains_key(status);
+            assert_eq!(has("401"), path.starts_with("/v1/"), "{method} {path}: 401");
+            if operation.get("requestBody").is_some() {
+                for status in ["400", "408", "413", "415"] {
+                    assert!(has(status), "{method} {path}: {status}");
+                }
+            }
+            // Only the liveness route always answers (spare connections serve it past the cap).
+            assert_eq!(has("503"), path != "/healthz", "{method} {path}: 503");
+        }
+    }
+    let stream = &paths["/v1/runs/{id}/events"]["get"]["responses"]["200"]["content"];
+    assert!(
+        stream.get("text/event-stream").is_some() && stream.get("application/json").is_some(),
+        "{stream}"
+    );
     let docs = app.get("/docs").await;
     assert!(docs.headers()["content-type"].to_str().expect("type").starts_with("text/html"));
     assert!(docs.text().await.expect("html").contains("/openapi.json"));
