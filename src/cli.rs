@@ -10,6 +10,7 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::config::{self, ApiKeys, Config, ConfigError, FileConfig, Role, Secret};
 use crate::domain::{CrewLimits, RunLimits};
+use crate::local_postgres::{LocalPostgres, LocalSettings};
 use crate::tools::egress::EgressPolicy;
 
 #[derive(Debug, Parser)]
@@ -68,6 +69,18 @@ struct DatabaseArgs {
 struct ServeArgs {
     #[command(flatten)]
     database: DatabaseArgs,
+    /// Where agentd keeps a private PostgreSQL cluster when DATABASE_URL is not set (default:
+    /// ~/.local/share/agentd, or /var/lib/agentd as root).
+    #[arg(long, env = "AGENTD_DATA_DIR")]
+    data_dir: Option<PathBuf>,
+    /// The directory of PostgreSQL's initdb and pg_ctl, for the private cluster (default: on
+    /// PATH, else the newest /usr/lib/postgresql/*/bin).
+    #[arg(long, env = "AGENTD_POSTGRES_BIN")]
+    postgres_bin: Option<PathBuf>,
+    /// Serve the default provider (`openai`) from agentd's built-in FAKE model: canned answers,
+    /// no key, nothing leaves the machine. For trying agentd out; never a real LLM.
+    #[arg(long, env = "AGENTD_FAKE_LLM")]
+    fake_llm: bool,
     /// Address to listen on.
     #[arg(long, env = "AGENTD_BIND", default_value = "127.0.0.1:8080")]
     bind: SocketAddr,
@@ -148,6 +161,7 @@ struct ServeArgs {
 }
 
 impl DatabaseArgs {
+    /// The URL (`migrate` needs one; `serve` can do without).
     fn url(&self) -> Result<Secret, ConfigError> {
         self.database_url
             .clone()
@@ -162,7 +176,21 @@ impl ServeArgs {
             Some(path) => FileConfig::load(path)?,
             None => FileConfig::default(),
         };
-        let providers = config::providers(&file, |name| std::env::var(name).ok())?;
+        let mut providers = config::providers(&file, |name| std::env::var(name).ok())?;
+        if self.fake_llm {
+            let demo = crate::fake_llm::Script::single_reply(FAKE_LLM_ANSWER, 200)
+                .map_err(|e| ConfigError::Invalid(format!("the built-in fake model's script: {e}")))?;
+            let openai = config::ProviderConfig {
+                name: config::DEFAULT_PROVIDER.into(),
+                kind: config::ProviderKind::Fake { script: std::sync::Arc::new(demo), bind: None },
+                base_url: String::new(),
+                api_key: None,
+                rpm: None,
+                tpm: None,
+                native_tools: true,
+            };
+            providers.insert(openai.name.clone(), openai);
+        }
         Ok(Config {
             bind: self.bind,
             connections: config::ConnectionLimits {
@@ -171,7 +199,13 @@ impl ServeArgs {
                 idle_timeout: Duration::from_secs(self.idle_timeout_s),
                 body_timeout: Duration::from_secs(self.body_timeout_s),
             },
-            database_url: self.database.url()?,
+            // Filled in by `serve` with the private cluster's when there is none.
+            database_url: self
+                .database
+                .database_url
+                .clone()
+                .map(Secret::new)
+                .unwrap_or_else(|| Secret::new("")),
             db_max_connections: self.db_max_connections,
             api_keys: ApiKeys::parse(self.api_keys.as_deref().unwrap_or_default()),
             providers,
@@ -242,17 +276,34 @@ fn run_async(task: impl std::future::Future<Output = Result<(), BoxError>>) -> E
     match runtime.block_on(task) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            tracing::error!(%error, "agentd failed");
+            // Once, on stderr (where the log goes too).
             eprintln!("agentd: {error}");
             ExitCode::FAILURE
         }
     }
 }
 
+/// What the built-in fake model (`--fake-llm`) answers to every prompt.
+const FAKE_LLM_ANSWER: &str =
+    "Final Answer: This answer comes from agentd's built-in FAKE model (--fake-llm), not a real LLM. \
+     Configure a provider (OPENAI_API_KEY, or AGENTD_CONFIG) to get real answers.";
+
 async fn serve(args: ServeArgs) -> Result<(), BoxError> {
-    let config = args.into_config()?;
-    crate::app::serve(config).await?;
-    Ok(())
+    let local = LocalSettings { data_dir: args.data_dir.clone(), bin_dir: args.postgres_bin.clone() };
+    let use_local = args.database.database_url.is_none();
+    let mut config = args.into_config()?;
+    let cluster = match use_local {
+        true => Some(LocalPostgres::start(&local).await?),
+        false => None,
+    };
+    if let Some(cluster) = &cluster {
+        config.database_url = cluster.url();
+    }
+    let served = crate::app::serve(config).await;
+    if let Some(cluster) = cluster {
+        cluster.stop().await;
+    }
+    Ok(served?)
 }
 
 async fn fake_llm(args: FakeLlmArgs) -> Result<(), BoxError> {

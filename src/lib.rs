@@ -11,6 +11,7 @@ pub mod events;
 pub mod fake_llm;
 pub mod http;
 pub mod llm;
+pub mod local_postgres;
 pub mod metrics;
 pub mod net;
 pub mod ratelimit;

@@ -5,6 +5,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use serde_json::{json, Value};
 use sqlx::PgPool;
 
 const BIN: &str = env!("CARGO_BIN_EXE_agentd");
@@ -44,13 +45,6 @@ fn help_never_shows_secret_values() {
     assert!(!text.contains("very-secret-key") && !text.contains("hunter2"), "{text}");
 }
 
-#[test]
-fn serve_without_a_database_url_fails_clearly() {
-    let output = Command::new(BIN).arg("serve").env_remove("DATABASE_URL").output().expect("run agentd");
-    assert!(!output.status.success());
-    assert!(String::from_utf8_lossy(&output.stderr).contains("DATABASE_URL"));
-}
-
 #[sqlx::test(migrations = false)]
 async fn migrate_command_applies_the_schema(pool: PgPool) {
     let url = database_url(&pool).await;
@@ -74,10 +68,18 @@ pub struct Agentd {
 impl Agentd {
     /// Start `agentd serve` on a free port against `database_url` with extra environment.
     pub fn start(database_url: &str, env: &[(&str, &str)]) -> Self {
+        Self::start_with(Some(database_url), env)
+    }
+
+    /// Start `agentd serve`, with `DATABASE_URL` or without one.
+    pub fn start_with(database_url: Option<&str>, env: &[(&str, &str)]) -> Self {
         let mut command = Command::new(BIN);
+        command.args(["serve", "--bind", "127.0.0.1:0"]);
+        match database_url {
+            Some(url) => command.env("DATABASE_URL", url),
+            None => command.env_remove("DATABASE_URL"),
+        };
         command
-            .args(["serve", "--bind", "127.0.0.1:0"])
-            .env("DATABASE_URL", database_url)
             .env("AGENTD_API_KEYS", "")
             .env("RUST_LOG", "info")
             .env("NO_COLOR", "1")
@@ -158,6 +160,82 @@ async fn serve_migrates_answers_and_drains_on_sigterm(pool: PgPool) {
     assert_eq!(ready.status(), reqwest::StatusCode::OK);
     let exited = agentd.signal("-TERM").await;
     assert!(exited.success(), "{exited:?}");
+}
+
+#[tokio::test]
+async fn serve_without_database_url_runs_a_private_cluster_stops_it_and_reuses_it() {
+    let dir = std::env::temp_dir().join(format!("agentd-private-pg-{}", uuid::Uuid::now_v7()));
+    let dir_text = dir.to_str().expect("UTF-8 path").to_owned();
+    let env = [("AGENTD_DATA_DIR", dir_text.as_str()), ("AGENTD_FAKE_LLM", "true")];
+    let agentd = tokio::task::spawn_blocking({
+        let env = env.map(|(k, v)| (k.to_owned(), v.to_owned()));
+        move || {
+            let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+            Agentd::start_with(None, &env)
+        }
+    })
+    .await
+    .expect("start");
+    let client = reqwest::Client::new();
+    let crew = json!({"name": "demo", "agents": [{"name": "a", "role": "R", "goal": "G", "backstory": "B"}],
+                      "tasks": [{"name": "t", "description": "D", "expected_output": "E", "agent": "a"}]});
+    let kicked =
+        client.post(format!("{}/v1/kickoffs", agentd.base)).json(&json!({"crew": crew})).send().await;
+    let run: Value = kicked.expect("POST").json().await.expect("run");
+    let id = run["id"].as_str().expect("id").to_owned();
+    let waited = client.get(format!("{}/v1/runs/{id}/wait?timeout_s=30", agentd.base)).send().await;
+    let done: Value = waited.expect("wait").json().await.expect("run");
+    assert_eq!((&done["status"], &done["fake_llm"]), (&json!("completed"), &json!(true)), "{done}");
+    assert!(
+        done["output"]["raw"].as_str().expect("raw").contains("FAKE model"),
+        "it says it is a fake: {done}"
+    );
+    let (status, logs) = agentd.stop("-TERM").await;
+    assert!(status.success(), "{status:?}");
+    assert!(logs.iter().any(|l| l.contains("started a private PostgreSQL cluster")), "{logs:#?}");
+    assert!(logs.iter().any(|l| l.contains("private PostgreSQL cluster stopped")), "{logs:#?}");
+    assert!(!dir.join("postgres/postmaster.pid").exists(), "the cluster is stopped on exit");
+
+    // The next start reuses the cluster, and its runs.
+    let again = tokio::task::spawn_blocking({
+        let env = env.map(|(k, v)| (k.to_owned(), v.to_owned()));
+        move || {
+            let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+            Agentd::start_with(None, &env)
+        }
+    })
+    .await
+    .expect("start");
+    let kept: Value = client
+        .get(format!("{}/v1/runs/{id}", again.base))
+        .send()
+        .await
+        .expect("GET")
+        .json()
+        .await
+        .expect("run");
+    assert_eq!(kept["status"], "completed");
+    let (status, logs) = again.stop("-TERM").await;
+    assert!(status.success(), "{status:?}");
+    assert!(!logs.iter().any(|l| l.contains("initialising")), "not initialised twice: {logs:#?}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn serve_without_database_url_or_postgresql_says_how_to_get_a_database_once() {
+    let output = Command::new(BIN)
+        .args(["serve", "--bind", "127.0.0.1:0"])
+        .env_remove("DATABASE_URL")
+        .env("AGENTD_POSTGRES_BIN", "/nonexistent")
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("run agentd serve");
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(stderr.matches("no database:").count(), 1, "said once: {stderr}");
+    for way in ["set DATABASE_URL", "install PostgreSQL", "docker compose up"] {
+        assert!(stderr.contains(way), "{way} missing: {stderr}");
+    }
 }
 
 /// Start `agentd fake-llm` with `args`; the child and its base URL.
