@@ -36,7 +36,7 @@ pub use state::AppState;
 #[openapi(
     info(
         title = "agentd",
-        description = "Runs CrewAI-style crews of LLM agents, durably, on Postgres."
+        description = "Runs CrewAI-style crews of LLM agents, durably, on Postgres.\n\nIn request bodies, strings must not contain the NUL character (`\\u0000`: PostgreSQL cannot store it) and integers are written without a fraction (`1`, not `1.0`)."
     ),
     modifiers(&BearerAuth),
     security(("bearer" = [])),
