@@ -13,7 +13,9 @@
 //! peak RSS of agentd), `inflight_batch` (the same through `POST /v1/kickoffs/batch`,
 //! `INFLIGHT_BATCH` (1,000) runs per request), `dbcost` (committed transactions and rows written
 //! per run, from `pg_stat_database`). The fan-out scenario is `examples/sse_fanout.rs`.
-//! `KEEP_DATABASE=1` keeps each scenario's database for a look afterwards.
+//! `KEEP_DATABASE=1` keeps each scenario's database for a look afterwards. `PRUNE_BACKLOG=<runs>`
+//! seeds that many finished runs 40 days old and runs agentd with `AGENTD_RETENTION_DAYS=30`,
+//! so the retention pruner removes them while the scenario runs (stderr says how many it did).
 
 use std::process::{ExitCode, Stdio};
 use std::sync::Arc;
@@ -81,6 +83,50 @@ async fn bench() -> Result<(), BoxError> {
     Ok(())
 }
 
+/// Seed `runs` finished runs created 40 days ago, each with a task, 10 events, 4 messages and a
+/// tool call (about the journal of a real run), for the retention pruner to remove while a
+/// scenario runs (`PRUNE_BACKLOG=<runs>`; agentd then keeps 30 days).
+async fn seed_prunable(pool: &PgPool, runs: usize) -> Result<(), BoxError> {
+    let started = Instant::now();
+    let mut tx = pool.begin().await?;
+    // No notifications for history nobody follows.
+    sqlx::query("SET LOCAL session_replication_role = replica").execute(&mut *tx).await?;
+    // UUIDv7 ids of 40 days ago: 48 bits of milliseconds, version 7, variant 8, then md5 bits.
+    sqlx::query(
+        r#"CREATE TEMP TABLE old_runs ON COMMIT DROP AS
+           SELECT (lpad(to_hex((extract(epoch FROM now() - interval '40 days') * 1000)::bigint + i), 12, '0')
+                   || '7' || substr(md5(i::text), 1, 3) || '8' || substr(md5(i::text), 4, 15))::uuid AS id
+             FROM generate_series(1, $1) AS i"#,
+    )
+    .bind(runs as i64)
+    .execute(&mut *tx)
+    .await?;
+    let statements = [
+        r#"INSERT INTO runs (id, status, crew_name, crew_spec, attempt, created_at, started_at, finished_at, last_seq, output)
+           SELECT id, 'completed', 'old', '{}', 1, now() - interval '40 days', now() - interval '40 days',
+                  now() - interval '40 days', 10, '{"raw": "done", "json": null}' FROM old_runs"#,
+        r#"INSERT INTO run_tasks (run_id, position, name, agent, status, output)
+           SELECT id, 0, 't', 'a', 'completed', '{"raw": "done", "json": null}' FROM old_runs"#,
+        r#"INSERT INTO events (run_id, seq, type, data, at)
+           SELECT id, s, 'llm.finished', '{"model": "openai/gpt-4o-mini"}', now() - interval '40 days'
+             FROM old_runs, generate_series(1, 10) AS s"#,
+        r#"INSERT INTO messages (run_id, seq, task, agent, role, content, attempt)
+           SELECT id, s, 't', 'a', 'user', repeat('an old message ', 20), 1 FROM old_runs, generate_series(1, 4) AS s"#,
+        r#"INSERT INTO tool_calls (run_id, id, task, agent, tool, arguments, status, result, attempt)
+           SELECT id, 't#1/c1', 't', 'a', 'calculator', '{"expression": "6*7"}', 'succeeded', '42', 1 FROM old_runs"#,
+    ];
+    for statement in statements {
+        sqlx::query(statement).execute(&mut *tx).await?;
+    }
+    tx.commit().await?;
+    sqlx::query("VACUUM ANALYZE").execute(pool).await?;
+    eprintln!(
+        "seeded {runs} runs 40 days old for the retention pruner in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
 /// agentd, a fake model and a database of their own.
 struct Bench {
     pool: PgPool,
@@ -98,6 +144,10 @@ impl Bench {
         let url = database_url(admin_url, &database)?;
         let pool = PgPoolOptions::new().max_connections(4).connect(&url).await?;
         Store::new(pool.clone()).migrate().await?;
+        let backlog = setting("PRUNE_BACKLOG", 0);
+        if backlog > 0 {
+            seed_prunable(&pool, backlog).await?;
+        }
         let fake = FakeLlm::start().await?;
         fake.set_recording(false);
         let bind = agentd::net::listen(([127, 0, 0, 1], 0).into())?.local_addr()?;
@@ -109,6 +159,7 @@ impl Bench {
             .env("AGENTD_WORKERS", setting("SLOTS", 10_000).to_string())
             .env("AGENTD_DB_MAX_CONNECTIONS", setting("DB_CONNECTIONS", 32).to_string())
             .env("OPENAI_BASE_URL", fake.base_url())
+            .env("AGENTD_RETENTION_DAYS", if backlog > 0 { "30" } else { "0" })
             .env("RUST_LOG", std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()))
             .stdin(Stdio::null())
             .kill_on_drop(true)
@@ -183,6 +234,17 @@ impl Bench {
     }
 
     async fn stop(mut self, admin_url: &str) -> Result<(), BoxError> {
+        let backlog = setting("PRUNE_BACKLOG", 0);
+        if backlog > 0 {
+            let text =
+                self.handle.client.get(format!("{}/metrics", self.handle.base)).send().await?.text().await?;
+            let pruned =
+                text.lines().find_map(|l| l.strip_prefix("agentd_pruned_runs_total ")).unwrap_or("0");
+            eprintln!(
+                "retention pruner: removed {} of the {backlog} old runs while the scenario ran",
+                pruned.trim()
+            );
+        }
         self.agentd.kill().await?;
         self.pool.close().await;
         if setting("KEEP_DATABASE", 0) == 1 {

@@ -27,7 +27,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run the API (the default). Applies pending migrations first.
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Apply pending database migrations and exit.
     Migrate(DatabaseArgs),
     /// Print the OpenAPI document.
@@ -243,7 +243,7 @@ pub fn main() -> ExitCode {
     match cli.command {
         Some(Command::Openapi) => print_openapi(),
         Some(Command::Migrate(args)) => run_async(migrate(args)),
-        Some(Command::Serve(args)) => run_async(serve(args)),
+        Some(Command::Serve(args)) => run_async(serve(*args)),
         Some(Command::FakeLlm(args)) => run_async(fake_llm(args)),
         None => run_async(serve(cli.serve)),
     }
