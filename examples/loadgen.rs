@@ -364,7 +364,7 @@ impl Bench {
         let accepted = started.elapsed().as_secs_f64();
         loop {
             let done: i64 = sqlx::query_scalar(
-                "SELECT count(*) FROM runs WHERE status IN ('completed', 'failed', 'cancelled')",
+                "SELECT count(*) FROM runs WHERE status IN ('completed', 'failed', 'cancelled') AND crew_name <> 'old'",
             )
             .fetch_one(&self.pool)
             .await?;
@@ -383,7 +383,7 @@ impl Bench {
             cpu[2] - cpu[0] - cpu[1],
             wall * std::thread::available_parallelism().map_or(1.0, |n| n.get() as f64)
         );
-        let completed: i64 = sqlx::query_scalar("SELECT count(*) FROM runs WHERE status = 'completed'")
+        let completed: i64 = sqlx::query_scalar("SELECT count(*) FROM runs WHERE status = 'completed' AND crew_name <> 'old'")
             .fetch_one(&self.pool)
             .await?;
         let ideal = 2.0 * latency.as_secs_f64();
