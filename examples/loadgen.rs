@@ -15,7 +15,8 @@
 //! per run, from `pg_stat_database`). The fan-out scenario is `examples/sse_fanout.rs`.
 //! `KEEP_DATABASE=1` keeps each scenario's database for a look afterwards. `PRUNE_BACKLOG=<runs>`
 //! seeds that many finished runs 40 days old and runs agentd with `AGENTD_RETENTION_DAYS=30`,
-//! so the retention pruner removes them while the scenario runs (stderr says how many it did).
+//! so the retention pruner removes them while the scenario runs (stderr says how many it did);
+//! with `PRUNE_OFF=1` the runs are seeded but not pruned (the same database, without the pruner).
 
 use std::process::{ExitCode, Stdio};
 use std::sync::Arc;
@@ -159,7 +160,10 @@ impl Bench {
             .env("AGENTD_WORKERS", setting("SLOTS", 10_000).to_string())
             .env("AGENTD_DB_MAX_CONNECTIONS", setting("DB_CONNECTIONS", 32).to_string())
             .env("OPENAI_BASE_URL", fake.base_url())
-            .env("AGENTD_RETENTION_DAYS", if backlog > 0 { "30" } else { "0" })
+            .env(
+                "AGENTD_RETENTION_DAYS",
+                if backlog > 0 && setting("PRUNE_OFF", 0) == 0 { "30" } else { "0" },
+            )
             .env("RUST_LOG", std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()))
             .stdin(Stdio::null())
             .kill_on_drop(true)
@@ -235,7 +239,7 @@ impl Bench {
 
     async fn stop(mut self, admin_url: &str) -> Result<(), BoxError> {
         let backlog = setting("PRUNE_BACKLOG", 0);
-        if backlog > 0 {
+        if backlog > 0 && setting("PRUNE_OFF", 0) == 0 {
             let text =
                 self.handle.client.get(format!("{}/metrics", self.handle.base)).send().await?.text().await?;
             let pruned =
@@ -383,9 +387,10 @@ impl Bench {
             cpu[2] - cpu[0] - cpu[1],
             wall * std::thread::available_parallelism().map_or(1.0, |n| n.get() as f64)
         );
-        let completed: i64 = sqlx::query_scalar("SELECT count(*) FROM runs WHERE status = 'completed' AND crew_name <> 'old'")
-            .fetch_one(&self.pool)
-            .await?;
+        let completed: i64 =
+            sqlx::query_scalar("SELECT count(*) FROM runs WHERE status = 'completed' AND crew_name <> 'old'")
+                .fetch_one(&self.pool)
+                .await?;
         let ideal = 2.0 * latency.as_secs_f64();
         let how = if batch == 1 {
             "one kickoff each".to_owned()
