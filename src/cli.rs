@@ -178,7 +178,14 @@ impl ServeArgs {
         };
         let mut providers = config::providers(&file, |name| std::env::var(name).ok())?;
         if self.fake_llm {
-            let demo = crate::fake_llm::Script::single_reply(FAKE_LLM_ANSWER, 200)
+            // ReAct agents (their system prompt asks for "Final Answer:") get the answer in that
+            // format; native ones get the text itself, as a real model answers them.
+            let rules = serde_json::json!({"rules": [
+                {"name": "react", "when": {"system": "Final Answer:"},
+                 "reply": {"text": format!("Final Answer: {FAKE_LLM_ANSWER}"), "delay_ms": 200}},
+                {"name": "native", "reply": {"text": FAKE_LLM_ANSWER, "delay_ms": 200}},
+            ]});
+            let demo = crate::fake_llm::Script::from_value(rules)
                 .map_err(|e| ConfigError::Invalid(format!("the built-in fake model's script: {e}")))?;
             let openai = config::ProviderConfig {
                 name: config::DEFAULT_PROVIDER.into(),
@@ -285,7 +292,7 @@ fn run_async(task: impl std::future::Future<Output = Result<(), BoxError>>) -> E
 
 /// What the built-in fake model (`--fake-llm`) answers to every prompt.
 const FAKE_LLM_ANSWER: &str =
-    "Final Answer: This answer comes from agentd's built-in FAKE model (--fake-llm), not a real LLM. \
+    "This answer comes from agentd's built-in FAKE model (--fake-llm), not a real LLM. \
      Configure a provider (OPENAI_API_KEY, or AGENTD_CONFIG) to get real answers.";
 
 async fn serve(args: ServeArgs) -> Result<(), BoxError> {

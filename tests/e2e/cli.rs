@@ -186,10 +186,20 @@ async fn serve_without_database_url_runs_a_private_cluster_stops_it_and_reuses_i
     let waited = client.get(format!("{}/v1/runs/{id}/wait?timeout_s=30", agentd.base)).send().await;
     let done: Value = waited.expect("wait").json().await.expect("run");
     assert_eq!((&done["status"], &done["fake_llm"]), (&json!("completed"), &json!(true)), "{done}");
+    let raw = done["output"]["raw"].as_str().expect("raw").to_owned();
     assert!(
-        done["output"]["raw"].as_str().expect("raw").contains("FAKE model"),
+        raw.starts_with("This answer comes from agentd's built-in FAKE model"),
         "it says it is a fake: {done}"
     );
+    // A ReAct agent gets the answer in its format, and the same text as its output.
+    let mut react = crew.clone();
+    react["agents"][0]["tool_calling"] = json!("react");
+    let kicked =
+        client.post(format!("{}/v1/kickoffs", agentd.base)).json(&json!({"crew": react})).send().await;
+    let run: Value = kicked.expect("POST").json().await.expect("run");
+    let url = format!("{}/v1/runs/{}/wait?timeout_s=30", agentd.base, run["id"].as_str().expect("id"));
+    let react_done: Value = client.get(url).send().await.expect("wait").json().await.expect("run");
+    assert_eq!(react_done["output"]["raw"], raw.as_str(), "{react_done}");
     let (status, logs) = agentd.stop("-TERM").await;
     assert!(status.success(), "{status:?}");
     assert!(logs.iter().any(|l| l.contains("started a private PostgreSQL cluster")), "{logs:#?}");
