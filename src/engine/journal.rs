@@ -195,14 +195,7 @@ impl Step {
     /// keys are left out (small, and they repeat what is counted).
     pub fn text_bytes(&self) -> u64 {
         let messages: usize = self.messages.iter().map(|m| message_bytes(&m.message)).sum();
-        let results: usize = self
-            .tool_ends
-            .iter()
-            .map(|end| match &end.outcome {
-                ToolCallOutcome::Succeeded { result, .. } => result.len(),
-                ToolCallOutcome::Failed { error } => error.len(),
-            })
-            .sum();
+        let results: usize = self.tool_ends.iter().map(|end| end.outcome.text_bytes()).sum();
         let outputs: usize = self
             .tasks
             .iter()
@@ -257,6 +250,16 @@ impl Step {
         self.usage.completion_tokens += other.usage.completion_tokens;
         self.usage.tool_calls += other.usage.tool_calls;
         self.events.extend(other.events);
+    }
+}
+
+impl ToolCallOutcome {
+    /// The bytes of its text: the result or the error.
+    fn text_bytes(&self) -> usize {
+        match self {
+            ToolCallOutcome::Succeeded { result, .. } => result.len(),
+            ToolCallOutcome::Failed { error } => error.len(),
+        }
     }
 }
 
@@ -317,11 +320,8 @@ impl Snapshot {
         let results: usize = self
             .tool_calls
             .iter()
-            .map(|call| match &call.outcome {
-                Some(ToolCallOutcome::Succeeded { result, .. }) => result.len(),
-                Some(ToolCallOutcome::Failed { error }) => error.len(),
-                None => 0,
-            })
+            .filter_map(|call| call.outcome.as_ref())
+            .map(ToolCallOutcome::text_bytes)
             .sum();
         let outputs: usize = self.tasks.iter().filter_map(|t| t.output.as_ref()).map(|o| o.raw.len()).sum();
         (messages + results + outputs) as u64

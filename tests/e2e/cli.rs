@@ -162,20 +162,21 @@ async fn serve_migrates_answers_and_drains_on_sigterm(pool: PgPool) {
     assert!(exited.success(), "{exited:?}");
 }
 
+/// `agentd serve --fake-llm` without `DATABASE_URL`, keeping its data in `dir` (started off the
+/// test's thread: the start blocks while the cluster is initialised).
+async fn start_without_database(dir: &std::path::Path) -> Agentd {
+    let dir = dir.to_str().expect("UTF-8 path").to_owned();
+    tokio::task::spawn_blocking(move || {
+        Agentd::start_with(None, &[("AGENTD_DATA_DIR", dir.as_str()), ("AGENTD_FAKE_LLM", "true")])
+    })
+    .await
+    .expect("start")
+}
+
 #[tokio::test]
 async fn serve_without_database_url_runs_a_private_cluster_stops_it_and_reuses_it() {
     let dir = std::env::temp_dir().join(format!("agentd-private-pg-{}", uuid::Uuid::now_v7()));
-    let dir_text = dir.to_str().expect("UTF-8 path").to_owned();
-    let env = [("AGENTD_DATA_DIR", dir_text.as_str()), ("AGENTD_FAKE_LLM", "true")];
-    let agentd = tokio::task::spawn_blocking({
-        let env = env.map(|(k, v)| (k.to_owned(), v.to_owned()));
-        move || {
-            let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-            Agentd::start_with(None, &env)
-        }
-    })
-    .await
-    .expect("start");
+    let agentd = start_without_database(&dir).await;
     let client = reqwest::Client::new();
     let crew = json!({"name": "demo", "agents": [{"name": "a", "role": "R", "goal": "G", "backstory": "B"}],
                       "tasks": [{"name": "t", "description": "D", "expected_output": "E", "agent": "a"}]});
@@ -207,15 +208,7 @@ async fn serve_without_database_url_runs_a_private_cluster_stops_it_and_reuses_i
     assert!(!dir.join("postgres/postmaster.pid").exists(), "the cluster is stopped on exit");
 
     // The next start reuses the cluster, and its runs.
-    let again = tokio::task::spawn_blocking({
-        let env = env.map(|(k, v)| (k.to_owned(), v.to_owned()));
-        move || {
-            let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-            Agentd::start_with(None, &env)
-        }
-    })
-    .await
-    .expect("start");
+    let again = start_without_database(&dir).await;
     let kept: Value = client
         .get(format!("{}/v1/runs/{id}", again.base))
         .send()
