@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::config::{self, ApiKeys, Config, ConfigError, FileConfig, Role, Secret};
+use crate::config::{self, ApiKeys, Config, ConfigError, ConnectionLimits, FileConfig, Role, Secret};
 use crate::domain::{CrewLimits, RunLimits};
 use crate::local_postgres::{LocalPostgres, LocalSettings};
 use crate::tools::egress::EgressPolicy;
@@ -89,13 +89,13 @@ struct ServeArgs {
     #[arg(long, env = "AGENTD_MAX_CONNECTIONS", value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
     max_connections: Option<u64>,
     /// Seconds a request's headers may take to arrive, from their first byte.
-    #[arg(long, env = "AGENTD_HEADER_TIMEOUT_S", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    #[arg(long, env = "AGENTD_HEADER_TIMEOUT_S", default_value_t = ConnectionLimits::default().header_timeout.as_secs(), value_parser = clap::value_parser!(u64).range(1..=3600))]
     header_timeout_s: u64,
     /// Seconds a kept-alive connection may wait for its next request.
-    #[arg(long, env = "AGENTD_IDLE_TIMEOUT_S", default_value_t = 75, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    #[arg(long, env = "AGENTD_IDLE_TIMEOUT_S", default_value_t = ConnectionLimits::default().idle_timeout.as_secs(), value_parser = clap::value_parser!(u64).range(1..=3600))]
     idle_timeout_s: u64,
     /// Seconds a request body may take to arrive (a slower sender gets 408).
-    #[arg(long, env = "AGENTD_BODY_TIMEOUT_S", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    #[arg(long, env = "AGENTD_BODY_TIMEOUT_S", default_value_t = ConnectionLimits::default().body_timeout.as_secs(), value_parser = clap::value_parser!(u64).range(1..=3600))]
     body_timeout_s: u64,
     /// Comma-separated API keys; with none, the API is open.
     #[arg(long, env = "AGENTD_API_KEYS", hide_env_values = true)]
@@ -134,22 +134,22 @@ struct ServeArgs {
     #[arg(long, env = "AGENTD_RUN_TIMEOUT_S", default_value_t = 3600)]
     run_timeout_s: u64,
     /// Agents a crew may have (more: 422 at kickoff).
-    #[arg(long, env = "AGENTD_MAX_AGENTS", default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    #[arg(long, env = "AGENTD_MAX_AGENTS", default_value_t = CrewLimits::default().max_agents as u32, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     max_agents: u32,
     /// Tasks a crew may have (more: 422 at kickoff).
-    #[arg(long, env = "AGENTD_MAX_TASKS", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    #[arg(long, env = "AGENTD_MAX_TASKS", default_value_t = CrewLimits::default().max_tasks as u32, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     max_tasks: u32,
     /// Tools a crew may declare, and an agent or a task may name (more: 422 at kickoff).
-    #[arg(long, env = "AGENTD_MAX_TOOLS", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    #[arg(long, env = "AGENTD_MAX_TOOLS", default_value_t = CrewLimits::default().max_tools as u32, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     max_tools: u32,
     /// Bytes of one model reply (more: the run fails with error.kind "limit").
-    #[arg(long, env = "AGENTD_MAX_REPLY_BYTES", default_value_t = 1_048_576, value_parser = clap::value_parser!(u64).range(1024..=1_073_741_824))]
+    #[arg(long, env = "AGENTD_MAX_REPLY_BYTES", default_value_t = RunLimits::default().max_reply_bytes as u64, value_parser = clap::value_parser!(u64).range(1024..=1_073_741_824))]
     max_reply_bytes: u64,
     /// Bytes of one task's output, handed on as context (more: the run fails with error.kind "limit").
-    #[arg(long, env = "AGENTD_MAX_TASK_OUTPUT_BYTES", default_value_t = 524_288, value_parser = clap::value_parser!(u64).range(1024..=1_073_741_824))]
+    #[arg(long, env = "AGENTD_MAX_TASK_OUTPUT_BYTES", default_value_t = RunLimits::default().max_task_output_bytes as u64, value_parser = clap::value_parser!(u64).range(1024..=1_073_741_824))]
     max_task_output_bytes: u64,
     /// Bytes of text one run may journal in all (more: the run fails with error.kind "limit").
-    #[arg(long, env = "AGENTD_MAX_RUN_JOURNAL_BYTES", default_value_t = 67_108_864, value_parser = clap::value_parser!(u64).range(65_536..=1_099_511_627_776))]
+    #[arg(long, env = "AGENTD_MAX_RUN_JOURNAL_BYTES", default_value_t = RunLimits::default().max_journal_bytes, value_parser = clap::value_parser!(u64).range(65_536..=1_099_511_627_776))]
     max_run_journal_bytes: u64,
     /// Days finished runs are kept before the retention pruner removes them with their journals
     /// (0: kept for ever).
@@ -200,7 +200,7 @@ impl ServeArgs {
         }
         Ok(Config {
             bind: self.bind,
-            connections: config::ConnectionLimits {
+            connections: ConnectionLimits {
                 max_connections: self.max_connections.map(|n| n as usize),
                 header_timeout: Duration::from_secs(self.header_timeout_s),
                 idle_timeout: Duration::from_secs(self.idle_timeout_s),

@@ -159,6 +159,38 @@ mod tests {
         .expect("crew")
     }
 
+    /// What an [`Assembler`] borrows from the engine: a model that is never asked, the built-in
+    /// tools, no inputs.
+    struct EngineParts {
+        llms: LlmRegistry,
+        outbound: Arc<Outbound>,
+        builtins: Vec<Arc<dyn Tool>>,
+        inputs: serde_json::Map<String, Value>,
+    }
+
+    impl EngineParts {
+        fn new() -> Self {
+            let llms = LlmRegistry::new("openai/m").with_client("openai", Arc::new(NoModel), true);
+            let outbound = Arc::new(
+                Outbound::new(EgressPolicy::default(), Duration::from_secs(1), 1000).expect("outbound"),
+            );
+            let builtins = instantiate(outbound.clone());
+            Self { llms, outbound, builtins, inputs: serde_json::Map::new() }
+        }
+
+        fn assembler<'a>(&'a self, crew: &'a CrewSpec, schemas: &'a RunSchemas) -> Assembler<'a> {
+            Assembler {
+                llms: &self.llms,
+                builtins: &self.builtins,
+                outbound: &self.outbound,
+                crew,
+                inputs: &self.inputs,
+                rate_key: "k:",
+                schemas,
+            }
+        }
+    }
+
     fn refusal(prepared: Prepared) -> Option<String> {
         match prepared {
             Prepared::Refused { error, .. } => Some(error),
@@ -179,22 +211,10 @@ mod tests {
     #[test]
     fn each_schema_is_compiled_once_per_run_and_shared_by_every_turn() {
         let crew = crew();
-        let llms = LlmRegistry::new("openai/m").with_client("openai", Arc::new(NoModel), true);
-        let outbound =
-            Arc::new(Outbound::new(EgressPolicy::default(), Duration::from_secs(1), 1000).expect("outbound"));
-        let builtins = instantiate(outbound.clone());
-        let shared = Arc::new(SharedSchemas::compile(&builtins));
+        let engine = EngineParts::new();
+        let shared = Arc::new(SharedSchemas::compile(&engine.builtins));
         let schemas = RunSchemas::compile(&crew, shared.clone());
-        let inputs = serde_json::Map::new();
-        let assembler = Assembler {
-            llms: &llms,
-            builtins: &builtins,
-            outbound: &outbound,
-            crew: &crew,
-            inputs: &inputs,
-            rate_key: "k:",
-            schemas: &schemas,
-        };
+        let assembler = engine.assembler(&crew, &schemas);
         let turns: Vec<_> =
             crew.tasks.iter().map(|task| assembler.performer(task, &[]).expect("turn")).collect();
         // `CompiledSchema::compile` runs in `SharedSchemas::compile` (once per engine) and
@@ -233,21 +253,9 @@ mod tests {
     #[test]
     fn tool_arguments_and_task_outputs_enforce_pattern_references_and_format() {
         let crew = crew();
-        let llms = LlmRegistry::new("openai/m").with_client("openai", Arc::new(NoModel), true);
-        let outbound =
-            Arc::new(Outbound::new(EgressPolicy::default(), Duration::from_secs(1), 1000).expect("outbound"));
-        let builtins = instantiate(outbound.clone());
-        let schemas = RunSchemas::compile(&crew, Arc::new(SharedSchemas::compile(&builtins)));
-        let inputs = serde_json::Map::new();
-        let assembler = Assembler {
-            llms: &llms,
-            builtins: &builtins,
-            outbound: &outbound,
-            crew: &crew,
-            inputs: &inputs,
-            rate_key: "k:",
-            schemas: &schemas,
-        };
+        let engine = EngineParts::new();
+        let schemas = RunSchemas::compile(&crew, Arc::new(SharedSchemas::compile(&engine.builtins)));
+        let assembler = engine.assembler(&crew, &schemas);
         let turn = assembler.performer(&crew.tasks[0], &[]).expect("turn");
         let state = RunTools::default();
         let prepare =

@@ -244,3 +244,35 @@ fn the_openapi_document_describes_the_data_of_every_event_type() {
     assert_eq!(event[0]["$ref"], "#/components/schemas/EventData");
     assert_eq!(event[1]["required"], json!(["seq", "run_id", "at", "task", "agent"]));
 }
+
+#[test]
+fn every_crew_name_in_the_document_has_the_pattern_the_server_checks() {
+    use agentd::domain::crew::CREW_NAME_PATTERN;
+    use agentd::domain::validate::check_crew_name;
+    let document: Value = serde_json::from_str(include_str!("../../openapi/openapi.json")).expect("JSON");
+    // The attribute literals (utoipa takes no constants) all say the same as the constant.
+    let mut patterns = vec![
+        &document["components"]["schemas"]["CrewSpec"]["properties"]["name"]["pattern"],
+        &document["components"]["schemas"]["CrewRef"]["oneOf"][0]["pattern"],
+    ];
+    for (path, item) in document["paths"].as_object().expect("paths") {
+        if !path.starts_with("/v1/crews/{name}") {
+            continue;
+        }
+        for operation in item.as_object().expect("item").values() {
+            let parameters = operation["parameters"].as_array().expect("parameters");
+            let name = parameters.iter().find(|p| p["name"] == "name").expect("name parameter");
+            patterns.push(&name["schema"]["pattern"]);
+        }
+    }
+    assert!(patterns.len() >= 6, "{patterns:?}");
+    for pattern in patterns {
+        assert_eq!(pattern, CREW_NAME_PATTERN);
+    }
+    // And the pattern (with the length bounds) accepts exactly what the server accepts.
+    let regex = regex::Regex::new(CREW_NAME_PATTERN).expect("regex");
+    for name in ["research", "a.b", "_", "-x-", ".hidden", "v1.2", ".", "..", "...", "", "a b", "é", "a/b"] {
+        let documented = (1..=100).contains(&name.len()) && regex.is_match(name);
+        assert_eq!(documented, check_crew_name(name).is_ok(), "{name:?}");
+    }
+}
