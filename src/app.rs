@@ -12,6 +12,7 @@ use crate::engine::Engine;
 use crate::llm::{LlmRegistry, RetryPolicy};
 use crate::metrics::Metrics;
 use crate::ratelimit::RateLimiter;
+use crate::secrets::Vault;
 use crate::store::{PoolSettings, Store, StoreError};
 use crate::tools::http::Outbound;
 use crate::worker::{WorkerPool, WorkerSettings};
@@ -43,8 +44,8 @@ pub fn connect(database_url: &Secret, max_connections: u32) -> Result<Store, Ser
 const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// The engine as configured: one shared HTTP client for the LLM providers, the guarded one for
-/// tools.
-pub fn build_engine(config: &Config) -> Result<Engine, ServeError> {
+/// tools, and the secrets of `store` (sealed with the configured key) for tools that send them.
+pub fn build_engine(config: &Config, store: &Store) -> Result<Engine, ServeError> {
     let http = reqwest::Client::builder()
         .tcp_nodelay(true)
         .pool_idle_timeout(Duration::from_secs(90))
@@ -60,7 +61,11 @@ pub fn build_engine(config: &Config) -> Result<Engine, ServeError> {
     let outbound =
         Outbound::new(config.tool_egress.clone(), config.tool_timeout, config.tool_max_response_bytes)
             .map_err(|e| ServeError::Setup(format!("cannot build the tool HTTP client: {e}")))?;
-    Ok(Engine::new(llms, Arc::new(outbound)).with_rate_limiter(limiter).with_limits(config.run_limits))
+    let vault = Vault::new(store.clone(), config.secrets_key.clone());
+    Ok(Engine::new(llms, Arc::new(outbound))
+        .with_rate_limiter(limiter)
+        .with_limits(config.run_limits)
+        .with_secrets(Arc::new(vault)))
 }
 
 /// Apply migrations, retrying while the database is starting (up to `patience`).
@@ -93,7 +98,7 @@ pub async fn serve(mut config: Config) -> Result<(), ServeError> {
     let metrics = Arc::new(Metrics::default());
     let workers = match config.role.runs_workers() {
         true => {
-            let engine = build_engine(&config)?.with_metrics(metrics.clone());
+            let engine = build_engine(&config, &store)?.with_metrics(metrics.clone());
             let pool = WorkerPool::new(store.clone(), Arc::new(engine), worker_settings(&config));
             tracing::info!(slots = config.workers, lease_s = config.lease.as_secs(), "worker pool started");
             Some(tokio::spawn(pool.run(shutdown.clone())))

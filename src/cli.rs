@@ -97,6 +97,11 @@ struct ServeArgs {
     /// Seconds a request body may take to arrive (a slower sender gets 408).
     #[arg(long, env = "AGENTD_BODY_TIMEOUT_S", default_value_t = ConnectionLimits::default().body_timeout.as_secs(), value_parser = clap::value_parser!(u64).range(1..=3600))]
     body_timeout_s: u64,
+    /// The key stored secrets are sealed with (AES-256-GCM): 32 bytes as base64 or 64 hex digits,
+    /// e.g. `openssl rand -base64 32`. Without it the secrets routes answer 501 and crews that
+    /// reference secrets are refused.
+    #[arg(long, env = "AGENTD_SECRETS_KEY", hide_env_values = true)]
+    secrets_key: Option<String>,
     /// Comma-separated API keys; with none, the API is open.
     #[arg(long, env = "AGENTD_API_KEYS", hide_env_values = true)]
     api_keys: Option<String>,
@@ -232,6 +237,13 @@ impl ServeArgs {
                 max_agents: self.max_agents as usize,
                 max_tasks: self.max_tasks as usize,
                 max_tools: self.max_tools as usize,
+            },
+            secrets_key: match self.secrets_key.as_deref().map(str::trim) {
+                None | Some("") => None,
+                Some(text) => Some(std::sync::Arc::new(
+                    crate::secrets::SecretsKey::parse(text)
+                        .map_err(|e| ConfigError::Invalid(format!("AGENTD_SECRETS_KEY: {e}")))?,
+                )),
             },
             retention: (self.retention_days > 0)
                 .then(|| Duration::from_secs(u64::from(self.retention_days) * 86_400)),

@@ -219,6 +219,8 @@ pub struct Config {
     pub run_limits: RunLimits,
     /// How long finished runs are kept; `None`: for ever.
     pub retention: Option<std::time::Duration>,
+    /// The key stored secrets are sealed with; without one, secrets cannot be used.
+    pub secrets_key: Option<std::sync::Arc<crate::secrets::SecretsKey>>,
 }
 
 impl Config {
@@ -246,6 +248,7 @@ impl Config {
             crew_limits: CrewLimits::default(),
             run_limits: RunLimits::default(),
             retention: None,
+            secrets_key: None,
         }
     }
 }

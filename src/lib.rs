@@ -16,6 +16,7 @@ pub mod metrics;
 pub mod net;
 pub mod ratelimit;
 pub mod retention;
+pub mod secrets;
 pub mod service;
 pub mod store;
 pub mod text;

@@ -2,6 +2,8 @@
 //! and what a run snapshots; their rules live in [`super::validate`].
 
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
 use serde_json::Value;
 use utoipa::ToSchema;
 
@@ -323,6 +325,99 @@ pub struct HttpToolSpec {
     #[serde(default = "default_timeout_ms")]
     #[schema(minimum = 1, maximum = 300000)]
     pub timeout_ms: u64,
+    /// Headers sent with every call: plain strings or secret references. Not `Host`,
+    /// `Content-Length`, `Transfer-Encoding`, `Connection` or `Idempotency-Key` (agentd sets it).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schema(value_type = HashMap<String, ValueSource>)]
+    pub headers: BTreeMap<String, ValueSource>,
+    /// Query parameters added to every call's URL (beside a GET call's arguments).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schema(value_type = HashMap<String, ValueSource>)]
+    pub query: BTreeMap<String, ValueSource>,
+}
+
+/// A header or query value: a plain string, or a stored secret's value (read when each request is
+/// sent) after an optional prefix, e.g. `{"secret": "api_token", "prefix": "Bearer "}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum ValueSource {
+    Plain(String),
+    Secret(SecretRef),
+}
+
+/// A reference to a stored secret (`PUT /v1/secrets/{name}`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SecretRef {
+    /// The secret's name.
+    #[schema(min_length = 1, max_length = 100, pattern = "^[A-Za-z0-9._-]*[A-Za-z0-9_-][A-Za-z0-9._-]*$")]
+    pub secret: String,
+    /// Text sent before the value (`"Bearer "`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub prefix: String,
+}
+
+/// By hand rather than `untagged`, so that a wrong value is told what is expected.
+impl<'de> Deserialize<'de> for ValueSource {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Source;
+        impl<'de> serde::de::Visitor<'de> for Source {
+            type Value = ValueSource;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string or a secret reference ({\"secret\": \"name\", \"prefix\": \"...\"})")
+            }
+
+            fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<ValueSource, E> {
+                Ok(ValueSource::Plain(text.to_owned()))
+            }
+
+            fn visit_string<E: serde::de::Error>(self, text: String) -> Result<ValueSource, E> {
+                Ok(ValueSource::Plain(text))
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<ValueSource, A::Error> {
+                SecretRef::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+                    .map(ValueSource::Secret)
+            }
+        }
+        deserializer.deserialize_any(Source)
+    }
+}
+
+impl utoipa::PartialSchema for ValueSource {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{ObjectBuilder, OneOfBuilder, Ref, Type};
+        OneOfBuilder::new()
+            .item(ObjectBuilder::new().schema_type(Type::String))
+            .item(Ref::from_schema_name("SecretRef"))
+            .description(Some("A plain string, or a stored secret's value after an optional prefix."))
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for ValueSource {
+    fn schemas(schemas: &mut Vec<(String, utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>)>) {
+        use utoipa::PartialSchema;
+        schemas.push(("SecretRef".into(), SecretRef::schema()));
+    }
+}
+
+impl CrewSpec {
+    /// Every secret the crew references, with where (`tools[0].http.headers.Authorization`).
+    pub fn secret_refs(&self) -> Vec<(String, &SecretRef)> {
+        let mut refs = Vec::new();
+        for (i, tool) in self.tools.iter().enumerate() {
+            for (part, values) in [("headers", &tool.http.headers), ("query", &tool.http.query)] {
+                for (name, value) in values {
+                    if let ValueSource::Secret(reference) = value {
+                        refs.push((format!("tools[{i}].http.{part}.{name}"), reference));
+                    }
+                }
+            }
+        }
+        refs
+    }
 }
 
 fn default_timeout_ms() -> u64 {

@@ -5,7 +5,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use serde_json::{Map, Value};
 
-use super::crew::{AgentSpec, CrewSpec, LlmSpec, Process, TaskSpec, ToolSpec};
+use super::crew::{AgentSpec, CrewSpec, LlmSpec, Process, TaskSpec, ToolSpec, ValueSource};
 pub use super::field::{parse_json, FieldError};
 use super::interpolate::required_inputs;
 use super::limits::CrewLimits;
@@ -362,5 +362,59 @@ impl Validator<'_> {
             );
         }
         self.positive(tool.max_usage_count, &format!("{path}.max_usage_count"));
+        for (name, value) in &tool.http.headers {
+            let field = format!("{path}.http.headers.{name}");
+            if let Err(message) = check_header_name(name) {
+                self.error(&field, message);
+            }
+            self.value_source(value, &field, true);
+        }
+        for (name, value) in &tool.http.query {
+            let field = format!("{path}.http.query.{name}");
+            if name.is_empty() {
+                self.error(&field, "a query parameter needs a name");
+            }
+            self.value_source(value, &field, false);
+        }
     }
+
+    /// A header or query value: a plain one that can be sent as it is, or a well-named secret.
+    fn value_source(&mut self, value: &ValueSource, field: &str, header: bool) {
+        match value {
+            ValueSource::Plain(text) if header && !is_header_value(text) => {
+                self.error(field, "must be visible characters, spaces and tabs (no line breaks)")
+            }
+            ValueSource::Plain(_) => {}
+            ValueSource::Secret(reference) => {
+                if let Err(message) = check_crew_name(&reference.secret) {
+                    self.error(format!("{field}.secret"), message);
+                }
+                if header && !is_header_value(&reference.prefix) {
+                    self.error(format!("{field}.prefix"), "must be visible characters, spaces and tabs");
+                }
+            }
+        }
+    }
+}
+
+/// Headers agentd sets itself or that frame the request: a crew may not set them.
+const RESERVED_HEADERS: [&str; 7] =
+    ["host", "content-length", "transfer-encoding", "connection", "upgrade", "te", "idempotency-key"];
+
+/// A header name: an RFC 9110 token that agentd leaves to the crew.
+pub fn check_header_name(name: &str) -> Result<(), String> {
+    let token = !name.is_empty()
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
+    if !token {
+        return Err("not a valid header name (letters, digits and !#$%&'*+-.^_`|~)".to_owned());
+    }
+    if RESERVED_HEADERS.contains(&name.to_ascii_lowercase().as_str()) {
+        return Err(format!("'{name}' is set by agentd, not by the crew"));
+    }
+    Ok(())
+}
+
+/// Can `text` be sent as a header value (visible characters, spaces and tabs)?
+pub fn is_header_value(text: &str) -> bool {
+    text.chars().all(|c| c == '\t' || c == ' ' || !c.is_control())
 }

@@ -20,6 +20,7 @@ use crate::domain::{ErrorKind, TaskOutput};
 use crate::llm::{provider_key, LlmRegistry, ResolvedModel};
 use crate::ratelimit::Limit;
 use crate::tools::http::{HttpTool, Outbound};
+use crate::tools::secrets::SecretSource;
 use crate::tools::Tool;
 
 /// The name the manager of the hierarchical process goes by in events and the journal.
@@ -30,6 +31,7 @@ pub(super) struct Assembler<'a> {
     pub llms: &'a LlmRegistry,
     pub builtins: &'a [Arc<dyn Tool>],
     pub outbound: &'a Arc<Outbound>,
+    pub secrets: &'a Arc<dyn SecretSource>,
     pub crew: &'a CrewSpec,
     pub inputs: &'a Map<String, Value>,
     /// The prefix of this execution's rate-limit keys.
@@ -182,7 +184,8 @@ impl Assembler<'_> {
         let mut entries = Vec::new();
         for name in names {
             if let Some(spec) = self.crew.tools.iter().find(|t| &t.name == name) {
-                let tool: Arc<dyn Tool> = Arc::new(HttpTool::new(spec, self.outbound.clone()));
+                let tool: Arc<dyn Tool> =
+                    Arc::new(HttpTool::new(spec, self.outbound.clone(), self.secrets.clone()));
                 entries.push(ToolEntry {
                     result_as_answer: spec.result_as_answer,
                     max_usage_count: spec.max_usage_count,

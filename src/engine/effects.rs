@@ -36,6 +36,7 @@ use crate::domain::event::{CallPurpose, LlmFinished, LlmStarted, RunThrottled, T
 use crate::domain::EventData;
 use crate::llm::{provider_key, ChatRequest, ChatResponse, LlmError, ResolvedModel};
 use crate::ratelimit::Limit;
+use crate::tools::CallInfo;
 
 /// How long idempotent calls may take and still be journaled in one commit with their starts.
 pub const FOLD_WINDOW: Duration = Duration::from_millis(10);
@@ -281,7 +282,10 @@ impl Context<'_> {
             let Some(ToolEffect { entry, arguments, key }) = call else { return Ok(None) };
             let started = Instant::now();
             let result = match &entry.runner {
-                Runner::Tool(tool) => tool.call((*arguments).clone()).await,
+                Runner::Tool(tool) => {
+                    let call = CallInfo::for_call(self.journal.run_id().0, key);
+                    tool.call((*arguments).clone(), call).await
+                }
                 Runner::Delegate(mode) => match self.coworkers {
                     Some(coworkers) => {
                         coworkers.delegate(self, task, (*key).to_owned(), *mode, arguments).await?

@@ -335,6 +335,8 @@ impl Snapshot {
 
 /// Where the engine persists a run.
 pub trait Journal: Send + Sync {
+    /// The run this journal is of.
+    fn run_id(&self) -> crate::domain::RunId;
     /// Everything journaled so far.
     fn load(&self) -> JournalFuture<'_, Snapshot>;
     /// Write one step atomically.
@@ -344,6 +346,7 @@ pub trait Journal: Send + Sync {
 /// A journal in memory, for tests of the engine without a database.
 #[derive(Debug, Default)]
 pub struct MemoryJournal {
+    run_id: crate::domain::RunId,
     state: Mutex<MemoryState>,
 }
 
@@ -365,7 +368,7 @@ impl MemoryJournal {
             .collect();
         let state =
             MemoryState { snapshot: Snapshot { tasks, ..Snapshot::default() }, ..MemoryState::default() };
-        Self { state: Mutex::new(state) }
+        Self { run_id: crate::domain::RunId::new(), state: Mutex::new(state) }
     }
 
     fn with<T>(&self, f: impl FnOnce(&mut MemoryState) -> T) -> T {
@@ -395,6 +398,10 @@ impl MemoryJournal {
 }
 
 impl Journal for MemoryJournal {
+    fn run_id(&self) -> crate::domain::RunId {
+        self.run_id
+    }
+
     fn load(&self) -> JournalFuture<'_, Snapshot> {
         let snapshot = self.snapshot();
         Box::pin(async move { Ok(snapshot) })

@@ -22,6 +22,7 @@ use crate::llm::LlmRegistry;
 use crate::metrics::Metrics;
 use crate::ratelimit::RateLimiter;
 use crate::tools::http::Outbound;
+use crate::tools::secrets::{NoSecrets, SecretSource};
 use crate::tools::{builtin, Tool};
 
 /// Executes runs. One per process, shared by every worker.
@@ -35,6 +36,8 @@ pub struct Engine {
     metrics: Arc<Metrics>,
     /// What one run may produce.
     limits: RunLimits,
+    /// Where tools read the secrets a crew references.
+    secrets: Arc<dyn SecretSource>,
 }
 
 impl Engine {
@@ -42,12 +45,19 @@ impl Engine {
         let builtins = builtin::instantiate(outbound.clone());
         let (limiter, metrics) = (Arc::new(RateLimiter::default()), Arc::new(Metrics::default()));
         let schemas = Arc::new(SharedSchemas::compile(&builtins));
-        Self { llms, builtins, schemas, outbound, limiter, metrics, limits: RunLimits::default() }
+        let secrets: Arc<dyn SecretSource> = Arc::new(NoSecrets);
+        Self { llms, builtins, schemas, outbound, limiter, metrics, limits: RunLimits::default(), secrets }
     }
 
     /// Hold runs to `limits` (default: [`RunLimits::default`]).
     pub fn with_limits(mut self, limits: RunLimits) -> Self {
         self.limits = limits;
+        self
+    }
+
+    /// Read the secrets crews reference from `secrets` (default: none can be read).
+    pub fn with_secrets(mut self, secrets: Arc<dyn SecretSource>) -> Self {
+        self.secrets = secrets;
         self
     }
 
@@ -121,6 +131,7 @@ impl Engine {
             llms: &self.llms,
             builtins: &self.builtins,
             outbound: &self.outbound,
+            secrets: &self.secrets,
             crew,
             inputs,
             rate_key: &rate_key,

@@ -166,6 +166,7 @@ mod tests {
         outbound: Arc<Outbound>,
         builtins: Vec<Arc<dyn Tool>>,
         inputs: serde_json::Map<String, Value>,
+        secrets: Arc<dyn crate::tools::secrets::SecretSource>,
     }
 
     impl EngineParts {
@@ -175,7 +176,9 @@ mod tests {
                 Outbound::new(EgressPolicy::default(), Duration::from_secs(1), 1000).expect("outbound"),
             );
             let builtins = instantiate(outbound.clone());
-            Self { llms, outbound, builtins, inputs: serde_json::Map::new() }
+            let secrets: Arc<dyn crate::tools::secrets::SecretSource> =
+                Arc::new(crate::tools::secrets::NoSecrets);
+            Self { llms, outbound, builtins, inputs: serde_json::Map::new(), secrets }
         }
 
         fn assembler<'a>(&'a self, crew: &'a CrewSpec, schemas: &'a RunSchemas) -> Assembler<'a> {
@@ -183,6 +186,7 @@ mod tests {
                 llms: &self.llms,
                 builtins: &self.builtins,
                 outbound: &self.outbound,
+                secrets: &self.secrets,
                 crew,
                 inputs: &self.inputs,
                 rate_key: "k:",

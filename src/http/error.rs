@@ -47,6 +47,8 @@ pub enum ApiError {
     Validation { detail: String, errors: Vec<FieldError> },
     #[error("{0}")]
     Unavailable(String),
+    #[error("{0}")]
+    NotImplemented(String),
     #[error("internal error")]
     Internal(StoreError),
 }
@@ -57,6 +59,7 @@ impl From<ServiceError> for ApiError {
         match error {
             ServiceError::NotFound(message) => ApiError::NotFound(message),
             ServiceError::Conflict(message) => ApiError::Conflict(message),
+            ServiceError::NotConfigured(message) => ApiError::NotImplemented(message),
             ServiceError::Invalid(errors) => ApiError::validation(errors),
             ServiceError::Unavailable(cause) => {
                 tracing::warn!(error = %cause, "request failed: the database is unavailable");
@@ -96,6 +99,7 @@ impl ApiError {
             ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::Validation { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::NotImplemented(_) => StatusCode::NOT_IMPLEMENTED,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -112,6 +116,7 @@ impl ApiError {
             ApiError::UnsupportedMediaType(_) => "unsupported-media-type",
             ApiError::Validation { .. } => "validation",
             ApiError::Unavailable(_) => "unavailable",
+            ApiError::NotImplemented(_) => "not-configured",
             ApiError::Internal(_) => "internal",
         }
     }

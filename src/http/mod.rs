@@ -10,6 +10,7 @@ mod examples;
 pub mod extract;
 pub mod kickoffs;
 pub mod runs;
+pub mod secrets;
 pub mod server;
 pub mod service;
 mod state;
@@ -45,6 +46,7 @@ pub use state::AppState;
         (name = "events", description = "Run event logs"),
         (name = "crews", description = "Registered crews"),
         (name = "tools", description = "Built-in tools"),
+        (name = "secrets", description = "Stored secrets crews reference in tool headers and queries"),
         (name = "service", description = "Health, readiness and documentation"),
     )
 )]
@@ -78,6 +80,8 @@ fn v1_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(crews::put_crew, crews::get_crew, crews::delete_crew))
         .routes(routes!(crews::crew_inputs))
         .routes(routes!(tools::list_tools))
+        .routes(routes!(secrets::list_secrets))
+        .routes(routes!(secrets::put_secret, secrets::delete_secret))
 }
 
 /// Routes open to anyone: health, readiness, documentation, the dashboard page.

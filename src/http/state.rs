@@ -9,6 +9,7 @@ use crate::config::Config;
 use crate::domain::ValidationContext;
 use crate::events::EventBus;
 use crate::metrics::Metrics;
+use crate::secrets::Vault;
 use crate::service::Services;
 use crate::store::Store;
 use crate::tools::builtin_tool_names;
@@ -51,7 +52,11 @@ impl AppState {
         };
         let bus = EventBus::start(store.clone(), shutdown.clone());
         Self {
-            services: Services::new(store.clone(), validation),
+            services: Services::new(
+                store.clone(),
+                validation,
+                Vault::new(store.clone(), config.secrets_key.clone()),
+            ),
             store,
             config: Arc::new(config),
             bus,

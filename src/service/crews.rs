@@ -27,6 +27,7 @@ impl Services {
         }
         let spec = CrewSpec::from_json(Value::Object(fields)).map_err(ServiceError::Invalid)?;
         validate_crew(&spec, &self.validation).map_err(ServiceError::Invalid)?;
+        self.check_secrets_usable(&spec, "")?;
         Ok(self.store.upsert_crew(&spec).await?)
     }
 

@@ -35,6 +35,7 @@ impl Services {
                 let (inputs, metadata) = (request.inputs, request.metadata);
                 let run = prepare_run(crew, inputs, metadata, request.timeout_s, &self.validation)
                     .map_err(ServiceError::Invalid)?;
+                self.check_secrets_exist(&run.crew, "crew.").await?;
                 self.store.create_runs(&[run], key.as_ref()).await?
             }
         };
@@ -63,6 +64,9 @@ impl Services {
         let runs: Vec<NewRun> =
             prepare_batch(crew, request.inputs, request.metadata, request.timeout_s, &self.validation)
                 .map_err(ServiceError::Invalid)?;
+        if let Some(first) = runs.first() {
+            self.check_secrets_exist(&first.crew, "crew.").await?;
+        }
         answer(self.store.create_runs(&runs, key.as_ref()).await?)
     }
 

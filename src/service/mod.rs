@@ -7,13 +7,16 @@
 mod crews;
 mod kickoffs;
 mod runs;
+mod secrets;
 
 use std::sync::Arc;
 
 pub use kickoffs::Kicked;
 pub use runs::{no_run, RunPage};
+pub use secrets::check_secret_name;
 
 use crate::domain::{FieldError, ValidationContext};
+use crate::secrets::Vault;
 use crate::store::{Store, StoreError};
 
 /// The use cases, over the store and what crew specs are checked against. Cheap to clone.
@@ -21,11 +24,13 @@ use crate::store::{Store, StoreError};
 pub struct Services {
     store: Store,
     validation: Arc<ValidationContext>,
+    /// The secrets crews reference.
+    vault: Vault,
 }
 
 impl Services {
-    pub fn new(store: Store, validation: ValidationContext) -> Self {
-        Self { store, validation: Arc::new(validation) }
+    pub fn new(store: Store, validation: ValidationContext, vault: Vault) -> Self {
+        Self { store, validation: Arc::new(validation), vault }
     }
 
     /// What crew specs are checked against: built-in tools, configured providers.
@@ -46,6 +51,9 @@ pub enum ServiceError {
     /// The request is well formed but breaks the rules, field by field.
     #[error("the request is invalid")]
     Invalid(Vec<FieldError>),
+    /// The server is not set up for what the request asks (secrets without a key).
+    #[error("{0}")]
+    NotConfigured(String),
     /// The database is out of reach; the request may be retried.
     #[error("the database is unavailable")]
     Unavailable(#[source] StoreError),

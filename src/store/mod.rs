@@ -15,6 +15,7 @@ mod retention;
 mod review;
 mod run_journal;
 mod runs;
+mod secrets;
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -34,6 +35,7 @@ pub use retention::{Deleted, Pruned};
 pub use review::ResumeOutcome;
 pub use run_journal::RunJournal;
 pub use runs::{Created, IdempotencyKey, RunPage};
+pub use secrets::{SealedSecret, SecretInfo};
 
 /// The schema migrations, embedded in the binary.
 pub static MIGRATOR: Migrator = sqlx::migrate!("./migrations");

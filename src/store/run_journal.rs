@@ -143,6 +143,10 @@ fn describe(e: &StoreError) -> String {
 }
 
 impl Journal for RunJournal {
+    fn run_id(&self) -> RunId {
+        self.run_id
+    }
+
     fn load(&self) -> JournalFuture<'_, Snapshot> {
         Box::pin(self.load_snapshot())
     }

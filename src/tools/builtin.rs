@@ -4,8 +4,8 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::http::{fetch, Outbound};
-use super::{builtin_tools, Tool, ToolFuture, ToolInfo};
+use super::http::{fetch, Outbound, Request};
+use super::{builtin_tools, CallInfo, Tool, ToolFuture, ToolInfo};
 
 /// Every built-in tool, ready to call; outbound requests use `outbound`.
 pub fn instantiate(outbound: Arc<Outbound>) -> Vec<Arc<dyn Tool>> {
@@ -31,7 +31,7 @@ impl Tool for Calculator {
         &self.info
     }
 
-    fn call(&self, arguments: Value) -> ToolFuture<'_> {
+    fn call(&self, arguments: Value, _call: CallInfo) -> ToolFuture<'_> {
         let expression = arguments.get("expression").and_then(Value::as_str).unwrap_or_default().to_owned();
         Box::pin(async move { super::calculator::evaluate(&expression).map_err(|e| e.to_string()) })
     }
@@ -46,7 +46,7 @@ impl Tool for CurrentTime {
         &self.info
     }
 
-    fn call(&self, _arguments: Value) -> ToolFuture<'_> {
+    fn call(&self, _arguments: Value, _call: CallInfo) -> ToolFuture<'_> {
         Box::pin(async { Ok(chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)) })
     }
 }
@@ -61,7 +61,7 @@ impl Tool for HttpRequest {
         &self.info
     }
 
-    fn call(&self, arguments: Value) -> ToolFuture<'_> {
+    fn call(&self, arguments: Value, call: CallInfo) -> ToolFuture<'_> {
         Box::pin(async move {
             let url = arguments.get("url").and_then(Value::as_str).unwrap_or_default();
             let method = arguments.get("method").and_then(Value::as_str).unwrap_or("GET");
@@ -71,7 +71,8 @@ impl Tool for HttpRequest {
                 "POST" => reqwest::Method::POST,
                 other => return Err(format!("unsupported method '{other}': use GET or POST")),
             };
-            fetch(&self.outbound, method, url, body, None).await
+            let request = Request { method, url, body, timeout: None, headers: Vec::new() };
+            fetch(&self.outbound, request, &call).await
         })
     }
 }

@@ -9,8 +9,9 @@ use reqwest::Method;
 use serde_json::Value;
 
 use super::egress::{guarded_client, EgressError, EgressPolicy};
-use super::{image_result, Tool, ToolFuture, ToolInfo, ToolResult, MAX_IMAGE_BYTES};
-use crate::domain::crew::{HttpMethod, ToolSpec};
+use super::secrets::{self, Redactor, SecretSource};
+use super::{image_result, CallInfo, Tool, ToolFuture, ToolInfo, ToolResult, MAX_IMAGE_BYTES};
+use crate::domain::crew::{HttpMethod, ToolSpec, ValueSource};
 
 /// The client and limits of outbound tool requests.
 #[derive(Debug, Clone)]
@@ -33,17 +34,30 @@ impl Outbound {
     }
 }
 
-/// Send one request and return the response text (truncated), or an error observation.
-pub async fn fetch(
-    outbound: &Outbound,
-    method: Method,
-    url: &str,
-    body: Option<&Value>,
-    timeout: Option<Duration>,
-) -> ToolResult {
+/// One outbound tool request.
+pub struct Request<'a> {
+    pub method: Method,
+    pub url: &'a str,
+    /// Sent as JSON.
+    pub body: Option<&'a Value>,
+    /// The client's own when absent.
+    pub timeout: Option<Duration>,
+    /// Besides `Idempotency-Key`, which comes from the call.
+    pub headers: Vec<(String, String)>,
+}
+
+/// Send one request (with the call's `Idempotency-Key`) and return the response text
+/// (truncated), or an error observation.
+pub async fn fetch(outbound: &Outbound, request: Request<'_>, call: &CallInfo) -> ToolResult {
+    let Request { method, url, body, timeout, headers } = request;
     let url = reqwest::Url::parse(url).map_err(|e| format!("invalid URL '{url}': {e}"))?;
     outbound.policy.check_url(&url).map_err(|e| e.to_string())?;
-    let mut request = outbound.client.request(method, url);
+    let mut request = outbound.client.request(method, url).header("idempotency-key", &call.idempotency_key);
+    for (name, value) in headers {
+        let value = reqwest::header::HeaderValue::from_str(&value)
+            .map_err(|_| format!("the value of header '{name}' cannot be sent in a header"))?;
+        request = request.header(name.as_str(), value);
+    }
     if let Some(body) = body {
         request = request.json(body);
     }
@@ -121,25 +135,56 @@ fn describe(error: reqwest::Error) -> String {
     message
 }
 
-/// A crew's HTTP tool: arguments go as query parameters (GET) or a JSON body (POST).
+/// A crew's HTTP tool: arguments go as query parameters (GET) or a JSON body (POST), with the
+/// crew's headers and query parameters, whose secrets are read when each request is sent and
+/// redacted from what it returns.
 pub struct HttpTool {
     info: ToolInfo,
     url: String,
     method: HttpMethod,
     timeout: Duration,
+    headers: Vec<(String, ValueSource)>,
+    query: Vec<(String, ValueSource)>,
     outbound: Arc<Outbound>,
+    secrets: Arc<dyn SecretSource>,
 }
 
 impl HttpTool {
-    pub fn new(spec: &ToolSpec, outbound: Arc<Outbound>) -> Self {
+    pub fn new(spec: &ToolSpec, outbound: Arc<Outbound>, secrets: Arc<dyn SecretSource>) -> Self {
         let info = ToolInfo {
             name: spec.name.clone(),
             description: spec.description.clone(),
             parameters: spec.parameters.clone(),
             idempotent: spec.is_idempotent(),
         };
-        let timeout = Duration::from_millis(spec.http.timeout_ms);
-        Self { info, url: spec.http.url.clone(), method: spec.http.method, timeout, outbound }
+        let pairs = |map: &std::collections::BTreeMap<String, ValueSource>| {
+            map.iter().map(|(k, v)| (k.clone(), v.clone())).collect::<Vec<_>>()
+        };
+        Self {
+            info,
+            url: spec.http.url.clone(),
+            method: spec.http.method,
+            timeout: Duration::from_millis(spec.http.timeout_ms),
+            headers: pairs(&spec.http.headers),
+            query: pairs(&spec.http.query),
+            outbound,
+            secrets,
+        }
+    }
+
+    async fn send(&self, arguments: Value, call: &CallInfo, redactor: &mut Redactor) -> ToolResult {
+        let headers = secrets::resolve(self.secrets.as_ref(), &self.headers, redactor).await?;
+        let query = secrets::resolve(self.secrets.as_ref(), &self.query, redactor).await?;
+        let (url, body) = match self.method {
+            HttpMethod::Post => (with_query(&self.url, &query, None)?, Some(&arguments)),
+            HttpMethod::Get => (with_query(&self.url, &query, Some(&arguments))?, None),
+        };
+        let method = match self.method {
+            HttpMethod::Post => Method::POST,
+            HttpMethod::Get => Method::GET,
+        };
+        let request = Request { method, url: &url, body, timeout: Some(self.timeout), headers };
+        fetch(&self.outbound, request, call).await
     }
 }
 
@@ -148,27 +193,32 @@ impl Tool for HttpTool {
         &self.info
     }
 
-    fn call(&self, arguments: Value) -> ToolFuture<'_> {
+    fn call(&self, arguments: Value, call: CallInfo) -> ToolFuture<'_> {
         Box::pin(async move {
-            match self.method {
-                HttpMethod::Post => {
-                    fetch(&self.outbound, Method::POST, &self.url, Some(&arguments), Some(self.timeout)).await
-                }
-                HttpMethod::Get => {
-                    let url = with_query(&self.url, &arguments)?;
-                    fetch(&self.outbound, Method::GET, &url, None, Some(self.timeout)).await
-                }
+            let mut redactor = Redactor::default();
+            let mut result = self.send(arguments, &call, &mut redactor).await;
+            match &mut result {
+                Ok(text) | Err(text) => redactor.redact(text),
             }
+            result
         })
     }
 }
 
-/// The URL with each argument as a query parameter (strings as they are, others as JSON).
-fn with_query(url: &str, arguments: &Value) -> Result<String, String> {
+/// The URL with the crew's `fixed` parameters, then each argument (strings as they are, others as
+/// JSON).
+fn with_query(url: &str, fixed: &[(String, String)], arguments: Option<&Value>) -> Result<String, String> {
     let mut url = reqwest::Url::parse(url).map_err(|e| format!("invalid tool URL: {e}"))?;
-    if let Some(fields) = arguments.as_object() {
+    let fields = arguments.and_then(Value::as_object);
+    if fixed.is_empty() && fields.is_none_or(|f| f.is_empty()) {
+        return Ok(url.to_string());
+    }
+    {
         let mut pairs = url.query_pairs_mut();
-        for (name, value) in fields {
+        for (name, value) in fixed {
+            pairs.append_pair(name, value);
+        }
+        for (name, value) in fields.into_iter().flatten() {
             match value {
                 Value::String(text) => pairs.append_pair(name, text),
                 other => pairs.append_pair(name, &other.to_string()),
@@ -176,4 +226,18 @@ fn with_query(url: &str, arguments: &Value) -> Result<String, String> {
         }
     }
     Ok(url.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_query_holds_the_crews_parameters_then_the_arguments() {
+        let fixed = [("key".to_owned(), "a b&c".to_owned())];
+        let url = with_query("https://x.example/p?v=1", &fixed, Some(&serde_json::json!({"n": 2, "s": "t"})))
+            .expect("url");
+        assert_eq!(url, "https://x.example/p?v=1&key=a+b%26c&n=2&s=t");
+        assert_eq!(with_query("https://x.example/p", &[], None).expect("url"), "https://x.example/p");
+    }
 }

@@ -6,6 +6,7 @@ pub mod builtin;
 pub mod calculator;
 pub mod egress;
 pub mod http;
+pub mod secrets;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -46,7 +47,28 @@ pub trait Tool: Send + Sync {
     /// Name, description, argument schema and whether it is safe to repeat.
     fn info(&self) -> &ToolInfo;
     /// Run with arguments already validated against `info().parameters`.
-    fn call(&self, arguments: Value) -> ToolFuture<'_>;
+    fn call(&self, arguments: Value, call: CallInfo) -> ToolFuture<'_>;
+}
+
+/// What a tool knows of the call it performs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallInfo {
+    /// Stable for this call of this run: the same on every retry and after a crash (sent as the
+    /// `Idempotency-Key` header of HTTP tools and in the `_meta` of MCP calls), so that a service
+    /// honouring it applies a repeated call once.
+    pub idempotency_key: String,
+}
+
+impl CallInfo {
+    /// The call journaled under `key` in run `run_id`: a UUID (version 8) from a digest of both.
+    pub fn for_call(run_id: uuid::Uuid, key: &str) -> Self {
+        use sha2::{Digest, Sha256};
+        let digest = Sha256::digest([run_id.as_bytes().as_slice(), b"\0", key.as_bytes()].concat());
+        let mut bytes = [0u8; 16];
+        bytes.copy_from_slice(&digest[..16]);
+        let id = uuid::Builder::from_custom_bytes(bytes).into_uuid();
+        Self { idempotency_key: id.to_string() }
+    }
 }
 
 /// A tool as clients and models see it.
@@ -109,6 +131,17 @@ pub fn builtin_tool_names() -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_calls_idempotency_key_depends_on_its_run_and_journal_key_only() {
+        let run = uuid::Uuid::now_v7();
+        let key = CallInfo::for_call(run, "t#1/c1").idempotency_key;
+        assert_eq!(key, CallInfo::for_call(run, "t#1/c1").idempotency_key);
+        assert_ne!(key, CallInfo::for_call(run, "t#1/c2").idempotency_key);
+        assert_ne!(key, CallInfo::for_call(uuid::Uuid::now_v7(), "t#1/c1").idempotency_key);
+        let parsed = uuid::Uuid::parse_str(&key).expect("a UUID");
+        assert_eq!(parsed.get_version_num(), 8);
+    }
 
     #[test]
     fn image_results_round_trip_and_reject_malformed_ones() {

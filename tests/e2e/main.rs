@@ -13,6 +13,7 @@ mod journal;
 mod kickoffs;
 mod runs;
 mod schemas;
+mod secrets;
 mod service;
 mod store;
 mod support;

@@ -171,3 +171,27 @@ pub fn new_run() -> NewRun {
 pub fn thought(text: impl Into<String>) -> agentd::domain::EventData {
     agentd::domain::EventData::AgentThought(agentd::domain::event::AgentThought { text: text.into() })
 }
+
+/// Every row of every table of the database as text: what a dump of it would show.
+pub async fn database_text(pool: &PgPool) -> String {
+    let tables: Vec<String> = sqlx::query_scalar(
+        "SELECT quote_ident(table_name) FROM information_schema.tables \
+         WHERE table_schema = 'public' AND table_type = 'BASE TABLE'",
+    )
+    .fetch_all(pool)
+    .await
+    .expect("tables");
+    let mut text = String::new();
+    for table in tables {
+        let rows: Option<String> =
+            sqlx::query_scalar(&format!("SELECT string_agg(t::text, E'\\n') FROM {table} t"))
+                .fetch_one(pool)
+                .await
+                .expect("rows");
+        text.push_str(&table);
+        text.push('\n');
+        text.push_str(&rows.unwrap_or_default());
+        text.push('\n');
+    }
+    text
+}

@@ -42,7 +42,7 @@ pub struct Workers {
 }
 
 pub fn start_workers(pool: &PgPool, config: &Config, settings: WorkerSettings) -> Workers {
-    let engine = std::sync::Arc::new(build_engine(config).expect("engine"));
+    let engine = std::sync::Arc::new(build_engine(config, &Store::new(pool.clone())).expect("engine"));
     let workers = WorkerPool::new(Store::new(pool.clone()), engine, settings);
     let stop = CancellationToken::new();
     let done = tokio::spawn(workers.run(stop.clone()));

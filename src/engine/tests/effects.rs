@@ -13,6 +13,10 @@ struct GatedJournal {
 }
 
 impl Journal for GatedJournal {
+    fn run_id(&self) -> crate::domain::RunId {
+        self.inner.run_id()
+    }
+
     fn load(&self) -> JournalFuture<'_, Snapshot> {
         self.inner.load()
     }
@@ -122,6 +126,10 @@ async fn a_guardrail_reply_with_nul_is_scrubbed_before_it_is_journaled() {
 struct NulRefusingJournal(Subject);
 
 impl Journal for NulRefusingJournal {
+    fn run_id(&self) -> crate::domain::RunId {
+        self.0.run_id()
+    }
+
     fn load(&self) -> JournalFuture<'_, Snapshot> {
         self.0.load()
     }

@@ -62,6 +62,13 @@ pub enum Subject {
 }
 
 impl Journal for Subject {
+    fn run_id(&self) -> RunId {
+        match self {
+            Subject::Memory(journal) => journal.run_id(),
+            Subject::Postgres { journal, .. } => journal.run_id(),
+        }
+    }
+
     fn load(&self) -> JournalFuture<'_, Snapshot> {
         match self {
             Subject::Memory(journal) => journal.load(),

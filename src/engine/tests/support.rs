@@ -127,7 +127,7 @@ impl Tool for Echo {
         &self.info
     }
 
-    fn call(&self, arguments: Value) -> ToolFuture<'_> {
+    fn call(&self, arguments: Value, _call: crate::tools::CallInfo) -> ToolFuture<'_> {
         self.calls.fetch_add(1, Ordering::SeqCst);
         Box::pin(async move {
             if let Some(barrier) = &self.barrier {
@@ -207,7 +207,7 @@ pub(super) fn sleepy() -> Arc<dyn Tool> {
         fn info(&self) -> &ToolInfo {
             &self.0
         }
-        fn call(&self, _arguments: Value) -> ToolFuture<'_> {
+        fn call(&self, _arguments: Value, _call: crate::tools::CallInfo) -> ToolFuture<'_> {
             Box::pin(async {
                 tokio::time::sleep(Duration::from_secs(30)).await;
                 Ok("woke up".to_owned())

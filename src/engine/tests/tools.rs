@@ -51,7 +51,7 @@ impl Tool for Fixed {
         &self.info
     }
 
-    fn call(&self, _arguments: Value) -> ToolFuture<'_> {
+    fn call(&self, _arguments: Value, _call: crate::tools::CallInfo) -> ToolFuture<'_> {
         let result = self.result.clone();
         Box::pin(async move { Ok(result) })
     }

@@ -10,6 +10,7 @@ mod answers;
 mod limits;
 mod provider;
 mod retention;
+mod secrets;
 
 use std::time::Duration;
 
@@ -81,10 +82,15 @@ impl Harness {
     /// to its end; then read back what it left.
     pub(super) async fn run(&self, crew: &Value) -> Outcome {
         let queued = self.app.kickoff(crew, json!({"topic": "tides"})).await;
+        self.run_queued(&queued).await
+    }
+
+    /// Claim the run `queued` (a kickoff's answer) and let the engine run it to its end.
+    pub(super) async fn run_queued(&self, queued: &Value) -> Outcome {
         assert_eq!(queued["status"], "queued");
         let id = RunId(Uuid::parse_str(queued["id"].as_str().expect("id")).expect("uuid"));
         let claimed = self.store.claim_run(id, "e2e-worker", LEASE).await.expect("claim").expect("queued");
-        let engine = build_engine(&self.config).expect("engine");
+        let engine = build_engine(&self.config, &self.store).expect("engine");
         let journal = self.store.journal(claimed.id, claimed.attempt);
         let result = engine.run(&claimed.crew, &claimed.inputs, &journal, &CancellationToken::new()).await;
 

@@ -1,0 +1,91 @@
+//! Stored secrets: sealed values by name. The store keeps what [`crate::secrets`] sealed and never
+//! sees a value in the clear.
+
+use chrono::{DateTime, Utc};
+
+use super::{Store, StoreResult, UpsertOutcome};
+
+/// A secret as it is stored: sealed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SealedSecret {
+    /// The digest naming the key that sealed it.
+    pub key_id: String,
+    pub nonce: Vec<u8>,
+    pub ciphertext: Vec<u8>,
+}
+
+/// What may be said of a secret: its name and times, never its value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SecretInfo {
+    pub name: String,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+impl Store {
+    /// Create or replace the secret `name`.
+    #[tracing::instrument(skip_all, fields(secret = %name), err)]
+    pub async fn put_secret(
+        &self,
+        name: &str,
+        sealed: &SealedSecret,
+    ) -> StoreResult<(SecretInfo, UpsertOutcome)> {
+        let row = sqlx::query!(
+            r#"INSERT INTO secrets (name, key_id, nonce, ciphertext) VALUES ($1, $2, $3, $4)
+               ON CONFLICT (name) DO UPDATE
+                 SET key_id = EXCLUDED.key_id, nonce = EXCLUDED.nonce,
+                     ciphertext = EXCLUDED.ciphertext, updated_at = now()
+               RETURNING name, created_at, updated_at, (xmax = 0) AS "inserted!""#,
+            name,
+            sealed.key_id,
+            sealed.nonce,
+            sealed.ciphertext
+        )
+        .fetch_one(&self.pool)
+        .await?;
+        let outcome = if row.inserted { UpsertOutcome::Created } else { UpsertOutcome::Replaced };
+        Ok((SecretInfo { name: row.name, created_at: row.created_at, updated_at: row.updated_at }, outcome))
+    }
+
+    /// The sealed value of `name`.
+    #[tracing::instrument(skip_all, fields(secret = %name), err)]
+    pub async fn get_secret(&self, name: &str) -> StoreResult<Option<SealedSecret>> {
+        let row = sqlx::query_as!(
+            SealedSecret,
+            "SELECT key_id, nonce, ciphertext FROM secrets WHERE name = $1",
+            name
+        )
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(row)
+    }
+
+    /// Every secret's name and times, by name.
+    #[tracing::instrument(skip_all, err)]
+    pub async fn list_secrets(&self) -> StoreResult<Vec<SecretInfo>> {
+        let rows =
+            sqlx::query_as!(SecretInfo, "SELECT name, created_at, updated_at FROM secrets ORDER BY name")
+                .fetch_all(&self.pool)
+                .await?;
+        Ok(rows)
+    }
+
+    /// Those of `names` that are not stored, in the order given.
+    #[tracing::instrument(skip_all, err)]
+    pub async fn missing_secrets(&self, names: &[String]) -> StoreResult<Vec<String>> {
+        if names.is_empty() {
+            return Ok(Vec::new());
+        }
+        let found = sqlx::query_scalar!("SELECT name FROM secrets WHERE name = ANY($1)", names)
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(names.iter().filter(|name| !found.contains(name)).cloned().collect())
+    }
+
+    /// Remove a secret; `false` if there was none.
+    #[tracing::instrument(skip_all, fields(secret = %name), err)]
+    pub async fn delete_secret(&self, name: &str) -> StoreResult<bool> {
+        let deleted = sqlx::query!("DELETE FROM secrets WHERE name = $1", name).execute(&self.pool).await?;
+        Ok(deleted.rows_affected() > 0)
+    }
+}
