@@ -19,6 +19,9 @@ if [ -z "${DATABASE_URL:-}" ]; then
   pg_throwaway_start
 fi
 
+# The MCP peers the end-to-end tests run against (the reference server, the Python SDK).
+tests/mcp/setup.sh
+
 if cargo nextest --version >/dev/null 2>&1; then
   cargo nextest run --no-fail-fast "$@"
 else

@@ -28,16 +28,20 @@ const CLAIM_LATENCY: &str = "agentd_claim_latency_seconds";
 const LLM_LATENCY: &str = "agentd_llm_call_duration_seconds";
 const LLM_TOKENS: &str = "agentd_llm_tokens_total";
 const TOOL_LATENCY: &str = "agentd_tool_call_duration_seconds";
+const MCP_CALLS: &str = "agentd_mcp_calls_total";
+const MCP_LATENCY: &str = "agentd_mcp_call_duration_seconds";
 const PRUNED_RUNS: &str = "agentd_pruned_runs_total";
 const PRUNED_ROWS: &str = "agentd_pruned_rows_total";
 
 /// The recorded families: name, Prometheus type and help. Each is announced (HELP and TYPE) even
 /// before its first sample, as scrapers and dashboards expect.
-const RECORDED: [(&str, &str, &str); 6] = [
+const RECORDED: [(&str, &str, &str); 8] = [
     (CLAIM_LATENCY, "histogram", "Time from kickoff to a run's first claim."),
     (LLM_LATENCY, "histogram", "LLM call latency by model."),
     (LLM_TOKENS, "counter", "LLM tokens by model and kind."),
     (TOOL_LATENCY, "histogram", "Tool call latency by tool."),
+    (MCP_CALLS, "counter", "MCP tools/call requests by server, tool and outcome (ok, tool_error, error)."),
+    (MCP_LATENCY, "histogram", "MCP tools/call latency by server and tool."),
     (PRUNED_RUNS, "counter", "Finished runs this replica's retention pruner removed."),
     (
         PRUNED_ROWS,
@@ -126,6 +130,17 @@ impl Metrics {
         for (name, count) in [(PRUNED_RUNS, runs), (PRUNED_ROWS, rows)] {
             self.recorder.register_counter(&Key::from_static_name(name), &METADATA).increment(count);
         }
+    }
+
+    /// A `tools/call` of MCP `server`'s `tool` took `duration` and ended with `outcome` (`ok`, the
+    /// server's `tool_error`, or an `error` of the protocol, the transport or a time-out).
+    pub fn observe_mcp(&self, server: &str, tool: &str, duration: Duration, outcome: &'static str) {
+        let labels = || vec![Label::new("server", server.to_owned()), Label::new("tool", tool.to_owned())];
+        self.histogram(MCP_LATENCY, labels()).record(duration.as_secs_f64());
+        let mut counted = labels();
+        counted.push(Label::new("outcome", outcome));
+        self.recorder.register_counter(&Key::from_parts(MCP_CALLS, counted), &METADATA).increment(1);
+        self.observed();
     }
 
     /// A call of `tool` took `duration`.

@@ -127,7 +127,7 @@ impl Vault {
 
     /// Create or replace the secret `name`.
     pub async fn put(&self, name: &str, value: &str) -> Result<(SecretInfo, UpsertOutcome), SecretError> {
-        let sealed = self.key()?.seal(name, value).map_err(|e| StoreError::Corrupt(e))?;
+        let sealed = self.key()?.seal(name, value).map_err(StoreError::Corrupt)?;
         Ok(self.store.put_secret(name, &sealed).await?)
     }
 

@@ -31,6 +31,10 @@ pub struct CrewSpec {
     /// Tools declared by the crew (HTTP tools), usable beside the built-ins.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tools: Vec<ToolSpec>,
+    /// MCP servers (Streamable HTTP) whose tools agents and tasks name as `<server>__<tool>`, or
+    /// all of a server's as `<server>__*` (at most 20 servers).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mcp_servers: Vec<McpServerSpec>,
     /// Crew-wide requests-per-minute limit; overrides the agents' `max_rpm`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(minimum = 1, maximum = 1000000)]
@@ -336,6 +340,69 @@ pub struct HttpToolSpec {
     pub query: BTreeMap<String, ValueSource>,
 }
 
+/// An MCP server a crew's agents may use (the Streamable HTTP transport).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct McpServerSpec {
+    /// Letters, digits, `-` and `_` (not `__`), at most 32: the prefix of its tools' names.
+    #[schema(pattern = "^[A-Za-z0-9-]+(_[A-Za-z0-9-]+)*$", max_length = 32)]
+    pub name: String,
+    /// The server's MCP endpoint, an `http` or `https` URL (reached through the egress guard).
+    #[schema(
+        pattern = "^[Hh][Tt][Tt][Pp][Ss]?://[A-Za-z0-9][A-Za-z0-9.-]*(:[1-9][0-9]{0,3})?([/?#][!-~]*)?$"
+    )]
+    pub url: String,
+    /// Headers sent with every request: plain strings or secret references.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schema(value_type = HashMap<String, ValueSource>)]
+    pub headers: BTreeMap<String, ValueSource>,
+    /// The server's tools agents may use; absent: all it offers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Vec<String>>,
+    /// Milliseconds one request may take (default 30,000).
+    #[serde(default = "default_mcp_timeout_ms")]
+    #[schema(minimum = 1, maximum = 300000)]
+    pub timeout_ms: u64,
+    /// Per tool: safe to call again after a crash interrupted a call? Overrides the tool's
+    /// annotations (`readOnlyHint` or `idempotentHint`: yes; otherwise no).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub idempotent: BTreeMap<String, bool>,
+}
+
+fn default_mcp_timeout_ms() -> u64 {
+    30_000
+}
+
+/// What joins an MCP server's name and its tool's in the name agents use (`files__search`).
+pub const MCP_SEPARATOR: &str = "__";
+
+/// How a tool name an agent or task lists refers to MCP tools.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum McpToolRef<'a> {
+    /// `<server>__<tool>`.
+    One { server: &'a str, tool: &'a str },
+    /// `<server>__*`.
+    All { server: &'a str },
+}
+
+impl<'a> McpToolRef<'a> {
+    /// The MCP reference `name` makes, if it is one (the server is before the first `__`).
+    pub fn parse(name: &'a str) -> Option<Self> {
+        let (server, tool) = name.split_once(MCP_SEPARATOR)?;
+        match tool {
+            "" => None,
+            "*" => Some(McpToolRef::All { server }),
+            tool => Some(McpToolRef::One { server, tool }),
+        }
+    }
+
+    pub fn server(self) -> &'a str {
+        match self {
+            McpToolRef::One { server, .. } | McpToolRef::All { server } => server,
+        }
+    }
+}
+
 /// A header or query value: a plain string, or a stored secret's value (read when each request is
 /// sent) after an optional prefix, e.g. `{"secret": "api_token", "prefix": "Bearer "}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -407,6 +474,13 @@ impl CrewSpec {
     /// Every secret the crew references, with where (`tools[0].http.headers.Authorization`).
     pub fn secret_refs(&self) -> Vec<(String, &SecretRef)> {
         let mut refs = Vec::new();
+        for (i, server) in self.mcp_servers.iter().enumerate() {
+            for (name, value) in &server.headers {
+                if let ValueSource::Secret(reference) = value {
+                    refs.push((format!("mcp_servers[{i}].headers.{name}"), reference));
+                }
+            }
+        }
         for (i, tool) in self.tools.iter().enumerate() {
             for (part, values) in [("headers", &tool.http.headers), ("query", &tool.http.query)] {
                 for (name, value) in values {

@@ -5,7 +5,10 @@ use std::collections::{BTreeSet, HashMap};
 
 use serde_json::{Map, Value};
 
-use super::crew::{AgentSpec, CrewSpec, LlmSpec, Process, TaskSpec, ToolSpec, ValueSource};
+use super::crew::{
+    AgentSpec, CrewSpec, LlmSpec, McpServerSpec, McpToolRef, Process, TaskSpec, ToolSpec, ValueSource,
+    MCP_SEPARATOR,
+};
 pub use super::field::{parse_json, FieldError};
 use super::interpolate::required_inputs;
 use super::limits::CrewLimits;
@@ -62,7 +65,7 @@ const MAX_COUNT: u32 = 1_000_000;
 
 /// Check a whole crew spec; `Ok` or every violation found.
 pub fn validate_crew(crew: &CrewSpec, ctx: &ValidationContext) -> Result<(), Vec<FieldError>> {
-    let mut v = Validator { ctx, errors: Vec::new() };
+    let mut v = Validator { ctx, errors: Vec::new(), mcp: Vec::new() };
     v.crew(crew);
     if v.errors.is_empty() {
         Ok(())
@@ -112,6 +115,8 @@ pub fn check_crew_name(name: &str) -> Result<(), String> {
 struct Validator<'a> {
     ctx: &'a ValidationContext,
     errors: Vec<FieldError>,
+    /// The crew's MCP servers, which agents' and tasks' tool names may refer to.
+    mcp: Vec<McpServerSpec>,
 }
 
 impl Validator<'_> {
@@ -148,6 +153,8 @@ impl Validator<'_> {
             (Process::Sequential, None) => {}
         }
         let declared = self.tools(&crew.tools);
+        self.mcp_servers(&crew.mcp_servers, &declared);
+        self.mcp = crew.mcp_servers.clone();
         let mut known: Vec<&str> = self.ctx.builtin_tools.iter().map(String::as_str).collect();
         known.extend(declared.iter().map(String::as_str));
         self.unique(crew.agents.iter().map(|a| a.name.as_str()), "agents", "agent");
@@ -266,10 +273,106 @@ impl Validator<'_> {
             return self.error(path, message);
         }
         for (i, tool) in tools.iter().enumerate() {
-            if !known.contains(&tool.as_str()) {
-                let message = format!("unknown tool '{tool}' (available: {})", known.join(", "));
-                self.error(format!("{path}[{i}]"), message);
+            if known.contains(&tool.as_str()) {
+                continue;
             }
+            let field = format!("{path}[{i}]");
+            let reference = McpToolRef::parse(tool);
+            let server = reference.and_then(|r| self.mcp.iter().find(|s| s.name == r.server()));
+            match (reference, server) {
+                (Some(McpToolRef::One { tool: name, .. }), Some(server)) => {
+                    if let Some(allowed) = server.tools.as_ref().filter(|a| !a.iter().any(|t| t == name)) {
+                        let message = format!(
+                            "MCP server '{}' allows only these tools: {}",
+                            server.name,
+                            allowed.join(", ")
+                        );
+                        self.error(field, message);
+                    } else if let Err(message) = check_tool_name(tool) {
+                        self.error(field, message);
+                    }
+                }
+                (Some(McpToolRef::All { .. }), Some(_)) => {}
+                _ => {
+                    let mut available = known.join(", ");
+                    for server in &self.mcp {
+                        available.push_str(&format!(", {}__*", server.name));
+                    }
+                    self.error(field, format!("unknown tool '{tool}' (available: {available})"));
+                }
+            }
+        }
+    }
+
+    /// The crew's MCP servers: names, URLs, headers, allow-lists.
+    fn mcp_servers(&mut self, servers: &[McpServerSpec], declared: &BTreeSet<String>) {
+        if servers.len() > MAX_MCP_SERVERS {
+            let message = format!("{} MCP servers: at most {MAX_MCP_SERVERS} per crew", servers.len());
+            return self.error("mcp_servers", message);
+        }
+        self.unique(servers.iter().map(|s| s.name.as_str()), "mcp_servers", "MCP server");
+        for (i, server) in servers.iter().enumerate() {
+            let path = format!("mcp_servers[{i}]");
+            let name_ok = !server.name.is_empty()
+                && server.name.len() <= 32
+                && !server.name.contains(MCP_SEPARATOR)
+                && !server.name.starts_with('_')
+                && !server.name.ends_with('_')
+                && server.name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+            if !name_ok {
+                self.error(
+                    format!("{path}.name"),
+                    "must be 1 to 32 characters of letters, digits, '-' and '_' (not '__', not at either end)",
+                );
+            }
+            if let Some(tool) =
+                declared.iter().find(|t| t.starts_with(&format!("{}{MCP_SEPARATOR}", server.name)))
+            {
+                self.error(
+                    format!("{path}.name"),
+                    format!("the crew tool '{tool}' would read as one of this server's"),
+                );
+            }
+            self.http_url(&server.url, &format!("{path}.url"));
+            if !(1..=MAX_TOOL_TIMEOUT_MS).contains(&server.timeout_ms) {
+                self.error(
+                    format!("{path}.timeout_ms"),
+                    format!("must be between 1 and {MAX_TOOL_TIMEOUT_MS}"),
+                );
+            }
+            for (name, value) in &server.headers {
+                let field = format!("{path}.headers.{name}");
+                if let Err(message) = check_header_name(name) {
+                    self.error(&field, message);
+                } else if MCP_HEADERS.contains(&name.to_ascii_lowercase().as_str()) {
+                    self.error(&field, format!("'{name}' is set by agentd, not by the crew"));
+                }
+                self.value_source(value, &field, true);
+            }
+            let tools = server.tools.iter().flatten().map(|t| (t, "tools"));
+            let idempotent = server.idempotent.keys().map(|t| (t, "idempotent"));
+            for (j, (tool, list)) in tools.chain(idempotent).enumerate() {
+                let field = match list {
+                    "tools" => format!("{path}.tools[{j}]"),
+                    _ => format!("{path}.idempotent.{tool}"),
+                };
+                if let Err(message) = check_tool_name(&format!("{}{MCP_SEPARATOR}{tool}", server.name)) {
+                    self.error(field, message);
+                }
+            }
+        }
+    }
+
+    /// An `http` or `https` URL with a host and no credentials.
+    fn http_url(&mut self, url: &str, field: &str) {
+        match url::Url::parse(url) {
+            Ok(url) if matches!(url.scheme(), "http" | "https") && url.host().is_some() => {
+                if !url.username().is_empty() || url.password().is_some() {
+                    self.error(field, "must not carry credentials");
+                }
+            }
+            Ok(_) => self.error(field, "must be an http or https URL with a host"),
+            Err(e) => self.error(field, format!("not a valid URL: {e}")),
         }
     }
 
@@ -346,15 +449,7 @@ impl Validator<'_> {
         if tool.parameters.is_object() && schema_type(&tool.parameters) != Some("object") {
             self.error(format!("{params_path}.type"), "tool parameters must be of type \"object\"");
         }
-        match url::Url::parse(&tool.http.url) {
-            Ok(url) if matches!(url.scheme(), "http" | "https") && url.host().is_some() => {
-                if !url.username().is_empty() || url.password().is_some() {
-                    self.error(format!("{path}.http.url"), "must not carry credentials");
-                }
-            }
-            Ok(_) => self.error(format!("{path}.http.url"), "must be an http or https URL with a host"),
-            Err(e) => self.error(format!("{path}.http.url"), format!("not a valid URL: {e}")),
-        }
+        self.http_url(&tool.http.url, &format!("{path}.http.url"));
         if !(1..=MAX_TOOL_TIMEOUT_MS).contains(&tool.http.timeout_ms) {
             self.error(
                 format!("{path}.http.timeout_ms"),
@@ -393,6 +488,25 @@ impl Validator<'_> {
                     self.error(format!("{field}.prefix"), "must be visible characters, spaces and tabs");
                 }
             }
+        }
+    }
+}
+
+/// The most MCP servers a crew may declare.
+pub const MAX_MCP_SERVERS: usize = 20;
+
+/// Headers of the MCP transport, which agentd sets.
+const MCP_HEADERS: [&str; 4] = ["mcp-session-id", "mcp-protocol-version", "accept", "content-type"];
+
+/// A tool name as providers take it: 1 to 64 letters, digits, `_` and `-`.
+pub fn check_tool_name(name: &str) -> Result<(), String> {
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    match ok {
+        true => Ok(()),
+        false => {
+            Err(format!("'{name}' is not a tool name providers take (1 to 64 letters, digits, '_' or '-')"))
         }
     }
 }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
+use super::mcp::McpRun;
 use super::prompts;
 use super::schemas::RunSchemas;
 use super::toolbox::{DelegateMode, Runner, ToolEntry, Toolbox};
@@ -32,6 +33,8 @@ pub(super) struct Assembler<'a> {
     pub builtins: &'a [Arc<dyn Tool>],
     pub outbound: &'a Arc<Outbound>,
     pub secrets: &'a Arc<dyn SecretSource>,
+    /// The crew's MCP servers and the tools they offer.
+    pub mcp: &'a McpRun,
     pub crew: &'a CrewSpec,
     pub inputs: &'a Map<String, Value>,
     /// The prefix of this execution's rate-limit keys.
@@ -179,11 +182,13 @@ impl Assembler<'_> {
         }))
     }
 
-    /// The named tools: built-ins and the crew's HTTP tools, with the crew's options.
+    /// The named tools: built-ins, the crew's HTTP tools (with the crew's options) and MCP tools.
     fn tool_entries(&self, names: &[String]) -> Result<Vec<ToolEntry>, EngineError> {
         let mut entries = Vec::new();
         for name in names {
-            if let Some(spec) = self.crew.tools.iter().find(|t| &t.name == name) {
+            if let Some(mcp) = self.mcp.entries(name) {
+                entries.extend(mcp);
+            } else if let Some(spec) = self.crew.tools.iter().find(|t| &t.name == name) {
                 let tool: Arc<dyn Tool> =
                     Arc::new(HttpTool::new(spec, self.outbound.clone(), self.secrets.clone()));
                 entries.push(ToolEntry {

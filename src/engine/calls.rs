@@ -16,7 +16,7 @@ use super::{Context, EngineError};
 use crate::domain::event::{ToolFailed, ToolFinished, ToolStarted};
 use crate::domain::EventData;
 use crate::llm::{ChatMessage, Image, ToolCallRequest};
-use crate::tools::{parse_image, MAX_IMAGE_BYTES};
+use crate::tools::{parse_captioned_image, MAX_IMAGE_BYTES};
 
 /// A tool call as the model asked for it.
 pub struct PlannedCall {
@@ -256,7 +256,7 @@ impl ToolRound<'_> {
 /// (with its size); an image over the size cap becomes a failure.
 fn take_image(outcome: ToolCallOutcome) -> (ToolCallOutcome, Option<(Image, usize)>) {
     let ToolCallOutcome::Succeeded { result, cached } = &outcome else { return (outcome, None) };
-    let Some((media_type, data)) = parse_image(result) else { return (outcome, None) };
+    let Some((media_type, data, caption)) = parse_captioned_image(result) else { return (outcome, None) };
     let padding = data.bytes().rev().take_while(|b| *b == b'=').count();
     let bytes = (data.len() / 4 * 3).saturating_sub(padding);
     if bytes > MAX_IMAGE_BYTES {
@@ -264,7 +264,11 @@ fn take_image(outcome: ToolCallOutcome) -> (ToolCallOutcome, Option<(Image, usiz
             format!("the tool returned an image of {bytes} bytes, over the limit of {MAX_IMAGE_BYTES}");
         return (ToolCallOutcome::Failed { error }, None);
     }
-    let text = format!("The tool returned an image ({media_type}, {bytes} bytes); it is attached.");
+    let attached = format!("The tool returned an image ({media_type}, {bytes} bytes); it is attached.");
+    let text = match caption {
+        "" => attached,
+        caption => format!("{caption}\n{attached}"),
+    };
     let image = Image { media_type: media_type.to_owned(), data: data.to_owned() };
     (ToolCallOutcome::Succeeded { result: text, cached: *cached }, Some((image, bytes)))
 }

@@ -27,6 +27,7 @@ mod effects;
 pub mod guardrail;
 pub mod journal;
 pub mod keys;
+mod mcp;
 pub mod plan;
 mod process;
 pub mod prompts;

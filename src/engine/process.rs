@@ -7,6 +7,7 @@
 
 use super::assemble::{Assembler, MANAGER};
 use super::journal::{RunChange, Step, TaskChange};
+use super::mcp::McpRun;
 use super::turn::AgentTurn;
 use super::{agent, plan, Context, EngineError};
 use crate::domain::crew::{CrewSpec, TaskSpec};
@@ -42,6 +43,7 @@ pub(super) async fn perform_tasks(
             settle(&mut running, &mut outputs, ctx, pending).await?;
             finished = ordered_outputs(crew, &outputs);
         }
+        discover_servers(assembler, task, ctx, pending).await?;
         let performer = assembler.performer(task, &finished);
         let agent = match (&performer, &task.agent) {
             (Ok(turn), _) => turn.agent.clone(),
@@ -65,6 +67,23 @@ pub(super) async fn perform_tasks(
         .next_back()
         .flatten()
         .ok_or_else(|| EngineError::failed(ErrorKind::Internal, "the crew has no tasks"))
+}
+
+/// List the tools of the MCP servers `task` may use that are not known yet.
+async fn discover_servers(
+    assembler: &Assembler<'_>,
+    task: &TaskSpec,
+    ctx: &Context<'_>,
+    pending: &mut Step,
+) -> Result<(), EngineError> {
+    if assembler.mcp.is_empty() {
+        return Ok(());
+    }
+    let agent = task.agent.as_deref().unwrap_or(MANAGER);
+    for server in McpRun::servers_for(assembler.crew, task) {
+        assembler.mcp.ensure(ctx, server, &task.name, agent, pending).await?;
+    }
+    Ok(())
 }
 
 /// Journal a task's start.

@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 use super::assemble::Assembler;
 use super::delegation::Team;
 use super::journal::{Journal, JournalError, RunChange, Snapshot, Step, TaskRecord};
+use super::mcp::McpRun;
 use super::process;
 use super::schemas::{RunSchemas, SharedSchemas};
 use super::toolbox::RunTools;
@@ -127,11 +128,13 @@ impl Engine {
         let tools = RunTools::from_snapshot(&snapshot);
         let rate_key = format!("run-{}:", uuid::Uuid::now_v7().simple());
         let schemas = RunSchemas::compile(crew, self.schemas.clone());
+        let mcp = McpRun::new(crew, &self.outbound, &self.secrets, self.metrics.clone(), &snapshot);
         let assembler = Assembler {
             llms: &self.llms,
             builtins: &self.builtins,
             outbound: &self.outbound,
             secrets: &self.secrets,
+            mcp: &mcp,
             crew,
             inputs,
             rate_key: &rate_key,

@@ -167,6 +167,7 @@ mod tests {
         builtins: Vec<Arc<dyn Tool>>,
         inputs: serde_json::Map<String, Value>,
         secrets: Arc<dyn crate::tools::secrets::SecretSource>,
+        mcp: super::super::mcp::McpRun,
     }
 
     impl EngineParts {
@@ -178,7 +179,14 @@ mod tests {
             let builtins = instantiate(outbound.clone());
             let secrets: Arc<dyn crate::tools::secrets::SecretSource> =
                 Arc::new(crate::tools::secrets::NoSecrets);
-            Self { llms, outbound, builtins, inputs: serde_json::Map::new(), secrets }
+            let mcp = super::super::mcp::McpRun::new(
+                &crew(),
+                &outbound,
+                &secrets,
+                Arc::new(crate::metrics::Metrics::default()),
+                &Default::default(),
+            );
+            Self { llms, outbound, builtins, inputs: serde_json::Map::new(), secrets, mcp }
         }
 
         fn assembler<'a>(&'a self, crew: &'a CrewSpec, schemas: &'a RunSchemas) -> Assembler<'a> {
@@ -187,6 +195,7 @@ mod tests {
                 builtins: &self.builtins,
                 outbound: &self.outbound,
                 secrets: &self.secrets,
+                mcp: &self.mcp,
                 crew,
                 inputs: &self.inputs,
                 rate_key: "k:",

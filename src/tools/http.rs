@@ -34,6 +34,15 @@ impl Outbound {
     }
 }
 
+impl Outbound {
+    /// A request through the guarded client, once the egress policy allows `url` (each resolved
+    /// address and redirect is checked again as the request goes).
+    pub fn request(&self, method: Method, url: &reqwest::Url) -> Result<reqwest::RequestBuilder, String> {
+        self.policy.check_url(url).map_err(|e| e.to_string())?;
+        Ok(self.client.request(method, url.clone()))
+    }
+}
+
 /// One outbound tool request.
 pub struct Request<'a> {
     pub method: Method,
@@ -117,7 +126,7 @@ async fn read_limited(mut response: reqwest::Response, limit: usize) -> ToolResu
 
 /// A transport error as an observation: the error and its causes (which carry the egress guard's
 /// reason when a resolved address was blocked), without the URL.
-fn describe(error: reqwest::Error) -> String {
+pub(crate) fn describe(error: reqwest::Error) -> String {
     if error.is_timeout() {
         return "the request timed out".to_owned();
     }

@@ -6,6 +6,7 @@ pub mod builtin;
 pub mod calculator;
 pub mod egress;
 pub mod http;
+pub mod mcp;
 pub mod secrets;
 
 use std::future::Future;
@@ -32,11 +33,23 @@ pub fn image_result(media_type: &str, bytes: &[u8]) -> String {
 
 /// The media type and base64 data of an image result (`VISION_IMAGE:image/png:iVBOR...`).
 pub fn parse_image(result: &str) -> Option<(&str, &str)> {
-    let (media_type, data) = result.strip_prefix(IMAGE_PREFIX)?.split_once(':')?;
+    parse_captioned_image(result).map(|(media_type, data, _)| (media_type, data))
+}
+
+/// An image result with text after it (`VISION_IMAGE:image/png:iVBOR...\n<text>`), as a tool
+/// whose answer holds both returns it.
+pub fn captioned_image(media_type: &str, bytes: &[u8], text: &str) -> String {
+    format!("{}\n{text}", image_result(media_type, bytes))
+}
+
+/// The media type, base64 data and text (empty if none) of an image result.
+pub fn parse_captioned_image(result: &str) -> Option<(&str, &str, &str)> {
+    let (media_type, rest) = result.strip_prefix(IMAGE_PREFIX)?.split_once(':')?;
+    let (data, text) = rest.split_once('\n').unwrap_or((rest, ""));
     let valid = media_type.starts_with("image/")
         && !data.is_empty()
         && data.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'='));
-    valid.then_some((media_type, data))
+    valid.then_some((media_type, data, text))
 }
 
 /// A boxed tool future (tools are used as `dyn Tool`).
@@ -151,5 +164,11 @@ mod tests {
         assert_eq!(parse_image("VISION_IMAGE:image/png:"), None);
         assert_eq!(parse_image("VISION_IMAGE:image/png:not base64!"), None);
         assert_eq!(parse_image("plain text"), None);
+        let captioned = captioned_image("image/png", b"\x89PNG", "the logo\nin two lines");
+        assert_eq!(
+            parse_captioned_image(&captioned),
+            Some(("image/png", "iVBORw==", "the logo\nin two lines"))
+        );
+        assert_eq!(parse_image(&captioned), Some(("image/png", "iVBORw==")));
     }
 }

@@ -8,6 +8,7 @@
 
 mod answers;
 mod limits;
+mod mcp;
 mod provider;
 mod retention;
 mod secrets;

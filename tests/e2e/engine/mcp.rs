@@ -1,0 +1,576 @@
+//! MCP tools end to end, against servers nobody here wrote: the reference server
+//! (`@modelcontextprotocol/server-everything`, Streamable HTTP) and a server on the official Python
+//! SDK (`tests/mcp/server.py`) for what must be scripted. Both are installed from their registries
+//! by `tests/mcp/setup.sh` (which `scripts/test.sh` and CI run).
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use agentd::fake_llm::{FakeLlm, FakeReply};
+use agentd::secrets::SecretsKey;
+use agentd::tools::CallInfo;
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+use sqlx::PgPool;
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+use super::{allow_loopback, crew, expect_json, offered, sent, Harness, LEASE};
+use crate::cli::{child_database_url, Agentd};
+use crate::secrets::TEST_KEY;
+use crate::support::{database_text, expect_problem};
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+
+/// An MCP server in a child process, on a port of its own.
+pub(crate) struct Peer {
+    child: tokio::process::Child,
+    kind: PeerKind,
+    pub port: u16,
+    /// Where the scripted server logs each call (one JSON line per call).
+    log: PathBuf,
+    _dir: Option<tempdir::Dir>,
+}
+
+#[derive(Clone, Copy)]
+enum PeerKind {
+    Everything,
+    Scripted,
+}
+
+mod tempdir {
+    /// A directory removed on drop.
+    pub struct Dir(pub std::path::PathBuf);
+
+    impl Drop for Dir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+impl Peer {
+    /// The reference server, `@modelcontextprotocol/server-everything streamableHttp`.
+    pub async fn everything() -> Self {
+        Self::start(PeerKind::Everything, free_port(), None).await
+    }
+
+    /// The scripted server on the Python SDK.
+    pub async fn scripted() -> Self {
+        let dir = std::env::temp_dir().join(format!("agentd-mcp-{}", Uuid::now_v7().simple()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        Self::start(PeerKind::Scripted, free_port(), Some(tempdir::Dir(dir))).await
+    }
+
+    async fn start(kind: PeerKind, port: u16, dir: Option<tempdir::Dir>) -> Self {
+        let log = dir.as_ref().map(|d| d.0.join("calls.jsonl")).unwrap_or_default();
+        let child = spawn(kind, port, &log);
+        wait_listening(port).await;
+        Self { child, kind, port, log, _dir: dir }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/mcp", self.port)
+    }
+
+    /// Stop the server and start it again on the same port: every session is forgotten.
+    pub async fn restart(&mut self) {
+        self.child.kill().await.expect("kill the MCP server");
+        self.child = spawn(self.kind, self.port, &self.log);
+        wait_listening(self.port).await;
+    }
+
+    /// The calls the scripted server logged, in order.
+    pub fn calls(&self) -> Vec<Value> {
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        text.lines().map(|line| serde_json::from_str(line).expect("a JSON line")).collect()
+    }
+
+    /// Wait until the scripted server has logged `n` calls.
+    pub async fn wait_calls(&self, n: usize) -> Vec<Value> {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let calls = self.calls();
+            if calls.len() >= n {
+                return calls;
+            }
+            assert!(Instant::now() < deadline, "the MCP server logged {} calls, not {n}", calls.len());
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+fn spawn(kind: PeerKind, port: u16, log: &std::path::Path) -> tokio::process::Child {
+    let missing = |what: &str| -> ! {
+        panic!("{what} is not installed: run tests/mcp/setup.sh (scripts/test.sh does) before the tests")
+    };
+    let mut command = match kind {
+        PeerKind::Everything => {
+            let script = format!(
+                "{ROOT}/tests/mcp/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+            );
+            if !std::path::Path::new(&script).exists() {
+                missing("the MCP reference server (@modelcontextprotocol/server-everything)");
+            }
+            let mut command = tokio::process::Command::new("node");
+            command.arg(script).arg("streamableHttp").env("PORT", port.to_string());
+            command
+        }
+        PeerKind::Scripted => {
+            let python = format!("{ROOT}/target/mcp-venv/bin/python");
+            if !std::path::Path::new(&python).exists() {
+                missing("the MCP Python SDK (target/mcp-venv)");
+            }
+            let mut command = tokio::process::Command::new(python);
+            command.arg(format!("{ROOT}/tests/mcp/server.py")).arg(port.to_string()).arg(log);
+            command
+        }
+    };
+    command.stdout(Stdio::null()).stderr(Stdio::null()).kill_on_drop(true);
+    command.spawn().expect("start the MCP server")
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port()
+}
+
+async fn wait_listening(port: u16) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_err() {
+        assert!(Instant::now() < deadline, "the MCP server never listened on {port}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The crew of these tests with `servers` and the agent's `tools`.
+fn mcp_crew(tools: Value, servers: Value) -> Value {
+    crew(tools, "native", json!({"mcp_servers": servers}))
+}
+
+fn with_secrets(config: &mut agentd::config::Config) {
+    allow_loopback(config);
+    config.secrets_key = Some(Arc::new(SecretsKey::parse(TEST_KEY).expect("key")));
+}
+
+fn results(out: &super::Outcome) -> Vec<(String, String, Value)> {
+    out.tool_calls
+        .iter()
+        .map(|c| {
+            let text = c["result"].as_str().or(c["error"].as_str()).unwrap_or_default().to_owned();
+            (
+                c["tool"].as_str().unwrap_or_default().to_owned(),
+                c["status"].as_str().unwrap_or_default().to_owned(),
+                json!(text),
+            )
+        })
+        .collect()
+}
+
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn the_reference_servers_tools_are_discovered_and_each_kind_of_content_reaches_the_model(pool: PgPool) {
+    let peer = Peer::everything().await;
+    let h = Harness::start_with(pool, true, allow_loopback).await;
+    h.fake.push([
+        FakeReply::tool_calls(&[
+            ("c1", "everything__echo", json!({"message": "tides"})),
+            ("c2", "everything__get-structured-content", json!({"location": "Chicago"})),
+        ]),
+        FakeReply::tool_calls(&[("c3", "everything__get-tiny-image", json!({}))]),
+        FakeReply::text("Echoed, forecast and pictured."),
+    ]);
+    let servers = json!([{"name": "everything", "url": peer.url()}]);
+    let out = h.run(&mcp_crew(json!(["everything__*"]), servers)).await;
+    assert_eq!(out.raw(), "Echoed, forecast and pictured.");
+
+    let requests = h.fake.requests();
+    let tools = offered(&requests[0]);
+    for name in [
+        "everything__echo",
+        "everything__get-sum",
+        "everything__get-tiny-image",
+        "everything__get-structured-content",
+    ] {
+        assert!(tools.contains(&name), "{name} offered: {tools:?}");
+    }
+    // The input schema the server declared is what the model sees.
+    let echo = requests[0]["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .find(|t| t["function"]["name"] == "everything__echo")
+        .expect("echo");
+    assert_eq!(echo["function"]["parameters"]["required"], json!(["message"]));
+
+    // The discovery is journaled first, then the model's three calls.
+    let calls = results(&out);
+    assert_eq!(calls[0].0, "mcp:everything");
+    let listed: Vec<Value> =
+        serde_json::from_str(calls[0].2.as_str().expect("list")).expect("journaled tools");
+    assert_eq!(listed.len(), tools.len());
+    assert_eq!(calls[1], ("everything__echo".into(), "succeeded".into(), json!("Echo: tides")));
+    let structured: Value =
+        serde_json::from_str(calls[2].2.as_str().expect("text")).expect("structured content as JSON");
+    assert!(structured["temperature"].is_number(), "{structured}");
+    let image = out
+        .data("tool.finished")
+        .into_iter()
+        .find(|d| d["tool"] == "everything__get-tiny-image")
+        .expect("image call");
+    assert_eq!(image["media_type"], "image/png", "{image}");
+    // The server's text around the image is its caption.
+    assert!(
+        calls[3].2.as_str().is_some_and(|t| t.contains("it is attached") && t.len() > 80),
+        "{:?}",
+        calls[3]
+    );
+    let multimodal =
+        sent(&requests[2]).iter().find(|m| m["content"].is_array()).expect("the image reached the model");
+    assert!(multimodal["content"][1]["image_url"]["url"]
+        .as_str()
+        .is_some_and(|u| u.starts_with("data:image/png;base64,")));
+}
+
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn the_scripted_server_pages_errors_schemas_meta_and_secret_headers(pool: PgPool) {
+    let peer = Peer::scripted().await;
+    let h = Harness::start_with(pool.clone(), true, with_secrets).await;
+    expect_json(
+        h.app.put_json("/v1/secrets/mcp_token", &json!({"value": "tok-MCP-4242"})).await,
+        StatusCode::CREATED,
+    )
+    .await;
+    h.fake.push([
+        FakeReply::tool_calls(&[
+            ("c1", "scripted__whoami", json!({})),
+            ("c2", "scripted__fail", json!({})),
+            ("c3", "scripted__lookup", json!({"id": 7})),
+            ("c4", "scripted__weather", json!({"city": "Oslo"})),
+        ]),
+        FakeReply::text("Done."),
+    ]);
+    let servers = json!([{"name": "scripted", "url": peer.url(),
+                           "headers": {"Authorization": {"secret": "mcp_token", "prefix": "Bearer "}}}]);
+    let out = h.run(&mcp_crew(json!(["scripted__*"]), servers)).await;
+    assert_eq!(out.raw(), "Done.");
+
+    // tools/list came in three pages of three: all seven offered.
+    let requests = h.fake.requests();
+    let mut tools = offered(&requests[0]);
+    tools.sort();
+    let expected = [
+        "scripted__fail",
+        "scripted__lookup",
+        "scripted__picture",
+        "scripted__record",
+        "scripted__slow",
+        "scripted__weather",
+        "scripted__whoami",
+    ];
+    assert_eq!(tools, expected);
+
+    let calls = results(&out);
+    assert_eq!(
+        calls[1],
+        (
+            "scripted__whoami".into(),
+            "succeeded".into(),
+            json!(r#"{"result":"authorization=Bearer [secret:mcp_token]"}"#)
+        )
+    );
+    assert_eq!(calls[2].1, "failed");
+    assert!(calls[2].2.as_str().is_some_and(|e| e.contains("the order service is down")), "{:?}", calls[2]);
+    // Arguments that break the tool's inputSchema never reach the server.
+    assert_eq!(calls[3].1, "failed");
+    assert!(
+        calls[3].2.as_str().is_some_and(|e| e.contains("Invalid arguments") && e.contains("order_id")),
+        "{:?}",
+        calls[3]
+    );
+    assert_eq!(calls[4].2, json!(r#"{"city":"Oslo","sky":"clear","temperature_c":21}"#));
+
+    // The round's calls ran together, in any order.
+    let mut logged = peer.calls();
+    logged.sort_by_key(|c| c["tool"].as_str().unwrap_or_default().to_owned());
+    let tools_called: Vec<&str> = logged.iter().map(|c| c["tool"].as_str().expect("tool")).collect();
+    assert_eq!(tools_called, ["fail", "weather", "whoami"]);
+    assert_eq!(logged[2]["authorization"], "Bearer tok-MCP-4242");
+    let run_id = Uuid::parse_str(out.run["id"].as_str().expect("id")).expect("uuid");
+    assert_eq!(
+        logged[2]["meta"]["agentd/idempotency-key"],
+        CallInfo::for_call(run_id, "t#1/c1").idempotency_key
+    );
+    assert_eq!(
+        logged[1]["meta"]["agentd/idempotency-key"],
+        CallInfo::for_call(run_id, "t#1/c4").idempotency_key
+    );
+    assert!(!database_text(&pool).await.contains("tok-MCP-4242"), "the secret is nowhere in the database");
+}
+
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn an_allow_list_limits_what_is_offered_and_what_a_crew_may_name(pool: PgPool) {
+    let peer = Peer::scripted().await;
+    let h = Harness::start_with(pool, true, allow_loopback).await;
+    h.fake.push([FakeReply::text("Nothing to do.")]);
+    let servers = json!([{"name": "scripted", "url": peer.url(), "tools": ["whoami", "lookup"]}]);
+    let out = h.run(&mcp_crew(json!(["scripted__*"]), servers.clone())).await;
+    assert_eq!(out.raw(), "Nothing to do.");
+    let requests = h.fake.requests();
+    let mut tools = offered(&requests[0]);
+    tools.sort();
+    assert_eq!(tools, ["scripted__lookup", "scripted__whoami"]);
+
+    let refused = h
+        .app
+        .post_json("/v1/kickoffs", &json!({"crew": mcp_crew(json!(["scripted__record"]), servers)}))
+        .await;
+    let problem = expect_problem(refused, StatusCode::UNPROCESSABLE_ENTITY).await;
+    assert_eq!(problem["errors"][0]["field"], "crew.agents[0].tools[0]");
+    assert!(
+        problem["errors"][0]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("allows only these tools: whoami, lookup")),
+        "{problem}"
+    );
+}
+
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn mcp_servers_in_a_crew_are_checked_at_kickoff(pool: PgPool) {
+    let h = Harness::start(pool, true).await;
+    let long = "x".repeat(60);
+    let cases = [
+        (
+            json!(["nowhere__tool"]),
+            json!([{"name": "files", "url": "https://mcp.example/mcp"}]),
+            "crew.agents[0].tools[0]",
+            "unknown tool",
+        ),
+        (
+            json!([]),
+            json!([{"name": "a__b", "url": "https://mcp.example/mcp"}]),
+            "crew.mcp_servers[0].name",
+            "not '__'",
+        ),
+        (
+            json!([]),
+            json!([{"name": "files", "url": "ftp://mcp.example/"}]),
+            "crew.mcp_servers[0].url",
+            "http or https",
+        ),
+        (
+            json!([]),
+            json!([{"name": "files", "url": "https://mcp.example/mcp", "headers": {"Mcp-Session-Id": "x"}}]),
+            "crew.mcp_servers[0].headers.Mcp-Session-Id",
+            "set by agentd",
+        ),
+        (
+            json!([format!("files__{long}")]),
+            json!([{"name": "files", "url": "https://mcp.example/mcp"}]),
+            "crew.agents[0].tools[0]",
+            "1 to 64",
+        ),
+        (
+            json!([]),
+            json!([{"name": "files", "url": "https://mcp.example/mcp"}, {"name": "files", "url": "https://mcp.example/other"}]),
+            "crew.mcp_servers[1].name",
+            "duplicate",
+        ),
+        (
+            json!([]),
+            json!([{"name": "files", "url": "https://mcp.example/mcp", "command": "rm -rf /"}]),
+            "crew",
+            "unknown field",
+        ),
+    ];
+    for (tools, servers, field, message) in cases {
+        let response =
+            h.app.post_json("/v1/kickoffs", &json!({"crew": mcp_crew(tools, servers.clone())})).await;
+        let problem = expect_problem(response, StatusCode::UNPROCESSABLE_ENTITY).await;
+        let text = problem.to_string();
+        assert!(text.contains(field) && text.contains(message), "{servers}: {field} / {message}: {problem}");
+    }
+}
+
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn the_egress_guard_refuses_an_mcp_server_on_a_private_address(pool: PgPool) {
+    let peer = Peer::scripted().await;
+    let h = Harness::start(pool, true).await; // No private address allowed.
+    h.fake.push([
+        FakeReply::tool_calls(&[("c1", "scripted__whoami", json!({}))]),
+        FakeReply::text("The server is out of reach."),
+    ]);
+    let servers = json!([{"name": "scripted", "url": peer.url()}]);
+    let out = h.run(&mcp_crew(json!(["scripted__whoami"]), servers)).await;
+    assert_eq!(out.raw(), "The server is out of reach.");
+    let calls = results(&out);
+    assert_eq!(calls.len(), 1, "nothing was discovered: {calls:?}");
+    assert_eq!(calls[0].1, "failed");
+    let error = calls[0].2.as_str().expect("error");
+    assert!(error.contains("MCP server 'scripted' is unavailable") && error.contains("127.0.0.1"), "{error}");
+    assert!(peer.calls().is_empty());
+}
+
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn cancelling_a_run_mid_call_tells_the_server(pool: PgPool) {
+    let peer = Peer::scripted().await;
+    let h = Harness::start_with(pool, true, allow_loopback).await;
+    h.fake.push([FakeReply::tool_calls(&[("c1", "scripted__slow", json!({"seconds": 30}))])]);
+    let servers = json!([{"name": "scripted", "url": peer.url()}]);
+    let queued =
+        h.app.kickoff(&mcp_crew(json!(["scripted__slow"]), servers), json!({"topic": "tides"})).await;
+    let id = agentd::domain::RunId(Uuid::parse_str(queued["id"].as_str().expect("id")).expect("uuid"));
+    let claimed = h.store.claim_run(id, "e2e-worker", LEASE).await.expect("claim").expect("queued");
+    let engine = agentd::app::build_engine(&h.config, &h.store).expect("engine");
+    let journal = h.store.journal(claimed.id, claimed.attempt);
+    let cancel = CancellationToken::new();
+    let run = engine.run(&claimed.crew, &claimed.inputs, &journal, &cancel);
+    let watch = async {
+        peer.wait_calls(1).await;
+        cancel.cancel();
+    };
+    let started = Instant::now();
+    let (result, ()) = tokio::join!(run, watch);
+    assert_eq!(result, Err(agentd::engine::EngineError::Cancelled));
+    assert!(started.elapsed() < Duration::from_secs(20), "the call was abandoned at once");
+    let calls = peer.wait_calls(2).await;
+    assert_eq!(
+        (calls[0]["phase"].as_str(), calls[1]["phase"].as_str()),
+        (Some("started"), Some("cancelled")),
+        "notifications/cancelled arrived"
+    );
+}
+
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn a_server_that_forgot_the_session_is_initialised_again(pool: PgPool) {
+    let mut peer = Peer::scripted().await;
+    let h = Harness::start_with(pool, true, allow_loopback).await;
+    h.fake.push([
+        FakeReply::tool_calls(&[("c1", "scripted__lookup", json!({"order_id": "A1"}))]),
+        FakeReply::tool_calls(&[("c2", "scripted__lookup", json!({"order_id": "A2"}))])
+            .with_delay(Duration::from_secs(4)),
+        FakeReply::text("Both shipped."),
+    ]);
+    let servers = json!([{"name": "scripted", "url": peer.url()}]);
+    let spec = mcp_crew(json!(["scripted__lookup"]), servers);
+    let restart = async {
+        peer.wait_calls(1).await;
+        peer.restart().await;
+    };
+    let (out, ()) = tokio::join!(h.run(&spec), restart);
+    assert_eq!(out.raw(), "Both shipped.");
+    let calls = results(&out);
+    assert_eq!(
+        calls[2],
+        ("scripted__lookup".into(), "succeeded".into(), json!(r#"{"result":"order A2: shipped"}"#))
+    );
+    assert_eq!(peer.calls().len(), 2);
+}
+
+/// A crew for the real binary: one agent with the scripted server's `slow` tool.
+fn slow_crew(url: &str, idempotent: Option<bool>) -> Value {
+    let mut server = json!({"name": "scripted", "url": url});
+    if let Some(idempotent) = idempotent {
+        server["idempotent"] = json!({"slow": idempotent});
+    }
+    json!({
+        "name": "waiting",
+        "agents": [{"name": "a", "role": "Waiter", "goal": "Wait", "backstory": "Patient.", "tools": ["scripted__slow"]}],
+        "tasks": [{"name": "t", "description": "Wait a little", "expected_output": "Done", "agent": "a"}],
+        "mcp_servers": [server]
+    })
+}
+
+/// Kill -9 agentd while the MCP call is in flight, start it again; the resumed run's end.
+async fn crash_during_slow_call(
+    pool: &PgPool,
+    peer: &Peer,
+    fake: &FakeLlm,
+    idempotent: Option<bool>,
+) -> (Value, Value) {
+    let url = child_database_url(pool).await;
+    let base_url = fake.base_url();
+    let env = [
+        ("OPENAI_BASE_URL", base_url.as_str()),
+        ("OPENAI_API_KEY", "sk-mcp-crash"),
+        ("AGENTD_LEASE_S", "2"),
+        ("AGENTD_ALLOW_PRIVATE_TOOL_HOSTS", "127.0.0.1/32"),
+    ];
+    let first = Agentd::start(&url, &env);
+    let client = reqwest::Client::new();
+    let body = json!({"crew": slow_crew(&peer.url(), idempotent)});
+    let response =
+        client.post(format!("{}/v1/kickoffs", first.base)).json(&body).send().await.expect("kickoff");
+    let id = expect_json(response, StatusCode::ACCEPTED).await["id"].as_str().expect("id").to_owned();
+    peer.wait_calls(1).await;
+    // An idempotent call's start is journaled while it runs (after 10 ms): let that land.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    first.signal("-KILL").await;
+    let second = Agentd::start(&url, &env);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let run = loop {
+        let run = expect_json(
+            client.get(format!("{}/v1/runs/{id}", second.base)).send().await.expect("get"),
+            StatusCode::OK,
+        )
+        .await;
+        if ["completed", "failed"].contains(&run["status"].as_str().unwrap_or_default()) {
+            break run;
+        }
+        assert!(Instant::now() < deadline, "the run never ended: {run}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let calls = client.get(format!("{}/v1/runs/{id}/tool-calls", second.base)).send().await.expect("calls");
+    (run, expect_json(calls, StatusCode::OK).await)
+}
+
+#[sqlx::test(migrations = false)]
+async fn kill_9_during_an_idempotent_mcp_call_repeats_it_with_the_same_key(pool: PgPool) {
+    let peer = Peer::scripted().await;
+    let fake = FakeLlm::start().await.expect("fake");
+    fake.push([
+        FakeReply::tool_calls(&[("c1", "scripted__slow", json!({"seconds": 3}))]),
+        FakeReply::text("Waited."),
+    ]);
+    let (run, calls) = crash_during_slow_call(&pool, &peer, &fake, None).await;
+    assert_eq!(run["status"], "completed", "{run}");
+    let slow: Vec<Value> = peer.calls().into_iter().filter(|c| c["phase"] == "started").collect();
+    assert_eq!(slow.len(), 2, "readOnlyHint: repeated after the crash");
+    assert_eq!(slow[0]["meta"], slow[1]["meta"], "with the same idempotency key");
+    let call = calls["tool_calls"]
+        .as_array()
+        .expect("calls")
+        .iter()
+        .find(|c| c["tool"] == "scripted__slow")
+        .cloned()
+        .expect("slow");
+    assert_eq!(call["status"], "succeeded", "{call}");
+    // The resumed run offered the journaled tools, without listing them again.
+    assert_eq!(fake.requests().len(), 2);
+    assert_eq!(offered(&fake.requests()[1]), ["scripted__slow"]);
+}
+
+#[sqlx::test(migrations = false)]
+async fn kill_9_during_a_non_idempotent_mcp_call_does_not_repeat_it(pool: PgPool) {
+    let peer = Peer::scripted().await;
+    let fake = FakeLlm::start().await.expect("fake");
+    fake.push([
+        FakeReply::tool_calls(&[("c1", "scripted__slow", json!({"seconds": 3}))]),
+        FakeReply::text("I could not confirm it."),
+    ]);
+    let (run, calls) = crash_during_slow_call(&pool, &peer, &fake, Some(false)).await;
+    assert_eq!(run["status"], "completed", "{run}");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let started = peer.calls().into_iter().filter(|c| c["phase"] == "started").count();
+    assert_eq!(started, 1, "the crew's override made it non-idempotent: not repeated");
+    let call = calls["tool_calls"]
+        .as_array()
+        .expect("calls")
+        .iter()
+        .find(|c| c["tool"] == "scripted__slow")
+        .cloned()
+        .expect("slow");
+    assert_eq!(call["status"], "failed");
+    assert!(call["error"].as_str().is_some_and(|e| e.contains("not idempotent")), "{call}");
+}
