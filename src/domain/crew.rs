@@ -39,6 +39,10 @@ pub struct CrewSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(minimum = 1, maximum = 1000000)]
     pub max_rpm: Option<u32>,
+    /// Built-in tools whose calls wait for a person's approval (crew tools and MCP tools say so
+    /// themselves).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub requires_approval: Vec<String>,
     /// The manager's model for the hierarchical process.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub manager_llm: Option<LlmSpec>,
@@ -288,6 +292,9 @@ pub struct ToolSpec {
     /// POST).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idempotent: Option<bool>,
+    /// Each call waits for a person's approval before it runs (the run is `awaiting_input`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub requires_approval: bool,
 }
 
 impl ToolSpec {
@@ -367,6 +374,9 @@ pub struct McpServerSpec {
     /// annotations (`readOnlyHint` or `idempotentHint`: yes; otherwise no).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub idempotent: BTreeMap<String, bool>,
+    /// The server's tools (by their own names) whose calls wait for a person's approval.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub requires_approval: Vec<String>,
 }
 
 fn default_mcp_timeout_ms() -> u64 {

@@ -73,6 +73,13 @@ events! {
     ToolStarted(ToolStarted) = "tool.started",
     ToolFinished(ToolFinished) = "tool.finished",
     ToolFailed(ToolFailed) = "tool.failed",
+    /// A call of a tool that requires approval waits for a decision
+    /// (`POST /v1/runs/{id}/tool-calls/{tool_call_id}/approval`); the run is `awaiting_input`.
+    ToolApprovalRequested(ToolStarted) = "tool.approval_requested",
+    /// A reviewer approved the call (with the arguments it runs with).
+    ToolApproved(ToolStarted) = "tool.approved",
+    /// A reviewer rejected the call; the model is told why.
+    ToolRejected(ToolRejected) = "tool.rejected",
     /// A reply could not be used; the agent is told why.
     AgentParseError(AgentParseError) = "agent.parse_error",
     /// The model refused native tools: the agent goes on in ReAct text.
@@ -222,6 +229,14 @@ pub struct ToolFailed {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct ToolRejected {
+    pub tool_call_id: String,
+    pub tool: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
 pub struct AgentParseError {
     pub error: String,
 }
@@ -361,7 +376,7 @@ mod tests {
 
     #[test]
     fn wire_names_round_trip_through_serde() {
-        assert_eq!(EventType::ALL.len(), 27, "the table in API.md");
+        assert_eq!(EventType::ALL.len(), 30, "the table in API.md and issue 13's approval events");
         let names: std::collections::BTreeSet<&str> = EventType::ALL.iter().map(|t| t.as_str()).collect();
         assert_eq!(names.len(), EventType::ALL.len(), "names are unique");
         for &ty in EventType::ALL {

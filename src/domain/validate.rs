@@ -154,6 +154,14 @@ impl Validator<'_> {
         }
         let declared = self.tools(&crew.tools);
         self.mcp_servers(&crew.mcp_servers, &declared);
+        for (i, name) in crew.requires_approval.iter().enumerate() {
+            if !self.ctx.builtin_tools.contains(name) {
+                let message = format!(
+                    "'{name}' is not a built-in tool (crew tools say `requires_approval` themselves, MCP servers list theirs)"
+                );
+                self.error(format!("requires_approval[{i}]"), message);
+            }
+        }
         self.mcp = crew.mcp_servers.clone();
         let mut known: Vec<&str> = self.ctx.builtin_tools.iter().map(String::as_str).collect();
         known.extend(declared.iter().map(String::as_str));
@@ -351,9 +359,11 @@ impl Validator<'_> {
             }
             let tools = server.tools.iter().flatten().map(|t| (t, "tools"));
             let idempotent = server.idempotent.keys().map(|t| (t, "idempotent"));
-            for (j, (tool, list)) in tools.chain(idempotent).enumerate() {
+            let approval = server.requires_approval.iter().map(|t| (t, "requires_approval"));
+            for (j, (tool, list)) in tools.chain(idempotent).chain(approval).enumerate() {
                 let field = match list {
                     "tools" => format!("{path}.tools[{j}]"),
+                    "requires_approval" => format!("{path}.requires_approval.{tool}"),
                     _ => format!("{path}.idempotent.{tool}"),
                 };
                 if let Err(message) = check_tool_name(&format!("{}{MCP_SEPARATOR}{tool}", server.name)) {

@@ -195,10 +195,14 @@ impl Assembler<'_> {
                     result_as_answer: spec.result_as_answer,
                     max_usage_count: spec.max_usage_count,
                     cache: spec.cache,
+                    requires_approval: spec.requires_approval,
                     ..ToolEntry::plain(tool, self.schemas.tool(name)?)
                 });
             } else if let Some(tool) = self.builtins.iter().find(|t| &t.info().name == name) {
-                entries.push(ToolEntry::plain(tool.clone(), self.schemas.tool(name)?));
+                entries.push(ToolEntry {
+                    requires_approval: self.crew.requires_approval.contains(name),
+                    ..ToolEntry::plain(tool.clone(), self.schemas.tool(name)?)
+                });
             }
         }
         Ok(entries)
@@ -259,6 +263,7 @@ fn delegation_tools<'a>(
                 result_as_answer: false,
                 max_usage_count: None,
                 cache: false,
+                requires_approval: false,
             })
         })
         .collect()

@@ -6,7 +6,9 @@
 use serde_json::Value;
 
 use super::effects::{Outcomes, ToolEffect};
-use super::journal::{Step, ToolCallEnd, ToolCallOutcome, ToolCallStart};
+use super::journal::{
+    Approval, RunChange, Step, ToolCallEnd, ToolCallOutcome, ToolCallRecord, ToolCallStart,
+};
 use super::keys;
 use super::prompts;
 use super::react::ActionInput;
@@ -54,6 +56,8 @@ enum Action {
     Execute { entry: ToolEntry, arguments: Value, fresh: bool },
     /// Answer without running anything.
     Answer { arguments: Value, outcome: ToolCallOutcome, fresh: bool },
+    /// Wait for a reviewer's decision (`fresh`: journal the call and ask for it).
+    Await { arguments: Value, fresh: bool },
     /// Not run: another call of the batch must run alone.
     Skip,
 }
@@ -89,6 +93,9 @@ impl ToolRound<'_> {
     pub async fn run(self, planned: Vec<PlannedCall>, pending: &mut Step) -> Result<Round, EngineError> {
         let mut calls: Vec<Call> = planned.into_iter().map(|p| self.plan(p)).collect();
         restrict_batch(&mut calls);
+        if calls.iter().any(|c| matches!(c.action, Action::Await { .. })) {
+            return Err(self.await_approval(&calls, pending));
+        }
         self.journal_starts(&calls, pending);
         // Calls that run nothing (refused, cached) end in the same step as their start, so a crash
         // during the others never leaves them looking interrupted. Their messages follow in order.
@@ -118,11 +125,11 @@ impl ToolRound<'_> {
         let recorded = self.resumed.then(|| ctx.snapshot.tool_call(&planned.key)).flatten();
         let (tool, action) = match recorded {
             Some(record) if record.outcome.is_some() => (record.tool.clone(), Action::Done),
-            Some(record) => (
-                record.tool.clone(),
-                interrupted(toolbox.find(&record.tool), &record.tool, &record.arguments),
-            ),
+            Some(record) => (record.tool.clone(), decided(record, toolbox.find(&record.tool))),
             None => match toolbox.prepare(&planned.name, planned.input.clone(), ctx.tools) {
+                Prepared::Run { entry, arguments } if entry.requires_approval => {
+                    (entry.name().to_owned(), Action::Await { arguments, fresh: true })
+                }
                 Prepared::Run { entry, arguments } => {
                     (entry.name().to_owned(), Action::Execute { entry, arguments, fresh: true })
                 }
@@ -137,6 +144,41 @@ impl ToolRound<'_> {
             },
         };
         Call { planned, tool, action }
+    }
+
+    /// A round with calls that need a reviewer's decision: journal each of them as pending (and
+    /// the round's other calls that would run as deferred: they run with them once all are
+    /// decided), announce `tool.approval_requested`, and stop the run in `awaiting_input`. Calls
+    /// that run nothing (refused, cached) are not journaled: the resumed round answers them again.
+    fn await_approval(&self, calls: &[Call], pending: &mut Step) -> EngineError {
+        let turn = self.turn;
+        for call in calls {
+            let (arguments, approval) = match &call.action {
+                Action::Await { arguments, fresh: true } => (arguments, Approval::Pending),
+                Action::Execute { arguments, fresh: true, .. } => (arguments, Approval::Deferred),
+                _ => continue,
+            };
+            pending.tool_starts.push(ToolCallStart {
+                id: call.planned.key.clone(),
+                conversation: turn.conversation.clone(),
+                task: turn.task.clone(),
+                agent: turn.agent.clone(),
+                tool: call.tool.clone(),
+                arguments: arguments.clone(),
+                approval: Some(approval.clone()),
+            });
+            pending.usage.tool_calls += 1;
+            if approval == Approval::Pending {
+                let data = ToolStarted {
+                    tool_call_id: call.planned.key.clone(),
+                    tool: call.tool.clone(),
+                    arguments: arguments.clone(),
+                };
+                turn.event(pending, EventData::ToolApprovalRequested(data));
+            }
+        }
+        pending.run = Some(RunChange::AwaitingInput);
+        EngineError::AwaitingInput
     }
 
     fn journal_starts(&self, calls: &[Call], pending: &mut Step) {
@@ -154,6 +196,7 @@ impl ToolRound<'_> {
                 agent: turn.agent.clone(),
                 tool: call.tool.clone(),
                 arguments: arguments.clone(),
+                approval: None,
             });
             pending.usage.tool_calls += 1;
             let data = ToolStarted {
@@ -174,7 +217,7 @@ impl ToolRound<'_> {
                 Action::Execute { entry, arguments, .. } => {
                     Some(ToolEffect { entry, arguments, key: &call.planned.key })
                 }
-                Action::Done | Action::Answer { .. } | Action::Skip => None,
+                Action::Done | Action::Answer { .. } | Action::Await { .. } | Action::Skip => None,
             })
             .collect();
         self.ctx.run_tools(&self.turn.task, &effects, pending).await
@@ -190,7 +233,7 @@ impl ToolRound<'_> {
         pending: &mut Step,
     ) -> Option<String> {
         let (outcome, duration_ms, arguments, entry) = match (&call.action, executed) {
-            (Action::Done, _) => return None,
+            (Action::Done | Action::Await { .. }, _) => return None,
             (Action::Skip, _) => {
                 let note =
                     "Not executed: this tool must run alone. Call it again on its own if it is still needed.";
@@ -271,6 +314,33 @@ fn take_image(outcome: ToolCallOutcome) -> (ToolCallOutcome, Option<(Image, usiz
     };
     let image = Image { media_type: media_type.to_owned(), data: data.to_owned() };
     (ToolCallOutcome::Succeeded { result: text, cached: *cached }, Some((image, bytes)))
+}
+
+/// A journaled call without an end, seen again on resume: as its reviewer decided (run with the
+/// decided arguments, or answered with the rejection), run with its round (deferred), still
+/// waiting, or interrupted by a crash.
+fn decided(record: &ToolCallRecord, entry: Option<&ToolEntry>) -> Action {
+    let arguments = record.arguments.clone();
+    match (&record.approval, entry) {
+        (Some(Approval::Pending), _) => Action::Await { arguments, fresh: false },
+        (Some(Approval::Approved { arguments: edited }), Some(entry)) => {
+            let arguments = edited.clone().unwrap_or(arguments);
+            Action::Execute { entry: entry.clone(), arguments, fresh: false }
+        }
+        (Some(Approval::Deferred), Some(entry)) => {
+            Action::Execute { entry: entry.clone(), arguments, fresh: false }
+        }
+        (Some(Approval::Rejected { reason }), _) => {
+            let error = match reason {
+                Some(reason) => format!("A reviewer rejected this call: {reason}"),
+                None => "A reviewer rejected this call.".to_owned(),
+            };
+            Action::Answer { arguments, outcome: ToolCallOutcome::Failed { error }, fresh: false }
+        }
+        (Some(Approval::Approved { .. } | Approval::Deferred), None) | (None, _) => {
+            interrupted(entry, &record.tool, &record.arguments)
+        }
+    }
 }
 
 /// A call the crash left running: run it again if that is safe, else fail it.

@@ -49,6 +49,28 @@ pub struct ToolCallStart {
     pub agent: String,
     pub tool: String,
     pub arguments: Value,
+    /// Set when the call waits for approval.
+    pub approval: Option<Approval>,
+}
+
+/// Where a call of a tool that requires approval stands (journaled with the call).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum Approval {
+    /// Waiting for a reviewer's decision.
+    Pending,
+    /// Needs no decision itself, but waits with a call of its round that does.
+    Deferred,
+    /// Run it, with the reviewer's arguments when given.
+    Approved {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        arguments: Option<Value>,
+    },
+    /// Do not run it; the model is told, with the reason when given.
+    Rejected {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
 }
 
 /// How a tool call ended.
@@ -285,8 +307,9 @@ pub struct ToolCallRecord {
     pub conversation: String,
     pub tool: String,
     pub arguments: Value,
-    /// `None` while running (or interrupted by a crash).
+    /// `None` while running (or interrupted by a crash, or waiting for approval).
     pub outcome: Option<ToolCallOutcome>,
+    pub approval: Option<Approval>,
 }
 
 /// A stored task.
@@ -428,6 +451,7 @@ impl MemoryState {
             tool: s.tool,
             arguments: s.arguments,
             outcome: None,
+            approval: s.approval,
         }));
         for end in step.tool_ends {
             if let Some(call) = snapshot.tool_calls.iter_mut().find(|c| c.id == end.id) {

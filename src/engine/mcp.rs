@@ -17,14 +17,9 @@ use crate::domain::validate::check_tool_name;
 use crate::metrics::Metrics;
 use crate::tools::http::Outbound;
 use crate::tools::mcp::client::McpClient;
-use crate::tools::mcp::{discover, McpTool, McpToolInfo, UnavailableTool};
+use crate::tools::mcp::{discover, discovery_key, McpTool, McpToolInfo, UnavailableTool};
 use crate::tools::secrets::SecretSource;
 use crate::tools::{Tool, ToolInfo};
-
-/// The journal key of a server's discovered tools (a tool call of the runtime, not the model).
-pub fn discovery_key(server: &str) -> String {
-    format!("mcp:{server}#tools/list")
-}
 
 /// What is known of a server's tools.
 #[derive(Clone)]
@@ -129,6 +124,7 @@ impl McpRun {
                     agent: agent.to_owned(),
                     tool: format!("mcp:{server}"),
                     arguments: json!({"method": "tools/list"}),
+                    approval: None,
                 });
                 let outcome = ToolCallOutcome::Succeeded { result, cached: false };
                 pending.tool_ends.push(ToolCallEnd { id: key, outcome });
@@ -186,7 +182,8 @@ impl McpRun {
         };
         let tool =
             McpTool::new(info, &spec.name, remote, client.clone(), self.metrics.clone(), self.max_text_bytes);
-        ToolEntry::plain(Arc::new(tool), found.schema.clone())
+        let requires_approval = spec.requires_approval.iter().any(|t| t == remote);
+        ToolEntry { requires_approval, ..ToolEntry::plain(Arc::new(tool), found.schema.clone()) }
     }
 }
 

@@ -42,13 +42,23 @@ pub struct ToolEntry {
     pub result_as_answer: bool,
     pub max_usage_count: Option<u32>,
     pub cache: bool,
+    /// Each call waits for a reviewer's decision before it runs.
+    pub requires_approval: bool,
 }
 
 impl ToolEntry {
     pub fn plain(tool: Arc<dyn Tool>, arguments: CompiledSchema) -> Self {
         let info = tool.info().clone();
         let runner = Runner::Tool(tool);
-        Self { info, arguments, runner, result_as_answer: false, max_usage_count: None, cache: true }
+        Self {
+            info,
+            arguments,
+            runner,
+            result_as_answer: false,
+            max_usage_count: None,
+            cache: true,
+            requires_approval: false,
+        }
     }
 
     pub fn name(&self) -> &str {

@@ -47,5 +47,7 @@ pub async fn wait_for_run(
 
 /// Does this event announce a settled run?
 fn settles(event_type: EventType) -> bool {
-    event_type.is_terminal() || event_type == EventType::RunAwaitingInput
+    event_type.is_terminal()
+        || event_type == EventType::RunAwaitingInput
+        || event_type == EventType::ToolApprovalRequested
 }

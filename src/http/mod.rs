@@ -76,6 +76,7 @@ fn v1_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(events::all_events))
         .routes(routes!(runs::cancel_run))
         .routes(routes!(runs::resume_run))
+        .routes(routes!(runs::approve_tool_call))
         .routes(routes!(crews::list_crews))
         .routes(routes!(crews::put_crew, crews::get_crew, crews::delete_crew))
         .routes(routes!(crews::crew_inputs))

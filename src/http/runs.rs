@@ -4,6 +4,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
@@ -279,4 +280,46 @@ pub async fn resume_run(
 ) -> ApiResult<(StatusCode, Json<RunBody>)> {
     let run = state.services.resume(RunId(id), request.approve, request.feedback.as_deref()).await?;
     Ok((StatusCode::ACCEPTED, Json(run.into())))
+}
+
+/// The body of a decision on a tool call that awaits approval.
+#[derive(Debug, ToSchema)]
+#[allow(dead_code)] // The schema of what the service reads.
+pub struct ApprovalRequest {
+    /// Run the call (`true`) or not (`false`: the model is told it was rejected).
+    approve: bool,
+    /// Approving: the arguments to run with instead of the model's (checked against the
+    /// tool's schema).
+    #[schema(value_type = Option<Object>)]
+    arguments: Option<Value>,
+    /// Rejecting: why (the model is told).
+    reason: Option<String>,
+}
+
+/// Decide on a tool call that awaits approval.
+///
+/// A call of a tool that `requires_approval` is journaled, announced as
+/// `tool.approval_requested`, and waits while the run is `awaiting_input`. Approve it (with the
+/// model's arguments or edited ones) and it runs; reject it and the model is told why. When every
+/// waiting call of the run is decided the run is queued again. `tool_call_id` is the call's `id`
+/// (`GET /v1/runs/{id}/tool-calls`), percent-encoded in the path (`t%231%2Fcall_1`).
+#[utoipa::path(
+    post, path = "/runs/{id}/tool-calls/{tool_call_id}/approval", tag = "runs",
+    params(("id" = Uuid, Path, description = "Run id"), ("tool_call_id" = String, Path, description = "The tool call's id")),
+    request_body(content = ApprovalRequest, example = json!({"approve": true})),
+    responses(
+        (status = 200, description = "Decided: the run as it is now (queued again when no call waits)", body = RunBody),
+        (status = 400, description = "Malformed id or JSON", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such run or tool call", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "The call is not awaiting approval", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Arguments that break the tool's schema, or a reason with an approval", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn approve_tool_call(
+    State(state): State<AppState>,
+    ApiPath((id, call_id)): ApiPath<(Uuid, String)>,
+    ApiJson(body): ApiJson<Value>,
+) -> ApiResult<Json<RunBody>> {
+    let run = state.services.decide_tool_call(RunId(id), &call_id, body).await?;
+    Ok(Json(run.into()))
 }

@@ -104,13 +104,19 @@ pub struct ToolCallBody {
     pub tool: String,
     #[schema(value_type = Object)]
     pub arguments: Value,
-    /// `running`, `succeeded` or `failed`.
+    /// `running`, `awaiting_approval` (its decision is due), `succeeded` or `failed`.
     pub status: String,
     pub result: Option<String>,
     pub error: Option<String>,
     pub cached: bool,
     pub started_at: DateTime<Utc>,
     pub finished_at: Option<DateTime<Utc>>,
+    /// For a call of a tool that requires approval: `{"state": "pending" | "deferred" |
+    /// "approved" | "rejected", "arguments"?, "reason"?}` (deferred: it needs no decision but
+    /// runs with its round's calls that do).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub approval: Option<Value>,
 }
 
 impl From<ToolCall> for ToolCallBody {
@@ -127,8 +133,25 @@ impl From<ToolCall> for ToolCallBody {
             cached,
             started_at,
             finished_at,
+            approval,
         } = c;
-        Self { id, task, agent, tool, arguments, status, result, error, cached, started_at, finished_at }
+        let pending =
+            approval.as_ref().and_then(|a| a.get("state")).and_then(Value::as_str) == Some("pending");
+        let status = if pending && status == "running" { "awaiting_approval".to_owned() } else { status };
+        Self {
+            id,
+            task,
+            agent,
+            tool,
+            arguments,
+            status,
+            result,
+            error,
+            cached,
+            started_at,
+            finished_at,
+            approval,
+        }
     }
 }
 

@@ -4,6 +4,7 @@
 //! HTTP edge maps to a problem document in one place (a database out of reach is a 503 there,
 //! whichever use case met it).
 
+mod approval;
 mod crews;
 mod kickoffs;
 mod runs;

@@ -104,6 +104,9 @@ impl Services {
             ResumeOutcome::NotAwaiting(status) => {
                 Err(ServiceError::Conflict(format!("the run is not awaiting input ({})", status.as_str())))
             }
+            ResumeOutcome::AwaitsApprovals => Err(ServiceError::Conflict(
+                "the run waits for decisions on tool calls: POST /v1/runs/{id}/tool-calls/{tool_call_id}/approval".into(),
+            )),
             ResumeOutcome::Resumed(run) => Ok(*run),
         }
     }

@@ -37,6 +37,8 @@ pub struct ToolCall {
     pub cached: bool,
     pub started_at: DateTime<Utc>,
     pub finished_at: Option<DateTime<Utc>>,
+    /// For a call of a tool that requires approval: where the decision stands.
+    pub approval: Option<Value>,
 }
 
 impl Store {
@@ -59,7 +61,8 @@ impl Store {
     pub async fn list_tool_calls(&self, run_id: RunId) -> StoreResult<Vec<ToolCall>> {
         let calls = sqlx::query_as!(
             ToolCall,
-            r#"SELECT id, task, agent, tool, arguments, status, result, error, cached, started_at, finished_at
+            r#"SELECT id, task, agent, tool, arguments, status, result, error, cached, started_at, finished_at,
+                      approval
                FROM tool_calls WHERE run_id = $1 ORDER BY started_at, id"#,
             run_id.0
         )

@@ -4,6 +4,7 @@
 //! `LISTEN` stream). Postgres types, connections and the pool do not leave this module; callers see
 //! domain types.
 
+mod approval;
 mod claim;
 mod crews;
 mod events;
@@ -24,6 +25,7 @@ use sqlx::migrate::Migrator;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::PgPool;
 
+pub use approval::{DecideOutcome, PendingCall};
 pub use claim::ClaimedRun;
 pub use crews::{CrewRecord, UpsertOutcome};
 use group::Group;

@@ -16,6 +16,8 @@ pub enum ResumeOutcome {
     NotFound,
     /// The run is not awaiting input.
     NotAwaiting(RunStatus),
+    /// The run waits for decisions on tool calls, not for a review of an answer.
+    AwaitsApprovals,
     Resumed(Box<Run>),
 }
 
@@ -41,6 +43,9 @@ impl Store {
         let status: RunStatus = parse(&run.status)?;
         if status != RunStatus::AwaitingInput {
             return Ok(ResumeOutcome::NotAwaiting(status));
+        }
+        if super::approval::count_pending(&mut *tx, id).await? > 0 {
+            return Ok(ResumeOutcome::AwaitsApprovals);
         }
         // The pause began when the run entered awaiting_input (its last update, before any write here).
         sqlx::query!(

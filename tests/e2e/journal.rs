@@ -47,6 +47,7 @@ fn start(id: &str, arguments: serde_json::Value) -> ToolCallStart {
         agent: "researcher".into(),
         tool: "calculator".into(),
         arguments,
+        approval: None,
     }
 }
 

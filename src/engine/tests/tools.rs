@@ -231,6 +231,7 @@ async fn resume_reruns_idempotent_and_fails_other_interrupted_calls(backend: Bac
                 agent: "a".into(),
                 tool: "echo".into(),
                 arguments: json!({"text": "y"}),
+                approval: None,
             }],
             tasks: vec![crate::engine::journal::TaskChange::Started { task: "t".into() }],
             ..Step::default()

@@ -34,6 +34,7 @@ struct ToolCallRow {
     result: Option<String>,
     error: Option<String>,
     cached: bool,
+    approval: Option<Value>,
 }
 
 /// Everything `run_id` has journaled.
@@ -55,7 +56,7 @@ pub(super) async fn snapshot(store: &Store, run_id: RunId) -> StoreResult<Snapsh
     .await?;
     let tool_calls = sqlx::query_as!(
         ToolCallRow,
-        r#"SELECT id, coalesce(conversation, task) AS task, tool, arguments, status, result, error, cached
+        r#"SELECT id, coalesce(conversation, task) AS task, tool, arguments, status, result, error, cached, approval
            FROM tool_calls WHERE run_id = $1 ORDER BY started_at, id"#,
         run_id.0
     )
@@ -119,6 +120,7 @@ impl ToolCallRow {
             tool: self.tool,
             arguments: self.arguments,
             outcome,
+            approval: self.approval.map(|a| decode(a, "tool_calls.approval")).transpose()?,
         })
     }
 }

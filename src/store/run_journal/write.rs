@@ -148,6 +148,7 @@ fn ends_in_step<'c>(commit: &'c Commit, id: &str) -> Option<&'c ToolCallOutcome>
 pub(super) async fn tool_starts(tx: &mut Tx<'_>, live: &[Live<'_>]) -> WriteResult {
     let (mut runs, mut attempts, mut ids, mut conversations) = (vec![], vec![], vec![], vec![]);
     let (mut tasks, mut agents, mut tools, mut arguments) = (vec![], vec![], vec![], vec![]);
+    let mut approvals: Vec<Option<Value>> = Vec::new();
     let mut ends = EndColumns::default();
     for &(_, commit) in live {
         for start in &commit.step.tool_starts {
@@ -159,6 +160,7 @@ pub(super) async fn tool_starts(tx: &mut Tx<'_>, live: &[Live<'_>]) -> WriteResu
             agents.push(start.agent.as_str());
             tools.push(start.tool.as_str());
             arguments.push(start.arguments.clone());
+            approvals.push(start.approval.as_ref().and_then(|a| serde_json::to_value(a).ok()));
             ends.push(ends_in_step(commit, &start.id));
         }
     }
@@ -167,18 +169,20 @@ pub(super) async fn tool_starts(tx: &mut Tx<'_>, live: &[Live<'_>]) -> WriteResu
     }
     let written = sqlx::query_scalar!(
         r#"INSERT INTO tool_calls (run_id, id, conversation, task, agent, tool, arguments, attempt,
-                                  status, result, error, cached, finished_at)
+                                  status, result, error, cached, finished_at, approval)
            SELECT c.run_id, c.id, c.conversation, c.task, c.agent, c.tool, c.arguments, c.attempt,
-                  c.status, c.result, c.error, c.cached, CASE WHEN c.status <> 'running' THEN now() END
+                  c.status, c.result, c.error, c.cached, CASE WHEN c.status <> 'running' THEN now() END,
+                  c.approval
              FROM UNNEST($1::uuid[], $2::int4[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
-                         $8::jsonb[], $9::text[], $10::text[], $11::text[], $12::bool[])
+                         $8::jsonb[], $9::text[], $10::text[], $11::text[], $12::bool[], $13::jsonb[])
                   AS c(run_id, attempt, id, conversation, task, agent, tool, arguments, status, result, error,
-                       cached)
+                       cached, approval)
            ON CONFLICT (run_id, id) DO UPDATE
               SET conversation = EXCLUDED.conversation, task = EXCLUDED.task, agent = EXCLUDED.agent,
                   tool = EXCLUDED.tool, arguments = EXCLUDED.arguments, attempt = EXCLUDED.attempt,
                   started_at = now(), status = EXCLUDED.status, result = EXCLUDED.result,
-                  error = EXCLUDED.error, cached = EXCLUDED.cached, finished_at = EXCLUDED.finished_at
+                  error = EXCLUDED.error, cached = EXCLUDED.cached, finished_at = EXCLUDED.finished_at,
+                  approval = EXCLUDED.approval
             WHERE tool_calls.status = 'running'
            RETURNING run_id"#,
         &runs,
@@ -193,6 +197,7 @@ pub(super) async fn tool_starts(tx: &mut Tx<'_>, live: &[Live<'_>]) -> WriteResu
         &ends.results as &[Option<&str>],
         &ends.errors as &[Option<&str>],
         &ends.cached,
+        &approvals as &[Option<Value>],
     )
     .fetch_all(&mut **tx)
     .await?;

@@ -29,6 +29,11 @@ const MAX_TOOLS: usize = 1000;
 /// Where a call's idempotency key travels in `tools/call`'s `_meta`.
 pub const IDEMPOTENCY_META: &str = "agentd/idempotency-key";
 
+/// The journal key of a server's discovered tools (a tool call of the runtime, not the model).
+pub fn discovery_key(server: &str) -> String {
+    format!("mcp:{server}#tools/list")
+}
+
 /// A tool a server offers, as discovered and journaled with the run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct McpToolInfo {

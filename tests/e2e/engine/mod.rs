@@ -7,6 +7,7 @@
 //! show.
 
 mod answers;
+mod approval;
 mod limits;
 mod mcp;
 mod provider;
