@@ -41,10 +41,12 @@ pub fn add(document: &mut OpenApiDoc) {
             json!({"crew": named(), "inputs": [{"topic": "tides"}, {"topic": "lunar orbits"}]}),
         ),
         ("/v1/crews/{name}", crew()),
+        ("/v1/secrets/{name}", json!({"value": "sk-example-0123456789"})),
     ];
     for (path, example) in examples {
         let Some(item) = document.paths.paths.get_mut(path) else { continue };
-        let operation = if path.starts_with("/v1/crews") { item.put.as_mut() } else { item.post.as_mut() };
+        let put = path.starts_with("/v1/crews") || path.starts_with("/v1/secrets");
+        let operation = if put { item.put.as_mut() } else { item.post.as_mut() };
         if let Some(operation) = operation {
             set_body_example(operation, example);
         }
