@@ -209,6 +209,52 @@ try {
     await waitForRowStatus(runId, "completed");
   });
 
+  // A kickoff of the example crew whose calculator calls need approval.
+  async function kickoffGated() {
+    const body = JSON.parse(await page.getByTestId("kickoff-body").inputValue());
+    body.crew.name = "approval-demo";
+    body.crew.requires_approval = ["calculator"];
+    body.crew.tasks[0].description = "APPROVAL-DEMO: compute for {topic}";
+    await page.getByTestId("kickoff-body").fill(JSON.stringify(body, null, 2));
+    const id = await kickoff();
+    const approval = page.getByTestId("approval");
+    await approval.waitFor({ timeout: WAIT * 2 }).catch(() => { throw new Error(`run ${id} showed no pending approval`); });
+    const args = await approval.getByTestId("approval-arguments").textContent();
+    check(args.includes("6*7"), `the pending call's arguments read "${args}"`);
+    await page.locator(`[data-testid=run-row][data-run-id="${id}"][data-status="awaiting_input"]`)
+      .waitFor({ timeout: WAIT }).catch(() => { throw new Error(`the row of run ${id} did not turn awaiting_input`); });
+    return { id, approval };
+  }
+
+  async function waitForText(testid, text, what) {
+    await page.waitForFunction(
+      ([id, t]) => [...document.querySelectorAll(`[data-testid=timeline] [data-testid=${id}]`)].some((n) => n.textContent.includes(t)),
+      [testid, text], { timeout: WAIT * 2 },
+    ).catch(() => { throw new Error(`${what} did not appear in the timeline`); });
+  }
+
+  await step("a call that needs approval waits with its arguments, and Approve runs it", async () => {
+    const { id, approval } = await kickoffGated();
+    await approval.getByTestId("approval-approve").click();
+    await waitForText("final-answer", "Approved: 42", "the answer after the approved call");
+    await waitForRowStatus(id, "completed");
+    const types = (await timeline()).map((e) => e.type);
+    for (const type of ["tool.approval_requested", "tool.approved", "tool.finished", "run.completed"]) {
+      check(types.includes(type), `no ${type} in ${types.join(",")}`);
+    }
+    check(await page.getByTestId("approval").count() === 0, "the approval is still shown");
+  });
+
+  await step("Reject with a reason tells the model, and the run goes on", async () => {
+    const { id, approval } = await kickoffGated();
+    await approval.getByTestId("approval-reason").fill("not during the freeze");
+    await approval.getByTestId("approval-reject").click();
+    await waitForText("tool-rejected", "not during the freeze", "the rejection");
+    await waitForText("final-answer", "Rejected as asked.", "the answer after the rejection");
+    await waitForRowStatus(id, "completed");
+    await page.getByRole("button", { name: "Reset example" }).click();
+  });
+
   if (pidFile) {
     await step("the timeline survives a server restart in the middle of a run", async () => {
       const second = await kickoff();

@@ -99,8 +99,14 @@ database_url="${admin_url%/*}/$database"
 
 reply="Hello from the fake LLM, seen by the browser test."
 # The default provider is agentd's fake model (kind = "fake"), so runs show the "fake model" badge.
-# Each reply waits 1.5 s, so the test can restart agentd while a run's LLM call is in flight.
-node -e 'console.log(JSON.stringify({rules: [{name: "browser test", reply: {text: process.argv[1], delay_ms: 1500}}]}))' \
+# Each reply waits 1.5 s, so the test can restart agentd while a run's LLM call is in flight. A task
+# saying APPROVAL-DEMO gets a calculator call first (the test's crew makes it need approval), then
+# an answer that tells whether the call ran (42) or was rejected.
+node -e 'console.log(JSON.stringify({rules: [
+  {name: "approved", when: {tool_result: "42"}, reply: {text: "Approved: 42"}},
+  {name: "rejected", when: {tool_result: "rejected"}, reply: {text: "Rejected as asked."}},
+  {name: "needs approval", when: {message: "APPROVAL-DEMO"}, reply: {tool_calls: [{name: "calculator", arguments: {expression: "6*7"}}]}},
+  {name: "browser test", reply: {text: process.argv[1], delay_ms: 1500}}]}))' \
   "$reply" >"$artifacts/fake-llm.json"
 printf '[providers.openai]\nkind = "fake"\nscript = "fake-llm.json"\n' >"$artifacts/agentd.toml"
 
