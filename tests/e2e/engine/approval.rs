@@ -293,3 +293,72 @@ async fn a_crash_while_awaiting_approval_loses_nothing_and_another_replica_takes
     assert_eq!(logged[0]["note"], "ship it");
     assert_eq!(fake.requests().len(), 2);
 }
+
+/// The end-to-end case: one agent with an MCP server's tools (the reference server), an
+/// HTTP tool authenticated with a stored secret, and a tool that needs approval, in one round.
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn mcp_an_authenticated_http_tool_and_an_approval_complete_together(pool: PgPool) {
+    let everything = Peer::everything().await;
+    let h = Harness::start_with(pool, true, |config| {
+        allow_loopback(config);
+        config.secrets_key =
+            Some(Arc::new(agentd::secrets::SecretsKey::parse(crate::secrets::TEST_KEY).expect("key")));
+    })
+    .await;
+    expect_json(
+        h.app.put_json("/v1/secrets/orders_key", &json!({"value": "k-orders-7"})).await,
+        StatusCode::CREATED,
+    )
+    .await;
+    let app = axum::Router::new().route(
+        "/orders",
+        axum::routing::post(|headers: axum::http::HeaderMap| async move {
+            match headers.get("authorization").and_then(|v| v.to_str().ok()) {
+                Some("Bearer k-orders-7") => (StatusCode::OK, "order A1: shipped"),
+                _ => (StatusCode::UNAUTHORIZED, "who are you?"),
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let url = format!("http://{}/orders", listener.local_addr().expect("addr"));
+    tokio::spawn(async move { axum::serve(listener, app).await.expect("serve") });
+
+    h.fake.push([
+        FakeReply::tool_calls(&[
+            ("c1", "everything__echo", json!({"message": "hello"})),
+            ("c2", "lookup_order", json!({"order_id": "A1"})),
+            ("c3", "calculator", json!({"expression": "6*7"})),
+        ]),
+        FakeReply::text("Echoed, shipped, 42."),
+    ]);
+    let tool = lookup_tool(
+        &url,
+        json!({"http": {"headers": {"Authorization": {"secret": "orders_key", "prefix": "Bearer "}}}}),
+    );
+    let spec = crew(
+        json!(["everything__echo", "lookup_order", "calculator"]),
+        "native",
+        json!({"tools": [tool], "requires_approval": ["calculator"],
+               "mcp_servers": [{"name": "everything", "url": everything.url()}]}),
+    );
+    let id = kickoff(&h, &spec).await;
+    assert_eq!(execute(&h, id).await, Err(EngineError::AwaitingInput));
+    expect_json(h.app.post_json(&decide_path(id, "t#1/c3"), &json!({"approve": true})).await, StatusCode::OK)
+        .await;
+    let output = execute(&h, id).await.expect("the run completes");
+    assert_eq!(output.raw, "Echoed, shipped, 42.");
+    let calls = get(&h, &format!("/v1/runs/{id}/tool-calls")).await;
+    let results: Vec<(&str, &str)> = calls["tool_calls"]
+        .as_array()
+        .expect("calls")
+        .iter()
+        .map(|c| (c["tool"].as_str().unwrap_or_default(), c["result"].as_str().unwrap_or_default()))
+        .collect();
+    assert_eq!(results[0].0, "mcp:everything");
+    assert_eq!(
+        results[1..],
+        [("everything__echo", "Echo: hello"), ("lookup_order", "order A1: shipped"), ("calculator", "42")]
+    );
+    let run = get(&h, &format!("/v1/runs/{id}")).await;
+    assert_eq!(run["status"], "completed");
+}

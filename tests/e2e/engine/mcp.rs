@@ -574,3 +574,78 @@ async fn kill_9_during_a_non_idempotent_mcp_call_does_not_repeat_it(pool: PgPool
     assert_eq!(call["status"], "failed");
     assert!(call["error"].as_str().is_some_and(|e| e.contains("not idempotent")), "{call}");
 }
+
+/// An MCP server of our own that answers in JSON (not an event stream), speaking `version`: the
+/// requests it got are kept.
+async fn json_server(version: &'static str) -> (String, Arc<std::sync::Mutex<Vec<Value>>>) {
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = seen.clone();
+    let app = axum::Router::new().route(
+        "/mcp",
+        axum::routing::post(move |headers: axum::http::HeaderMap, axum::Json(message): axum::Json<Value>| {
+            let log = log.clone();
+            async move {
+                use axum::response::IntoResponse;
+                let version_header = headers.get("mcp-protocol-version").and_then(|v| v.to_str().ok()).map(str::to_owned);
+                log.lock().expect("log").push(json!({"message": message, "version": version_header}));
+                let id = message["id"].clone();
+                let answer = |result: Value| axum::Json(json!({"jsonrpc": "2.0", "id": id, "result": result}));
+                match message["method"].as_str().unwrap_or_default() {
+                    "initialize" => (
+                        [("mcp-session-id", "s-1")],
+                        answer(json!({"protocolVersion": version, "capabilities": {"tools": {}}, "serverInfo": {"name": "json", "version": "1"}})),
+                    )
+                        .into_response(),
+                    "tools/list" => answer(json!({"tools": [
+                        {"name": "ok", "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": true}},
+                        {"name": "broken", "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": true}},
+                    ]}))
+                    .into_response(),
+                    "tools/call" if message["params"]["name"] == "broken" => {
+                        (StatusCode::INTERNAL_SERVER_ERROR, "the database fell over").into_response()
+                    }
+                    "tools/call" => answer(json!({"content": [{"type": "text", "text": "fine"}]})).into_response(),
+                    _ => StatusCode::ACCEPTED.into_response(),
+                }
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let url = format!("http://{}/mcp", listener.local_addr().expect("addr"));
+    tokio::spawn(async move { axum::serve(listener, app).await.expect("serve") });
+    (url, seen)
+}
+
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn an_older_revision_is_spoken_json_answers_are_read_and_http_errors_are_tool_errors(pool: PgPool) {
+    let (url, seen) = json_server("2025-03-26").await;
+    let h = Harness::start_with(pool, true, allow_loopback).await;
+    h.fake.push([
+        FakeReply::tool_calls(&[("c1", "old__ok", json!({})), ("c2", "old__broken", json!({}))]),
+        FakeReply::text("One of two."),
+    ]);
+    let out = h.run(&mcp_crew(json!(["old__*"]), json!([{"name": "old", "url": url}]))).await;
+    assert_eq!(out.raw(), "One of two.");
+    let calls = results(&out);
+    assert_eq!(calls[1], ("old__ok".into(), "succeeded".into(), json!("fine")));
+    assert_eq!(calls[2].1, "failed");
+    assert_eq!(calls[2].2, json!("the MCP server answered HTTP 500: the database fell over"));
+    let seen = seen.lock().expect("log").clone();
+    assert_eq!(
+        seen[0]["message"]["params"]["protocolVersion"], "2025-11-25",
+        "the newest revision is asked for"
+    );
+    // Every later request says the revision the server chose.
+    assert!(seen[1..].iter().all(|r| r["version"] == "2025-03-26"), "{seen:?}");
+}
+
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn a_server_on_a_revision_agentd_does_not_speak_is_unavailable(pool: PgPool) {
+    let (url, _) = json_server("2024-11-05").await;
+    let h = Harness::start_with(pool, true, allow_loopback).await;
+    h.fake.push([FakeReply::tool_calls(&[("c1", "old__ok", json!({}))]), FakeReply::text("No.")]);
+    let out = h.run(&mcp_crew(json!(["old__ok"]), json!([{"name": "old", "url": url}]))).await;
+    assert_eq!(out.raw(), "No.");
+    let error = out.tool_calls[0]["error"].as_str().expect("error");
+    assert!(error.contains("protocol revision '2024-11-05'") && error.contains("2025-11-25"), "{error}");
+}
