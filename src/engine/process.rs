@@ -43,7 +43,11 @@ pub(super) async fn perform_tasks(
             settle(&mut running, &mut outputs, ctx, pending).await?;
             finished = ordered_outputs(crew, &outputs);
         }
-        discover_servers(assembler, task, ctx, pending).await?;
+        if !assembler.mcp.is_empty() {
+            // Boxed: the discovery's future (an HTTP exchange) is large, and inline it would make
+            // every run's future larger, MCP or not.
+            Box::pin(discover_servers(assembler, task, ctx, pending)).await?;
+        }
         let performer = assembler.performer(task, &finished);
         let agent = match (&performer, &task.agent) {
             (Ok(turn), _) => turn.agent.clone(),
@@ -76,9 +80,6 @@ async fn discover_servers(
     ctx: &Context<'_>,
     pending: &mut Step,
 ) -> Result<(), EngineError> {
-    if assembler.mcp.is_empty() {
-        return Ok(());
-    }
     let agent = task.agent.as_deref().unwrap_or(MANAGER);
     for server in McpRun::servers_for(assembler.crew, task) {
         assembler.mcp.ensure(ctx, server, &task.name, agent, pending).await?;

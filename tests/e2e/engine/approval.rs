@@ -238,15 +238,25 @@ async fn a_crash_while_awaiting_approval_loses_nothing_and_another_replica_takes
         ("OPENAI_API_KEY", "sk-approval"),
         ("AGENTD_LEASE_S", "2"),
         ("AGENTD_ALLOW_PRIVATE_TOOL_HOSTS", "127.0.0.1/32"),
+        ("AGENTD_SECRETS_KEY", crate::secrets::TEST_KEY),
     ];
     let crew = json!({
         "name": "notary",
         "agents": [{"name": "a", "role": "Notary", "goal": "Record", "backstory": "Careful.", "tools": ["scripted__record"]}],
         "tasks": [{"name": "t", "description": "Record the note", "expected_output": "Done", "agent": "a"}],
-        "mcp_servers": [{"name": "scripted", "url": peer.url(), "requires_approval": ["record"]}]
+        "mcp_servers": [{"name": "scripted", "url": peer.url(), "requires_approval": ["record"],
+                         "headers": {"Authorization": {"secret": "notary_token", "prefix": "Bearer "}}}]
     });
     let first = Agentd::start(&url, &env);
     let client = reqwest::Client::new();
+    let secret = json!({"value": "tok-NOTARY-31337"});
+    let stored = client
+        .put(format!("{}/v1/secrets/notary_token", first.base))
+        .json(&secret)
+        .send()
+        .await
+        .expect("put");
+    expect_json(stored, StatusCode::CREATED).await;
     let response = client
         .post(format!("{}/v1/kickoffs", first.base))
         .json(&json!({"crew": crew}))
@@ -265,7 +275,7 @@ async fn a_crash_while_awaiting_approval_loses_nothing_and_another_replica_takes
         assert!(Instant::now() < deadline, "never awaited approval: {run}");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    first.signal("-KILL").await;
+    let (_, first_logs) = first.stop("-KILL").await;
     assert!(peer.calls().is_empty(), "the call waits for its decision");
 
     // Another replica: the API takes the decision, its worker runs the call.
@@ -291,7 +301,14 @@ async fn a_crash_while_awaiting_approval_loses_nothing_and_another_replica_takes
     let logged = peer.calls();
     assert_eq!(logged.len(), 1, "the approved MCP call ran once");
     assert_eq!(logged[0]["note"], "ship it");
+    assert_eq!(logged[0]["authorization"], "Bearer tok-NOTARY-31337", "the secret reached the MCP server");
     assert_eq!(fake.requests().len(), 2);
+    // Discovery and the call logged at info level on both replicas: never the secret.
+    let (_, second_logs) = second.stop("-TERM").await;
+    assert!(first_logs.len() > 3 && second_logs.len() > 3, "the logs were read");
+    for line in first_logs.iter().chain(&second_logs) {
+        assert!(!line.contains("tok-NOTARY-31337"), "a secret in a log line: {line}");
+    }
 }
 
 /// The end-to-end case: one agent with an MCP server's tools (the reference server), an

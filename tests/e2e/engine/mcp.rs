@@ -482,13 +482,14 @@ fn slow_crew(url: &str, idempotent: Option<bool>) -> Value {
     })
 }
 
-/// Kill -9 agentd while the MCP call is in flight, start it again; the resumed run's end.
+/// Kill -9 agentd while the MCP call is in flight, start it again; the resumed run's end, its
+/// tool calls, and the second replica's `/metrics`.
 async fn crash_during_slow_call(
     pool: &PgPool,
     peer: &Peer,
     fake: &FakeLlm,
     idempotent: Option<bool>,
-) -> (Value, Value) {
+) -> (Value, Value, String) {
     let url = child_database_url(pool).await;
     let base_url = fake.base_url();
     let env = [
@@ -522,7 +523,9 @@ async fn crash_during_slow_call(
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
     let calls = client.get(format!("{}/v1/runs/{id}/tool-calls", second.base)).send().await.expect("calls");
-    (run, expect_json(calls, StatusCode::OK).await)
+    let calls = expect_json(calls, StatusCode::OK).await;
+    let metrics = client.get(format!("{}/metrics", second.base)).send().await.expect("metrics");
+    (run, calls, metrics.text().await.expect("metrics text"))
 }
 
 #[sqlx::test(migrations = false)]
@@ -533,8 +536,16 @@ async fn kill_9_during_an_idempotent_mcp_call_repeats_it_with_the_same_key(pool:
         FakeReply::tool_calls(&[("c1", "scripted__slow", json!({"seconds": 3}))]),
         FakeReply::text("Waited."),
     ]);
-    let (run, calls) = crash_during_slow_call(&pool, &peer, &fake, None).await;
+    let (run, calls, metrics) = crash_during_slow_call(&pool, &peer, &fake, None).await;
     assert_eq!(run["status"], "completed", "{run}");
+    // The replica that finished the run counted its MCP call.
+    let counted = |name: &str| {
+        metrics.lines().any(|l| {
+            l.starts_with(name) && l.contains(r#"server="scripted""#) && l.contains(r#"tool="slow""#)
+        })
+    };
+    assert!(counted("agentd_mcp_calls_total{") && metrics.contains(r#"outcome="ok""#), "{metrics}");
+    assert!(counted("agentd_mcp_call_duration_seconds_count{"), "{metrics}");
     let slow: Vec<Value> = peer.calls().into_iter().filter(|c| c["phase"] == "started").collect();
     assert_eq!(slow.len(), 2, "readOnlyHint: repeated after the crash");
     assert_eq!(slow[0]["meta"], slow[1]["meta"], "with the same idempotency key");
@@ -559,7 +570,7 @@ async fn kill_9_during_a_non_idempotent_mcp_call_does_not_repeat_it(pool: PgPool
         FakeReply::tool_calls(&[("c1", "scripted__slow", json!({"seconds": 3}))]),
         FakeReply::text("I could not confirm it."),
     ]);
-    let (run, calls) = crash_during_slow_call(&pool, &peer, &fake, Some(false)).await;
+    let (run, calls, _) = crash_during_slow_call(&pool, &peer, &fake, Some(false)).await;
     assert_eq!(run["status"], "completed", "{run}");
     tokio::time::sleep(Duration::from_secs(1)).await;
     let started = peer.calls().into_iter().filter(|c| c["phase"] == "started").count();
