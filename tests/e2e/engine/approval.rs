@@ -379,3 +379,44 @@ async fn mcp_an_authenticated_http_tool_and_an_approval_complete_together(pool: 
     let run = get(&h, &format!("/v1/runs/{id}")).await;
     assert_eq!(run["status"], "completed");
 }
+
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn a_coworkers_call_waits_for_approval_and_the_delegation_goes_on_after_it(pool: PgPool) {
+    let (url, bodies) = orders().await;
+    let h = Harness::start_with(pool, true, allow_loopback).await;
+    h.fake.push([
+        FakeReply::tool_calls(&[(
+            "m1",
+            "delegate_work_to_coworker",
+            json!({"task": "Look up order A1", "context": "A customer asks", "coworker": "Analyst of tides"}),
+        )]),
+        FakeReply::tool_calls(&[("c1", "lookup_order", json!({"order_id": "A1"}))]),
+        FakeReply::text("A1 has shipped."),
+        FakeReply::text("The coworker says A1 has shipped."),
+    ]);
+    let spec = json!({
+        "name": "e2e", "process": "hierarchical", "manager_llm": "openai/test-model",
+        "agents": [{"name": "a", "role": "Analyst of {topic}", "goal": "Answer", "backstory": "Precise.",
+                    "llm": "openai/test-model", "tools": ["lookup_order"], "tool_calling": "native"}],
+        "tasks": [{"name": "t", "description": "Study {topic}", "expected_output": "A sentence"}],
+        "tools": [lookup_tool(&url, json!({"requires_approval": true}))]
+    });
+    let id = kickoff(&h, &spec).await;
+    assert_eq!(execute(&h, id).await, Err(EngineError::AwaitingInput));
+    let calls = get(&h, &format!("/v1/runs/{id}/tool-calls")).await;
+    let waiting: Vec<&Value> = calls["tool_calls"]
+        .as_array()
+        .expect("calls")
+        .iter()
+        .filter(|c| c["status"] == "awaiting_approval")
+        .collect();
+    assert_eq!(waiting.len(), 1, "{calls}");
+    let call_id = waiting[0]["id"].as_str().expect("id").to_owned();
+    assert!(bodies.lock().expect("bodies").is_empty());
+    expect_json(h.app.post_json(&decide_path(id, &call_id), &json!({"approve": true})).await, StatusCode::OK)
+        .await;
+    let output = execute(&h, id).await.expect("the run completes");
+    assert_eq!(output.raw, "The coworker says A1 has shipped.");
+    assert_eq!(*bodies.lock().expect("bodies"), [json!({"order_id": "A1"})]);
+    assert_eq!(h.fake.requests().len(), 4, "no model call repeated");
+}
