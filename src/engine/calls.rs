@@ -158,15 +158,7 @@ impl ToolRound<'_> {
                 Action::Execute { arguments, fresh: true, .. } => (arguments, Approval::Deferred),
                 _ => continue,
             };
-            pending.tool_starts.push(ToolCallStart {
-                id: call.planned.key.clone(),
-                conversation: turn.conversation.clone(),
-                task: turn.task.clone(),
-                agent: turn.agent.clone(),
-                tool: call.tool.clone(),
-                arguments: arguments.clone(),
-                approval: Some(approval.clone()),
-            });
+            pending.tool_starts.push(self.start_of(call, arguments, Some(approval.clone())));
             pending.usage.tool_calls += 1;
             if approval == Approval::Pending {
                 let data = ToolStarted {
@@ -181,6 +173,20 @@ impl ToolRound<'_> {
         EngineError::AwaitingInput
     }
 
+    /// The journaled start of `call` in this turn.
+    fn start_of(&self, call: &Call, arguments: &Value, approval: Option<Approval>) -> ToolCallStart {
+        let turn = self.turn;
+        ToolCallStart {
+            id: call.planned.key.clone(),
+            conversation: turn.conversation.clone(),
+            task: turn.task.clone(),
+            agent: turn.agent.clone(),
+            tool: call.tool.clone(),
+            arguments: arguments.clone(),
+            approval,
+        }
+    }
+
     fn journal_starts(&self, calls: &[Call], pending: &mut Step) {
         let turn = self.turn;
         for call in calls {
@@ -189,15 +195,7 @@ impl ToolRound<'_> {
                 | Action::Answer { arguments, fresh: true, .. } => arguments,
                 _ => continue,
             };
-            pending.tool_starts.push(ToolCallStart {
-                id: call.planned.key.clone(),
-                conversation: turn.conversation.clone(),
-                task: turn.task.clone(),
-                agent: turn.agent.clone(),
-                tool: call.tool.clone(),
-                arguments: arguments.clone(),
-                approval: None,
-            });
+            pending.tool_starts.push(self.start_of(call, arguments, None));
             pending.usage.tool_calls += 1;
             let data = ToolStarted {
                 tool_call_id: call.planned.key.clone(),

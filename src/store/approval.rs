@@ -119,16 +119,7 @@ impl Store {
         append_event_tx(&mut tx, id, call.task.as_deref(), call.agent.as_deref(), data).await?;
         let waiting = count_pending(&mut *tx, id).await?;
         if waiting == 0 && status == RunStatus::AwaitingInput {
-            // The pause began when the run entered awaiting_input (its last update).
-            sqlx::query!(
-                r#"UPDATE runs SET status = 'queued',
-                          paused_s = paused_s + greatest(extract(epoch FROM now() - updated_at)::float8, 0),
-                          updated_at = now()
-                   WHERE id = $1"#,
-                id.0
-            )
-            .execute(&mut *tx)
-            .await?;
+            super::review::requeue(&mut tx, id).await?;
             notify(&mut tx, RUNS_CHANNEL, id).await?;
         }
         tx.commit().await?;
