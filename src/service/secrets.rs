@@ -5,6 +5,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::{invalid, ServiceError, ServiceResult, Services};
+use crate::domain::crew::SecretRef;
 use crate::domain::validate::{check_crew_name, parse_json};
 use crate::domain::{CrewSpec, FieldError};
 use crate::secrets::{SecretError, MAX_SECRET_BYTES};
@@ -46,12 +47,15 @@ impl Services {
     /// A crew may reference secrets only where they are configured (checked when it is
     /// registered and at kickoff).
     pub(super) fn check_secrets_usable(&self, crew: &CrewSpec, prefix: &str) -> ServiceResult<()> {
-        let refs = crew.secret_refs();
+        self.usable(&crew.secret_refs(), prefix)
+    }
+
+    fn usable(&self, refs: &[(String, &SecretRef)], prefix: &str) -> ServiceResult<()> {
         if refs.is_empty() || self.vault.is_configured() {
             return Ok(());
         }
         let errors = refs
-            .into_iter()
+            .iter()
             .map(|(path, _)| {
                 FieldError::new(
                     format!("{prefix}{path}"),
@@ -64,8 +68,8 @@ impl Services {
 
     /// Every secret the crew of a kickoff references must exist.
     pub(super) async fn check_secrets_exist(&self, crew: &CrewSpec, prefix: &str) -> ServiceResult<()> {
-        self.check_secrets_usable(crew, prefix)?;
         let refs = crew.secret_refs();
+        self.usable(&refs, prefix)?;
         if refs.is_empty() {
             return Ok(());
         }

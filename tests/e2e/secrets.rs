@@ -12,10 +12,25 @@ use crate::support::{database_text, expect_json, expect_problem, test_config, Te
 
 pub const TEST_KEY: &str = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=";
 
+/// The key of these tests.
+pub fn test_key() -> Arc<SecretsKey> {
+    Arc::new(SecretsKey::parse(TEST_KEY).expect("key"))
+}
+
+/// The fields a validation problem names, in order.
+fn fields(problem: &Value) -> Vec<&str> {
+    problem["errors"]
+        .as_array()
+        .expect("errors")
+        .iter()
+        .map(|e| e["field"].as_str().expect("field"))
+        .collect()
+}
+
 /// The app with secrets sealed under [`TEST_KEY`].
 async fn app_with_secrets(pool: PgPool) -> TestApp {
     let mut config = test_config();
-    config.secrets_key = Some(Arc::new(SecretsKey::parse(TEST_KEY).expect("key")));
+    config.secrets_key = Some(test_key());
     TestApp::spawn_with(pool, config).await
 }
 
@@ -119,12 +134,7 @@ async fn without_a_key_the_routes_say_so_and_crews_with_secrets_are_refused(pool
     }
     let kickoff = app.post_json("/v1/kickoffs", &json!({"crew": crew_with_secret("s")})).await;
     let problem = expect_problem(kickoff, StatusCode::UNPROCESSABLE_ENTITY).await;
-    let fields: Vec<&str> = problem["errors"]
-        .as_array()
-        .expect("errors")
-        .iter()
-        .map(|e| e["field"].as_str().expect("field"))
-        .collect();
+    let fields = fields(&problem);
     assert_eq!(fields, ["crew.tools[0].http.headers.Authorization", "crew.tools[0].http.query.key"]);
     assert!(problem.to_string().contains("AGENTD_SECRETS_KEY"), "{problem}");
     let mut spec = crew_with_secret("s");
@@ -190,12 +200,7 @@ async fn header_and_query_values_are_checked_at_kickoff(pool: PgPool) {
         StatusCode::UNPROCESSABLE_ENTITY,
     )
     .await;
-    let fields: Vec<&str> = problem["errors"]
-        .as_array()
-        .expect("errors")
-        .iter()
-        .map(|e| e["field"].as_str().expect("field"))
-        .collect();
+    let fields = fields(&problem);
     for field in ["Idempotency-Key", "Host", "Bad Name", "X-Line", "X-Ref.secret"] {
         assert!(
             fields.contains(&format!("crew.tools[0].http.headers.{field}").as_str()),

@@ -88,7 +88,8 @@ pub async fn wait_requests(fake: &FakeLlm, n: usize) {
     }
 }
 
-fn event_types(events: &Value) -> Vec<String> {
+/// The types of an events page, in order.
+pub fn event_types(events: &Value) -> Vec<String> {
     events["events"]
         .as_array()
         .expect("events")

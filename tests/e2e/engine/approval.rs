@@ -16,9 +16,10 @@ use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use super::mcp::Peer;
-use super::{allow_loopback, crew, expect_json, lookup_tool, Harness, LEASE};
+use super::{allow_loopback, allow_loopback_with_secrets, crew, expect_json, lookup_tool, Harness, LEASE};
 use crate::cli::{child_database_url, Agentd};
 use crate::support::expect_problem;
+use crate::worker::event_types;
 
 /// A tool server recording each request's JSON body.
 async fn orders() -> (String, Arc<Mutex<Vec<Value>>>) {
@@ -67,15 +68,6 @@ async fn get(h: &Harness, path: &str) -> Value {
 fn decide_path(id: RunId, call: &str) -> String {
     let call: String = url::form_urlencoded::byte_serialize(call.as_bytes()).collect();
     format!("/v1/runs/{id}/tool-calls/{call}/approval")
-}
-
-fn types(events: &Value) -> Vec<String> {
-    events["events"]
-        .as_array()
-        .expect("events")
-        .iter()
-        .map(|e| e["type"].as_str().expect("type").to_owned())
-        .collect()
 }
 
 #[sqlx::test(migrator = "agentd::store::MIGRATOR")]
@@ -157,7 +149,7 @@ async fn an_approved_call_runs_once_the_reviewer_says_so(pool: PgPool) {
     let calls = get(&h, &format!("/v1/runs/{id}/tool-calls")).await;
     assert_eq!(calls["tool_calls"][0]["status"], "succeeded");
     assert_eq!(calls["tool_calls"][0]["approval"], json!({"state": "approved"}));
-    let types = types(&get(&h, &format!("/v1/runs/{id}/events")).await);
+    let types = event_types(&get(&h, &format!("/v1/runs/{id}/events")).await);
     let at = |t: &str| types.iter().position(|x| x == t).unwrap_or_else(|| panic!("{t} in {types:?}"));
     assert!(at("tool.approval_requested") < at("tool.approved") && at("tool.approved") < at("tool.finished"));
     assert_eq!(types.last().map(String::as_str), Some("run.completed"));
@@ -218,7 +210,7 @@ async fn a_reviewer_may_edit_the_arguments_or_reject_the_call(pool: PgPool) {
         observations.iter().any(|o| o.contains("A reviewer rejected this call: ZZ is not one of ours")),
         "{observations:?}"
     );
-    let types = types(&get(&h, &format!("/v1/runs/{id}/events")).await);
+    let types = event_types(&get(&h, &format!("/v1/runs/{id}/events")).await);
     assert_eq!(types.iter().filter(|t| *t == "tool.approval_requested").count(), 2);
     assert!(types.contains(&"tool.rejected".to_owned()) && types.contains(&"tool.approved".to_owned()));
 }
@@ -316,12 +308,7 @@ async fn a_crash_while_awaiting_approval_loses_nothing_and_another_replica_takes
 #[sqlx::test(migrator = "agentd::store::MIGRATOR")]
 async fn mcp_an_authenticated_http_tool_and_an_approval_complete_together(pool: PgPool) {
     let everything = Peer::everything().await;
-    let h = Harness::start_with(pool, true, |config| {
-        allow_loopback(config);
-        config.secrets_key =
-            Some(Arc::new(agentd::secrets::SecretsKey::parse(crate::secrets::TEST_KEY).expect("key")));
-    })
-    .await;
+    let h = Harness::start_with(pool, true, allow_loopback_with_secrets).await;
     expect_json(
         h.app.put_json("/v1/secrets/orders_key", &json!({"value": "k-orders-7"})).await,
         StatusCode::CREATED,

@@ -10,7 +10,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agentd::fake_llm::{FakeLlm, FakeReply};
-use agentd::secrets::SecretsKey;
 use agentd::tools::CallInfo;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
@@ -18,9 +17,8 @@ use sqlx::PgPool;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-use super::{allow_loopback, crew, expect_json, offered, sent, Harness, LEASE};
+use super::{allow_loopback, allow_loopback_with_secrets, crew, expect_json, offered, sent, Harness, LEASE};
 use crate::cli::{child_database_url, Agentd};
-use crate::secrets::TEST_KEY;
 use crate::support::{database_text, expect_problem};
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
@@ -150,11 +148,6 @@ fn mcp_crew(tools: Value, servers: Value) -> Value {
     crew(tools, "native", json!({"mcp_servers": servers}))
 }
 
-fn with_secrets(config: &mut agentd::config::Config) {
-    allow_loopback(config);
-    config.secrets_key = Some(Arc::new(SecretsKey::parse(TEST_KEY).expect("key")));
-}
-
 fn results(out: &super::Outcome) -> Vec<(String, String, Value)> {
     out.tool_calls
         .iter()
@@ -236,7 +229,7 @@ async fn the_reference_servers_tools_are_discovered_and_each_kind_of_content_rea
 #[sqlx::test(migrator = "agentd::store::MIGRATOR")]
 async fn the_scripted_server_pages_errors_schemas_meta_and_secret_headers(pool: PgPool) {
     let peer = Peer::scripted().await;
-    let h = Harness::start_with(pool.clone(), true, with_secrets).await;
+    let h = Harness::start_with(pool.clone(), true, allow_loopback_with_secrets).await;
     expect_json(
         h.app.put_json("/v1/secrets/mcp_token", &json!({"value": "tok-MCP-4242"})).await,
         StatusCode::CREATED,

@@ -240,6 +240,12 @@ pub(super) fn lookup_tool(url: &str, options: Value) -> Value {
     tool
 }
 
+/// [`allow_loopback`], and stored secrets sealed under the tests' key.
+pub(super) fn allow_loopback_with_secrets(config: &mut Config) {
+    allow_loopback(config);
+    config.secrets_key = Some(crate::secrets::test_key());
+}
+
 /// Tools may reach 127.0.0.1 (where the tool servers of these tests listen).
 pub(super) fn allow_loopback(config: &mut Config) {
     config.tool_egress = EgressPolicy::parse("127.0.0.1/32").expect("policy");

@@ -5,7 +5,6 @@
 use std::sync::{Arc, Mutex};
 
 use agentd::fake_llm::FakeReply;
-use agentd::secrets::SecretsKey;
 use agentd::tools::CallInfo;
 use axum::extract::{Query, State};
 use axum::http::HeaderMap;
@@ -14,8 +13,7 @@ use serde_json::{json, Value};
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use super::{allow_loopback, crew, expect_json, lookup_tool, Harness};
-use crate::secrets::TEST_KEY;
+use super::{allow_loopback_with_secrets, crew, expect_json, lookup_tool, Harness};
 use crate::support::database_text;
 
 const FIRST: &str = "v1-SECRET-aaaa";
@@ -64,11 +62,7 @@ async fn orders(
 
 #[sqlx::test(migrator = "agentd::store::MIGRATOR")]
 async fn an_authenticated_http_tool_sends_fresh_secrets_and_the_run_never_holds_them(pool: PgPool) {
-    let h = Harness::start_with(pool.clone(), true, |config| {
-        allow_loopback(config);
-        config.secrets_key = Some(Arc::new(SecretsKey::parse(TEST_KEY).expect("key")));
-    })
-    .await;
+    let h = Harness::start_with(pool.clone(), true, allow_loopback_with_secrets).await;
     expect_json(
         h.app.put_json("/v1/secrets/orders_key", &json!({"value": FIRST})).await,
         StatusCode::CREATED,
@@ -129,11 +123,7 @@ async fn an_authenticated_http_tool_sends_fresh_secrets_and_the_run_never_holds_
 
 #[sqlx::test(migrator = "agentd::store::MIGRATOR")]
 async fn a_secret_deleted_mid_run_is_a_tool_error_not_a_crash(pool: PgPool) {
-    let h = Harness::start_with(pool.clone(), true, |config| {
-        allow_loopback(config);
-        config.secrets_key = Some(Arc::new(SecretsKey::parse(TEST_KEY).expect("key")));
-    })
-    .await;
+    let h = Harness::start_with(pool.clone(), true, allow_loopback_with_secrets).await;
     expect_json(
         h.app.put_json("/v1/secrets/orders_key", &json!({"value": FIRST})).await,
         StatusCode::CREATED,
