@@ -21,6 +21,8 @@ fi
 
 # The MCP peers the end-to-end tests run against (the reference server, the Python SDK).
 tests/mcp/setup.sh
+# The official Standard Webhooks library the webhook tests verify deliveries with.
+tests/webhooks/setup.sh
 
 if cargo nextest --version >/dev/null 2>&1; then
   cargo nextest run --no-fail-fast "$@"

@@ -105,6 +105,21 @@ pub async fn serve(mut config: Config) -> Result<(), ServeError> {
         }
         false => None,
     };
+    let deliverer = match &config.webhooks.key {
+        Some(key) => {
+            let settings = Arc::new(config.webhooks.clone());
+            let deliverer = crate::webhooks::deliver::Deliverer::new(
+                store.clone(),
+                key.clone(),
+                settings,
+                metrics.clone(),
+                config.lease,
+            )
+            .map_err(ServeError::Setup)?;
+            Some(tokio::spawn(deliverer.run(shutdown.clone())))
+        }
+        None => None,
+    };
     let pruner = config.retention.map(|keep| {
         let settings = crate::retention::RetentionSettings::keeping(keep);
         tokio::spawn(crate::retention::run(store.clone(), settings, metrics.clone(), shutdown.clone()))
@@ -123,6 +138,9 @@ pub async fn serve(mut config: Config) -> Result<(), ServeError> {
     }
     if let Some(pruner) = pruner {
         let _ = pruner.await;
+    }
+    if let Some(deliverer) = deliverer {
+        let _ = deliverer.await;
     }
     tracing::info!("agentd stopped");
     api

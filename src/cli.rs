@@ -102,6 +102,22 @@ struct ServeArgs {
     /// reference secrets are refused.
     #[arg(long, env = "AGENTD_SECRETS_KEY", hide_env_values = true)]
     secrets_key: Option<String>,
+    /// The webhook signing secret, `whsec_` + base64 of 24 to 64 bytes (e.g.
+    /// `whsec_$(openssl rand -base64 32)`): signs a kickoff's webhooks, and registered endpoints'
+    /// secrets are derived from it. Every replica needs the same. Without it the webhook routes
+    /// answer 501 and kickoffs with `webhooks` are refused.
+    #[arg(long, env = "AGENTD_WEBHOOK_SECRET", hide_env_values = true)]
+    webhook_secret: Option<String>,
+    /// Comma-separated hosts or CIDRs webhooks may be sent to despite the private-address guard.
+    #[arg(long, env = "AGENTD_ALLOW_PRIVATE_WEBHOOK_HOSTS", default_value = "")]
+    allow_private_webhook_hosts: String,
+    /// Delays between a webhook delivery's attempts (`ms`, `s`, `m`, `h`); when they are used up
+    /// the delivery has failed and its endpoint is disabled.
+    #[arg(long, env = "AGENTD_WEBHOOK_RETRY_SCHEDULE", default_value = "5s,5m,30m,2h,5h,10h,10h")]
+    webhook_retry_schedule: String,
+    /// Seconds a rotated-out webhook secret keeps signing alongside the new one.
+    #[arg(long, env = "AGENTD_WEBHOOK_ROTATION_GRACE_S", default_value_t = 86_400, value_parser = clap::value_parser!(u64).range(0..=2_592_000))]
+    webhook_rotation_grace_s: u64,
     /// Comma-separated API keys; with none, the API is open.
     #[arg(long, env = "AGENTD_API_KEYS", hide_env_values = true)]
     api_keys: Option<String>,
@@ -244,6 +260,20 @@ impl ServeArgs {
                     crate::secrets::SecretsKey::parse(text)
                         .map_err(|e| ConfigError::Invalid(format!("AGENTD_SECRETS_KEY: {e}")))?,
                 )),
+            },
+            webhooks: crate::webhooks::WebhookSettings {
+                key: match self.webhook_secret.as_deref().map(str::trim) {
+                    None | Some("") => None,
+                    Some(text) => Some(
+                        crate::webhooks::SigningKey::parse(text)
+                            .map_err(|e| ConfigError::Invalid(format!("AGENTD_WEBHOOK_SECRET: {e}")))?,
+                    ),
+                },
+                egress: EgressPolicy::parse(&self.allow_private_webhook_hosts)
+                    .map_err(|e| ConfigError::Invalid(format!("AGENTD_ALLOW_PRIVATE_WEBHOOK_HOSTS: {e}")))?,
+                schedule: crate::webhooks::RetrySchedule::parse(&self.webhook_retry_schedule)
+                    .map_err(|e| ConfigError::Invalid(format!("AGENTD_WEBHOOK_RETRY_SCHEDULE: {e}")))?,
+                rotation_grace: Duration::from_secs(self.webhook_rotation_grace_s),
             },
             retention: (self.retention_days > 0)
                 .then(|| Duration::from_secs(u64::from(self.retention_days) * 86_400)),

@@ -221,6 +221,8 @@ pub struct Config {
     pub retention: Option<std::time::Duration>,
     /// The key stored secrets are sealed with; without one, secrets cannot be used.
     pub secrets_key: Option<std::sync::Arc<crate::secrets::SecretsKey>>,
+    /// Webhook signing, egress and retries.
+    pub webhooks: crate::webhooks::WebhookSettings,
 }
 
 impl Config {
@@ -249,6 +251,7 @@ impl Config {
             run_limits: RunLimits::default(),
             retention: None,
             secrets_key: None,
+            webhooks: crate::webhooks::WebhookSettings::default(),
         }
     }
 }

@@ -21,4 +21,5 @@ pub mod service;
 pub mod store;
 pub mod text;
 pub mod tools;
+pub mod webhooks;
 pub mod worker;

@@ -32,10 +32,12 @@ const MCP_CALLS: &str = "agentd_mcp_calls_total";
 const MCP_LATENCY: &str = "agentd_mcp_call_duration_seconds";
 const PRUNED_RUNS: &str = "agentd_pruned_runs_total";
 const PRUNED_ROWS: &str = "agentd_pruned_rows_total";
+const WEBHOOK_DELIVERIES: &str = "agentd_webhook_deliveries_total";
+const WEBHOOK_LAG: &str = "agentd_webhook_delivery_lag_seconds";
 
 /// The recorded families: name, Prometheus type and help. Each is announced (HELP and TYPE) even
 /// before its first sample, as scrapers and dashboards expect.
-const RECORDED: [(&str, &str, &str); 8] = [
+const RECORDED: [(&str, &str, &str); 10] = [
     (CLAIM_LATENCY, "histogram", "Time from kickoff to a run's first claim."),
     (LLM_LATENCY, "histogram", "LLM call latency by model."),
     (LLM_TOKENS, "counter", "LLM tokens by model and kind."),
@@ -48,6 +50,12 @@ const RECORDED: [(&str, &str, &str); 8] = [
         "counter",
         "Rows (runs, tasks, events, messages, tool calls, idempotency keys) the pruner removed.",
     ),
+    (
+        WEBHOOK_DELIVERIES,
+        "counter",
+        "Webhook delivery attempts by outcome (delivered, retrying, failed: the schedule is used up, gone: 410).",
+    ),
+    (WEBHOOK_LAG, "histogram", "Time from an event's commit to its webhook's delivery."),
 ];
 
 /// Histogram samples are buffered until drained into their buckets; a scrape drains them, and so
@@ -85,6 +93,9 @@ pub struct Gauges {
     pub events_published: u64,
     /// Each kind of grouped write and what it has done.
     pub group_commits: Vec<(&'static str, GroupCommits)>,
+    /// Webhook deliveries waiting, and the age of the oldest (seconds).
+    pub webhook_pending: i64,
+    pub webhook_oldest_pending_s: f64,
 }
 
 impl Default for Metrics {
@@ -143,6 +154,17 @@ impl Metrics {
         self.observed();
     }
 
+    /// A webhook delivery attempt ended with `outcome`; `lag` is the time from its event's commit
+    /// when it was delivered.
+    pub fn observe_webhook(&self, outcome: &'static str, lag: Option<Duration>) {
+        let key = Key::from_parts(WEBHOOK_DELIVERIES, vec![Label::new("outcome", outcome)]);
+        self.recorder.register_counter(&key, &METADATA).increment(1);
+        if let Some(lag) = lag {
+            self.histogram(WEBHOOK_LAG, Vec::new()).record(lag.as_secs_f64());
+            self.observed();
+        }
+    }
+
     /// A call of `tool` took `duration`.
     pub fn observe_tool(&self, tool: &str, duration: Duration) {
         self.histogram(TOOL_LATENCY, vec![Label::new("tool", tool.to_owned())])
@@ -190,6 +212,11 @@ fn render_gauges(gauges: &Gauges, out: &mut String) {
     header(out, name, "counter", "Events this replica received to publish.");
     series(out, name, &[], gauges.events_published);
     render_group_commits(&gauges.group_commits, out);
+    header(out, "agentd_webhook_queue_depth", "gauge", "Webhook deliveries waiting to be delivered.");
+    series(out, "agentd_webhook_queue_depth", &[], gauges.webhook_pending);
+    let name = "agentd_webhook_oldest_pending_seconds";
+    header(out, name, "gauge", "Age of the oldest webhook delivery waiting (0: none).");
+    series(out, name, &[], gauges.webhook_oldest_pending_s);
 }
 
 /// Transactions, items and busy time of each kind of grouped write (items per transaction tells
@@ -243,8 +270,16 @@ mod tests {
             sse_subscribers: 2,
             events_published: 9,
             group_commits: vec![("journal", journal)],
+            webhook_pending: 4,
+            webhook_oldest_pending_s: 1.5,
         };
+        metrics.observe_webhook("delivered", Some(Duration::from_millis(20)));
+        metrics.observe_webhook("retrying", None);
         let text = metrics.render(&gauges);
+        assert!(text.contains("agentd_webhook_queue_depth 4"), "{text}");
+        assert!(text.contains("agentd_webhook_oldest_pending_seconds 1.5"), "{text}");
+        assert!(text.contains("agentd_webhook_deliveries_total{outcome=\"retrying\"} 1"), "{text}");
+        assert!(text.contains("agentd_webhook_delivery_lag_seconds_count 1"), "{text}");
         assert!(text.contains("agentd_runs{status=\"queued\"} 3"));
         assert!(text.contains("agentd_queue_depth 3"));
         assert!(

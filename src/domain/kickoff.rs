@@ -31,6 +31,36 @@ pub struct KickoffRequest {
     #[serde(default)]
     #[schema(minimum = 1, maximum = 604800)]
     pub timeout_s: Option<u32>,
+    /// Endpoints that receive this run's events, signed with the server's webhook secret
+    /// (`AGENTD_WEBHOOK_SECRET`); at most 10.
+    #[serde(default)]
+    #[schema(max_items = 10)]
+    pub webhooks: Vec<KickoffWebhook>,
+}
+
+/// A kickoff's webhook: where to POST which of the run's events.
+#[derive(Debug, Clone, PartialEq, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct KickoffWebhook {
+    /// An `http` or `https` URL on a public address (or one the operator allows).
+    #[schema(min_length = 1, max_length = 2048)]
+    pub url: String,
+    /// Event types, `<prefix>.*` (e.g. `task.*`) or `*` (the default).
+    #[serde(default = "every_event")]
+    #[schema(min_items = 1, max_items = 64, default = json!(["*"]))]
+    pub events: Vec<String>,
+}
+
+fn every_event() -> Vec<String> {
+    vec!["*".to_owned()]
+}
+
+/// A kickoff's webhook as stored with its run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunWebhook {
+    pub id: uuid::Uuid,
+    pub url: String,
+    pub events: Vec<String>,
 }
 
 /// The body of `POST /v1/kickoffs/batch`: one run per input set (CrewAI's `kickoff_for_each`).
@@ -51,6 +81,10 @@ pub struct BatchKickoffRequest {
     #[serde(default)]
     #[schema(minimum = 1, maximum = 604800)]
     pub timeout_s: Option<u32>,
+    /// Endpoints that receive the events of every run of the batch (as a kickoff's `webhooks`).
+    #[serde(default)]
+    #[schema(max_items = 10)]
+    pub webhooks: Vec<KickoffWebhook>,
 }
 
 /// The most runs one batch may create.
@@ -97,6 +131,7 @@ pub fn prepare_batch(
             metadata: metadata.clone(),
             timeout_s,
             fake_llm,
+            webhooks: Vec::new(),
         })
         .collect();
     Ok(runs)
@@ -189,6 +224,8 @@ pub struct NewRun {
     pub timeout_s: Option<u32>,
     /// Whether a model of the crew is served by a fake provider.
     pub fake_llm: bool,
+    /// The kickoff's webhooks.
+    pub webhooks: Vec<RunWebhook>,
 }
 
 impl NewRun {
@@ -250,7 +287,7 @@ pub fn prepare_run(
     }
     if errors.is_empty() {
         let fake_llm = ctx.uses_fake_provider(&crew);
-        Ok(NewRun { id: RunId::new(), crew, inputs, metadata, timeout_s, fake_llm })
+        Ok(NewRun { id: RunId::new(), crew, inputs, metadata, timeout_s, fake_llm, webhooks: Vec::new() })
     } else {
         Err(errors)
     }

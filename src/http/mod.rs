@@ -15,6 +15,7 @@ pub mod server;
 pub mod service;
 mod state;
 pub mod tools;
+pub mod webhooks;
 pub mod wire;
 
 use axum::body::Bytes;
@@ -47,6 +48,7 @@ pub use state::AppState;
         (name = "crews", description = "Registered crews"),
         (name = "tools", description = "Built-in tools"),
         (name = "secrets", description = "Stored secrets crews reference in tool headers and queries"),
+        (name = "webhooks", description = "Endpoints that receive run events, signed (Standard Webhooks), and their deliveries"),
         (name = "service", description = "Health, readiness and documentation"),
     )
 )]
@@ -83,6 +85,11 @@ fn v1_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(tools::list_tools))
         .routes(routes!(secrets::list_secrets))
         .routes(routes!(secrets::put_secret, secrets::delete_secret))
+        .routes(routes!(webhooks::create_webhook, webhooks::list_webhooks))
+        .routes(routes!(webhooks::get_webhook, webhooks::update_webhook, webhooks::delete_webhook))
+        .routes(routes!(webhooks::rotate_webhook_secret))
+        .routes(routes!(webhooks::list_deliveries))
+        .routes(routes!(webhooks::retry_delivery))
 }
 
 /// Routes open to anyone: health, readiness, documentation, the dashboard page.

@@ -70,8 +70,18 @@ pub async fn metrics(State(state): State<AppState>) -> ApiResult<Response> {
         }
         Err(_) => return Err(ApiError::Unavailable("database did not answer in time".into())),
     };
+    let outbox = match tokio::time::timeout(READY_TIMEOUT, state.store.outbox_gauges()).await {
+        Ok(Ok(outbox)) => outbox,
+        Ok(Err(error)) => {
+            tracing::warn!(%error, "reading the webhook outbox for metrics failed");
+            return Err(ApiError::Unavailable("database unreachable".into()));
+        }
+        Err(_) => return Err(ApiError::Unavailable("database did not answer in time".into())),
+    };
     let gauges = Gauges {
         runs_by_status,
+        webhook_pending: outbox.pending,
+        webhook_oldest_pending_s: outbox.oldest_pending_s,
         sse_subscribers: state.bus.subscribers(),
         events_published: state.bus.published(),
         group_commits: state

@@ -56,6 +56,7 @@ impl AppState {
                 store.clone(),
                 validation,
                 Vault::new(store.clone(), config.secrets_key.clone()),
+                Arc::new(config.webhooks.clone()),
             ),
             store,
             config: Arc::new(config),

@@ -36,7 +36,9 @@ impl Services {
                 let run = prepare_run(crew, inputs, metadata, request.timeout_s, &self.validation)
                     .map_err(ServiceError::Invalid)?;
                 self.check_secrets_exist(&run.crew, "crew.").await?;
-                self.store.create_runs(&[run], key.as_ref()).await?
+                let mut runs = [run];
+                self.attach_webhooks(&request.webhooks, &mut runs).await?;
+                self.store.create_runs(&runs, key.as_ref()).await?
             }
         };
         let one = |runs: Vec<Run>| {
@@ -61,12 +63,13 @@ impl Services {
         }
         let request: BatchKickoffRequest = parse_json(body).map_err(ServiceError::Invalid)?;
         let crew = self.resolve_crew(request.crew).await?;
-        let runs: Vec<NewRun> =
+        let mut runs: Vec<NewRun> =
             prepare_batch(crew, request.inputs, request.metadata, request.timeout_s, &self.validation)
                 .map_err(ServiceError::Invalid)?;
         if let Some(first) = runs.first() {
             self.check_secrets_exist(&first.crew, "crew.").await?;
         }
+        self.attach_webhooks(&request.webhooks, &mut runs).await?;
         answer(self.store.create_runs(&runs, key.as_ref()).await?)
     }
 

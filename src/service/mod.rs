@@ -9,16 +9,19 @@ mod crews;
 mod kickoffs;
 mod runs;
 mod secrets;
+mod webhooks;
 
 use std::sync::Arc;
 
 pub use kickoffs::Kicked;
 pub use runs::{no_run, RunPage};
 pub use secrets::check_secret_name;
+pub use webhooks::WithSecret;
 
 use crate::domain::{FieldError, ValidationContext};
 use crate::secrets::Vault;
 use crate::store::{Store, StoreError};
+use crate::webhooks::WebhookSettings;
 
 /// The use cases, over the store and what crew specs are checked against. Cheap to clone.
 #[derive(Clone)]
@@ -27,11 +30,18 @@ pub struct Services {
     validation: Arc<ValidationContext>,
     /// The secrets crews reference.
     vault: Vault,
+    /// How webhooks are signed and where they may go.
+    webhook_settings: Arc<WebhookSettings>,
 }
 
 impl Services {
-    pub fn new(store: Store, validation: ValidationContext, vault: Vault) -> Self {
-        Self { store, validation: Arc::new(validation), vault }
+    pub fn new(
+        store: Store,
+        validation: ValidationContext,
+        vault: Vault,
+        webhook_settings: Arc<WebhookSettings>,
+    ) -> Self {
+        Self { store, validation: Arc::new(validation), vault, webhook_settings }
     }
 
     /// What crew specs are checked against: built-in tools, configured providers.

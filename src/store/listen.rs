@@ -19,6 +19,8 @@ pub const RUNS_CHANNEL: &str = "agentd_runs";
 pub const CANCEL_CHANNEL: &str = "agentd_cancel";
 /// The channel on which every committed event is published (by the `events_publish` trigger).
 pub const EVENTS_CHANNEL: &str = "agentd_events";
+/// The channel on which new webhook deliveries are announced (by the `events_webhooks` trigger).
+pub const WEBHOOKS_CHANNEL: &str = "agentd_webhooks";
 
 /// Notifications handed over at once at most (those that arrived together).
 const MAX_BATCH: usize = 32;

@@ -17,6 +17,7 @@ mod review;
 mod run_journal;
 mod runs;
 mod secrets;
+mod webhooks;
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -32,12 +33,16 @@ use group::Group;
 pub use group::GroupStats;
 pub use journal::{Message, ToolCall};
 pub use lease::{CancelOutcome, Lease, Recovered};
-pub use listen::{Listened, Notification, CANCEL_CHANNEL, EVENTS_CHANNEL, RUNS_CHANNEL};
+pub use listen::{Listened, Notification, CANCEL_CHANNEL, EVENTS_CHANNEL, RUNS_CHANNEL, WEBHOOKS_CHANNEL};
 pub use retention::{Deleted, Pruned};
 pub use review::ResumeOutcome;
 pub use run_journal::RunJournal;
 pub use runs::{Created, IdempotencyKey, RunPage};
 pub use secrets::{SealedSecret, SecretInfo};
+pub use webhooks::{
+    Delivered, Delivery, DeliveryPage, DeliveryTarget, EndpointPatch, FailedAttempt, LeasedQueue,
+    NewEndpoint, OutboxGauges, PendingDelivery, WebhookEndpoint,
+};
 
 /// The schema migrations, embedded in the binary.
 pub static MIGRATOR: Migrator = sqlx::migrate!("./migrations");

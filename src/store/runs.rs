@@ -355,6 +355,8 @@ pub(super) struct QueuedRun {
     fake_llm: bool,
     /// Its tasks' names and agents, in order.
     tasks: Vec<(String, Option<String>)>,
+    /// The kickoff's webhooks.
+    webhooks: Vec<crate::domain::kickoff::RunWebhook>,
 }
 
 impl QueuedRun {
@@ -369,6 +371,7 @@ impl QueuedRun {
             created_at,
             fake_llm: run.fake_llm,
             tasks: run.crew.tasks.iter().map(|t| (t.name.clone(), t.agent.clone())).collect(),
+            webhooks: run.webhooks.clone(),
         })
     }
 }
@@ -461,6 +464,10 @@ async fn insert_runs<R: std::borrow::Borrow<QueuedRun>>(
     )
     .execute(&mut **tx)
     .await?;
+    // Before the first events, which the webhooks may take.
+    let webhooks: Vec<(Uuid, &crate::domain::kickoff::RunWebhook)> =
+        runs.iter().flat_map(|r| r.borrow().webhooks.iter().map(|w| (r.borrow().id, w))).collect();
+    super::webhooks::insert_run_webhooks(tx, &webhooks).await?;
     sqlx::query!(
         r#"INSERT INTO events (run_id, seq, type, data)
            SELECT id, 1, $2, '{}' FROM UNNEST($1::uuid[]) WITH ORDINALITY AS r(id, n) ORDER BY n"#,

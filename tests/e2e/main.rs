@@ -17,4 +17,5 @@ mod secrets;
 mod service;
 mod store;
 mod support;
+mod webhooks;
 mod worker;

@@ -41,6 +41,7 @@ impl Backend {
                     metadata: Map::new(),
                     timeout_s: None,
                     fake_llm: false,
+                    webhooks: Vec::new(),
                 };
                 store.create_run(&run).await.expect("create the run");
                 let claimed = store
