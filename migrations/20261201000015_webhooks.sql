@@ -22,10 +22,11 @@ CREATE TABLE webhook_endpoints (
 );
 
 CREATE INDEX webhook_endpoints_run ON webhook_endpoints (run_id) WHERE run_id IS NOT NULL;
-CREATE INDEX webhook_endpoints_registered ON webhook_endpoints (created_at) WHERE run_id IS NULL AND enabled;
+CREATE INDEX webhook_endpoints_registered ON webhook_endpoints (created_at) WHERE run_id IS NULL;
 
--- One delivery per committed event and matching enabled endpoint, written by the trigger below in
--- the event's own transaction: it exists if and only if its event committed.
+-- One delivery per committed event and matching endpoint, written by the trigger below in the
+-- event's own transaction: it exists if and only if its event committed. A disabled endpoint's
+-- deliveries are kept (not sent) until it is enabled again.
 CREATE TABLE webhook_deliveries (
     id              bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     endpoint_id     uuid NOT NULL REFERENCES webhook_endpoints (id) ON DELETE CASCADE,
@@ -73,14 +74,14 @@ CREATE FUNCTION agentd_webhook_matches(patterns text[], event_type text) RETURNS
 $$;
 
 -- Write the deliveries of a statement's events, count them in their queues and wake the
--- deliverers. With no enabled endpoint at all this is one index-only probe per statement; a run
+-- deliverers. With no endpoint at all this is one probe per statement; a run
 -- nobody subscribes to costs the probe of its id in the run index and a scan of the (few)
 -- registered endpoints.
 CREATE FUNCTION agentd_enqueue_webhooks() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
     queued integer;
 BEGIN
-    IF NOT EXISTS (SELECT 1 FROM webhook_endpoints WHERE enabled) THEN
+    IF NOT EXISTS (SELECT 1 FROM webhook_endpoints) THEN
         RETURN NULL;
     END IF;
     WITH matched AS (
@@ -89,11 +90,11 @@ BEGIN
           FROM (SELECT w.id AS endpoint_id, n.run_id, n.seq, n.id AS event_id
                   FROM new_events AS n
                   JOIN webhook_endpoints AS w ON w.run_id = n.run_id
-                 WHERE w.enabled AND agentd_webhook_matches(w.events, n.type)
+                 WHERE agentd_webhook_matches(w.events, n.type)
                 UNION ALL
                 SELECT w.id, n.run_id, n.seq, n.id
                   FROM new_events AS n
-                  JOIN webhook_endpoints AS w ON w.run_id IS NULL AND w.enabled
+                  JOIN webhook_endpoints AS w ON w.run_id IS NULL
                  WHERE agentd_webhook_matches(w.events, n.type)
                    AND (w.crew IS NULL OR w.crew = (SELECT crew_name FROM runs WHERE runs.id = n.run_id))
                ) AS m

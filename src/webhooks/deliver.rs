@@ -226,7 +226,8 @@ impl Deliverer {
     ) -> Result<u16, Failure> {
         let failure = |error: String| Failure { status: None, error, retry_after: None, gone: false };
         let url = reqwest::Url::parse(url).map_err(|e| failure(format!("invalid URL: {e}")))?;
-        self.settings.egress.check_url(&url).map_err(|e| failure(e.to_string()))?;
+        let refused = |e: EgressError| failure(format!("refused by the egress guard: {e}"));
+        self.settings.egress.check_url(&url).map_err(refused)?;
         let body = serde_json::to_string(&delivery.event).map_err(|e| failure(e.to_string()))?;
         let id = message_id(delivery.id);
         let timestamp = chrono::Utc::now().timestamp();

@@ -5,7 +5,8 @@
 //!   `*`.
 //! - The outbox is the database: a trigger on the event log writes one delivery per committed
 //!   event and matching endpoint in the event's transaction, so a delivery exists if and only if
-//!   its event committed, and counts it in the (endpoint, run) queue.
+//!   its event committed, and counts it in the (endpoint, run) queue. A disabled endpoint's
+//!   deliveries are kept, not sent, until it is enabled again.
 //! - Every replica runs a [`deliver::Deliverer`]: it leases due queues and sends each queue's
 //!   deliveries in `seq` order, so one run's events reach one endpoint in order while other runs
 //!   go on; a failure puts that queue off by the retry schedule (see [`RetrySchedule`]).

@@ -260,3 +260,396 @@ async fn every_event_of_every_run_arrives_signed_and_in_order(pool: PgPool) {
     assert!(metrics.contains("agentd_webhook_queue_depth 0"), "{metrics}");
     assert!(metrics.contains(&format!("agentd_webhook_delivery_lag_seconds_count {delivered}")), "{metrics}");
 }
+
+/// Wait until the endpoint's deliveries satisfy `done`.
+async fn wait_deliveries(base: &str, id: &str, what: &str, done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let page = get(base, &format!("/v1/webhooks/{id}/deliveries?limit=200")).await;
+        let deliveries = page["deliveries"].as_array().expect("deliveries").clone();
+        if done(&deliveries) {
+            return deliveries;
+        }
+        assert!(Instant::now() < deadline, "never {what}: {deliveries:#?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[sqlx::test(migrations = false)]
+async fn a_receiver_that_fails_for_a_while_gets_everything_in_order_once_back(pool: PgPool) {
+    let url = child_database_url(&pool).await;
+    let fake = start_fake().await;
+    let receiver = Receiver::start();
+    let agentd = Agentd::start(&url, &env(&fake.base_url(), &[]));
+    let hook = register(&agentd.base, json!({"url": receiver.url("/down"), "events": ["*"]})).await;
+    let id = hook["id"].as_str().expect("id");
+    // Down: refusals, a redirect (not followed), a 429 saying when to come back, then up.
+    let plan = json!([
+        {"status": 503}, {"status": 500}, {"status": 307, "location": receiver.url("/elsewhere")},
+        {"status": 429, "retry_after": "2"}, {"status": 502},
+    ]);
+    receiver.control(json!({"secrets": [hook["secret"]], "plan": plan})).await;
+    let runs = [
+        kickoff(&agentd.base, json!({"crew": crew("writer"), "inputs": {"word": "a"}})).await,
+        kickoff(&agentd.base, json!({"crew": crew("writer"), "inputs": {"word": "b"}})).await,
+    ];
+    let mut total = 0;
+    for run in &runs {
+        total += finished_events(&agentd.base, run).await.len();
+    }
+    let received = receiver
+        .wait_until("everything arrived", |r| r.iter().filter(|r| r["answered"] == 204).count() >= total)
+        .await;
+    let taken = taken(&received, "/down", 0);
+    for (run, records) in &taken {
+        let expected: Vec<i64> = (1..=records.len() as i64).collect();
+        assert_eq!(seqs(records), expected, "run {run}: in order, each once");
+    }
+    assert_eq!(taken.values().map(Vec::len).sum::<usize>(), total);
+    assert!(received.iter().all(|r| r["path"] != "/elsewhere"), "a redirect is not followed");
+    // Every failed attempt was retried with the same webhook-id, and later events of the run
+    // waited for it.
+    let failed: Vec<&Value> = received.iter().filter(|r| r["answered"] != 204).collect();
+    assert_eq!(failed.len(), 5);
+    for attempt in &failed {
+        let again = received.iter().find(|r| r["answered"] == 204 && r["id"] == attempt["id"]);
+        assert!(again.is_some(), "{attempt} was never delivered");
+    }
+    // The 429's Retry-After (2 s) was honoured, over the schedule's 1 s.
+    let after_429 = received.iter().position(|r| r["answered"] == 429).expect("the 429");
+    let next = received[after_429 + 1..]
+        .iter()
+        .find(|r| r["event"]["run_id"] == received[after_429]["event"]["run_id"])
+        .expect("an attempt after the 429");
+    let waited = next["at"].as_f64().expect("at") - received[after_429]["at"].as_f64().expect("at");
+    assert!(waited >= 1.9, "retried {waited:.2} s after a Retry-After of 2 s");
+    let deliveries =
+        wait_deliveries(&agentd.base, id, "all delivered", |d| d.iter().all(|d| d["status"] == "delivered"))
+            .await;
+    let retried: Vec<&Value> = deliveries.iter().filter(|d| d["attempts"].as_i64() > Some(1)).collect();
+    assert!(
+        !retried.is_empty() && retried.iter().all(|d| d["last_status"] == 204 && d["last_error"].is_null())
+    );
+    let metrics =
+        reqwest::get(format!("{}/metrics", agentd.base)).await.expect("GET").text().await.expect("text");
+    assert!(metrics.contains("agentd_webhook_deliveries_total{outcome=\"retrying\"} 5"), "{metrics}");
+}
+
+#[sqlx::test(migrations = false)]
+async fn a_410_disables_the_endpoint_and_enabling_it_resumes_where_it_stopped(pool: PgPool) {
+    let url = child_database_url(&pool).await;
+    let fake = start_fake().await;
+    let receiver = Receiver::start();
+    let agentd = Agentd::start(&url, &env(&fake.base_url(), &[]));
+    let hook = register(&agentd.base, json!({"url": receiver.url("/gone"), "events": ["run.*"]})).await;
+    let id = hook["id"].as_str().expect("id");
+    receiver.control(json!({"secrets": [hook["secret"]], "default": {"status": 410}})).await;
+    let run = kickoff(&agentd.base, json!({"crew": crew("writer"), "inputs": {"word": "a"}})).await;
+    finished_events(&agentd.base, &run).await;
+    let disabled = loop {
+        let endpoint = get(&agentd.base, &format!("/v1/webhooks/{id}")).await;
+        if endpoint["enabled"] == false {
+            break endpoint;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(disabled["disabled_reason"], "the receiver answered 410 Gone");
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(receiver.received().await.len(), 1, "nothing more is sent to a disabled endpoint");
+    let deliveries = get(&agentd.base, &format!("/v1/webhooks/{id}/deliveries")).await;
+    let statuses: Vec<&str> = deliveries["deliveries"]
+        .as_array()
+        .expect("d")
+        .iter()
+        .map(|d| d["status"].as_str().expect("s"))
+        .collect();
+    assert_eq!(statuses, ["pending", "pending", "pending"], "run.queued, run.started, run.completed wait");
+    // A retry while disabled is refused.
+    let first = deliveries["deliveries"][2]["id"].as_i64().expect("id");
+    let refused = send(
+        &agentd.base,
+        reqwest::Method::POST,
+        &format!("/v1/webhooks/{id}/deliveries/{first}/retry"),
+        None,
+    )
+    .await;
+    let problem = expect_problem(refused, StatusCode::CONFLICT).await;
+    assert!(problem["detail"].as_str().expect("detail").contains("410 Gone"), "{problem}");
+
+    receiver.control(json!({"default": {"status": 200}})).await;
+    let patched = send(
+        &agentd.base,
+        reqwest::Method::PATCH,
+        &format!("/v1/webhooks/{id}"),
+        Some(json!({"enabled": true})),
+    )
+    .await;
+    let patched = expect_json(patched, StatusCode::OK).await;
+    assert_eq!((patched["enabled"].clone(), patched["disabled_reason"].clone()), (json!(true), Value::Null));
+    let received = receiver
+        .wait_until("the run's events", |r| r.iter().filter(|r| r["answered"] == 200).count() == 3)
+        .await;
+    let types: Vec<&str> = received[1..].iter().map(|r| r["event"]["type"].as_str().expect("type")).collect();
+    assert_eq!(types, ["run.queued", "run.started", "run.completed"]);
+    assert_eq!(received[0]["id"], received[1]["id"], "the 410'd message again, same webhook-id");
+}
+
+#[sqlx::test(migrations = false)]
+async fn a_delivery_failing_the_whole_schedule_fails_and_can_be_retried(pool: PgPool) {
+    let url = child_database_url(&pool).await;
+    let fake = start_fake().await;
+    let receiver = Receiver::start();
+    let agentd =
+        Agentd::start(&url, &env(&fake.base_url(), &[("AGENTD_WEBHOOK_RETRY_SCHEDULE", "200ms,200ms")]));
+    let hook =
+        register(&agentd.base, json!({"url": receiver.url("/broken"), "events": ["run.completed"]})).await;
+    let id = hook["id"].as_str().expect("id");
+    receiver.control(json!({"secrets": [hook["secret"]], "default": {"status": 500}})).await;
+    let run = kickoff(&agentd.base, json!({"crew": crew("writer"), "inputs": {"word": "a"}})).await;
+    finished_events(&agentd.base, &run).await;
+    let deliveries =
+        wait_deliveries(&agentd.base, id, "failed", |d| d.first().is_some_and(|d| d["status"] == "failed"))
+            .await;
+    let failed = &deliveries[0];
+    assert_eq!(
+        (failed["attempts"].as_i64(), failed["last_status"].as_i64()),
+        (Some(3), Some(500)),
+        "{failed}"
+    );
+    assert_eq!(failed["last_error"], "answered 500 Internal Server Error");
+    assert!(failed["next_attempt_at"].is_null());
+    let endpoint = get(&agentd.base, &format!("/v1/webhooks/{id}")).await;
+    assert_eq!(endpoint["enabled"], false);
+    let reason = endpoint["disabled_reason"].as_str().expect("reason");
+    assert!(reason.starts_with("3 attempts failed over the whole retry schedule"), "{reason}");
+    assert_eq!(receiver.received().await.len(), 3);
+
+    receiver.control(json!({"default": {"status": 204}})).await;
+    let enabled = send(
+        &agentd.base,
+        reqwest::Method::PATCH,
+        &format!("/v1/webhooks/{id}"),
+        Some(json!({"enabled": true})),
+    )
+    .await;
+    assert_eq!(enabled.status(), StatusCode::OK);
+    let delivery = failed["id"].as_i64().expect("id");
+    let retried = send(
+        &agentd.base,
+        reqwest::Method::POST,
+        &format!("/v1/webhooks/{id}/deliveries/{delivery}/retry"),
+        None,
+    )
+    .await;
+    let retried = expect_json(retried, StatusCode::ACCEPTED).await;
+    assert_eq!(retried["status"], "pending");
+    let received = receiver.wait_until("the retry", |r| r.len() == 4).await;
+    assert_eq!(
+        (received[3]["answered"].clone(), received[3]["id"].clone()),
+        (json!(204), received[0]["id"].clone())
+    );
+    wait_deliveries(&agentd.base, id, "delivered", |d| d[0]["status"] == "delivered").await;
+    let missing = send(
+        &agentd.base,
+        reqwest::Method::POST,
+        &format!("/v1/webhooks/{id}/deliveries/999999/retry"),
+        None,
+    )
+    .await;
+    expect_problem(missing, StatusCode::NOT_FOUND).await;
+}
+
+#[sqlx::test(migrations = false)]
+async fn a_rotated_secret_signs_alongside_the_new_one_for_the_grace_period(pool: PgPool) {
+    let url = child_database_url(&pool).await;
+    let fake = start_fake().await;
+    let receiver = Receiver::start();
+    let agentd = Agentd::start(&url, &env(&fake.base_url(), &[("AGENTD_WEBHOOK_ROTATION_GRACE_S", "3")]));
+    let hook = register(&agentd.base, json!({"url": receiver.url("/r"), "events": ["run.completed"]})).await;
+    let id = hook["id"].as_str().expect("id");
+    let rotated =
+        send(&agentd.base, reqwest::Method::POST, &format!("/v1/webhooks/{id}/rotate-secret"), None).await;
+    let rotated = expect_json(rotated, StatusCode::OK).await;
+    assert_ne!(rotated["secret"], hook["secret"]);
+    assert!(rotated["previous_secret_until"].is_string(), "{rotated}");
+    receiver.control(json!({"secrets": [hook["secret"], rotated["secret"]]})).await;
+    let run = kickoff(&agentd.base, json!({"crew": crew("writer"), "inputs": {"word": "a"}})).await;
+    finished_events(&agentd.base, &run).await;
+    let received = receiver.wait_until("the first", |r| r.len() == 1).await;
+    assert_eq!(received[0]["verified"], json!([0, 1]), "both secrets verify during the grace: {received:?}");
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let run = kickoff(&agentd.base, json!({"crew": crew("writer"), "inputs": {"word": "b"}})).await;
+    finished_events(&agentd.base, &run).await;
+    let received = receiver.wait_until("the second", |r| r.len() == 2).await;
+    assert_eq!(received[1]["verified"], json!([1]), "only the new secret after it: {received:?}");
+    assert!(get(&agentd.base, &format!("/v1/webhooks/{id}")).await["previous_secret_until"].is_null());
+}
+
+#[sqlx::test(migrations = false)]
+async fn webhooks_to_private_addresses_are_refused_at_registration_and_at_delivery(pool: PgPool) {
+    let url = child_database_url(&pool).await;
+    let fake = start_fake().await;
+    let receiver = Receiver::start();
+    // Allowed on the first replica: the endpoint is registered.
+    let open = Agentd::start(&url, &env(&fake.base_url(), &[]));
+    let hook = register(&open.base, json!({"url": receiver.url("/p"), "events": ["run.completed"]})).await;
+    let id = hook["id"].as_str().expect("id").to_owned();
+    receiver.control(json!({"secrets": [hook["secret"]]})).await;
+    open.stop("-TERM").await;
+    // Not on the second.
+    let guarded = Agentd::start(&url, &env(&fake.base_url(), &[("AGENTD_ALLOW_PRIVATE_WEBHOOK_HOSTS", "")]));
+    for url in [receiver.url("/p"), "http://10.1.2.3/hook".into(), "http://localhost:9/x".into()] {
+        let refused =
+            send(&guarded.base, reqwest::Method::POST, "/v1/webhooks", Some(json!({"url": url}))).await;
+        let problem = expect_problem(refused, StatusCode::UNPROCESSABLE_ENTITY).await;
+        let fields = problem_fields(&problem);
+        assert!(fields["url"].starts_with("refused by the egress guard"), "{url}: {problem}");
+    }
+    let body = json!({"crew": crew("writer"), "inputs": {"word": "a"},
+                      "webhooks": [{"url": "http://192.168.0.10/x"}]});
+    let refused = send(&guarded.base, reqwest::Method::POST, "/v1/kickoffs", Some(body)).await;
+    let fields = problem_fields(&expect_problem(refused, StatusCode::UNPROCESSABLE_ENTITY).await);
+    assert!(fields["webhooks[0].url"].starts_with("refused by the egress guard"), "{fields:?}");
+    // At delivery: the registered endpoint's request is refused by this replica.
+    let run = kickoff(&guarded.base, json!({"crew": crew("writer"), "inputs": {"word": "a"}})).await;
+    finished_events(&guarded.base, &run).await;
+    let deliveries = wait_deliveries(&guarded.base, &id, "an attempt", |d| {
+        d.first().is_some_and(|d| d["attempts"].as_i64() >= Some(1))
+    })
+    .await;
+    let error = deliveries[0]["last_error"].as_str().expect("error");
+    assert!(error.starts_with("refused by the egress guard"), "{error}");
+    assert!(receiver.received().await.is_empty(), "nothing reached the private address");
+}
+
+#[sqlx::test(migrations = false)]
+async fn kill_9_mid_delivery_loses_nothing_and_keeps_the_order(pool: PgPool) {
+    let url = child_database_url(&pool).await;
+    let fake = start_fake().await;
+    let receiver = Receiver::start();
+    let first = Agentd::start(&url, &env(&fake.base_url(), &[]));
+    let hook = register(&first.base, json!({"url": receiver.url("/k"), "events": ["*"]})).await;
+    // The first request hangs until the replica is gone.
+    receiver.control(json!({"secrets": [hook["secret"]], "plan": [{"status": 204, "delay_s": 30}]})).await;
+    let run = kickoff(&first.base, json!({"crew": crew("writer"), "inputs": {"word": "a"}})).await;
+    let events = finished_events(&first.base, &run).await;
+    receiver.wait_until("the first request", |r| !r.is_empty()).await;
+    assert!(!first.signal("-KILL").await.success());
+    let second = Agentd::start(&url, &env(&fake.base_url(), &[]));
+    let received = receiver.wait_until("everything again", |r| r.len() > events.len()).await;
+    // The hung message once more (same webhook-id), then the rest, in order.
+    assert_eq!(received[0]["id"], received[1]["id"]);
+    let seqs: Vec<i64> = received[1..].iter().map(|r| r["event"]["seq"].as_i64().expect("seq")).collect();
+    assert_eq!(seqs, (1..=events.len() as i64).collect::<Vec<_>>());
+    assert!(received.iter().all(|r| r["verified"] == json!([0])));
+    let id = hook["id"].as_str().expect("id");
+    wait_deliveries(&second.base, id, "all delivered", |d| d.iter().all(|d| d["status"] == "delivered"))
+        .await;
+}
+
+#[sqlx::test(migrations = false)]
+async fn webhook_routes_check_what_they_are_sent(pool: PgPool) {
+    let url = child_database_url(&pool).await;
+    let fake = start_fake().await;
+    let receiver = Receiver::start();
+    let without = Agentd::start(&url, &env(&fake.base_url(), &[("AGENTD_WEBHOOK_SECRET", "")]));
+    for (method, path) in [(reqwest::Method::GET, "/v1/webhooks"), (reqwest::Method::POST, "/v1/webhooks")] {
+        let answer = send(&without.base, method, path, Some(json!({"url": receiver.url("/x")}))).await;
+        let problem = expect_problem(answer, StatusCode::NOT_IMPLEMENTED).await;
+        assert_eq!(problem["type"], "/problems/not-configured");
+    }
+    let body =
+        json!({"crew": crew("writer"), "inputs": {"word": "a"}, "webhooks": [{"url": receiver.url("/x")}]});
+    let refused = send(&without.base, reqwest::Method::POST, "/v1/kickoffs", Some(body)).await;
+    let fields = problem_fields(&expect_problem(refused, StatusCode::UNPROCESSABLE_ENTITY).await);
+    assert!(fields["webhooks"].contains("AGENTD_WEBHOOK_SECRET"), "{fields:?}");
+    without.stop("-TERM").await;
+
+    let agentd = Agentd::start(&url, &env(&fake.base_url(), &[]));
+    let base = &agentd.base;
+    let cases = [
+        (json!({"url": "ftp://example.com/x"}), "url"),
+        (json!({"url": "https://user:pw@example.com/x"}), "url"),
+        (json!({"url": receiver.url("/x"), "events": []}), "events"),
+        (json!({"url": receiver.url("/x"), "events": ["run.finished"]}), "events"),
+        (json!({"url": receiver.url("/x"), "events": ["llm.delta"]}), "events"),
+        (json!({"url": receiver.url("/x"), "crew": "no spaces"}), "crew"),
+        (json!({"url": receiver.url("/x"), "description": "d".repeat(1025)}), "description"),
+        (json!({"url": receiver.url("/x"), "secret": "mine"}), "secret"),
+    ];
+    for (body, field) in cases {
+        let answer = send(base, reqwest::Method::POST, "/v1/webhooks", Some(body.clone())).await;
+        let fields = problem_fields(&expect_problem(answer, StatusCode::UNPROCESSABLE_ENTITY).await);
+        assert!(fields.contains_key(field), "{body}: {fields:?}");
+    }
+    let run = kickoff(
+        base,
+        json!({"crew": crew("writer"), "inputs": {"word": "a"},
+                                   "webhooks": [{"url": receiver.url("/x"), "events": ["task.*"]}]}),
+    )
+    .await;
+    let of_run = get(base, &format!("/v1/webhooks?run_id={run}")).await;
+    let run_hook = of_run["webhooks"][0]["id"].as_str().expect("id").to_owned();
+    assert_eq!(of_run["webhooks"][0]["events"], json!(["task.*"]));
+    let rotate =
+        send(base, reqwest::Method::POST, &format!("/v1/webhooks/{run_hook}/rotate-secret"), None).await;
+    expect_problem(rotate, StatusCode::CONFLICT).await;
+    let bad_patterns = json!({"crew": crew("writer"), "inputs": {"word": "a"},
+                              "webhooks": [{"url": receiver.url("/x"), "events": ["nope"]}]});
+    let refused = send(
+        base,
+        reqwest::Method::POST,
+        "/v1/kickoffs/batch",
+        Some(json!({
+        "crew": crew("writer"), "inputs": [{"word": "a"}], "webhooks": bad_patterns["webhooks"]})),
+    )
+    .await;
+    let fields = problem_fields(&expect_problem(refused, StatusCode::UNPROCESSABLE_ENTITY).await);
+    assert!(fields.contains_key("webhooks[0].events"), "{fields:?}");
+
+    let hook =
+        register(base, json!({"url": receiver.url("/x"), "events": ["run.completed"], "description": "d"}))
+            .await;
+    let id = hook["id"].as_str().expect("id");
+    let patch = json!({"events": ["task.*", "run.failed"], "description": "changed", "enabled": false});
+    let patched = expect_json(
+        send(base, reqwest::Method::PATCH, &format!("/v1/webhooks/{id}"), Some(patch)).await,
+        StatusCode::OK,
+    )
+    .await;
+    assert_eq!(
+        (patched["events"].clone(), patched["description"].clone()),
+        (json!(["task.*", "run.failed"]), json!("changed"))
+    );
+    assert_eq!(
+        (patched["enabled"].clone(), patched["disabled_reason"].clone()),
+        (json!(false), json!("disabled through the API"))
+    );
+    let bad =
+        send(base, reqwest::Method::PATCH, &format!("/v1/webhooks/{id}"), Some(json!({"url": "http://x"})))
+            .await;
+    expect_problem(bad, StatusCode::UNPROCESSABLE_ENTITY).await;
+    let unknown = uuid::Uuid::now_v7();
+    for (method, path) in [
+        (reqwest::Method::GET, format!("/v1/webhooks/{unknown}")),
+        (reqwest::Method::DELETE, format!("/v1/webhooks/{unknown}")),
+        (reqwest::Method::GET, format!("/v1/webhooks/{unknown}/deliveries")),
+        (reqwest::Method::POST, format!("/v1/webhooks/{unknown}/rotate-secret")),
+    ] {
+        expect_problem(send(base, method, &path, None).await, StatusCode::NOT_FOUND).await;
+    }
+    for path in [
+        "/v1/webhooks/not-a-uuid",
+        &format!("/v1/webhooks/{id}/deliveries?limit=0"),
+        &format!("/v1/webhooks/{id}/deliveries?cursor=x"),
+    ] {
+        expect_problem(send(base, reqwest::Method::GET, path, None).await, StatusCode::BAD_REQUEST).await;
+    }
+    let deleted = send(base, reqwest::Method::DELETE, &format!("/v1/webhooks/{id}"), None).await;
+    assert_eq!(deleted.status(), StatusCode::NO_CONTENT);
+    expect_problem(
+        send(base, reqwest::Method::GET, &format!("/v1/webhooks/{id}"), None).await,
+        StatusCode::NOT_FOUND,
+    )
+    .await;
+}

@@ -9,7 +9,7 @@ the secrets and how the next requests are answered.
         `plan` answers the next requests in turn, then `default` answers.
     GET  /received    every request so far: {"path", "id", "timestamp", "verified": [i, ...]
                       (the indexes of the secrets whose verification passed), "error",
-                      "answered", "event": <body>}
+                      "answered", "at" (seconds), "event": <body>}
     any other POST    a delivery.
 """
 
@@ -81,13 +81,15 @@ class Handler(BaseHTTPRequestHandler):
             "verified": verified,
             "error": "; ".join(errors) or None,
             "answered": answer.get("status", 204),
+            "at": time.time(),
             "event": event,
         }
         with lock:
             state["received"].append(record)
         if answer.get("delay_s"):
             time.sleep(answer["delay_s"])
-        extra = [("retry-after", answer["retry_after"])] if answer.get("retry_after") else []
+        extra = [(name, answer[key]) for key, name in (("retry_after", "retry-after"), ("location", "location"))
+                 if answer.get(key)]
         self._answer(answer.get("status", 204), b"", extra)
 
 
