@@ -12,7 +12,10 @@
 //! `KICKOFF_CONNECTIONS` (1,000) connections, with a 2 s model: wall time against the ideal 4 s,
 //! peak RSS of agentd), `inflight_batch` (the same through `POST /v1/kickoffs/batch`,
 //! `INFLIGHT_BATCH` (1,000) runs per request), `dbcost` (committed transactions and rows written
-//! per run, from `pg_stat_database`). The fan-out scenario is `examples/sse_fanout.rs`.
+//! per run, from `pg_stat_database`), `webhooks` (not in the default set: a registered endpoint
+//! taking every event, `WEBHOOK_RUNS` (1,000) runs from 64 clients, a receiver in this process:
+//! deliveries per second and commit-to-delivery p50/p99). The fan-out scenario is
+//! `examples/sse_fanout.rs`.
 //! `KEEP_DATABASE=1` keeps each scenario's database for a look afterwards. `PRUNE_BACKLOG=<runs>`
 //! seeds that many finished runs 40 days old and runs agentd with `AGENTD_RETENTION_DAYS=30`,
 //! so the retention pruner removes them while the scenario runs (stderr says how many it did);
@@ -72,8 +75,9 @@ async fn bench() -> Result<(), BoxError> {
     let wanted: Vec<String> = std::env::args().skip(1).collect();
     let run = |name: &str| wanted.is_empty() || wanted.iter().any(|w| w == name);
     let mut rows = Vec::new();
-    for scenario in ["latency", "throughput", "inflight", "inflight_batch", "dbcost"] {
-        if run(scenario) {
+    for scenario in ["latency", "throughput", "inflight", "inflight_batch", "dbcost", "webhooks"] {
+        // The webhook scenario only when asked for: the others are the before/after guard.
+        if (scenario != "webhooks" && run(scenario)) || wanted.iter().any(|w| w == scenario) {
             let bench = Bench::start(&admin_url, scenario).await?;
             let result = bench.scenario(scenario).await;
             bench.stop(&admin_url).await?;
@@ -152,7 +156,13 @@ impl Bench {
         let fake = FakeLlm::start().await?;
         fake.set_recording(false);
         let bind = agentd::net::listen(([127, 0, 0, 1], 0).into())?.local_addr()?;
-        let agentd = Command::new(std::env::current_exe()?)
+        let mut command = Command::new(std::env::current_exe()?);
+        if scenario == "webhooks" {
+            command
+                .env("AGENTD_WEBHOOK_SECRET", "whsec_KioqKioqKioqKioqKioqKioqKioqKioqKioqKio=")
+                .env("AGENTD_ALLOW_PRIVATE_WEBHOOK_HOSTS", "127.0.0.1");
+        }
+        let agentd = command
             .arg("serve")
             .env(AGENTD_ROLE, "1")
             .env("DATABASE_URL", &url)
@@ -275,6 +285,7 @@ impl Bench {
             "inflight" => self.inflight(1).await,
             // The same runs kicked off by the batch endpoint, 1,000 per request.
             "inflight_batch" => self.inflight(setting("INFLIGHT_BATCH", 1000)).await,
+            "webhooks" => self.webhooks().await,
             _ => self.db_cost().await,
         }
     }
@@ -306,6 +317,104 @@ impl Bench {
                 scenario: "latency", metric: "p50".into(), value: ms(0.5), unit: "ms", target: "≤ 15 ms"
             },
             Row { scenario: "latency", metric: "p99".into(), value: ms(0.99), unit: "ms", target: "" },
+        ])
+    }
+
+    /// Every event of `WEBHOOK_RUNS` runs to one endpoint: how fast they are delivered, and how
+    /// long after its event was written each arrives (`at` in the body against the receiver's
+    /// clock: one machine).
+    async fn webhooks(&self) -> Result<Vec<Row>, BoxError> {
+        self.model(Duration::ZERO);
+        let lags: Arc<std::sync::Mutex<Vec<(Instant, f64)>>> = Arc::default();
+        let recorded = lags.clone();
+        let receiver = axum::Router::new().route(
+            "/hook",
+            axum::routing::post(move |body: axum::body::Bytes| {
+                let recorded = recorded.clone();
+                async move {
+                    let event: Value = serde_json::from_slice(&body).unwrap_or_default();
+                    let at =
+                        event["at"].as_str().and_then(|at| chrono::DateTime::parse_from_rfc3339(at).ok());
+                    let lag = at.map_or(f64::NAN, |at| {
+                        (chrono::Utc::now() - at.with_timezone(&chrono::Utc)).num_microseconds().unwrap_or(0)
+                            as f64
+                            / 1e3
+                    });
+                    recorded.lock().map(|mut l| l.push((Instant::now(), lag))).ok();
+                    axum::http::StatusCode::NO_CONTENT
+                }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        tokio::spawn(async move { axum::serve(listener, receiver).await });
+        let registered = self
+            .handle
+            .client
+            .post(format!("{}/v1/webhooks", self.handle.base))
+            .json(&json!({"url": format!("http://{addr}/hook"), "events": ["*"]}))
+            .send()
+            .await?;
+        if registered.status() != reqwest::StatusCode::CREATED {
+            return Err(format!("registering the endpoint answered {}", registered.status()).into());
+        }
+        let runs = setting("WEBHOOK_RUNS", 1000);
+        let started = Instant::now();
+        let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let mut tasks = Vec::new();
+        for _ in 0..64 {
+            let (next, this) = (next.clone(), self.clone_handle());
+            tasks.push(tokio::spawn(async move {
+                while next.fetch_add(1, std::sync::atomic::Ordering::Relaxed) < runs {
+                    this.one_run().await?;
+                }
+                Ok::<(), BoxError>(())
+            }));
+        }
+        for task in tasks {
+            task.await??;
+        }
+        let events: i64 = sqlx::query_scalar("SELECT count(*) FROM events").fetch_one(&self.pool).await?;
+        let deadline = Instant::now() + Duration::from_secs(300);
+        while lags.lock().map(|l| (l.len() as i64) < events).unwrap_or(false) {
+            if Instant::now() > deadline {
+                return Err("not every event was delivered within 5 minutes".into());
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let lags = lags.lock().map(|l| l.clone()).unwrap_or_default();
+        let last = lags.iter().map(|(at, _)| *at).max().unwrap_or(started);
+        let per_second = lags.len() as f64 / (last - started).as_secs_f64();
+        let mut ms: Vec<f64> = lags.iter().map(|(_, lag)| *lag).collect();
+        ms.sort_by(f64::total_cmp);
+        let q = |q: f64| ms[((ms.len() as f64 * q) as usize).min(ms.len() - 1)];
+        eprintln!(
+            "webhooks: {} deliveries of {runs} runs in {:.1} s",
+            lags.len(),
+            (last - started).as_secs_f64()
+        );
+        Ok(vec![
+            Row {
+                scenario: "webhooks",
+                metric: format!("{} deliveries, {runs} runs", lags.len()),
+                value: per_second,
+                unit: "deliveries/s",
+                target: "",
+            },
+            Row {
+                scenario: "webhooks",
+                metric: "commit-to-delivery p50".into(),
+                value: q(0.5),
+                unit: "ms",
+                target: "",
+            },
+            Row {
+                scenario: "webhooks",
+                metric: "commit-to-delivery p99".into(),
+                value: q(0.99),
+                unit: "ms",
+                target: "",
+            },
         ])
     }
 
