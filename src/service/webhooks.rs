@@ -144,6 +144,7 @@ impl Services {
 
     /// An endpoint's deliveries, newest first.
     pub async fn deliveries(&self, id: Uuid, before: Option<i64>, limit: i64) -> ServiceResult<DeliveryPage> {
+        self.signing_key()?;
         let page = self.store.list_deliveries(id, before, limit).await?;
         if page.deliveries.is_empty() {
             self.webhook(id).await?;

@@ -137,16 +137,6 @@ pub fn check_patterns(patterns: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-/// Does a pattern list take this event type? (As the `agentd_webhook_matches` SQL function.)
-pub fn matches(patterns: &[String], event_type: &str) -> bool {
-    patterns.iter().any(|p| {
-        p == "*"
-            || p == event_type
-            || p.strip_suffix('*')
-                .is_some_and(|prefix| prefix.ends_with('.') && event_type.starts_with(prefix))
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -162,10 +152,6 @@ mod tests {
         for bad in ["run.finished", "nothing.*", "task*", "llm.delta", ""] {
             assert!(check_patterns(&list(&[bad])).is_err(), "{bad}");
         }
-        assert!(matches(&list(&["task.*"]), "task.completed"));
-        assert!(!matches(&list(&["task.*"]), "tasks.x"));
-        assert!(!matches(&list(&["run.completed"]), "run.failed"));
-        assert!(matches(&list(&["*"]), "tool.finished"));
     }
 
     #[test]

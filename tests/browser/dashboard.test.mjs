@@ -10,6 +10,7 @@
 //   CHROMIUM                    the browser (default /usr/bin/chromium)
 
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { createServer } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium } from "playwright-core";
@@ -142,6 +143,28 @@ async function kickoff() {
 let runId = "";
 let first = [];
 
+// A webhook receiver that takes everything (the signatures are the e2e tests' business), and an
+// endpoint pointing at it, registered before the first run.
+const received = [];
+const receiver = createServer((request, response) => {
+  let body = "";
+  request.on("data", (chunk) => (body += chunk)).on("end", () => {
+    received.push({ id: request.headers["webhook-id"], body });
+    response.writeHead(204).end();
+  });
+});
+await new Promise((resolve) => receiver.listen(0, "127.0.0.1", resolve));
+receiver.unref();
+const hookResponse = await fetch(`${base}/v1/webhooks`, {
+  method: "POST",
+  headers: { Authorization: `Bearer ${apiKey}`, "Content-Type": "application/json" },
+  body: JSON.stringify({ url: `http://127.0.0.1:${receiver.address().port}/hook`, events: ["run.*"] }),
+});
+if (hookResponse.status !== 201) {
+  console.error(`dashboard.test: registering a webhook answered ${hookResponse.status}`);
+  process.exit(1);
+}
+
 try {
   await step("the page loads without a key and asks for one", async () => {
     const response = await page.goto(`${base}/`);
@@ -195,6 +218,18 @@ try {
     await page.locator('[data-testid=run-summary] [data-testid=run-detail-status]', { hasText: "completed" }).waitFor();
     const shown = await page.locator("main").innerText();
     check(!/\[object |\bnull\b|undefined/.test(shown), `the page shows a rendering slip: ${shown.slice(0, 400)}`);
+  });
+
+  await step("the webhooks panel shows the endpoint's deliveries of the run", async () => {
+    await page.locator("[data-testid=webhooks-panel] > summary").click();
+    const endpoint = page.locator("[data-testid=webhook]", { hasText: "/hook" });
+    await endpoint.waitFor();
+    await endpoint.getByTestId("webhook-deliveries").click();
+    await page.locator('[data-testid=delivery][data-status="delivered"]', { hasText: "run.completed" })
+      .waitFor({ timeout: WAIT * 2 });
+    const rows = await page.locator("[data-testid=delivery]").count();
+    check(rows >= 3, `only ${rows} deliveries are shown (run.queued, run.started, run.completed)`);
+    check(received.some((r) => r.body.includes('"run.completed"')), "the receiver got no run.completed");
   });
 
   await step("a reload shows the same timeline without duplicates", async () => {

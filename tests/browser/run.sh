@@ -118,6 +118,8 @@ api_key="browser-test-$RANDOM$RANDOM"
     DATABASE_URL="$database_url" AGENTD_BIND="127.0.0.1:$port" AGENTD_API_KEYS="$api_key" \
       AGENTD_CONFIG="$artifacts/agentd.toml" \
       AGENTD_SHUTDOWN_GRACE_S=0 AGENTD_LEASE_S=5 AGENTD_WORKERS=4 RUST_LOG=info \
+      AGENTD_WEBHOOK_SECRET="whsec_KioqKioqKioqKioqKioqKioqKioqKioqKioqKio=" \
+      AGENTD_ALLOW_PRIVATE_WEBHOOK_HOSTS=127.0.0.1 \
       "$bin" serve >>"$artifacts/agentd.log" 2>&1 &
     echo $! >"$pid_file"
     wait $! || true

@@ -180,3 +180,62 @@ async fn listening_survives_a_lost_connection_and_says_so(pool: PgPool) {
     }
     assert!(said_so && delivered, "said so: {said_so}, delivered: {delivered}");
 }
+
+/// The outbox trigger: a delivery per committed event and matching endpoint (exact types,
+/// `prefix.*`, `*`, the crew filter), none for a rolled-back one, counted in its queue.
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn the_outbox_has_a_delivery_exactly_for_each_committed_matching_event(pool: PgPool) {
+    let store = Store::new(pool.clone());
+    let endpoint = |events: &[&str], crew: Option<&str>| agentd::store::NewEndpoint {
+        id: uuid::Uuid::now_v7(),
+        url: "https://example.com/hook".into(),
+        events: events.iter().map(|e| e.to_string()).collect(),
+        crew: crew.map(str::to_owned),
+        description: String::new(),
+        salt: vec![1; 32],
+    };
+    let everything = store.create_webhook(&endpoint(&["*"], None)).await.expect("create");
+    let threads = store.create_webhook(&endpoint(&["agent.*", "run.queued"], None)).await.expect("create");
+    let elsewhere = store.create_webhook(&endpoint(&["*"], Some("another-crew"))).await.expect("create");
+    let run = new_run();
+    store.create_run(&run).await.expect("create run");
+    store.append_event(run.id, None, None, thought("kept")).await.expect("append");
+    let mut tx = pool.begin().await.expect("begin");
+    sqlx::query("INSERT INTO events (run_id, seq, type, data) VALUES ($1, 99, 'agent.thought', '{}')")
+        .bind(run.id.0)
+        .execute(&mut *tx)
+        .await
+        .expect("insert");
+    tx.rollback().await.expect("rollback");
+    let count = |endpoint: uuid::Uuid| {
+        let pool = pool.clone();
+        async move {
+            let seqs: Vec<i64> =
+                sqlx::query_scalar("SELECT seq FROM webhook_deliveries WHERE endpoint_id = $1 ORDER BY seq")
+                    .bind(endpoint)
+                    .fetch_all(&pool)
+                    .await
+                    .expect("deliveries");
+            let pending: Option<i32> =
+                sqlx::query_scalar("SELECT pending FROM webhook_queues WHERE endpoint_id = $1")
+                    .bind(endpoint)
+                    .fetch_optional(&pool)
+                    .await
+                    .expect("queue");
+            (seqs, pending)
+        }
+    };
+    assert_eq!(count(everything.id).await, (vec![1, 2], Some(2)), "run.queued and the thought");
+    assert_eq!(count(threads.id).await, (vec![1, 2], Some(2)));
+    assert_eq!(count(elsewhere.id).await, (vec![], None), "another crew's runs only");
+    store
+        .update_webhook(
+            threads.id,
+            &agentd::store::EndpointPatch { events: Some(vec!["tool.*".into()]), ..Default::default() },
+        )
+        .await
+        .expect("patch");
+    store.append_event(run.id, None, None, thought("again")).await.expect("append");
+    assert_eq!(count(threads.id).await, (vec![1, 2], Some(2)), "no longer matching");
+    assert_eq!(count(everything.id).await, (vec![1, 2, 3], Some(3)));
+}

@@ -48,6 +48,8 @@ export AGENTD_ST_KEY="schemathesis-$RANDOM$RANDOM"
 export AGENTD_ST_SEED="${AGENTD_ST_SEED:-1}"
 # Secrets on (a fixed test key), so that their routes answer as they do in production.
 export AGENTD_SECRETS_KEY=MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=
+# Webhooks on too (a fixed signing secret).
+export AGENTD_WEBHOOK_SECRET=whsec_KioqKioqKioqKioqKioqKioqKioqKioqKioqKio=
 DATABASE_URL="$url" AGENTD_BIND=127.0.0.1:0 AGENTD_API_KEYS="$AGENTD_ST_KEY" AGENTD_CONFIG="$work/agentd.toml" \
   RUST_LOG=warn,agentd=info NO_COLOR=1 target/debug/agentd serve 2>"$work/server.log" &
 server_pid=$!
