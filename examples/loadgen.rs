@@ -360,20 +360,7 @@ impl Bench {
         }
         let runs = setting("WEBHOOK_RUNS", 1000);
         let started = Instant::now();
-        let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let mut tasks = Vec::new();
-        for _ in 0..64 {
-            let (next, this) = (next.clone(), self.clone_handle());
-            tasks.push(tokio::spawn(async move {
-                while next.fetch_add(1, std::sync::atomic::Ordering::Relaxed) < runs {
-                    this.one_run().await?;
-                }
-                Ok::<(), BoxError>(())
-            }));
-        }
-        for task in tasks {
-            task.await??;
-        }
+        self.run_many(runs, 64).await?;
         let events: i64 = sqlx::query_scalar("SELECT count(*) FROM events").fetch_one(&self.pool).await?;
         let deadline = Instant::now() + Duration::from_secs(300);
         while lags.lock().map(|l| (l.len() as i64) < events).unwrap_or(false) {
@@ -418,10 +405,8 @@ impl Bench {
         ])
     }
 
-    async fn throughput(&self) -> Result<Vec<Row>, BoxError> {
-        self.model(Duration::ZERO);
-        let (runs, clients) = (setting("THROUGHPUT_RUNS", 2000), 64);
-        let started = Instant::now();
+    /// `runs` runs, each kicked off and waited for, by `clients` clients at once.
+    async fn run_many(&self, runs: usize, clients: usize) -> Result<(), BoxError> {
         let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let mut tasks = Vec::new();
         for _ in 0..clients {
@@ -436,6 +421,14 @@ impl Bench {
         for task in tasks {
             task.await??;
         }
+        Ok(())
+    }
+
+    async fn throughput(&self) -> Result<Vec<Row>, BoxError> {
+        self.model(Duration::ZERO);
+        let (runs, clients) = (setting("THROUGHPUT_RUNS", 2000), 64);
+        let started = Instant::now();
+        self.run_many(runs, clients).await?;
         let per_second = runs as f64 / started.elapsed().as_secs_f64();
         Ok(vec![Row {
             scenario: "throughput",

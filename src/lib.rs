@@ -18,6 +18,7 @@ pub mod ratelimit;
 pub mod retention;
 pub mod secrets;
 pub mod service;
+pub mod sse;
 pub mod store;
 pub mod text;
 pub mod tools;

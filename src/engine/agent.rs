@@ -170,6 +170,7 @@ impl<'a> AgentLoop<'a> {
             stop: if react { vec!["\nObservation:".to_owned()] } else { Vec::new() },
             temperature: self.turn.temperature,
             max_tokens: self.turn.max_tokens,
+            deltas: None,
         }
     }
 

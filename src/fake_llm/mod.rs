@@ -35,6 +35,8 @@ pub struct FakeReply {
     pub delay: Duration,
     /// Wait between the chunks of a streamed answer.
     pub chunk_delay: Duration,
+    /// End a streamed answer after this many chunks, before its finish (a cut stream).
+    pub cut_after: Option<usize>,
 }
 
 impl FakeReply {
@@ -63,7 +65,14 @@ impl FakeReply {
 
     /// A 200 with this body.
     pub fn ok(body: Value) -> Self {
-        Self { status: 200, headers: Vec::new(), body, delay: Duration::ZERO, chunk_delay: Duration::ZERO }
+        Self {
+            status: 200,
+            headers: Vec::new(),
+            body,
+            delay: Duration::ZERO,
+            chunk_delay: Duration::ZERO,
+            cut_after: None,
+        }
     }
 
     /// An error status with an OpenAI-style error body.
@@ -78,6 +87,18 @@ impl FakeReply {
 
     pub fn with_delay(mut self, delay: Duration) -> Self {
         self.delay = delay;
+        self
+    }
+
+    /// Stream with `delay` between chunks (when the request streams).
+    pub fn with_chunk_delay(mut self, delay: Duration) -> Self {
+        self.chunk_delay = delay;
+        self
+    }
+
+    /// Cut a streamed answer after `chunks` chunks.
+    pub fn cut_after(mut self, chunks: usize) -> Self {
+        self.cut_after = Some(chunks);
         self
     }
 }
@@ -359,7 +380,10 @@ fn keep(shared: &Shared, headers: HeaderMap, body: Value, rule: Option<String>, 
 async fn answer(reply: FakeReply, stream: bool, include_usage: bool) -> Response {
     tokio::time::sleep(reply.delay).await;
     if stream && reply.status == 200 {
-        if let Some(events) = stream::events(&reply.body, include_usage) {
+        if let Some(mut events) = stream::events(&reply.body, include_usage) {
+            if let Some(cut) = reply.cut_after {
+                events.truncate(cut);
+            }
             return stream::response(events, reply.chunk_delay, &reply.headers);
         }
     }

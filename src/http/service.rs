@@ -62,22 +62,8 @@ pub async fn readyz(State(state): State<AppState>) -> ApiResult<Json<Health>> {
     )
 )]
 pub async fn metrics(State(state): State<AppState>) -> ApiResult<Response> {
-    let runs_by_status = match tokio::time::timeout(READY_TIMEOUT, state.store.runs_by_status()).await {
-        Ok(Ok(counts)) => counts,
-        Ok(Err(error)) => {
-            tracing::warn!(%error, "reading run counts for metrics failed");
-            return Err(ApiError::Unavailable("database unreachable".into()));
-        }
-        Err(_) => return Err(ApiError::Unavailable("database did not answer in time".into())),
-    };
-    let outbox = match tokio::time::timeout(READY_TIMEOUT, state.store.outbox_gauges()).await {
-        Ok(Ok(outbox)) => outbox,
-        Ok(Err(error)) => {
-            tracing::warn!(%error, "reading the webhook outbox for metrics failed");
-            return Err(ApiError::Unavailable("database unreachable".into()));
-        }
-        Err(_) => return Err(ApiError::Unavailable("database did not answer in time".into())),
-    };
+    let runs_by_status = scraped("run counts", state.store.runs_by_status()).await?;
+    let outbox = scraped("the webhook outbox", state.store.outbox_gauges()).await?;
     let gauges = Gauges {
         runs_by_status,
         webhook_pending: outbox.pending,
@@ -95,6 +81,21 @@ pub async fn metrics(State(state): State<AppState>) -> ApiResult<Response> {
     };
     let body = state.metrics.render(&gauges);
     Ok(([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], body).into_response())
+}
+
+/// A value `/metrics` reads from the database, within the readiness time-out.
+async fn scraped<T>(
+    what: &str,
+    read: impl std::future::Future<Output = crate::store::StoreResult<T>>,
+) -> ApiResult<T> {
+    match tokio::time::timeout(READY_TIMEOUT, read).await {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(error)) => {
+            tracing::warn!(%error, "reading {what} for metrics failed");
+            Err(ApiError::Unavailable("database unreachable".into()))
+        }
+        Err(_) => Err(ApiError::Unavailable("database did not answer in time".into())),
+    }
 }
 
 /// The OpenAPI document of this API.

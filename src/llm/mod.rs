@@ -11,8 +11,8 @@ pub use openai::{OpenAiClient, RateLimitHook};
 pub use registry::{provider_key, LlmRegistry, ResolvedModel};
 pub use retry::{parse_retry_after, Backoff, RetryPolicy};
 pub use types::{
-    ChatMessage, ChatRequest, ChatResponse, Image, LlmError, LlmErrorKind, Role, TokenUsage, ToolCallRequest,
-    ToolDefinition,
+    ChatMessage, ChatRequest, ChatResponse, DeltaSink, Image, LlmError, LlmErrorKind, Role, TokenUsage,
+    ToolCallRequest, ToolDefinition,
 };
 
 use std::future::Future;

@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use super::retry::{parse_retry_after, Backoff, RetryPolicy};
 use super::types::{
-    ChatMessage, ChatRequest, ChatResponse, LlmError, LlmErrorKind, TokenUsage, ToolCallRequest,
+    ChatMessage, ChatRequest, ChatResponse, DeltaSink, LlmError, LlmErrorKind, TokenUsage, ToolCallRequest,
     ToolDefinition,
 };
 use super::{LlmClient, LlmFuture};
@@ -68,7 +68,7 @@ impl OpenAiClient {
         let body = request_body(request)?;
         let mut retry = 0;
         loop {
-            let attempt = match self.attempt(&body).await {
+            let attempt = match self.attempt(&body, request, retry + 1).await {
                 Ok(response) => return Ok(response),
                 Err(attempt) => attempt,
             };
@@ -89,7 +89,12 @@ impl OpenAiClient {
         }
     }
 
-    async fn attempt(&self, body: &Bytes) -> Result<ChatResponse, Attempt> {
+    async fn attempt(
+        &self,
+        body: &Bytes,
+        request: &ChatRequest,
+        attempt: u32,
+    ) -> Result<ChatResponse, Attempt> {
         let mut builder = self
             .http
             .post(&self.endpoint)
@@ -103,6 +108,14 @@ impl OpenAiClient {
         let response = builder.send().await.map_err(|e| transport_failure(e, timeout))?;
         let status = response.status();
         let retry_after = parse_retry_after(response.headers(), SystemTime::now());
+        let streamed = response
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("text/event-stream"));
+        if let (true, true, Some(sink)) = (status.is_success(), streamed, &request.deltas) {
+            return read_stream(response, sink, attempt, &request.stop, timeout).await;
+        }
         let text = response.text().await.map_err(|e| transport_failure(e, timeout))?;
         if status.is_success() {
             return parse_response(&text).map_err(|error| Attempt { error, transient: false });
@@ -163,6 +176,8 @@ fn request_body(request: &ChatRequest) -> Result<Bytes, LlmError> {
         stop: &request.stop,
         temperature: request.temperature,
         max_tokens: request.max_tokens,
+        stream: request.deltas.is_some(),
+        stream_options: request.deltas.is_some().then_some(StreamOptions { include_usage: true }),
     };
     serde_json::to_vec(&body)
         .map(Bytes::from)
@@ -181,6 +196,15 @@ struct WireRequest<'a> {
     temperature: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     max_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    stream: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stream_options: Option<StreamOptions>,
+}
+
+#[derive(Serialize)]
+struct StreamOptions {
+    include_usage: bool,
 }
 
 #[derive(Serialize)]
@@ -262,6 +286,186 @@ struct WireCall<'a> {
 struct WireFunction<'a> {
     name: &'a str,
     arguments: &'a str,
+}
+
+/// The longest streamed answer read, in bytes.
+const MAX_STREAM_BYTES: usize = 64 * 1024 * 1024;
+
+/// Read a streamed answer (`chat.completion.chunk` events): the text is handed to `sink` as it
+/// arrives and assembled with the tool calls (by index), the finish reason and the usage. The
+/// text stops at the first stop sequence even if the provider goes on (the rest is not read), so
+/// ReAct's stop words hold for providers that ignore `stop`. A stream that ends before its
+/// finish reason or `[DONE]` was cut: a transient failure, retried like a lost connection.
+async fn read_stream(
+    mut response: reqwest::Response,
+    sink: &DeltaSink,
+    attempt: u32,
+    stop: &[String],
+    timeout: Duration,
+) -> Result<ChatResponse, Attempt> {
+    let mut reader = crate::sse::SseReader::default();
+    let mut answer = StreamedAnswer::default();
+    loop {
+        let chunk = match response.chunk().await {
+            Ok(Some(chunk)) => chunk,
+            Ok(None) => break,
+            Err(error) => return Err(transport_failure(error, timeout)),
+        };
+        let events = reader.feed(&chunk, MAX_STREAM_BYTES).map_err(|message| Attempt {
+            error: LlmError::new(LlmErrorKind::Other, format!("the provider's stream: {message}")),
+            transient: false,
+        })?;
+        for data in events {
+            if answer.take(&data, sink, attempt, stop)? {
+                return Ok(answer.finish(sink, attempt));
+            }
+        }
+    }
+    if answer.finish_reason.is_some() {
+        return Ok(answer.finish(sink, attempt));
+    }
+    let message = "the provider's stream ended before the answer did (cut mid-reply)";
+    Err(Attempt { error: LlmError::new(LlmErrorKind::Other, message), transient: true })
+}
+
+/// A streamed answer as it is assembled.
+#[derive(Default)]
+struct StreamedAnswer {
+    content: Option<String>,
+    /// Tool calls by index: id, name, arguments so far.
+    calls: Vec<(Option<String>, String, String)>,
+    finish_reason: Option<String>,
+    usage: TokenUsage,
+    /// The text stopped at a stop sequence: later text is dropped.
+    stopped: bool,
+    /// Bytes of `content` handed to the sink (the rest may begin a stop sequence).
+    sent: usize,
+}
+
+impl StreamedAnswer {
+    /// Take one event's data; `true` when the answer is complete (`[DONE]`, or a stop sequence).
+    fn take(&mut self, data: &str, sink: &DeltaSink, attempt: u32, stop: &[String]) -> Result<bool, Attempt> {
+        let data = data.trim();
+        if data == "[DONE]" {
+            return Ok(true);
+        }
+        let chunk: Value = serde_json::from_str(data).map_err(|e| Attempt {
+            error: LlmError::new(LlmErrorKind::Other, format!("unreadable provider stream: {e}")),
+            transient: false,
+        })?;
+        if chunk.get("error").is_some_and(|e| !e.is_null()) {
+            let (code, message) = provider_error(data);
+            let kind = classify(StatusCode::OK, code.as_deref(), &message);
+            return Err(Attempt { error: LlmError::new(kind, message), transient: false });
+        }
+        if let Some(usage) = chunk.get("usage").filter(|u| !u.is_null()) {
+            let count = |name: &str| usage.get(name).and_then(Value::as_u64).unwrap_or(0);
+            self.usage = TokenUsage {
+                prompt_tokens: count("prompt_tokens"),
+                completion_tokens: count("completion_tokens"),
+            };
+        }
+        let Some(choice) = chunk.pointer("/choices/0") else { return Ok(false) };
+        if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
+            self.finish_reason = Some(reason.to_owned());
+        }
+        let delta = choice.get("delta").unwrap_or(&Value::Null);
+        if let Some(text) = delta.get("content").and_then(Value::as_str) {
+            if self.add_text(text, sink, attempt, stop) {
+                return Ok(true);
+            }
+        }
+        for call in delta.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
+            let index = call.get("index").and_then(Value::as_u64).unwrap_or(0) as usize;
+            if index >= 128 {
+                continue;
+            }
+            if self.calls.len() <= index {
+                self.calls.resize_with(index + 1, Default::default);
+            }
+            let (id, name, arguments) = &mut self.calls[index];
+            if let Some(new) = call.get("id").and_then(Value::as_str) {
+                *id = Some(new.to_owned());
+            }
+            let function = call.get("function").unwrap_or(&Value::Null);
+            if let Some(piece) = function.get("name").and_then(Value::as_str) {
+                name.push_str(piece);
+            }
+            if let Some(piece) = function.get("arguments").and_then(Value::as_str) {
+                arguments.push_str(piece);
+            }
+        }
+        Ok(false)
+    }
+
+    /// Add text, handing to `sink` what can no longer be the start of a stop sequence; `true`
+    /// when a stop sequence ended it.
+    fn add_text(&mut self, text: &str, sink: &DeltaSink, attempt: u32, stop: &[String]) -> bool {
+        if self.stopped || text.is_empty() {
+            return self.stopped;
+        }
+        let content = self.content.get_or_insert_with(String::new);
+        let before = content.len();
+        content.push_str(text);
+        // A stop sequence may straddle chunks: look from where one could have begun.
+        let longest = stop.iter().map(String::len).max().unwrap_or(0);
+        let from = floor_boundary(content, before.saturating_sub(longest));
+        let cut =
+            stop.iter().filter(|s| !s.is_empty()).filter_map(|s| content[from..].find(s.as_str())).min();
+        if let Some(at) = cut {
+            content.truncate(from + at);
+            self.stopped = true;
+            self.finish_reason = Some("stop".to_owned());
+            self.flush(sink, attempt);
+            return true;
+        }
+        let safe = floor_boundary(content, content.len().saturating_sub(longest.saturating_sub(1)));
+        if safe > self.sent {
+            (sink.0)(attempt, &content[self.sent..safe]);
+            self.sent = safe;
+        }
+        false
+    }
+
+    /// Hand the sink whatever text it has not had.
+    fn flush(&mut self, sink: &DeltaSink, attempt: u32) {
+        if let Some(content) = &self.content {
+            if content.len() > self.sent {
+                (sink.0)(attempt, &content[self.sent..]);
+                self.sent = content.len();
+            }
+        }
+    }
+
+    fn finish(mut self, sink: &DeltaSink, attempt: u32) -> ChatResponse {
+        self.flush(sink, attempt);
+        let tool_calls = self
+            .calls
+            .into_iter()
+            .enumerate()
+            .filter(|(_, (_, name, _))| !name.is_empty())
+            .map(|(i, (id, name, arguments))| ToolCallRequest {
+                id: id.unwrap_or_else(|| format!("call_{i}")),
+                name,
+                arguments: if arguments.is_empty() { "{}".to_owned() } else { arguments },
+            })
+            .collect();
+        ChatResponse {
+            content: self.content,
+            tool_calls,
+            finish_reason: self.finish_reason,
+            usage: self.usage,
+        }
+    }
+}
+
+/// The char boundary at or before `at`.
+fn floor_boundary(text: &str, mut at: usize) -> usize {
+    at = at.min(text.len());
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    at
 }
 
 /// Read a successful answer: the first choice's text and tool calls, and the usage.

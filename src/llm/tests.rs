@@ -70,6 +70,7 @@ fn request() -> ChatRequest {
         stop: vec!["\nObservation:".into()],
         temperature: Some(0.2),
         max_tokens: Some(64),
+        deltas: None,
     }
 }
 
@@ -265,4 +266,90 @@ async fn images_are_sent_as_content_parts() {
         json!([{"type": "text", "text": "Look:"},
                {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}])
     );
+}
+
+/// A request streaming into a recorder of `(attempt, text)`.
+fn streaming(text_only: bool) -> (ChatRequest, Arc<std::sync::Mutex<Vec<(u32, String)>>>) {
+    let seen: Arc<std::sync::Mutex<Vec<(u32, String)>>> = Arc::default();
+    let record = seen.clone();
+    let sink = DeltaSink(Arc::new(move |attempt, text: &str| {
+        record.lock().expect("lock").push((attempt, text.to_owned()));
+    }));
+    let mut request = request();
+    if text_only {
+        request.stop.clear();
+    }
+    request.deltas = Some(sink);
+    (request, seen)
+}
+
+fn joined(seen: &std::sync::Mutex<Vec<(u32, String)>>, attempt: u32) -> String {
+    seen.lock().expect("lock").iter().filter(|(a, _)| *a == attempt).map(|(_, t)| t.as_str()).collect()
+}
+
+#[tokio::test]
+async fn a_streamed_answer_is_handed_over_as_it_arrives_and_assembled() {
+    let reply = json!({"choices": [{"message": {"role": "assistant", "content": "Let me compute that for you.",
+        "tool_calls": [{"id": "call_9", "type": "function",
+                        "function": {"name": "calculator", "arguments": "{\"expression\": \"6*7 + 1000000\"}"}}]},
+        "finish_reason": "tool_calls"}], "usage": {"prompt_tokens": 21, "completion_tokens": 13}});
+    let (base, script) = serve(vec![ok(reply).with_chunk_delay(Duration::from_millis(5))]).await;
+    let (request, seen) = streaming(true);
+    let response = client(&base, fast_policy()).chat(&request).await.expect("chat");
+    assert_eq!(response.content.as_deref(), Some("Let me compute that for you."));
+    assert_eq!(joined(&seen, 1), "Let me compute that for you.");
+    assert!(seen.lock().expect("lock").len() >= 6, "word by word: {:?}", seen.lock().expect("lock"));
+    assert_eq!(response.tool_calls.len(), 1);
+    assert_eq!(
+        (response.tool_calls[0].id.as_str(), response.tool_calls[0].arguments.as_str()),
+        ("call_9", "{\"expression\": \"6*7 + 1000000\"}")
+    );
+    assert_eq!(response.finish_reason.as_deref(), Some("tool_calls"));
+    assert_eq!(response.usage, TokenUsage { prompt_tokens: 21, completion_tokens: 13 });
+    let body = &script.requests()[0];
+    assert_eq!(
+        (body["stream"].clone(), body["stream_options"].clone()),
+        (json!(true), json!({"include_usage": true}))
+    );
+}
+
+#[tokio::test]
+async fn a_streamed_answer_stops_at_a_stop_sequence_even_if_the_provider_goes_on() {
+    let text =
+        "Thought: I need it\nAction: calculator\nAction Input: {}\nObservation: a guess\nFinal Answer: 3";
+    let (base, _script) = serve(vec![FakeReply::text(text)]).await;
+    let (request, seen) = streaming(false);
+    let response = client(&base, fast_policy()).chat(&request).await.expect("chat");
+    let expected = "Thought: I need it\nAction: calculator\nAction Input: {}";
+    assert_eq!(response.content.as_deref(), Some(expected));
+    assert_eq!(joined(&seen, 1), expected, "the deltas never showed the stop sequence");
+    assert_eq!(response.finish_reason.as_deref(), Some("stop"));
+}
+
+#[tokio::test]
+async fn a_stream_cut_mid_reply_is_retried_and_the_deltas_say_which_attempt() {
+    let (base, script) = serve(vec![
+        FakeReply::text("one two three four five").cut_after(3),
+        FakeReply::text("one two three four five"),
+    ])
+    .await;
+    let (request, seen) = streaming(true);
+    let response = client(&base, fast_policy()).chat(&request).await.expect("chat");
+    assert_eq!(response.content.as_deref(), Some("one two three four five"));
+    assert_eq!(script.requests().len(), 2);
+    assert_eq!(joined(&seen, 1), "one two ", "the cut attempt's text");
+    assert_eq!(joined(&seen, 2), "one two three four five");
+}
+
+#[tokio::test]
+async fn a_streaming_request_answered_with_an_error_is_classified_as_usual() {
+    let (base, _script) = serve(vec![status(
+        400,
+        json!({"error": {"message": "tools are not supported", "code": "unsupported"}}),
+    )])
+    .await;
+    let (request, seen) = streaming(true);
+    let error = client(&base, fast_policy()).chat(&request).await.expect_err("an error");
+    assert!(error.message.contains("400"), "{error:?}");
+    assert!(seen.lock().expect("lock").is_empty());
 }

@@ -110,6 +110,25 @@ pub struct ChatRequest {
     pub stop: Vec<String>,
     pub temperature: Option<f64>,
     pub max_tokens: Option<u32>,
+    /// Stream the reply, handing its text to this sink as it arrives (`None`: one answer).
+    pub deltas: Option<DeltaSink>,
+}
+
+/// Where a streamed reply's text goes as it arrives: called with the attempt (from 1; a retried
+/// call starts its text again) and the new text.
+#[derive(Clone)]
+pub struct DeltaSink(pub std::sync::Arc<dyn Fn(u32, &str) + Send + Sync>);
+
+impl std::fmt::Debug for DeltaSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("DeltaSink")
+    }
+}
+
+impl PartialEq for DeltaSink {
+    fn eq(&self, other: &Self) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0)
+    }
 }
 
 /// Tokens a call consumed.

@@ -168,6 +168,7 @@ impl ReplyTemplate {
             body,
             delay: self.delay,
             chunk_delay: self.chunk_delay,
+            cut_after: None,
         })
     }
 }

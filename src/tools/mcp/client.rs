@@ -15,8 +15,8 @@ use reqwest::StatusCode;
 use serde_json::{json, Value};
 use tokio::sync::Mutex;
 
-use super::sse::SseReader;
 use crate::domain::crew::ValueSource;
+use crate::sse::SseReader;
 use crate::tools::http::Outbound;
 use crate::tools::secrets::{self, Redactor, SecretSource};
 

@@ -9,7 +9,6 @@
 //! The client is tested against the reference server and the official Python SDK instead.
 
 pub mod client;
-mod sse;
 
 use std::sync::Arc;
 use std::time::Instant;

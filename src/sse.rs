@@ -1,7 +1,7 @@
-//! A reader of `text/event-stream` bodies (the WHATWG rules MCP servers follow): lines split on
-//! CR, LF or CRLF; `data:` lines joined with LF; an event dispatched at a blank line; comments,
-//! `event:`, `id:` and `retry:` fields skipped (a Streamable HTTP response is read once and not
-//! resumed). Bounded: an event or a body past the limit is an error.
+//! A reader of `text/event-stream` bodies, as MCP servers and streaming LLM providers send them
+//! (the WHATWG rules): lines split on CR, LF or CRLF; `data:` lines joined with LF; an event
+//! dispatched at a blank line; comments, `event:`, `id:` and `retry:` fields skipped (a response
+//! is read once, not resumed). Bounded: an event or a body past the limit is an error.
 
 /// Splits a stream of chunks into the `data` of its events.
 #[derive(Debug, Default)]
