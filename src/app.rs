@@ -63,6 +63,7 @@ pub fn build_engine(config: &Config, store: &Store) -> Result<Engine, ServeError
             .map_err(|e| ServeError::Setup(format!("cannot build the tool HTTP client: {e}")))?;
     let vault = Vault::new(store.clone(), config.secrets_key.clone());
     Ok(Engine::new(llms, Arc::new(outbound))
+        .with_deltas(crate::events::deltas::DeltaRelay::start(store.clone()))
         .with_rate_limiter(limiter)
         .with_limits(config.run_limits)
         .with_secrets(Arc::new(vault)))

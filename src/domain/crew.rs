@@ -52,6 +52,11 @@ pub struct CrewSpec {
     /// The planner's model (the agent's when absent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub planning_llm: Option<LlmSpec>,
+    /// Stream the agents' replies: each turn's text is published as `llm.delta` events to the
+    /// run's SSE streams as it arrives (live only, never journaled; the whole reply is journaled
+    /// as always).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stream: bool,
 }
 
 /// How tasks are executed.

@@ -36,6 +36,9 @@ pub struct KickoffRequest {
     #[serde(default)]
     #[schema(max_items = 10)]
     pub webhooks: Vec<KickoffWebhook>,
+    /// Stream the agents' replies as `llm.delta` SSE events (overrides the crew's `stream`).
+    #[serde(default)]
+    pub stream: Option<bool>,
 }
 
 /// A kickoff's webhook: where to POST which of the run's events.
@@ -85,6 +88,9 @@ pub struct BatchKickoffRequest {
     #[serde(default)]
     #[schema(max_items = 10)]
     pub webhooks: Vec<KickoffWebhook>,
+    /// Stream the agents' replies as `llm.delta` SSE events (overrides the crew's `stream`).
+    #[serde(default)]
+    pub stream: Option<bool>,
 }
 
 /// The most runs one batch may create.

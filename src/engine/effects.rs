@@ -31,10 +31,10 @@ use serde_json::Value;
 
 use super::journal::{Step, ToolCallOutcome};
 use super::toolbox::{Runner, ToolEntry};
-use super::{Context, EngineError};
+use super::{Context, EngineError, LiveDelta, RunDeltas};
 use crate::domain::event::{CallPurpose, LlmFinished, LlmStarted, RunThrottled, TokenUsage};
 use crate::domain::EventData;
-use crate::llm::{provider_key, ChatRequest, ChatResponse, LlmError, ResolvedModel};
+use crate::llm::{provider_key, ChatRequest, ChatResponse, DeltaSink, LlmError, ResolvedModel};
 use crate::ratelimit::Limit;
 use crate::tools::CallInfo;
 
@@ -104,6 +104,21 @@ impl From<EngineError> for CallError {
     }
 }
 
+/// A sink handing an agent turn's streamed text to the run's publisher.
+fn stream_to(deltas: RunDeltas, task: &str, agent: &str, iteration: u32) -> DeltaSink {
+    let (task, agent) = (task.to_owned(), agent.to_owned());
+    DeltaSink(std::sync::Arc::new(move |attempt, text: &str| {
+        deltas.publisher.publish(LiveDelta {
+            run_id: deltas.run_id,
+            task: task.clone(),
+            agent: agent.clone(),
+            iteration,
+            attempt,
+            text: text.to_owned(),
+        })
+    }))
+}
+
 impl Context<'_> {
     /// Commit what is pending, if anything: before an effect (below), and where the process ends
     /// a task, a delegation or the run.
@@ -164,7 +179,10 @@ impl Context<'_> {
         call: ModelCall<'_>,
         pending: &mut Step,
     ) -> Result<ChatResponse, CallError> {
-        let ModelCall { model, request, limits, purpose, task, agent } = call;
+        let ModelCall { model, mut request, limits, purpose, task, agent } = call;
+        if let (Some(deltas), Purpose::Turn(iteration)) = (&self.deltas, purpose) {
+            request.deltas = Some(stream_to(deltas.clone(), task, agent, iteration));
+        }
         let label = format!("{}/{}", model.provider, model.model);
         self.throttle(limits, task, agent, pending).await?;
         let (iteration, why) = purpose.describe();

@@ -81,6 +81,33 @@ impl EngineError {
     }
 }
 
+/// A piece of a streamed reply, for the run's live followers (never journaled).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LiveDelta {
+    pub run_id: crate::domain::RunId,
+    pub task: String,
+    pub agent: String,
+    /// The agent's iteration (its turn, from 1).
+    pub iteration: u32,
+    /// The call's attempt, from 1: a retried call starts its text again.
+    pub attempt: u32,
+    pub text: String,
+}
+
+impl LiveDelta {
+    /// Is `other` more of the same reply (same run, task, agent, iteration and attempt)?
+    pub fn same_reply(&self, other: &LiveDelta) -> bool {
+        (self.run_id, &self.task, &self.agent, self.iteration, self.attempt)
+            == (other.run_id, &other.task, &other.agent, other.iteration, other.attempt)
+    }
+}
+
+/// Where a streaming run's deltas go (the worker's relay to every replica's streams). Must not
+/// block: called as the reply's bytes arrive.
+pub trait DeltaPublisher: Send + Sync {
+    fn publish(&self, delta: LiveDelta);
+}
+
 /// What every agent loop of one run shares.
 pub struct Context<'a> {
     pub journal: &'a dyn Journal,
@@ -96,6 +123,15 @@ pub struct Context<'a> {
     pub metrics: &'a Metrics,
     /// What the run may still produce.
     pub budget: &'a RunBudget,
+    /// Where the agents' replies are streamed to, when the run streams.
+    pub deltas: Option<RunDeltas>,
+}
+
+/// A streaming run's publisher and its id.
+#[derive(Clone)]
+pub struct RunDeltas {
+    pub publisher: std::sync::Arc<dyn DeltaPublisher>,
+    pub run_id: crate::domain::RunId,
 }
 
 /// A run's [`RunLimits`] and the bytes it has journaled so far (every commit through the effects

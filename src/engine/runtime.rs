@@ -15,7 +15,7 @@ use super::mcp::McpRun;
 use super::process;
 use super::schemas::{RunSchemas, SharedSchemas};
 use super::toolbox::RunTools;
-use super::{Context, Coworkers, EngineError, RunBudget};
+use super::{Context, Coworkers, DeltaPublisher, EngineError, RunBudget, RunDeltas};
 use crate::domain::crew::CrewSpec;
 use crate::domain::event::{RunCompleted, RunFailed};
 use crate::domain::{EventData, RunError, RunLimits, TaskOutput, TaskStatus};
@@ -39,6 +39,8 @@ pub struct Engine {
     limits: RunLimits,
     /// Where tools read the secrets a crew references.
     secrets: Arc<dyn SecretSource>,
+    /// Where streaming runs' replies go as they arrive (none: runs do not stream).
+    deltas: Option<Arc<dyn DeltaPublisher>>,
 }
 
 impl Engine {
@@ -47,7 +49,17 @@ impl Engine {
         let (limiter, metrics) = (Arc::new(RateLimiter::default()), Arc::new(Metrics::default()));
         let schemas = Arc::new(SharedSchemas::compile(&builtins));
         let secrets: Arc<dyn SecretSource> = Arc::new(NoSecrets);
-        Self { llms, builtins, schemas, outbound, limiter, metrics, limits: RunLimits::default(), secrets }
+        Self {
+            llms,
+            builtins,
+            schemas,
+            outbound,
+            limiter,
+            metrics,
+            limits: RunLimits::default(),
+            secrets,
+            deltas: None,
+        }
     }
 
     /// Hold runs to `limits` (default: [`RunLimits::default`]).
@@ -59,6 +71,12 @@ impl Engine {
     /// Read the secrets crews reference from `secrets` (default: none can be read).
     pub fn with_secrets(mut self, secrets: Arc<dyn SecretSource>) -> Self {
         self.secrets = secrets;
+        self
+    }
+
+    /// Stream the replies of runs whose crew says `stream`, handing their text to `deltas`.
+    pub fn with_deltas(mut self, deltas: Arc<dyn DeltaPublisher>) -> Self {
+        self.deltas = Some(deltas);
         self
     }
 
@@ -154,6 +172,11 @@ impl Engine {
             limiter,
             metrics,
             budget,
+            deltas: self
+                .deltas
+                .clone()
+                .filter(|_| crew.stream)
+                .map(|publisher| RunDeltas { publisher, run_id: journal.run_id() }),
         };
         let mut pending = Step::default();
         let result = process::perform_tasks(&assembler, &ctx, &mut pending).await;

@@ -15,7 +15,7 @@ use uuid::Uuid;
 
 use super::{BusItem, Envelope, EventBus};
 use crate::domain::{Event, EventType, RunId};
-use crate::store::{Listened, Store, EVENTS_CHANNEL};
+use crate::store::{Listened, Notification, Store, DELTAS_CHANNEL, EVENTS_CHANNEL};
 
 /// A committed event as a notification names it.
 #[derive(Debug, Deserialize)]
@@ -28,7 +28,7 @@ impl Ref {
 }
 
 pub(super) async fn listen(store: Store, bus: EventBus, stop: CancellationToken) {
-    let notices = store.listen(&[EVENTS_CHANNEL]);
+    let notices = store.listen(&[EVENTS_CHANNEL, DELTAS_CHANNEL]);
     tokio::pin!(notices);
     loop {
         let listened = tokio::select! {
@@ -40,9 +40,31 @@ pub(super) async fn listen(store: Store, bus: EventBus, stop: CancellationToken)
             // Notifications may have been missed meanwhile: subscribers read the database again.
             Listened::Connected { again: true } | Listened::Lost => bus.publish(BusItem::Resync),
             Listened::Notifications(batch) => {
-                deliver(&store, &bus, batch.iter().map(|n| n.payload.as_str())).await
+                let (deltas, events): (Vec<Notification>, Vec<Notification>) =
+                    batch.into_iter().partition(|n| n.channel == DELTAS_CHANNEL);
+                for delta in deltas {
+                    relay_delta(&bus, delta.payload);
+                }
+                if !events.is_empty() {
+                    deliver(&store, &bus, events.iter().map(|n| n.payload.as_str())).await
+                }
             }
         }
+    }
+}
+
+/// The run a delta names.
+#[derive(Deserialize)]
+struct DeltaOf {
+    run_id: Uuid,
+}
+
+/// Hand a live delta to the run's streams here, if any (its payload is the message's data).
+fn relay_delta(bus: &EventBus, payload: String) {
+    match serde_json::from_str::<DeltaOf>(&payload) {
+        Ok(of) if bus.is_read(RunId(of.run_id)) => bus.publish_delta(RunId(of.run_id), Arc::from(payload)),
+        Ok(_) => {}
+        Err(error) => tracing::debug!(%error, "malformed delta notification ignored"),
     }
 }
 

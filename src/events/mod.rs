@@ -6,6 +6,7 @@
 //! the channel; a subscriber that falls behind reads the database again instead of losing events,
 //! so a slow client never slows a worker or grows memory.
 
+pub mod deltas;
 mod listener;
 pub mod stream;
 mod wait;
@@ -49,6 +50,9 @@ pub enum BusItem {
     Notice { run_id: RunId, seq: i64, event_type: EventType },
     /// Notifications may have been missed (the listener reconnected): read the database.
     Resync,
+    /// Live only, for the run's streams: a streamed reply's text, as the `data` of an
+    /// `llm.delta` message (never journaled, no `seq`).
+    Delta { run_id: RunId, json: Arc<str> },
 }
 
 /// The replica's event bus. Cheap to clone.
@@ -125,7 +129,7 @@ impl EventBus {
         self.inner.published.fetch_add(1, Ordering::Relaxed);
         let run_id = match &item {
             BusItem::Event { event, .. } => Some(event.event.run_id),
-            BusItem::Notice { run_id, .. } => Some(*run_id),
+            BusItem::Notice { run_id, .. } | BusItem::Delta { run_id, .. } => Some(*run_id),
             BusItem::Resync => None,
         };
         {
@@ -142,6 +146,14 @@ impl EventBus {
             }
         }
         let _ = self.inner.all.send(item);
+    }
+
+    /// Hand a streamed reply's text to the run's streams here (not the firehose, not waiters).
+    pub fn publish_delta(&self, run_id: RunId, json: Arc<str>) {
+        let runs = self.runs();
+        if let Some(channel) = runs.get(&run_id).filter(|c| c.readers > 0) {
+            let _ = channel.sender.send(BusItem::Delta { run_id, json });
+        }
     }
 
     /// Does anyone on this replica follow `run_id`'s events (or every run's)?

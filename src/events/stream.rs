@@ -25,6 +25,9 @@ pub struct Frame {
     pub id: i64,
     /// The event; none for a bare position (where a firehose that starts at the end starts).
     pub event: Option<Arc<Envelope>>,
+    /// Live only: the data of an `llm.delta` message, sent without an id (so `Last-Event-ID`
+    /// keeps naming the last durable event); `id` and `event` are then unused.
+    pub delta: Option<Arc<str>>,
 }
 
 /// Frames of a stream, in order; ends after a run's terminal event (or when the bus closes).
@@ -79,6 +82,7 @@ impl RunPump {
                     self.send(event).await
                 }
                 Ok(BusItem::Event { event, .. }) if event.event.seq <= self.last => Flow::Continue,
+                Ok(BusItem::Delta { json, .. }) => self.send_delta(json).await,
                 Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => self.catch_up().await?,
                 Err(broadcast::error::RecvError::Closed) => Flow::Done,
             };
@@ -104,10 +108,19 @@ impl RunPump {
         }
     }
 
+    /// A streamed reply's text, as it arrives (a stream that is catching up drops none: deltas
+    /// come only live).
+    async fn send_delta(&mut self, json: Arc<str>) -> Flow {
+        match self.sender.send(Frame { id: self.last, event: None, delta: Some(json) }).await {
+            Ok(()) => Flow::Continue,
+            Err(_) => Flow::Done,
+        }
+    }
+
     async fn send(&mut self, event: Arc<Envelope>) -> Flow {
         self.last = event.event.seq;
         let terminal = event.event.event_type.is_terminal();
-        let frame = Frame { id: event.event.seq, event: Some(event) };
+        let frame = Frame { id: event.event.seq, event: Some(event), delta: None };
         if self.sender.send(frame).await.is_err() || terminal {
             return Flow::Done;
         }
@@ -148,7 +161,7 @@ impl FirehosePump {
             // Subscribed already: an event committed from here on reaches the receiver, whatever
             // its id (ids are taken at insert, so a later commit may carry a lower one).
             self.last = self.store.last_event_id().await?;
-            if self.sender.send(Frame { id: self.last, event: None }).await.is_err() {
+            if self.sender.send(Frame { id: self.last, event: None, delta: None }).await.is_err() {
                 return Ok(());
             }
         } else if let Flow::Done = self.catch_up().await? {
@@ -201,7 +214,7 @@ impl FirehosePump {
             let floor = self.last - 50_000;
             self.sent.retain(|sent| *sent > floor);
         }
-        match self.sender.send(Frame { id, event: Some(event) }).await {
+        match self.sender.send(Frame { id, event: Some(event), delta: None }).await {
             Ok(()) => Flow::Continue,
             Err(_) => Flow::Done,
         }

@@ -38,6 +38,7 @@ pub async fn wait_for_run(
             match item {
                 Ok(BusItem::Event { event, .. }) if !settles(event.event.event_type) => continue,
                 Ok(BusItem::Notice { event_type, .. }) if !settles(event_type) => continue,
+                Ok(BusItem::Delta { .. }) => continue,
                 Err(broadcast::error::RecvError::Closed) => return store.get_run(id).await,
                 _ => break,
             }

@@ -21,6 +21,7 @@ use super::runs::bounded;
 use super::wire::RunBody;
 use super::AppState;
 use crate::domain::{Event, RunId};
+use crate::events::deltas::LLM_DELTA;
 use crate::events::stream::{firehose, run_stream, FrameStream};
 use crate::events::wait_for_run;
 
@@ -251,6 +252,10 @@ fn sse(
                 return Some((Ok(goodbye), None));
             }
         };
+        if let Some(delta) = &frame.delta {
+            let message = SseEvent::default().event(LLM_DELTA).data(delta.as_ref());
+            return Some((Ok(message), Some((stream, shutdown))));
+        }
         let message = SseEvent::default().id(frame.id.to_string());
         let message = match &frame.event {
             Some(envelope) => message.event(envelope.event.event_type.as_str()).data(envelope.json.as_str()),

@@ -31,7 +31,8 @@ impl Services {
             Some(earlier) => earlier,
             None => {
                 let request: KickoffRequest = parse_json(body).map_err(ServiceError::Invalid)?;
-                let crew = self.resolve_crew(request.crew).await?;
+                let mut crew = self.resolve_crew(request.crew).await?;
+                crew.stream = request.stream.unwrap_or(crew.stream);
                 let (inputs, metadata) = (request.inputs, request.metadata);
                 let run = prepare_run(crew, inputs, metadata, request.timeout_s, &self.validation)
                     .map_err(ServiceError::Invalid)?;
@@ -62,7 +63,8 @@ impl Services {
             return answer(earlier);
         }
         let request: BatchKickoffRequest = parse_json(body).map_err(ServiceError::Invalid)?;
-        let crew = self.resolve_crew(request.crew).await?;
+        let mut crew = self.resolve_crew(request.crew).await?;
+        crew.stream = request.stream.unwrap_or(crew.stream);
         let mut runs: Vec<NewRun> =
             prepare_batch(crew, request.inputs, request.metadata, request.timeout_s, &self.validation)
                 .map_err(ServiceError::Invalid)?;

@@ -21,6 +21,9 @@ pub const CANCEL_CHANNEL: &str = "agentd_cancel";
 pub const EVENTS_CHANNEL: &str = "agentd_events";
 /// The channel on which new webhook deliveries are announced (by the `events_webhooks` trigger).
 pub const WEBHOOKS_CHANNEL: &str = "agentd_webhooks";
+/// The channel on which streaming runs' reply text is announced, live and unjournaled (payload:
+/// an `llm.delta` message).
+pub const DELTAS_CHANNEL: &str = "agentd_deltas";
 
 /// Notifications handed over at once at most (those that arrived together).
 const MAX_BATCH: usize = 32;
@@ -31,6 +34,21 @@ const RECONNECT_DELAY: Duration = Duration::from_secs(1);
 pub(crate) async fn notify(tx: &mut Transaction<'_, Postgres>, channel: &str, id: RunId) -> StoreResult<()> {
     sqlx::query!("SELECT pg_notify($1, $2)", channel, id.to_string()).execute(&mut **tx).await?;
     Ok(())
+}
+
+impl Store {
+    /// Send `payloads` on `channel` now, in order (one statement, outside any write).
+    #[tracing::instrument(level = "debug", skip_all, fields(notifications = payloads.len()), err)]
+    pub async fn notify_all(&self, channel: &str, payloads: &[String]) -> StoreResult<()> {
+        sqlx::query!(
+            "SELECT pg_notify($1, p) FROM UNNEST($2::text[]) WITH ORDINALITY AS x(p, n) ORDER BY n",
+            channel,
+            payloads
+        )
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
 }
 
 /// One notification.

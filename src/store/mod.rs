@@ -33,7 +33,9 @@ use group::Group;
 pub use group::GroupStats;
 pub use journal::{Message, ToolCall};
 pub use lease::{CancelOutcome, Lease, Recovered};
-pub use listen::{Listened, Notification, CANCEL_CHANNEL, EVENTS_CHANNEL, RUNS_CHANNEL, WEBHOOKS_CHANNEL};
+pub use listen::{
+    Listened, Notification, CANCEL_CHANNEL, DELTAS_CHANNEL, EVENTS_CHANNEL, RUNS_CHANNEL, WEBHOOKS_CHANNEL,
+};
 pub use retention::{Deleted, Pruned};
 pub use review::ResumeOutcome;
 pub use run_journal::RunJournal;

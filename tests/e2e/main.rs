@@ -16,6 +16,7 @@ mod schemas;
 mod secrets;
 mod service;
 mod store;
+mod streaming;
 mod support;
 mod webhooks;
 mod worker;
