@@ -244,6 +244,30 @@ try {
     await waitForRowStatus(runId, "completed");
   });
 
+  await step("a streamed answer is shown as it is typed, then as the final answer", async () => {
+    const full = "one two three four five six seven eight nine ten";
+    const body = JSON.parse(await page.getByTestId("kickoff-body").inputValue());
+    body.stream = true;
+    body.crew.tasks[0].description = "STREAM-DEMO: count to ten.";
+    await page.getByTestId("kickoff-body").fill(JSON.stringify(body, null, 2));
+    const streamed = await kickoff();
+    const typing = page.getByTestId("typing-text");
+    await page.waitForFunction(() => {
+      const node = document.querySelector("[data-testid=typing-text]");
+      return node && node.textContent.split(" ").length >= 3;
+    }, null, { timeout: WAIT });
+    const partial = await typing.textContent();
+    check(full.startsWith(partial) && partial.length < full.length, `the typed text is not a part of the answer: "${partial}"`);
+    await page.waitForFunction(
+      (text) => [...document.querySelectorAll("[data-testid=timeline] [data-testid=final-answer]")]
+        .some((node) => node.textContent.includes(text)),
+      full, { timeout: WAIT * 2 },
+    );
+    check(await page.getByTestId("typing").count() === 0, "the typing block stayed after the reply was journaled");
+    await waitForRowStatus(streamed, "completed");
+    await page.getByRole("button", { name: "Reset example" }).click();
+  });
+
   // A kickoff of the example crew whose calculator calls need approval.
   async function kickoffGated() {
     const body = JSON.parse(await page.getByTestId("kickoff-body").inputValue());
