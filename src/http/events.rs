@@ -62,6 +62,9 @@ pub struct EventList {
 ///
 /// The stream replays the events after `Last-Event-ID` (or `?after=`), then follows the run live,
 /// and ends after its terminal event; `id:` is the `seq`, `event:` the type, `data:` the envelope.
+/// A streaming run (`"stream": true`) also sends `event: llm.delta` messages live, without an
+/// `id:` (never journaled): `data:` is `{"run_id", "type": "llm.delta", "at", "task", "agent",
+/// "data": {"iteration", "attempt", "text"}}`.
 #[utoipa::path(
     get, path = "/runs/{id}/events", tag = "events",
     params(("id" = Uuid, Path, description = "Run id"), EventsQuery,

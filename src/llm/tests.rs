@@ -269,8 +269,10 @@ async fn images_are_sent_as_content_parts() {
 }
 
 /// A request streaming into a recorder of `(attempt, text)`.
-fn streaming(text_only: bool) -> (ChatRequest, Arc<std::sync::Mutex<Vec<(u32, String)>>>) {
-    let seen: Arc<std::sync::Mutex<Vec<(u32, String)>>> = Arc::default();
+type Seen = Arc<std::sync::Mutex<Vec<(u32, String)>>>;
+
+fn streaming(text_only: bool) -> (ChatRequest, Seen) {
+    let seen: Seen = Arc::default();
     let record = seen.clone();
     let sink = DeltaSink(Arc::new(move |attempt, text: &str| {
         record.lock().expect("lock").push((attempt, text.to_owned()));

@@ -117,7 +117,10 @@ pub struct ChatRequest {
 /// Where a streamed reply's text goes as it arrives: called with the attempt (from 1; a retried
 /// call starts its text again) and the new text.
 #[derive(Clone)]
-pub struct DeltaSink(pub std::sync::Arc<dyn Fn(u32, &str) + Send + Sync>);
+pub struct DeltaSink(pub std::sync::Arc<DeltaFn>);
+
+/// What a [`DeltaSink`] calls: `(attempt, text)`.
+pub type DeltaFn = dyn Fn(u32, &str) + Send + Sync;
 
 impl std::fmt::Debug for DeltaSink {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -151,8 +151,7 @@ async fn a_reconnect_mid_reply_resumes_at_the_durable_events_only(pool: PgPool) 
         before.push(stream.next(Duration::from_secs(10)).await.expect("a message"));
     }
     drop(stream);
-    let last_id =
-        before.iter().filter_map(|m| m.id.clone()).last().expect("a durable event before the deltas");
+    let last_id = before.iter().rev().find_map(|m| m.id.clone()).expect("a durable event before the deltas");
     let mut again = SseReader::open(&app, &path, Some(&last_id)).await;
     let after: Vec<Sse> = read_all(&mut again).await.into_iter().map(|(_, m)| m).collect();
     workers.shutdown().await;
