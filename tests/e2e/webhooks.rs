@@ -653,3 +653,56 @@ async fn webhook_routes_check_what_they_are_sent(pool: PgPool) {
     )
     .await;
 }
+
+/// A batch's webhooks reach every run of the batch; one run's failing deliveries hold back only
+/// that run's later events, never another run's.
+#[sqlx::test(migrations = false)]
+async fn a_failing_run_does_not_hold_back_another_runs_deliveries(pool: PgPool) {
+    let url = child_database_url(&pool).await;
+    let fake = start_fake().await;
+    let receiver = Receiver::start();
+    let agentd = Agentd::start(&url, &env(&fake.base_url(), &[]));
+    receiver.control(json!({"secrets": [SERVER_SECRET], "fail_first_run": 503})).await;
+    let body = json!({"crew": crew("writer"), "inputs": [{"word": "a"}, {"word": "b"}],
+                      "webhooks": [{"url": receiver.url("/batch"), "events": ["run.*"]}]});
+    let response = send(&agentd.base, reqwest::Method::POST, "/v1/kickoffs/batch", Some(body)).await;
+    let runs: Vec<String> = expect_json(response, StatusCode::ACCEPTED).await["runs"]
+        .as_array()
+        .expect("runs")
+        .iter()
+        .map(|r| r["id"].as_str().expect("id").to_owned())
+        .collect();
+    for run in &runs {
+        finished_events(&agentd.base, run).await;
+    }
+    // The other run's three run.* events all arrive while the first one's keep failing.
+    let received = receiver
+        .wait_until("the healthy run's events", |r| {
+            let failing = r.first().and_then(|f| f["event"]["run_id"].as_str()).map(str::to_owned);
+            r.iter()
+                .filter(|r| r["answered"] == 204 && r["event"]["run_id"].as_str() != failing.as_deref())
+                .count()
+                == 3
+        })
+        .await;
+    let failing = received[0]["event"]["run_id"].as_str().expect("run").to_owned();
+    assert!(runs.contains(&failing));
+    let stuck: Vec<&Value> = received.iter().filter(|r| r["event"]["run_id"] == failing.as_str()).collect();
+    assert!(
+        stuck.iter().all(|r| r["answered"] == 503 && r["event"]["seq"] == 1),
+        "only its first event was tried: {stuck:?}"
+    );
+    // Once the receiver takes it, the held-back run's events follow in order.
+    receiver.control(json!({"fail_first_run": null})).await;
+    let received = receiver
+        .wait_until("the held-back run's events", |r| {
+            r.iter().filter(|r| r["answered"] == 204 && r["event"]["run_id"] == failing.as_str()).count() == 3
+        })
+        .await;
+    let taken = taken(&received, "/batch", 0);
+    assert_eq!(taken.len(), 2, "both runs of the batch");
+    for records in taken.values() {
+        let types: Vec<&str> = records.iter().map(|r| r["event"]["type"].as_str().expect("type")).collect();
+        assert_eq!(types, ["run.queued", "run.started", "run.completed"]);
+    }
+}

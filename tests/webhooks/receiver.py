@@ -7,6 +7,8 @@ the secrets and how the next requests are answered.
     POST /control {"secrets": ["whsec_..."], "plan": [{"status": 503, "retry_after": "1",
                    "delay_s": 0}], "default": {"status": 204}}
         `plan` answers the next requests in turn, then `default` answers.
+        {"fail_first_run": 500} answers every request of the first run it sees with that status
+        (until set to null).
     GET  /received    every request so far: {"path", "id", "timestamp", "verified": [i, ...]
                       (the indexes of the secrets whose verification passed), "error",
                       "answered", "at" (seconds), "event": <body>}
@@ -22,7 +24,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from standardwebhooks.webhooks import Webhook
 
 lock = threading.Lock()
-state = {"secrets": [], "plan": [], "default": {"status": 204}, "received": []}
+state = {"secrets": [], "plan": [], "default": {"status": 204}, "received": [],
+         "fail_first_run": None, "failing_run": None}
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -55,14 +58,24 @@ class Handler(BaseHTTPRequestHandler):
         if self.path == "/control":
             control = json.loads(body)
             with lock:
-                for key in ("secrets", "plan", "default"):
+                for key in ("secrets", "plan", "default", "fail_first_run"):
                     if key in control:
                         state[key] = control[key]
             return self._answer(204)
         headers = {name.lower(): value for name, value in self.headers.items()}
+        try:
+            event = json.loads(body)
+        except ValueError:
+            event = None
+        run = event.get("run_id") if isinstance(event, dict) else None
         with lock:
             secrets = list(state["secrets"])
-            answer = state["plan"].pop(0) if state["plan"] else state["default"]
+            if state["fail_first_run"] and state["failing_run"] is None:
+                state["failing_run"] = run
+            if state["fail_first_run"] and run == state["failing_run"]:
+                answer = {"status": state["fail_first_run"]}
+            else:
+                answer = state["plan"].pop(0) if state["plan"] else state["default"]
         verified, errors = [], []
         for i, secret in enumerate(secrets):
             try:
@@ -70,10 +83,6 @@ class Handler(BaseHTTPRequestHandler):
                 verified.append(i)
             except Exception as error:  # the library's verification error
                 errors.append(f"{i}: {error}")
-        try:
-            event = json.loads(body)
-        except ValueError:
-            event = None
         record = {
             "path": self.path,
             "id": headers.get("webhook-id"),
