@@ -54,7 +54,8 @@ pub struct KickoffWebhook {
     pub events: Vec<String>,
 }
 
-fn every_event() -> Vec<String> {
+/// The default event patterns of a webhook: every event.
+pub fn every_event() -> Vec<String> {
     vec!["*".to_owned()]
 }
 

@@ -7,7 +7,7 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use super::{ServiceError, ServiceResult, Services};
-use crate::domain::kickoff::{KickoffWebhook, NewRun, RunWebhook};
+use crate::domain::kickoff::{every_event, KickoffWebhook, NewRun, RunWebhook};
 use crate::domain::validate::{check_crew_name, parse_json};
 use crate::domain::{FieldError, RunId};
 use crate::store::{Delivery, DeliveryPage, EndpointPatch, NewEndpoint, WebhookEndpoint};
@@ -27,10 +27,6 @@ struct CreateBody {
     crew: Option<String>,
     #[serde(default)]
     description: String,
-}
-
-fn every_event() -> Vec<String> {
-    vec!["*".to_owned()]
 }
 
 /// The body of `PATCH /v1/webhooks/{id}`.

@@ -241,7 +241,7 @@ impl Deliverer {
             .body(body)
             .send()
             .await
-            .map_err(|e| failure(describe(&e)))?;
+            .map_err(|e| failure(describe(e)))?;
         let status = response.status();
         let retry_after = retry_after(response.headers());
         drain(response).await;
@@ -293,14 +293,10 @@ fn jitter() -> f64 {
     }
 }
 
-/// `Retry-After` in seconds or as an HTTP date, at most an hour.
+/// `Retry-After` (seconds or an HTTP date, as the LLM client reads it), at most an hour.
 fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
-    let value = headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?.trim();
-    let delay = match value.parse::<u64>() {
-        Ok(seconds) => Duration::from_secs(seconds),
-        Err(_) => httpdate::parse_http_date(value).ok()?.duration_since(std::time::SystemTime::now()).ok()?,
-    };
-    Some(delay.min(MAX_RETRY_AFTER))
+    crate::llm::parse_retry_after(headers, std::time::SystemTime::now())
+        .map(|delay| delay.min(MAX_RETRY_AFTER))
 }
 
 /// Read a little of the response (so the connection may be reused) and drop the rest.
@@ -314,19 +310,13 @@ async fn drain(mut response: reqwest::Response) {
     }
 }
 
-/// A transport error, as a delivery's `last_error` shows it (the egress guard's reason when it
-/// refused the address).
-fn describe(error: &reqwest::Error) -> String {
-    if let Some(refused) = EgressError::find_in(error) {
-        return format!("refused by the egress guard: {refused}");
+/// A transport error, as a delivery's `last_error` shows it (as tool requests describe theirs,
+/// the egress guard's refusal saying so).
+fn describe(error: reqwest::Error) -> String {
+    match EgressError::find_in(&error) {
+        Some(refused) => format!("refused by the egress guard: {refused}"),
+        None => crate::tools::http::describe(error),
     }
-    if error.is_timeout() {
-        return "timed out".into();
-    }
-    if error.is_connect() {
-        return "could not connect".into();
-    }
-    "the request failed before a response".into()
 }
 
 #[cfg(test)]

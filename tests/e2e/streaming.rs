@@ -44,6 +44,22 @@ async fn read_all(stream: &mut SseReader) -> Vec<(Instant, Sse)> {
     all
 }
 
+/// Kick off the crew with `stream` and follow its event stream from the start while a worker
+/// pool runs it; every message, with when it arrived.
+async fn follow(
+    pool: &PgPool,
+    config: &Config,
+    stream: Option<bool>,
+) -> (TestApp, String, Vec<(Instant, Sse)>) {
+    let app = TestApp::spawn_with(pool.clone(), config.clone()).await;
+    let id = kickoff(&app, stream).await;
+    let mut sse = SseReader::open(&app, &format!("/v1/runs/{id}/events"), None).await;
+    let workers = start_workers(pool, config, fast_settings(2, Duration::from_secs(5)));
+    let all = read_all(&mut sse).await;
+    workers.shutdown().await;
+    (app, id, all)
+}
+
 fn is_delta(message: &Sse) -> bool {
     message.event.as_deref() == Some("llm.delta")
 }
@@ -68,12 +84,7 @@ async fn a_streamed_reply_arrives_as_it_is_typed_and_is_journaled_whole(pool: Pg
     let fake = FakeLlm::start().await.expect("fake");
     fake.push([FakeReply::text(TEXT).with_chunk_delay(CHUNK)]);
     let config = fake_config(&fake);
-    let app = TestApp::spawn_with(pool.clone(), config.clone()).await;
-    let id = kickoff(&app, Some(true)).await;
-    let mut stream = SseReader::open(&app, &format!("/v1/runs/{id}/events"), None).await;
-    let workers = start_workers(&pool, &config, fast_settings(2, Duration::from_secs(5)));
-    let all = read_all(&mut stream).await;
-    workers.shutdown().await;
+    let (app, id, all) = follow(&pool, &config, Some(true)).await;
 
     let deltas: Vec<&Sse> = all.iter().map(|(_, m)| m).filter(|m| is_delta(m)).collect();
     assert!(deltas.len() >= 5, "the reply came in pieces: {deltas:?}");
@@ -125,12 +136,7 @@ async fn a_run_that_does_not_stream_calls_the_model_as_before(pool: PgPool) {
     let fake = FakeLlm::start().await.expect("fake");
     fake.push([FakeReply::text(TEXT).with_chunk_delay(CHUNK)]);
     let config = fake_config(&fake);
-    let app = TestApp::spawn_with(pool.clone(), config.clone()).await;
-    let id = kickoff(&app, None).await;
-    let mut stream = SseReader::open(&app, &format!("/v1/runs/{id}/events"), None).await;
-    let workers = start_workers(&pool, &config, fast_settings(2, Duration::from_secs(5)));
-    let all = read_all(&mut stream).await;
-    workers.shutdown().await;
+    let (app, id, all) = follow(&pool, &config, None).await;
     assert!(all.iter().all(|(_, m)| !is_delta(m)));
     assert!(fake.requests()[0].get("stream").is_none_or(|s| s == &json!(false)));
     assert_eq!(assistant_text(&app, &id).await, TEXT);
@@ -205,12 +211,8 @@ async fn a_stream_cut_by_the_provider_is_retried_and_the_deltas_start_again(pool
         FakeReply::text(TEXT).with_chunk_delay(Duration::from_millis(20)),
     ]);
     let config = fake_config(&fake);
-    let app = TestApp::spawn_with(pool.clone(), config.clone()).await;
-    let id = kickoff(&app, Some(true)).await;
-    let mut stream = SseReader::open(&app, &format!("/v1/runs/{id}/events"), None).await;
-    let workers = start_workers(&pool, &config, fast_settings(2, Duration::from_secs(5)));
-    let all: Vec<Sse> = read_all(&mut stream).await.into_iter().map(|(_, m)| m).collect();
-    workers.shutdown().await;
+    let (app, id, all) = follow(&pool, &config, Some(true)).await;
+    let all: Vec<Sse> = all.into_iter().map(|(_, m)| m).collect();
     let deltas: Vec<&Sse> = all.iter().filter(|m| is_delta(m)).collect();
     assert_eq!(delta_text(&deltas, 1), "alpha beta gamma ", "the cut attempt's text");
     assert_eq!(delta_text(&deltas, 2), TEXT, "the retry's, whole");
@@ -230,12 +232,8 @@ async fn react_stop_words_hold_while_streaming(pool: PgPool) {
     let file: FileConfig = toml::from_str(&toml).expect("toml");
     let config =
         Config { providers: config::providers(&file, |_| None).expect("providers"), ..test_config() };
-    let app = TestApp::spawn_with(pool.clone(), config.clone()).await;
-    let id = kickoff(&app, Some(true)).await;
-    let mut stream = SseReader::open(&app, &format!("/v1/runs/{id}/events"), None).await;
-    let workers = start_workers(&pool, &config, fast_settings(2, Duration::from_secs(5)));
-    let all: Vec<Sse> = read_all(&mut stream).await.into_iter().map(|(_, m)| m).collect();
-    workers.shutdown().await;
+    let (app, id, all) = follow(&pool, &config, Some(true)).await;
+    let all: Vec<Sse> = all.into_iter().map(|(_, m)| m).collect();
     let deltas: Vec<&Sse> = all.iter().filter(|m| is_delta(m)).collect();
     let kept = "Thought: I know it.\nFinal Answer: forty-two";
     assert_eq!(delta_text(&deltas, 1), kept);
