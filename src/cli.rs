@@ -216,6 +216,8 @@ impl ServeArgs {
                 rpm: None,
                 tpm: None,
                 native_tools: true,
+                structured_outputs: true,
+                prices: Default::default(),
             };
             providers.insert(openai.name.clone(), openai);
         }

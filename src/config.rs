@@ -83,15 +83,20 @@ pub struct ProviderConfig {
     pub name: String,
     /// What serves it.
     pub kind: ProviderKind,
-    /// Where its chat-completions API is (a fake's is known once it listens).
+    /// Where its API is (a fake's is known once it listens; an Azure resource's endpoint).
     pub base_url: String,
     pub api_key: Option<Secret>,
-    /// Requests per minute this replica may send.
+    /// Requests per minute all replicas together may send.
     pub rpm: Option<u32>,
-    /// Tokens per minute this replica may use.
+    /// Tokens (prompt and completion) per minute all replicas together may use.
     pub tpm: Option<u32>,
     /// Whether the provider accepts native `tools`.
     pub native_tools: bool,
+    /// Whether tasks with an output schema ask the provider to enforce it (`response_format`, a
+    /// forced tool); a provider that refuses switches to the prompt at run time anyway.
+    pub structured_outputs: bool,
+    /// Prices by model name (as the provider knows it), for the runs' cost.
+    pub prices: BTreeMap<String, crate::llm::Price>,
 }
 
 impl ProviderConfig {
@@ -106,6 +111,10 @@ impl ProviderConfig {
 pub enum ProviderKind {
     /// An OpenAI-compatible chat-completions API (OpenAI, vLLM, Ollama, LiteLLM, ...).
     OpenAi,
+    /// Azure OpenAI: `base_url` is the resource's endpoint, a model names a deployment.
+    Azure { api_version: String },
+    /// Anthropic's Messages API.
+    Anthropic(crate::llm::AnthropicOptions),
     /// The built-in fake model answering from a script, inside this process: for demos and for
     /// the CI of services that call agentd. Never a real model. It listens on `bind` (default: a
     /// free loopback port), where `GET /calls` and `POST /reset` serve as for `agentd fake-llm`.
@@ -116,6 +125,8 @@ impl fmt::Debug for ProviderKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ProviderKind::OpenAi => f.write_str("OpenAi"),
+            ProviderKind::Azure { api_version } => write!(f, "Azure({api_version})"),
+            ProviderKind::Anthropic(options) => write!(f, "Anthropic({options:?})"),
             ProviderKind::Fake { script, .. } => write!(f, "Fake({} rules)", script.len()),
         }
     }
@@ -273,12 +284,29 @@ pub struct FileConfig {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FileProvider {
-    /// `openai` (the default) or `fake`.
+    /// `openai` (the default), `azure`, `anthropic` or `fake`.
     #[serde(default)]
     pub kind: FileProviderKind,
-    /// The API's base URL (`openai` providers).
+    /// The API's base URL (`openai`: required; `azure`: the resource's endpoint, required;
+    /// `anthropic`: default `https://api.anthropic.com`).
     #[serde(default)]
     pub base_url: Option<String>,
+    /// The `api-version` of an `azure` provider (default [`AZURE_API_VERSION`]).
+    #[serde(default)]
+    pub api_version: Option<String>,
+    /// The `max_tokens` of an `anthropic` provider's calls that set none (default 4096).
+    #[serde(default)]
+    pub max_tokens: Option<u32>,
+    /// Mark an `anthropic` provider's system prompts and tools cacheable.
+    #[serde(default)]
+    pub prompt_caching: bool,
+    /// Ask the provider to enforce output schemas (default true).
+    #[serde(default = "default_native_tools")]
+    pub structured_outputs: bool,
+    /// Prices by model: `[providers.<name>.prices."<model>"]` with `input`, `output` and
+    /// optionally `cached_input`, in US dollars per million tokens.
+    #[serde(default)]
+    pub prices: BTreeMap<String, crate::llm::Price>,
     /// The script a `fake` provider answers from (relative to the config file's directory).
     #[serde(default)]
     pub script: Option<PathBuf>,
@@ -306,8 +334,14 @@ fn default_native_tools() -> bool {
 pub enum FileProviderKind {
     #[default]
     OpenAi,
+    Azure,
+    Anthropic,
     Fake,
 }
+
+/// The Azure OpenAI API version of providers that name none.
+pub const AZURE_API_VERSION: &str = "2024-10-21";
+const ANTHROPIC_BASE_URL: &str = "https://api.anthropic.com";
 
 /// A setting that cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -347,6 +381,8 @@ pub fn providers(
         rpm: None,
         tpm: None,
         native_tools: true,
+        structured_outputs: true,
+        prices: BTreeMap::new(),
     };
     providers.insert(openai.name.clone(), openai);
     for (name, p) in &file.providers {
@@ -358,6 +394,11 @@ pub fn providers(
         if p.rpm == Some(0) || p.tpm == Some(0) {
             return Err(ConfigError::Invalid(format!("providers.{name}: rpm and tpm must be at least 1")));
         }
+        if let Some((model, _)) = p.prices.iter().find(|(_, price)| !price.is_valid()) {
+            return Err(ConfigError::Invalid(format!(
+                "providers.{name}.prices.\"{model}\": prices must be finite and not negative"
+            )));
+        }
         let (kind, base_url) = provider_kind(name, p, file.dir.as_deref())?;
         let provider = ProviderConfig {
             name: name.clone(),
@@ -367,6 +408,8 @@ pub fn providers(
             rpm: p.rpm,
             tpm: p.tpm,
             native_tools: p.native_tools,
+            structured_outputs: p.structured_outputs,
+            prices: p.prices.clone(),
         };
         providers.insert(name.clone(), provider);
     }
@@ -381,15 +424,39 @@ fn provider_kind(
     dir: Option<&Path>,
 ) -> Result<(ProviderKind, String), ConfigError> {
     let invalid = |message: String| Err(ConfigError::Invalid(format!("providers.{name}: {message}")));
+    if p.kind != FileProviderKind::Fake && (p.script.is_some() || p.bind.is_some()) {
+        return invalid("script and bind belong to kind = \"fake\" providers".into());
+    }
+    if p.kind != FileProviderKind::Azure && p.api_version.is_some() {
+        return invalid("api_version belongs to kind = \"azure\" providers".into());
+    }
+    if p.kind != FileProviderKind::Anthropic && (p.max_tokens.is_some() || p.prompt_caching) {
+        return invalid("max_tokens and prompt_caching belong to kind = \"anthropic\" providers".into());
+    }
+    let url = |default: Option<&str>| -> Result<String, ConfigError> {
+        let Some(base_url) = p.base_url.as_deref().or(default) else {
+            return Err(ConfigError::Invalid(format!("providers.{name}: base_url is required")));
+        };
+        url::Url::parse(base_url)
+            .map_err(|e| ConfigError::Invalid(format!("providers.{name}.base_url: {e}")))?;
+        Ok(base_url.to_owned())
+    };
     match p.kind {
-        FileProviderKind::OpenAi => {
-            let Some(base_url) = &p.base_url else { return invalid("base_url is required".into()) };
-            if p.script.is_some() || p.bind.is_some() {
-                return invalid("script and bind belong to kind = \"fake\" providers".into());
+        FileProviderKind::OpenAi => Ok((ProviderKind::OpenAi, url(None)?)),
+        FileProviderKind::Azure => {
+            let api_version = p.api_version.clone().unwrap_or_else(|| AZURE_API_VERSION.to_owned());
+            if api_version.trim().is_empty() {
+                return invalid("api_version must not be empty".into());
             }
-            url::Url::parse(base_url)
-                .map_err(|e| ConfigError::Invalid(format!("providers.{name}.base_url: {e}")))?;
-            Ok((ProviderKind::OpenAi, base_url.clone()))
+            Ok((ProviderKind::Azure { api_version }, url(None)?))
+        }
+        FileProviderKind::Anthropic => {
+            let max_tokens = p.max_tokens.unwrap_or(crate::llm::DEFAULT_MAX_TOKENS);
+            if max_tokens == 0 {
+                return invalid("max_tokens must be at least 1".into());
+            }
+            let options = crate::llm::AnthropicOptions { max_tokens, prompt_caching: p.prompt_caching };
+            Ok((ProviderKind::Anthropic(options), url(Some(ANTHROPIC_BASE_URL))?))
         }
         FileProviderKind::Fake => {
             if p.base_url.is_some() || p.api_key_env.is_some() {
@@ -449,6 +516,33 @@ mod tests {
     }
 
     #[test]
+    fn anthropic_and_azure_providers_take_their_own_settings() {
+        let file: FileConfig = toml::from_str(
+            r#"[providers.claude]
+               kind = "anthropic"
+               api_key_env = "ANTHROPIC_API_KEY"
+               prompt_caching = true
+               tpm = 40000
+               prices."claude-sonnet-4-5" = { input = 3.0, output = 15.0, cached_input = 0.3 }
+               [providers.az]
+               kind = "azure"
+               base_url = "https://res.openai.azure.com"
+               api_key_env = "AZURE_OPENAI_API_KEY""#,
+        )
+        .expect("valid toml");
+        let providers = providers(&file, |_| None).expect("valid providers");
+        let claude = &providers["claude"];
+        assert_eq!(claude.base_url, ANTHROPIC_BASE_URL);
+        assert_eq!(
+            format!("{:?}", claude.kind),
+            "Anthropic(AnthropicOptions { max_tokens: 4096, prompt_caching: true })"
+        );
+        assert_eq!(claude.prices["claude-sonnet-4-5"].cached_input, Some(0.3));
+        assert_eq!(claude.tpm, Some(40000));
+        assert_eq!(format!("{:?}", providers["az"].kind), format!("Azure({AZURE_API_VERSION})"));
+    }
+
+    #[test]
     fn bad_provider_settings_are_rejected() {
         let file: FileConfig = toml::from_str("[providers.x]\nbase_url = \"not a url\"").expect("toml");
         assert!(providers(&file, |_| None).is_err());
@@ -456,7 +550,21 @@ mod tests {
         let file: FileConfig = toml::from_str("[providers.x]\nkind = \"openai\"").expect("toml");
         let error = providers(&file, |_| None).expect_err("no base_url").to_string();
         assert_eq!(error, "providers.x: base_url is required");
-        assert!(toml::from_str::<FileConfig>("[providers.x]\nkind = \"anthropic\"").is_err());
+        assert!(toml::from_str::<FileConfig>("[providers.x]\nkind = \"gemini\"").is_err());
+        let azure: FileConfig =
+            toml::from_str("[providers.x]\nkind = \"azure\"\nmax_tokens = 5\nbase_url = \"https://r\"")
+                .expect("toml");
+        let error = providers(&azure, |_| None).expect_err("max_tokens on azure").to_string();
+        assert_eq!(
+            error,
+            "providers.x: max_tokens and prompt_caching belong to kind = \"anthropic\" providers"
+        );
+        let priced: FileConfig = toml::from_str(
+            "[providers.x]\nbase_url = \"http://a\"\nprices.m = { input = -1.0, output = 2.0 }",
+        )
+        .expect("toml");
+        let error = providers(&priced, |_| None).expect_err("negative price").to_string();
+        assert_eq!(error, "providers.x.prices.\"m\": prices must be finite and not negative");
     }
 
     #[test]

@@ -39,8 +39,8 @@ const WEBHOOK_LAG: &str = "agentd_webhook_delivery_lag_seconds";
 /// before its first sample, as scrapers and dashboards expect.
 const RECORDED: [(&str, &str, &str); 10] = [
     (CLAIM_LATENCY, "histogram", "Time from kickoff to a run's first claim."),
-    (LLM_LATENCY, "histogram", "LLM call latency by model."),
-    (LLM_TOKENS, "counter", "LLM tokens by model and kind."),
+    (LLM_LATENCY, "histogram", "LLM call latency by provider and model."),
+    (LLM_TOKENS, "counter", "LLM tokens by provider, model and kind (prompt, completion; cached: the part of prompt read from the provider's cache)."),
     (TOOL_LATENCY, "histogram", "Tool call latency by tool."),
     (MCP_CALLS, "counter", "MCP tools/call requests by server, tool and outcome (ok, tool_error, error)."),
     (MCP_LATENCY, "histogram", "MCP tools/call latency by server and tool."),
@@ -72,7 +72,11 @@ pub struct Metrics {
     handle: PrometheusHandle,
     claim_latency: Histogram,
     observations: AtomicU64,
+    /// US dollars spent by provider and model (the recorder's counters count integers).
+    costs: std::sync::Mutex<std::collections::BTreeMap<(String, String), f64>>,
 }
+
+const LLM_COST: &str = "agentd_llm_cost_usd_total";
 
 /// What one kind of grouped write has done so far.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -114,7 +118,13 @@ impl Default for Metrics {
         }
         let claim_latency = recorder.register_histogram(&Key::from_static_name(CLAIM_LATENCY), &METADATA);
         let handle = recorder.handle();
-        Metrics { recorder, handle, claim_latency, observations: AtomicU64::new(0) }
+        Metrics {
+            recorder,
+            handle,
+            claim_latency,
+            observations: AtomicU64::new(0),
+            costs: Default::default(),
+        }
     }
 }
 
@@ -125,13 +135,32 @@ impl Metrics {
         self.observed();
     }
 
-    /// An LLM call to `model` took `duration` and used these tokens.
-    pub fn observe_llm(&self, model: &str, duration: Duration, prompt_tokens: u64, completion_tokens: u64) {
-        let model = || Label::new("model", model.to_owned());
-        self.histogram(LLM_LATENCY, vec![model()]).record(duration.as_secs_f64());
-        for (kind, tokens) in [("prompt", prompt_tokens), ("completion", completion_tokens)] {
-            let key = Key::from_parts(LLM_TOKENS, vec![model(), Label::new("kind", kind)]);
-            self.recorder.register_counter(&key, &METADATA).increment(tokens);
+    /// An LLM call to `provider`'s `model` took `duration`, used these tokens and cost this
+    /// much (`None`: the model has no price).
+    pub fn observe_llm(
+        &self,
+        provider: &str,
+        model: &str,
+        duration: Duration,
+        usage: &crate::llm::TokenUsage,
+        cost_usd: Option<f64>,
+    ) {
+        let labels =
+            || vec![Label::new("provider", provider.to_owned()), Label::new("model", model.to_owned())];
+        self.histogram(LLM_LATENCY, labels()).record(duration.as_secs_f64());
+        let counts = [
+            ("prompt", usage.prompt_tokens),
+            ("completion", usage.completion_tokens),
+            ("cached", usage.cached_tokens),
+        ];
+        for (kind, tokens) in counts {
+            let mut labels = labels();
+            labels.push(Label::new("kind", kind));
+            self.recorder.register_counter(&Key::from_parts(LLM_TOKENS, labels), &METADATA).increment(tokens);
+        }
+        if let Some(cost) = cost_usd {
+            let mut costs = self.costs.lock().unwrap_or_else(|p| p.into_inner());
+            *costs.entry((provider.to_owned(), model.to_owned())).or_default() += cost;
         }
         self.observed();
     }
@@ -193,6 +222,16 @@ impl Metrics {
             }
         }
         out.push_str(&recorded);
+        header(
+            &mut out,
+            LLM_COST,
+            "counter",
+            "US dollars spent on LLM calls by provider and model (priced models only).",
+        );
+        let costs = self.costs.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        for ((provider, model), cost) in costs {
+            series(&mut out, LLM_COST, &[("provider", &provider), ("model", &model)], cost);
+        }
         out
     }
 }
@@ -261,8 +300,14 @@ mod tests {
     #[test]
     fn renders_histograms_counters_and_gauges() {
         let metrics = Metrics::default();
-        metrics.observe_llm("openai/gpt\"x", Duration::from_millis(30), 10, 5);
-        metrics.observe_llm("openai/gpt\"x", Duration::from_millis(300), 1, 1);
+        let usage = |prompt, completion, cached| crate::llm::TokenUsage {
+            prompt_tokens: prompt,
+            completion_tokens: completion,
+            cached_tokens: cached,
+        };
+        metrics.observe_llm("openai", "gpt\"x", Duration::from_millis(30), &usage(10, 5, 4), Some(0.25));
+        metrics.observe_llm("openai", "gpt\"x", Duration::from_millis(300), &usage(1, 1, 0), Some(0.5));
+        metrics.observe_llm("local", "llama", Duration::from_millis(3), &usage(1, 1, 0), None);
         metrics.observe_tool("calculator", Duration::from_micros(200));
         let journal = GroupCommits { batches: 4, items: 10, busy_seconds: 0.5 };
         let gauges = Gauges {
@@ -282,11 +327,19 @@ mod tests {
         assert!(text.contains("agentd_webhook_delivery_lag_seconds_count 1"), "{text}");
         assert!(text.contains("agentd_runs{status=\"queued\"} 3"));
         assert!(text.contains("agentd_queue_depth 3"));
+        let labels = "provider=\"openai\",model=\"gpt\\\"x\"";
         assert!(
-            text.contains("agentd_llm_call_duration_seconds_bucket{model=\"openai/gpt\\\"x\",le=\"0.05\"} 1")
+            text.contains(&format!("agentd_llm_call_duration_seconds_bucket{{{labels},le=\"0.05\"}} 1")),
+            "{text}"
         );
-        assert!(text.contains("agentd_llm_call_duration_seconds_count{model=\"openai/gpt\\\"x\"} 2"));
-        assert!(text.contains("agentd_llm_tokens_total{model=\"openai/gpt\\\"x\",kind=\"prompt\"} 11"));
+        assert!(text.contains(&format!("agentd_llm_call_duration_seconds_count{{{labels}}} 2")));
+        assert!(text.contains(&format!("agentd_llm_tokens_total{{{labels},kind=\"prompt\"}} 11")));
+        assert!(text.contains(&format!("agentd_llm_tokens_total{{{labels},kind=\"cached\"}} 4")));
+        assert!(text.contains(&format!("agentd_llm_cost_usd_total{{{labels}}} 0.75")), "{text}");
+        assert!(
+            !text.contains("agentd_llm_cost_usd_total{provider=\"local\""),
+            "an unpriced model has no cost"
+        );
         assert!(text.contains("agentd_tool_call_duration_seconds_bucket{tool=\"calculator\",le=\"0.001\"} 1"));
         assert!(text.contains("agentd_claim_latency_seconds_count 0"));
         assert!(
@@ -304,13 +357,15 @@ mod tests {
         for (name, kind, _) in RECORDED {
             assert_eq!(text.matches(&format!("# TYPE {name} {kind}\n")).count(), 1, "{name}:\n{text}");
         }
-        metrics.observe_llm("m", Duration::from_millis(1), 1, 1);
+        metrics.observe_llm("p", "m", Duration::from_millis(1), &crate::llm::TokenUsage::default(), None);
         metrics.observe_tool("t", Duration::from_millis(1));
         let text = metrics.render(&Gauges::default());
         for (name, kind, _) in RECORDED {
             assert_eq!(text.matches(&format!("# TYPE {name} {kind}\n")).count(), 1, "{name}:\n{text}");
         }
-        assert!(text.contains("# HELP agentd_llm_call_duration_seconds LLM call latency by model.\n"));
+        assert!(text
+            .contains("# HELP agentd_llm_call_duration_seconds LLM call latency by provider and model.\n"));
+        assert_eq!(text.matches("# TYPE agentd_llm_cost_usd_total counter\n").count(), 1);
     }
 
     #[test]

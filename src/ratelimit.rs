@@ -2,6 +2,13 @@
 //! through every 60/N seconds, spacing calls evenly as providers quantise their limits. Callers
 //! reserve a start time (never blocking a thread: they sleep asynchronously until it) across
 //! several keys at once; a provider's 429 pushes its key's schedule back. Time is injectable.
+//!
+//! [`RateLimiter`] holds one replica's gates (a run's `max_rpm`, a provider's 429 holds).
+//! A provider's `rpm` and `tpm` are budgets of the whole cluster: a [`SharedBudget`] keeps their
+//! schedules where every replica sees them (Postgres in `agentd serve`; [`LocalBudget`] in one
+//! process). Each key is a GCRA schedule whose calls cost time: a request costs `60 s / rpm` on
+//! the request key, its estimated tokens `tokens × 60 s / tpm` on the token key, corrected once
+//! the provider reports what the call used.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -41,6 +48,69 @@ impl Limit {
             Some(n) => format!("{} ({n}/min)", self.key),
             None => format!("{} (provider asked to wait)", self.key),
         }
+    }
+}
+
+/// A booking on a shared schedule: what a call costs on `key`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reservation {
+    pub key: String,
+    pub cost: Duration,
+}
+
+/// The answer of a [`SharedBudget`].
+pub type BudgetFuture<'a, T> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<T, String>> + Send + 'a>>;
+
+/// Schedules shared by every replica (see the module's documentation).
+pub trait SharedBudget: Send + Sync {
+    /// Book the earliest start, not before `after` from now, at which every key is free, each key
+    /// then busy for its cost after it; the wait until that start.
+    fn reserve<'a>(&'a self, reservations: &'a [Reservation], after: Duration) -> BudgetFuture<'a, Duration>;
+    /// Move `key`'s schedule by `seconds` (negative: give back what a call did not use).
+    fn adjust<'a>(&'a self, key: &'a str, seconds: f64) -> BudgetFuture<'a, ()>;
+    /// Nothing may start on `key` for `wait` (the provider said to wait).
+    fn hold<'a>(&'a self, key: &'a str, wait: Duration) -> BudgetFuture<'a, ()>;
+}
+
+/// A [`SharedBudget`] in this process's memory (tests, and a process without a database).
+#[derive(Default)]
+pub struct LocalBudget {
+    next: Mutex<HashMap<String, Instant>>,
+}
+
+impl LocalBudget {
+    fn schedules(&self) -> std::sync::MutexGuard<'_, HashMap<String, Instant>> {
+        self.next.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl SharedBudget for LocalBudget {
+    fn reserve<'a>(&'a self, reservations: &'a [Reservation], after: Duration) -> BudgetFuture<'a, Duration> {
+        let now = Instant::now();
+        let mut next = self.schedules();
+        let start = reservations.iter().filter_map(|r| next.get(&r.key)).fold(now + after, |a, b| a.max(*b));
+        for reservation in reservations {
+            next.insert(reservation.key.clone(), start + reservation.cost);
+        }
+        let wait = start - now;
+        Box::pin(async move { Ok(wait) })
+    }
+
+    fn adjust<'a>(&'a self, key: &'a str, seconds: f64) -> BudgetFuture<'a, ()> {
+        if let Some(at) = self.schedules().get_mut(key) {
+            let delta = Duration::from_secs_f64(seconds.abs().min(86_400.0));
+            *at = if seconds >= 0.0 { *at + delta } else { at.checked_sub(delta).unwrap_or(*at) };
+        }
+        Box::pin(async { Ok(()) })
+    }
+
+    fn hold<'a>(&'a self, key: &'a str, wait: Duration) -> BudgetFuture<'a, ()> {
+        let until = Instant::now() + wait;
+        let mut next = self.schedules();
+        let at = next.entry(key.to_owned()).or_insert(until);
+        *at = (*at).max(until);
+        Box::pin(async { Ok(()) })
     }
 }
 
@@ -160,6 +230,30 @@ mod tests {
         assert_eq!(start - t0, Duration::from_secs(10));
         limiter.hold("provider", t0);
         assert_eq!(limiter.earliest("provider") - t0, Duration::from_millis(10_100), "a hold never shortens");
+    }
+
+    #[tokio::test]
+    async fn a_local_budget_books_costs_and_takes_refunds() {
+        let budget = LocalBudget::default();
+        let book = |rpm: u64, tokens: u64| {
+            vec![
+                Reservation { key: "r".into(), cost: Duration::from_millis(60_000 / rpm) },
+                Reservation { key: "t".into(), cost: Duration::from_millis(tokens) },
+            ]
+        };
+        let first = budget.reserve(&book(600, 50), Duration::ZERO).await.expect("reserve");
+        assert!(first < Duration::from_millis(5), "{first:?}");
+        // The token key (50 ms) does not bind; the request key (100 ms) does.
+        let second = budget.reserve(&book(600, 500), Duration::ZERO).await.expect("reserve");
+        assert!(second > Duration::from_millis(90) && second <= Duration::from_millis(100), "{second:?}");
+        // Now the token key is busy 500 ms past the second start; a refund of 400 ms frees it.
+        budget.adjust("t", -0.4).await.expect("adjust");
+        let probe = [Reservation { key: "t".into(), cost: Duration::ZERO }];
+        let third = budget.reserve(&probe, Duration::ZERO).await.expect("reserve");
+        assert!(third > Duration::from_millis(150) && third <= Duration::from_millis(200), "{third:?}");
+        budget.hold("r", Duration::from_secs(5)).await.expect("hold");
+        let held = budget.reserve(&book(600, 0), Duration::ZERO).await.expect("reserve");
+        assert!(held > Duration::from_millis(4_900), "{held:?}");
     }
 
     #[test]

@@ -57,6 +57,17 @@ pub struct CrewSpec {
     /// as always).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub stream: bool,
+    /// The run's token budget: prompt and completion tokens of all its model calls together. A
+    /// run that would go over it (on an estimate before a call, or on the usage reported after
+    /// it) stops with `error.kind = "budget"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 1, maximum = 1000000000000u64)]
+    pub max_tokens: Option<u64>,
+    /// The run's cost budget in US dollars, at the prices configured for its models (calls to
+    /// unpriced models cost nothing here). Over it, the run stops with `error.kind = "budget"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(exclusive_minimum = 0, maximum = 1000000)]
+    pub max_cost_usd: Option<f64>,
 }
 
 /// How tasks are executed.

@@ -82,7 +82,8 @@ events! {
     ToolRejected(ToolRejected) = "tool.rejected",
     /// A reply could not be used; the agent is told why.
     AgentParseError(AgentParseError) = "agent.parse_error",
-    /// The model refused native tools: the agent goes on in ReAct text.
+    /// The provider refused native tools (the agent goes on in ReAct text), or a native
+    /// structured output (the prompt alone asks for the schema).
     AgentFallback(AgentFallback) = "agent.fallback",
     /// `max_iter` reached: the agent is asked for its final answer.
     AgentMaxIter(AgentMaxIter) = "agent.max_iter",
@@ -175,14 +176,20 @@ pub struct LlmStarted {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
 pub struct TokenUsage {
+    /// Input tokens, cached ones included.
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
+    /// Input tokens read from the provider's prompt cache (part of `prompt_tokens`).
+    pub cached_tokens: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
 pub struct LlmFinished {
     pub model: String,
     pub usage: TokenUsage,
+    /// What the call cost in US dollars, when its model has prices configured.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
     pub duration_ms: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub iteration: Option<u32>,
@@ -243,9 +250,9 @@ pub struct AgentParseError {
 
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
 pub struct AgentFallback {
-    /// `native`.
+    /// `native` (tool calling) or `native_schema` (structured output).
     pub from: String,
-    /// `react`.
+    /// `react` or `prompt`.
     pub to: String,
     pub reason: String,
 }

@@ -39,6 +39,14 @@ pub struct KickoffRequest {
     /// Stream the agents' replies as `llm.delta` SSE events (overrides the crew's `stream`).
     #[serde(default)]
     pub stream: Option<bool>,
+    /// The run's token budget (overrides the crew's `max_tokens`).
+    #[serde(default)]
+    #[schema(minimum = 1, maximum = 1000000000000u64)]
+    pub max_tokens: Option<u64>,
+    /// The run's cost budget in US dollars (overrides the crew's `max_cost_usd`).
+    #[serde(default)]
+    #[schema(exclusive_minimum = 0, maximum = 1000000)]
+    pub max_cost_usd: Option<f64>,
 }
 
 /// A kickoff's webhook: where to POST which of the run's events.
@@ -92,6 +100,14 @@ pub struct BatchKickoffRequest {
     /// Stream the agents' replies as `llm.delta` SSE events (overrides the crew's `stream`).
     #[serde(default)]
     pub stream: Option<bool>,
+    /// The run's token budget (overrides the crew's `max_tokens`).
+    #[serde(default)]
+    #[schema(minimum = 1, maximum = 1000000000000u64)]
+    pub max_tokens: Option<u64>,
+    /// The run's cost budget in US dollars (overrides the crew's `max_cost_usd`).
+    #[serde(default)]
+    #[schema(exclusive_minimum = 0, maximum = 1000000)]
+    pub max_cost_usd: Option<f64>,
 }
 
 /// The most runs one batch may create.
@@ -266,6 +282,8 @@ impl NewRun {
             tasks,
             error: None,
             usage: Usage::default(),
+            // As `GET /v1/runs/{id}` shows it: nothing spent yet.
+            usage_breakdown: Some(Vec::new()),
             fake_llm: self.fake_llm,
         }
     }

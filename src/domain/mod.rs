@@ -17,5 +17,5 @@ pub use crew::{AgentSpec, CrewSpec, HttpToolSpec, LlmSpec, Process, TaskSpec, To
 pub use event::{Event, EventData, EventType};
 pub use ids::RunId;
 pub use limits::{CrewLimits, RunLimits};
-pub use run::{ErrorKind, Run, RunError, RunStatus, TaskOutput, TaskRun, TaskStatus, Usage};
+pub use run::{ErrorKind, Run, RunError, RunStatus, TaskOutput, TaskRun, TaskStatus, Usage, UsageLine};
 pub use validate::{FieldError, ValidationContext};

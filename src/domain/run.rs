@@ -152,16 +152,40 @@ pub enum ErrorKind {
     Cancelled,
     /// Over one of the server's limits on what a run may produce (see `domain::limits`).
     Limit,
+    /// Over the run's `max_tokens` or `max_cost_usd` budget.
+    Budget,
     Internal,
 }
 
 /// Counters of what a run consumed.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct Usage {
+    /// Model calls sent (a call lost to a crash, or one that failed, included).
+    pub llm_calls: i64,
+    /// Input tokens, cached ones included.
+    pub prompt_tokens: i64,
+    pub completion_tokens: i64,
+    /// Input tokens read from the providers' prompt caches (part of `prompt_tokens`).
+    #[serde(default)]
+    pub cached_tokens: i64,
+    pub tool_calls: i64,
+    /// US dollars, at the prices configured for the run's models (unpriced models add 0).
+    #[serde(default)]
+    pub cost_usd: f64,
+}
+
+/// The model calls of one task, agent and model of a run, and what they used.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct UsageLine {
+    pub task: String,
+    pub agent: String,
+    /// `provider/model`.
+    pub model: String,
     pub llm_calls: i64,
     pub prompt_tokens: i64,
     pub completion_tokens: i64,
-    pub tool_calls: i64,
+    pub cached_tokens: i64,
+    pub cost_usd: f64,
 }
 
 /// One task of a run.
@@ -195,6 +219,9 @@ pub struct Run {
     pub tasks: Vec<TaskRun>,
     pub error: Option<RunError>,
     pub usage: Usage,
+    /// The usage split by task, agent and model (`GET /v1/runs/{id}` only; absent in lists).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage_breakdown: Option<Vec<UsageLine>>,
     /// True when a model of the run's crew is served by a fake provider (`kind = "fake"` in the
     /// server's configuration): its replies are scripted, not a real model's.
     pub fake_llm: bool,

@@ -62,6 +62,10 @@ const MAX_ITER_LIMIT: u32 = 1_000;
 const MAX_TOOL_TIMEOUT_MS: u64 = 300_000;
 /// The largest `max_rpm`, `max_tokens` and `max_usage_count`.
 const MAX_COUNT: u32 = 1_000_000;
+/// The largest run token budget (`max_tokens` of a crew or kickoff).
+const MAX_RUN_TOKENS: u64 = 1_000_000_000_000;
+/// The largest run cost budget (`max_cost_usd`).
+const MAX_RUN_COST_USD: f64 = 1_000_000.0;
 
 /// Check a whole crew spec; `Ok` or every violation found.
 pub fn validate_crew(crew: &CrewSpec, ctx: &ValidationContext) -> Result<(), Vec<FieldError>> {
@@ -139,6 +143,22 @@ impl Validator<'_> {
             self.error("tasks", "a crew needs at least one task");
         }
         self.positive(crew.max_rpm, "max_rpm");
+        match crew.max_tokens {
+            Some(0) => self.error("max_tokens", "must be at least 1"),
+            Some(n) if n > MAX_RUN_TOKENS => {
+                self.error("max_tokens", format!("must be at most {MAX_RUN_TOKENS}"))
+            }
+            _ => {}
+        }
+        match crew.max_cost_usd {
+            Some(cost) if !cost.is_finite() || cost <= 0.0 => {
+                self.error("max_cost_usd", "must be more than 0")
+            }
+            Some(cost) if cost > MAX_RUN_COST_USD => {
+                self.error("max_cost_usd", format!("must be at most {MAX_RUN_COST_USD}"))
+            }
+            _ => {}
+        }
         if let Some(llm) = &crew.planning_llm {
             self.llm(llm, "planning_llm");
         }

@@ -18,7 +18,9 @@ use super::turn::{AgentTurn, Style};
 use super::{Context, EngineError};
 use crate::domain::event::{AgentFallback, AgentFinalAnswer, AgentMaxIter, AgentParseError, AgentThought};
 use crate::domain::{ErrorKind, EventData, TaskOutput};
-use crate::llm::{ChatMessage, ChatRequest, ChatResponse, LlmError, LlmErrorKind, Role, ToolCallRequest};
+use crate::llm::{
+    ChatMessage, ChatRequest, ChatResponse, LlmError, LlmErrorKind, ResponseSchema, Role, ToolCallRequest,
+};
 
 /// Attempts at a final answer that fits the task's output schema.
 const MAX_SCHEMA_RETRIES: u32 = 3;
@@ -65,6 +67,9 @@ struct AgentLoop<'a> {
     schema_retries: u32,
     guardrail_retries: u32,
     compacted_last: bool,
+    /// The output schema as the provider enforces it natively, while it does (`None`: the
+    /// prompt alone asks for it).
+    native_schema: Option<ResponseSchema>,
 }
 
 fn system_prompt(turn: &AgentTurn, style: Style) -> String {
@@ -111,6 +116,11 @@ impl<'a> AgentLoop<'a> {
             schema_retries: 0,
             guardrail_retries: 0,
             compacted_last: false,
+            native_schema: turn
+                .output_schema
+                .as_ref()
+                .filter(|_| turn.model.structured_outputs)
+                .map(|schema| ResponseSchema::new(&turn.task, schema.schema().clone())),
         }
     }
 
@@ -170,6 +180,8 @@ impl<'a> AgentLoop<'a> {
             stop: if react { vec!["\nObservation:".to_owned()] } else { Vec::new() },
             temperature: self.turn.temperature,
             max_tokens: self.turn.max_tokens,
+            // ReAct's answers are text in its format: a native schema would forbid them.
+            response_schema: self.native_schema.clone().filter(|_| !react),
             deltas: None,
         }
     }
@@ -177,6 +189,18 @@ impl<'a> AgentLoop<'a> {
     /// Turn a failed call into the next step, or a failure of the task.
     async fn recover(&mut self, error: LlmError, pending: &mut Step) -> Result<(), EngineError> {
         match error.kind {
+            LlmErrorKind::SchemaUnsupported
+                if self.native_schema.is_some() && self.style == Style::Native =>
+            {
+                self.native_schema = None;
+                let data = AgentFallback {
+                    from: "native_schema".into(),
+                    to: "prompt".into(),
+                    reason: error.message.clone(),
+                };
+                self.turn.event(pending, EventData::AgentFallback(data));
+                Ok(())
+            }
             LlmErrorKind::ToolsUnsupported if self.style == Style::Native => {
                 self.fall_back_to_react(&error, pending);
                 Ok(())

@@ -209,7 +209,8 @@ impl Assembler<'_> {
     }
 
     /// The gates an agent's LLM calls pass: the crew's `max_rpm` (which overrides the agents', as
-    /// in CrewAI) or the agent's, and the provider's budget (and its 429 holds).
+    /// in CrewAI) or the agent's, and the provider's 429 holds (its budget is booked apart, on the
+    /// schedule shared by the cluster).
     fn rate_limits(&self, agent: Option<&AgentSpec>, model: &ResolvedModel) -> Vec<Limit> {
         let mut limits = Vec::new();
         match (self.crew.max_rpm, agent.and_then(|a| a.max_rpm.map(|rpm| (a, rpm)))) {
@@ -219,11 +220,7 @@ impl Assembler<'_> {
             }
             (None, None) => {}
         }
-        let key = provider_key(&model.provider);
-        limits.push(match model.rpm {
-            Some(rpm) => Limit::new(key, rpm),
-            None => Limit::holds_only(key),
-        });
+        limits.push(Limit::holds_only(provider_key(&model.provider)));
         limits
     }
 }

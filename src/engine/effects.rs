@@ -29,11 +29,12 @@ use std::time::{Duration, Instant};
 use futures_util::future::join_all;
 use serde_json::Value;
 
-use super::journal::{Step, ToolCallOutcome};
+use super::journal::{JournalError, Step, ToolCallOutcome};
 use super::toolbox::{Runner, ToolEntry};
 use super::{Context, EngineError, LiveDelta, RunDeltas};
 use crate::domain::event::{CallPurpose, LlmFinished, LlmStarted, RunThrottled, TokenUsage};
 use crate::domain::EventData;
+use crate::llm::TokenUsage as CallUsage;
 use crate::llm::{provider_key, ChatRequest, ChatResponse, DeltaSink, LlmError, ResolvedModel};
 use crate::ratelimit::Limit;
 use crate::tools::CallInfo;
@@ -183,8 +184,19 @@ impl Context<'_> {
         if let (Some(deltas), Purpose::Turn(iteration)) = (&self.deltas, purpose) {
             request.deltas = Some(stream_to(deltas.clone(), task, agent, iteration));
         }
-        let label = format!("{}/{}", model.provider, model.model);
-        self.throttle(limits, task, agent, pending).await?;
+        let label = model.label();
+        let caps = self.budget.spent();
+        let capped = caps.max_tokens.is_some() || caps.max_cost_usd.is_some();
+        let tpm = model.budget.as_ref().filter(|b| b.tpm.is_some());
+        // Estimated only where a budget needs it (a cap, or a provider's tokens per minute).
+        let estimate = if capped || tpm.is_some() { request.estimated_prompt_tokens() } else { 0 };
+        if capped {
+            let cost = model
+                .price
+                .map_or(0.0, |p| p.cost(&CallUsage { prompt_tokens: estimate, ..CallUsage::default() }));
+            self.budget.check_spend(estimate, cost)?;
+        }
+        self.throttle(limits, model, estimate, task, agent, pending).await?;
         let (iteration, why) = purpose.describe();
         let data = LlmStarted { model: label.clone(), iteration, purpose: why };
         pending.event(Some(task), Some(agent), EventData::LlmStarted(data));
@@ -192,50 +204,84 @@ impl Context<'_> {
         // Counted as sent, in the step committed before (or while) it goes out: a call lost to a
         // crash, or one that fails, is still counted (its tokens are not known).
         pending.usage.llm_calls += 1;
+        pending.spend_on(task, agent, &label).llm_calls += 1;
         if !alongside {
             self.commit(pending).await?;
         }
         let started = Instant::now();
         let chat = self.guarded(model.client.chat(&request));
         let response = if alongside { self.commit_alongside(pending, chat).await? } else { chat.await };
-        let mut response = response.ok_or(EngineError::Cancelled)?.map_err(CallError::Llm)?;
+        let response = response.ok_or(EngineError::Cancelled)?;
+        if let Some(budget) = tpm {
+            // Correct the booked estimate by what the call used (nothing, if it failed).
+            let used = response.as_ref().map_or(0, |r| r.usage.prompt_tokens + r.usage.completion_tokens);
+            let seconds = (used as f64 - estimate as f64) * budget.token_seconds();
+            budget.shared.adjust(&budget.token_key(), seconds).await.map_err(shared_budget_failed)?;
+        }
+        let mut response = response.map_err(CallError::Llm)?;
         scrub_reply(&mut response);
         let usage = response.usage;
         let elapsed = started.elapsed();
-        self.metrics.observe_llm(&label, elapsed, usage.prompt_tokens, usage.completion_tokens);
+        let cost = model.price.map(|price| price.cost(&usage));
+        self.metrics.observe_llm(&model.provider, &model.model, elapsed, &usage, cost);
         pending.usage.prompt_tokens += usage.prompt_tokens as i64;
         pending.usage.completion_tokens += usage.completion_tokens as i64;
+        pending.usage.cached_tokens += usage.cached_tokens as i64;
+        pending.usage.cost_usd += cost.unwrap_or(0.0);
+        let line = pending.spend_on(task, agent, &label);
+        line.prompt_tokens += usage.prompt_tokens as i64;
+        line.completion_tokens += usage.completion_tokens as i64;
+        line.cached_tokens += usage.cached_tokens as i64;
+        line.cost_usd += cost.unwrap_or(0.0);
         let data = LlmFinished {
             model: label,
             usage: TokenUsage {
                 prompt_tokens: usage.prompt_tokens,
                 completion_tokens: usage.completion_tokens,
+                cached_tokens: usage.cached_tokens,
             },
+            cost_usd: cost,
             duration_ms: elapsed.as_millis() as u64,
             iteration,
             purpose: why,
         };
         pending.event(Some(task), Some(agent), EventData::LlmFinished(data));
+        self.budget.spend(usage.prompt_tokens + usage.completion_tokens, cost.unwrap_or(0.0))?;
         self.budget.check_reply(reply_bytes(&response))?;
         Ok(response)
     }
 
-    /// Wait for a slot under every limit, announcing the wait (`run.throttled`) first.
+    /// Wait for a slot under every limit (this replica's gates, then the provider's budget shared
+    /// by the cluster, booked for a call of about `estimate` tokens), announcing the wait
+    /// (`run.throttled`) first.
     async fn throttle(
         &self,
         limits: &[Limit],
+        model: &ResolvedModel,
+        estimate: u64,
         task: &str,
         agent: &str,
         pending: &mut Step,
     ) -> Result<(), EngineError> {
-        if limits.is_empty() {
-            return Ok(());
-        }
         let limiter = self.limiter;
-        let binding = limits.iter().max_by_key(|l| limiter.earliest(&l.key)).map(Limit::describe);
         let now = limiter.now();
-        let start = limiter.reserve(limits, now);
-        let wait = start.saturating_duration_since(now);
+        let (mut start, mut binding) = (now, None);
+        if !limits.is_empty() {
+            binding = limits.iter().max_by_key(|l| limiter.earliest(&l.key)).map(Limit::describe);
+            start = limiter.reserve(limits, now);
+        }
+        if let Some(budget) = &model.budget {
+            let reservations = budget.reservations(estimate);
+            let after = start.saturating_duration_since(now);
+            let wait = budget.shared.reserve(&reservations, after).await.map_err(shared_budget_failed)?;
+            // The wait counts from the booking's answer (a booking may queue behind others'):
+            // never early, late by the answer's trip at most.
+            let booked = limiter.now() + wait;
+            if booked > start {
+                (start, binding) = (booked, Some(budget.describe()));
+            }
+        }
+        let wait = start.saturating_duration_since(limiter.now());
         if wait.is_zero() {
             return Ok(());
         }
@@ -244,6 +290,12 @@ impl Context<'_> {
         self.commit(pending).await?;
         self.guarded(tokio::time::sleep_until(start)).await.ok_or(EngineError::Cancelled)
     }
+}
+
+/// The shared budget could not be read or booked (the database is down): the run stops as when
+/// its journal fails, and is resumed once it is back.
+fn shared_budget_failed(error: String) -> EngineError {
+    EngineError::Journal(JournalError::Storage(format!("the provider's shared budget: {error}")))
 }
 
 /// One tool call to perform.
@@ -334,12 +386,8 @@ impl Context<'_> {
 /// gates (crew or agent `max_rpm`), with `model`'s provider gate in place of the agent's (a
 /// planner or judge may use another provider).
 pub fn gates_for(limits: &[Limit], model: &ResolvedModel) -> Vec<Limit> {
-    let provider = provider_key(&model.provider);
     let mut gates: Vec<Limit> = limits.iter().filter(|l| !is_provider_gate(l)).cloned().collect();
-    gates.push(match model.rpm {
-        Some(rpm) => Limit::new(provider, rpm),
-        None => Limit::holds_only(provider),
-    });
+    gates.push(Limit::holds_only(provider_key(&model.provider)));
     gates
 }
 

@@ -138,12 +138,70 @@ impl NewEvent {
 }
 
 /// Counters to add to the run's usage.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct UsageDelta {
     pub llm_calls: i64,
     pub prompt_tokens: i64,
     pub completion_tokens: i64,
+    pub cached_tokens: i64,
     pub tool_calls: i64,
+    /// US dollars, for calls to priced models.
+    pub cost_usd: f64,
+}
+
+impl UsageDelta {
+    fn add(&mut self, other: &UsageDelta) {
+        self.llm_calls += other.llm_calls;
+        self.prompt_tokens += other.prompt_tokens;
+        self.completion_tokens += other.completion_tokens;
+        self.cached_tokens += other.cached_tokens;
+        self.tool_calls += other.tool_calls;
+        self.cost_usd += other.cost_usd;
+    }
+}
+
+/// Model calls of one task, agent and model to add to the run's usage split.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SpendLine {
+    pub task: String,
+    pub agent: String,
+    /// `provider/model`.
+    pub model: String,
+    pub llm_calls: i64,
+    pub prompt_tokens: i64,
+    pub completion_tokens: i64,
+    pub cached_tokens: i64,
+    pub cost_usd: f64,
+}
+
+impl SpendLine {
+    pub fn add(&mut self, other: &SpendLine) {
+        self.llm_calls += other.llm_calls;
+        self.prompt_tokens += other.prompt_tokens;
+        self.completion_tokens += other.completion_tokens;
+        self.cached_tokens += other.cached_tokens;
+        self.cost_usd += other.cost_usd;
+    }
+
+    /// Does it count calls and nothing they used (a call going out)?
+    fn counts_calls_only(&self) -> bool {
+        self.prompt_tokens == 0
+            && self.completion_tokens == 0
+            && self.cached_tokens == 0
+            && self.cost_usd == 0.0
+    }
+
+    pub fn same_key(&self, other: &SpendLine) -> bool {
+        self.task == other.task && self.agent == other.agent && self.model == other.model
+    }
+}
+
+/// Add `line` to `lines`, into the line of its task, agent and model if there is one.
+pub fn merge_spend(lines: &mut Vec<SpendLine>, line: &SpendLine) {
+    match lines.iter_mut().find(|l| l.same_key(line)) {
+        Some(existing) => existing.add(line),
+        None => lines.push(line.clone()),
+    }
 }
 
 /// Everything one commit writes, atomically and in this order.
@@ -155,6 +213,8 @@ pub struct Step {
     pub tasks: Vec<TaskChange>,
     pub run: Option<RunChange>,
     pub usage: UsageDelta,
+    /// The model calls of `usage`, split by task, agent and model.
+    pub spend: Vec<SpendLine>,
     pub events: Vec<NewEvent>,
 }
 
@@ -251,6 +311,26 @@ impl Step {
             && self.tasks.iter().all(|t| matches!(t, TaskChange::Started { .. }))
             && self.run.is_none()
             && self.usage == UsageDelta { llm_calls: self.usage.llm_calls.min(1), ..UsageDelta::default() }
+            && self.spend.iter().all(SpendLine::counts_calls_only)
+    }
+
+    /// The usage split's line of `task`, `agent` and `model` in this step.
+    pub fn spend_on(&mut self, task: &str, agent: &str, model: &str) -> &mut SpendLine {
+        let at = match self.spend.iter().position(|s| s.task == task && s.agent == agent && s.model == model)
+        {
+            Some(at) => at,
+            None => {
+                let line = SpendLine {
+                    task: task.into(),
+                    agent: agent.into(),
+                    model: model.into(),
+                    ..SpendLine::default()
+                };
+                self.spend.push(line);
+                self.spend.len() - 1
+            }
+        };
+        &mut self.spend[at]
     }
 
     /// Announce an event (of `task` and `agent`, where it has them).
@@ -267,10 +347,10 @@ impl Step {
         if other.run.is_some() {
             self.run = other.run;
         }
-        self.usage.llm_calls += other.usage.llm_calls;
-        self.usage.prompt_tokens += other.usage.prompt_tokens;
-        self.usage.completion_tokens += other.usage.completion_tokens;
-        self.usage.tool_calls += other.usage.tool_calls;
+        self.usage.add(&other.usage);
+        for line in &other.spend {
+            merge_spend(&mut self.spend, line);
+        }
         self.events.extend(other.events);
     }
 }
@@ -326,6 +406,9 @@ pub struct Snapshot {
     pub tasks: Vec<TaskRecord>,
     pub messages: Vec<MessageRecord>,
     pub tool_calls: Vec<ToolCallRecord>,
+    /// Tokens (prompt and completion) and US dollars the run's model calls used so far.
+    pub spent_tokens: u64,
+    pub spent_cost_usd: f64,
 }
 
 impl Snapshot {
@@ -379,6 +462,7 @@ struct MemoryState {
     events: Vec<NewEvent>,
     run: Option<RunChange>,
     usage: UsageDelta,
+    spend: Vec<SpendLine>,
     commits: usize,
 }
 
@@ -413,6 +497,11 @@ impl MemoryJournal {
 
     pub fn usage(&self) -> UsageDelta {
         self.with(|s| s.usage)
+    }
+
+    /// The usage split by task, agent and model.
+    pub fn spend(&self) -> Vec<SpendLine> {
+        self.with(|s| s.spend.clone())
     }
 
     pub fn commits(&self) -> usize {
@@ -473,10 +562,12 @@ impl MemoryState {
         if step.run.is_some() {
             self.run = step.run;
         }
-        self.usage.llm_calls += step.usage.llm_calls;
-        self.usage.prompt_tokens += step.usage.prompt_tokens;
-        self.usage.completion_tokens += step.usage.completion_tokens;
-        self.usage.tool_calls += step.usage.tool_calls;
+        self.usage.add(&step.usage);
+        snapshot.spent_tokens += (step.usage.prompt_tokens + step.usage.completion_tokens).max(0) as u64;
+        snapshot.spent_cost_usd += step.usage.cost_usd;
+        for line in &step.spend {
+            merge_spend(&mut self.spend, line);
+        }
         self.events.extend(step.events);
     }
 }

@@ -139,11 +139,60 @@ pub struct RunDeltas {
 pub struct RunBudget {
     pub limits: RunLimits,
     journaled: AtomicU64,
+    /// The run's spend caps and what it has spent (tokens, US dollars).
+    spend: std::sync::Mutex<Spend>,
+}
+
+/// A run's spend caps (`max_tokens`, `max_cost_usd`) and spend so far.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Spend {
+    pub max_tokens: Option<u64>,
+    pub max_cost_usd: Option<f64>,
+    pub tokens: u64,
+    pub cost_usd: f64,
 }
 
 impl RunBudget {
     pub fn new(limits: RunLimits, journaled: u64) -> Self {
-        Self { limits, journaled: AtomicU64::new(journaled) }
+        Self { limits, journaled: AtomicU64::new(journaled), spend: std::sync::Mutex::default() }
+    }
+
+    /// The same, with the run's spend caps and what it spent before (a resumed run).
+    pub fn with_spend(self, spend: Spend) -> Self {
+        *self.spend_lock() = spend;
+        self
+    }
+
+    fn spend_lock(&self) -> std::sync::MutexGuard<'_, Spend> {
+        self.spend.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// What the run has spent so far.
+    pub fn spent(&self) -> Spend {
+        *self.spend_lock()
+    }
+
+    /// Before a call estimated at `tokens` costing `cost_usd`: would it take the run over a cap?
+    pub fn check_spend(&self, tokens: u64, cost_usd: f64) -> Result<(), EngineError> {
+        let spend = self.spent();
+        over_budget(
+            &spend,
+            spend.tokens + tokens,
+            spend.cost_usd + cost_usd,
+            "the next model call would take",
+        )
+    }
+
+    /// After a call: count what it used; over a cap, the run stops.
+    pub fn spend(&self, tokens: u64, cost_usd: f64) -> Result<(), EngineError> {
+        let before = {
+            let mut spend = self.spend_lock();
+            let before = *spend;
+            spend.tokens += tokens;
+            spend.cost_usd += cost_usd;
+            before
+        };
+        over_budget(&before, before.tokens + tokens, before.cost_usd + cost_usd, "a model call took")
     }
 
     /// Count `bytes` about to be journaled: over the run's journal limit, the run fails.
@@ -183,6 +232,26 @@ impl RunBudget {
         }
         Ok(())
     }
+}
+
+/// A run whose spend would be (or is) `tokens` and `cost_usd` after a call, over one of the caps
+/// of `before` (its spend before the call); `call` says which call, as the message begins it.
+fn over_budget(before: &Spend, tokens: u64, cost_usd: f64, call: &str) -> Result<(), EngineError> {
+    if let Some(max) = before.max_tokens.filter(|max| tokens > *max) {
+        let message = format!(
+            "the run is over its token budget: {call} it to {tokens} tokens, over max_tokens = {max} ({} used before it)",
+            before.tokens
+        );
+        return Err(EngineError::failed(ErrorKind::Budget, message));
+    }
+    if let Some(max) = before.max_cost_usd.filter(|max| cost_usd > *max) {
+        let message = format!(
+            "the run is over its cost budget: {call} it to ${cost_usd:.6}, over max_cost_usd = ${max} (${:.6} spent before it)",
+            before.cost_usd
+        );
+        return Err(EngineError::failed(ErrorKind::Budget, message));
+    }
+    Ok(())
 }
 
 /// The outcome of a delegation: the coworker's answer or an observation saying why not, or an

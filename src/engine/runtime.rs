@@ -15,7 +15,7 @@ use super::mcp::McpRun;
 use super::process;
 use super::schemas::{RunSchemas, SharedSchemas};
 use super::toolbox::RunTools;
-use super::{Context, Coworkers, DeltaPublisher, EngineError, RunBudget, RunDeltas};
+use super::{Context, Coworkers, DeltaPublisher, EngineError, RunBudget, RunDeltas, Spend};
 use crate::domain::crew::CrewSpec;
 use crate::domain::event::{RunCompleted, RunFailed};
 use crate::domain::{EventData, RunError, RunLimits, TaskOutput, TaskStatus};
@@ -161,7 +161,12 @@ impl Engine {
         let team = Team { assembler: &assembler };
         let (limiter, metrics) = (self.limiter.as_ref(), self.metrics.as_ref());
         let coworkers = Some(&team as &dyn Coworkers);
-        let budget = RunBudget::new(self.limits, snapshot.text_bytes());
+        let budget = RunBudget::new(self.limits, snapshot.text_bytes()).with_spend(Spend {
+            max_tokens: crew.max_tokens,
+            max_cost_usd: crew.max_cost_usd,
+            tokens: snapshot.spent_tokens,
+            cost_usd: snapshot.spent_cost_usd,
+        });
         let budget = &budget;
         let ctx = Context {
             journal,

@@ -2,17 +2,23 @@
 //! speaks, an OpenAI-compatible client with retries, and the registry that maps `provider/model`
 //! strings to configured providers.
 
+mod anthropic;
+mod cost;
 mod openai;
 mod registry;
 mod retry;
+mod transport;
 mod types;
 
-pub use openai::{OpenAiClient, RateLimitHook};
-pub use registry::{provider_key, LlmRegistry, ResolvedModel};
+pub use anthropic::{AnthropicClient, AnthropicOptions, ANTHROPIC_VERSION, DEFAULT_MAX_TOKENS};
+pub use cost::Price;
+pub use openai::OpenAiClient;
+pub use registry::{provider_key, LlmRegistry, ProviderBudget, ResolvedModel};
 pub use retry::{parse_retry_after, Backoff, RetryPolicy};
+pub use transport::RateLimitHook;
 pub use types::{
-    ChatMessage, ChatRequest, ChatResponse, DeltaSink, Image, LlmError, LlmErrorKind, Role, TokenUsage,
-    ToolCallRequest, ToolDefinition,
+    ChatMessage, ChatRequest, ChatResponse, DeltaSink, Image, LlmError, LlmErrorKind, ResponseSchema, Role,
+    TokenUsage, ToolCallRequest, ToolDefinition,
 };
 
 use std::future::Future;

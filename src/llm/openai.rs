@@ -2,7 +2,6 @@
 //! request and response mapping, transient-failure retries, and error classification. The API
 //! key is sent in the `Authorization` header and nowhere else: it is scrubbed from every message.
 
-use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
@@ -10,28 +9,30 @@ use reqwest::StatusCode;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::retry::{parse_retry_after, Backoff, RetryPolicy};
+use super::retry::{parse_retry_after, Backoff};
+use super::transport::{classify, provider_error, transport_failure, Attempt, RateLimitHook, Transport};
 use super::types::{
-    ChatMessage, ChatRequest, ChatResponse, DeltaSink, LlmError, LlmErrorKind, TokenUsage, ToolCallRequest,
-    ToolDefinition,
+    ChatMessage, ChatRequest, ChatResponse, DeltaSink, LlmError, LlmErrorKind, ResponseSchema, TokenUsage,
+    ToolCallRequest, ToolDefinition,
 };
 use super::{LlmClient, LlmFuture};
 use crate::config::Secret;
 
-/// Longest provider error text kept in an error message.
-const MAX_ERROR_TEXT: usize = 500;
-
-/// Told how long to wait whenever the provider answers 429 (to pause other callers too).
-pub type RateLimitHook = Arc<dyn Fn(Duration) + Send + Sync>;
+/// Where the chat completions of a model are, and how the key is sent.
+#[derive(Debug, Clone)]
+enum Endpoint {
+    /// `<base>/chat/completions`, the key as a bearer token (OpenAI and compatible servers).
+    OpenAi(String),
+    /// Azure OpenAI: `<resource>/openai/deployments/<model>/chat/completions?api-version=…`, the
+    /// key in the `api-key` header. The model of a request names the deployment.
+    Azure { resource: String, api_version: String },
+}
 
 /// A client of one OpenAI-compatible provider.
 #[derive(Clone)]
 pub struct OpenAiClient {
-    http: reqwest::Client,
-    endpoint: String,
-    api_key: Option<Secret>,
-    backoff: Backoff,
-    on_rate_limit: Option<RateLimitHook>,
+    transport: Transport,
+    endpoint: Endpoint,
 }
 
 impl std::fmt::Debug for OpenAiClient {
@@ -40,130 +41,101 @@ impl std::fmt::Debug for OpenAiClient {
     }
 }
 
-/// One failed attempt: whether it is worth another, and the error if not.
-struct Attempt {
-    error: LlmError,
-    transient: bool,
-}
-
 impl OpenAiClient {
     /// A client for the provider at `base_url` (e.g. `https://api.openai.com/v1`).
     pub fn new(http: reqwest::Client, base_url: &str, api_key: Option<Secret>, backoff: Backoff) -> Self {
-        let endpoint = format!("{}/chat/completions", base_url.trim_end_matches('/'));
-        Self { http, endpoint, api_key, backoff, on_rate_limit: None }
+        let endpoint = Endpoint::OpenAi(format!("{}/chat/completions", base_url.trim_end_matches('/')));
+        Self { transport: Transport::new(http, api_key, backoff), endpoint }
+    }
+
+    /// A client for the Azure OpenAI resource at `resource` (e.g.
+    /// `https://my-resource.openai.azure.com`), calling API version `api_version`.
+    pub fn azure(
+        http: reqwest::Client,
+        resource: &str,
+        api_version: &str,
+        api_key: Option<Secret>,
+        backoff: Backoff,
+    ) -> Self {
+        let endpoint = Endpoint::Azure {
+            resource: resource.trim_end_matches('/').to_owned(),
+            api_version: api_version.to_owned(),
+        };
+        Self { transport: Transport::new(http, api_key, backoff), endpoint }
     }
 
     /// Call `hook` with the wait whenever the provider answers 429.
     pub fn on_rate_limit(mut self, hook: RateLimitHook) -> Self {
-        self.on_rate_limit = Some(hook);
+        self.transport.on_rate_limit = Some(hook);
         self
     }
 
-    fn policy(&self) -> &RetryPolicy {
-        self.backoff.policy()
+    fn url(&self, model: &str) -> String {
+        match &self.endpoint {
+            Endpoint::OpenAi(url) => url.clone(),
+            Endpoint::Azure { resource, api_version } => {
+                let deployment: String = url::form_urlencoded::byte_serialize(model.as_bytes()).collect();
+                let version: String = url::form_urlencoded::byte_serialize(api_version.as_bytes()).collect();
+                format!("{resource}/openai/deployments/{deployment}/chat/completions?api-version={version}")
+            }
+        }
     }
 
     #[tracing::instrument(skip_all, fields(model = %request.model), err)]
     async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
         let body = request_body(request)?;
-        let mut retry = 0;
-        loop {
-            let attempt = match self.attempt(&body, request, retry + 1).await {
-                Ok(response) => return Ok(response),
-                Err(attempt) => attempt,
-            };
-            let mut error = attempt.error;
-            error.message = self.scrub(&error.message);
-            let wait = error.retry_after.unwrap_or_else(|| self.backoff.delay(retry));
-            if let (LlmErrorKind::RateLimited, Some(hook)) = (error.kind, &self.on_rate_limit) {
-                // Others pause at most as long as this call would have waited.
-                hook(wait.min(self.policy().max_retry_after));
-            }
-            let exhausted = retry + 1 >= self.policy().max_attempts;
-            if !attempt.transient || exhausted || wait > self.policy().max_retry_after {
-                return Err(error);
-            }
-            tracing::warn!(error = %error.message, retry, wait_ms = wait.as_millis() as u64, "LLM call failed; retrying");
-            tokio::time::sleep(wait).await;
-            retry += 1;
-        }
+        let url = self.url(&request.model);
+        self.transport.with_retries(|attempt| self.attempt(&url, &body, request, attempt)).await
     }
 
     async fn attempt(
         &self,
+        url: &str,
         body: &Bytes,
         request: &ChatRequest,
         attempt: u32,
     ) -> Result<ChatResponse, Attempt> {
+        let timeout = self.transport.policy().request_timeout;
         let mut builder = self
+            .transport
             .http
-            .post(&self.endpoint)
+            .post(url)
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .body(body.clone())
-            .timeout(self.policy().request_timeout);
-        if let Some(key) = &self.api_key {
-            builder = builder.bearer_auth(key.expose());
+            .timeout(timeout);
+        if let Some(key) = &self.transport.api_key {
+            builder = match self.endpoint {
+                Endpoint::OpenAi(_) => builder.bearer_auth(key.expose()),
+                Endpoint::Azure { .. } => builder.header("api-key", key.expose()),
+            };
         }
-        let timeout = self.policy().request_timeout;
         let response = builder.send().await.map_err(|e| transport_failure(e, timeout))?;
         let status = response.status();
         let retry_after = parse_retry_after(response.headers(), SystemTime::now());
-        let streamed = response
-            .headers()
-            .get(reqwest::header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.starts_with("text/event-stream"));
-        if let (true, true, Some(sink)) = (status.is_success(), streamed, &request.deltas) {
+        if let (true, true, Some(sink)) = (status.is_success(), is_event_stream(&response), &request.deltas) {
             return read_stream(response, sink, attempt, &request.stop, timeout).await;
         }
         let text = response.text().await.map_err(|e| transport_failure(e, timeout))?;
         if status.is_success() {
-            return parse_response(&text).map_err(|error| Attempt { error, transient: false });
+            return parse_response(&text).map_err(Attempt::fatal);
         }
-        let (code, message) = provider_error(&text);
-        let kind = classify(status, code.as_deref(), &message);
-        let transient = matches!(status.as_u16(), 408 | 409 | 429) || status.is_server_error();
-        let mut error = LlmError::new(kind, format!("provider answered {status}: {message}"));
-        error.retry_after = retry_after;
-        Err(Attempt { error, transient })
+        Err(Transport::failed(status, &text, retry_after))
     }
+}
 
-    /// Remove the API key from text that may have echoed it.
-    /// A provider's error text as the run may keep it: without the API key, and without NUL
-    /// characters (Postgres cannot store them).
-    fn scrub(&self, text: &str) -> String {
-        let mut text = match &self.api_key {
-            Some(key) if !key.expose().is_empty() => text.replace(key.expose(), "[redacted]"),
-            _ => text.to_owned(),
-        };
-        crate::text::scrub(&mut text);
-        text
-    }
+/// Is the answer a stream of server-sent events?
+pub(super) fn is_event_stream(response: &reqwest::Response) -> bool {
+    response
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/event-stream"))
 }
 
 impl LlmClient for OpenAiClient {
     fn chat<'a>(&'a self, request: &'a ChatRequest) -> LlmFuture<'a> {
         Box::pin(self.complete(request))
     }
-}
-
-/// A request that got no answer. The message says why (reqwest's own text, e.g. "error sending
-/// request", names neither a timeout nor the cause), without the URL: it is configuration, not
-/// something to repeat in every event.
-fn transport_failure(error: reqwest::Error, timeout: Duration) -> Attempt {
-    if error.is_timeout() {
-        let message = format!("the provider did not answer within the request timeout of {timeout:?}");
-        return Attempt { error: LlmError::new(LlmErrorKind::Timeout, message), transient: true };
-    }
-    let error = error.without_url();
-    let mut message = format!("request to the provider failed: {error}");
-    let mut cause = std::error::Error::source(&error);
-    while let Some(inner) = cause {
-        message.push_str(": ");
-        message.push_str(&inner.to_string());
-        cause = inner.source();
-    }
-    Attempt { error: LlmError::new(LlmErrorKind::Other, message), transient: true }
 }
 
 /// The JSON body of a chat-completions request, serialised straight from the request (nothing
@@ -178,6 +150,10 @@ fn request_body(request: &ChatRequest) -> Result<Bytes, LlmError> {
         max_tokens: request.max_tokens,
         stream: request.deltas.is_some(),
         stream_options: request.deltas.is_some().then_some(StreamOptions { include_usage: true }),
+        response_format: request
+            .response_schema
+            .as_ref()
+            .map(|schema| ResponseFormat { kind: "json_schema", json_schema: schema }),
     };
     serde_json::to_vec(&body)
         .map(Bytes::from)
@@ -200,6 +176,27 @@ struct WireRequest<'a> {
     stream: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     stream_options: Option<StreamOptions>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    response_format: Option<ResponseFormat<'a>>,
+}
+
+/// `{"type": "json_schema", "json_schema": {"name", "schema", "strict"}}`.
+#[derive(Serialize)]
+struct ResponseFormat<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    json_schema: &'a ResponseSchema,
+}
+
+impl Serialize for ResponseSchema {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut out = serializer.serialize_struct("ResponseSchema", 3)?;
+        out.serialize_field("name", &self.name)?;
+        out.serialize_field("schema", &self.schema)?;
+        out.serialize_field("strict", &self.strict)?;
+        out.end()
+    }
 }
 
 #[derive(Serialize)]
@@ -359,11 +356,7 @@ impl StreamedAnswer {
             return Err(Attempt { error: LlmError::new(kind, message), transient: false });
         }
         if let Some(usage) = chunk.get("usage").filter(|u| !u.is_null()) {
-            let count = |name: &str| usage.get(name).and_then(Value::as_u64).unwrap_or(0);
-            self.usage = TokenUsage {
-                prompt_tokens: count("prompt_tokens"),
-                completion_tokens: count("completion_tokens"),
-            };
+            self.usage = read_usage(usage);
         }
         let Some(choice) = chunk.pointer("/choices/0") else { return Ok(false) };
         if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
@@ -483,16 +476,23 @@ fn parse_response(text: &str) -> Result<ChatResponse, LlmError> {
         Some(Value::Array(calls)) => calls.iter().enumerate().map(|(i, c)| tool_call(i, c)).collect(),
         _ => Vec::new(),
     };
-    let count = |name: &str| body.pointer(&format!("/usage/{name}")).and_then(Value::as_u64).unwrap_or(0);
     Ok(ChatResponse {
         content: message.get("content").and_then(Value::as_str).map(str::to_owned),
         tool_calls,
         finish_reason: choice.get("finish_reason").and_then(Value::as_str).map(str::to_owned),
-        usage: TokenUsage {
-            prompt_tokens: count("prompt_tokens"),
-            completion_tokens: count("completion_tokens"),
-        },
+        usage: body.get("usage").map(read_usage).unwrap_or_default(),
     })
+}
+
+/// `usage`: prompt and completion tokens, and the cached part of the prompt
+/// (`prompt_tokens_details.cached_tokens`).
+fn read_usage(usage: &Value) -> TokenUsage {
+    let count = |path: &str| usage.pointer(path).and_then(Value::as_u64).unwrap_or(0);
+    TokenUsage {
+        prompt_tokens: count("/prompt_tokens"),
+        completion_tokens: count("/completion_tokens"),
+        cached_tokens: count("/prompt_tokens_details/cached_tokens"),
+    }
 }
 
 /// One native tool call; tolerant of providers that send arguments as an object or omit the id.
@@ -507,56 +507,5 @@ fn tool_call(index: usize, call: &Value) -> ToolCallRequest {
         id: call.get("id").and_then(Value::as_str).map_or_else(|| format!("call_{index}"), str::to_owned),
         name: function.get("name").and_then(Value::as_str).unwrap_or_default().to_owned(),
         arguments,
-    }
-}
-
-/// The provider's error code and message, from `{"error": {"code", "message"}}` or the raw text.
-fn provider_error(text: &str) -> (Option<String>, String) {
-    let parsed: Option<Value> = serde_json::from_str(text).ok();
-    let error = parsed.as_ref().and_then(|v| v.get("error"));
-    let code = error
-        .and_then(|e| e.get("code").or_else(|| e.get("type")))
-        .and_then(Value::as_str)
-        .map(str::to_owned);
-    let message = match error {
-        Some(Value::String(message)) => message.clone(),
-        Some(error) => error.get("message").and_then(Value::as_str).unwrap_or_default().to_owned(),
-        None => text.to_owned(),
-    };
-    (code, truncate(message.trim()))
-}
-
-fn truncate(text: &str) -> String {
-    match text.char_indices().nth(MAX_ERROR_TEXT) {
-        Some((at, _)) => format!("{}…", &text[..at]),
-        None => text.to_owned(),
-    }
-}
-
-/// Which kind of failure a provider's error is.
-pub(crate) fn classify(status: StatusCode, code: Option<&str>, message: &str) -> LlmErrorKind {
-    let text = format!("{} {}", code.unwrap_or_default(), message).to_lowercase();
-    let mentions = |needles: &[&str]| needles.iter().any(|n| text.contains(n));
-    match status.as_u16() {
-        401 | 403 => LlmErrorKind::Authentication,
-        429 => LlmErrorKind::RateLimited,
-        _ if mentions(&[
-            "context_length",
-            "context length",
-            "context window",
-            "maximum context",
-            "too many tokens",
-            "prompt is too long",
-            "reduce the length",
-        ]) =>
-        {
-            LlmErrorKind::ContextWindowExceeded
-        }
-        _ if mentions(&["tool", "function"])
-            && mentions(&["not support", "unsupported", "not enabled", "not available", "not allowed"]) =>
-        {
-            LlmErrorKind::ToolsUnsupported
-        }
-        _ => LlmErrorKind::Other,
     }
 }

@@ -1,21 +1,26 @@
 //! Which client serves a model string: `provider/model` names a configured provider, a bare
-//! model goes to the default one.
+//! model goes to the default one. Each provider's client speaks its kind's wire format; its
+//! `rpm` / `tpm` budget is kept on a [`SharedBudget`] every replica books on.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use super::retry::{Backoff, RetryPolicy};
 use super::types::{LlmError, LlmErrorKind};
-use super::{LlmClient, OpenAiClient};
-use crate::config::{Config, DEFAULT_PROVIDER};
-use crate::ratelimit::RateLimiter;
+use super::{AnthropicClient, LlmClient, OpenAiClient, Price, RateLimitHook};
+use crate::config::{Config, ProviderKind, DEFAULT_PROVIDER};
+use crate::ratelimit::{LocalBudget, RateLimiter, Reservation, SharedBudget};
 
 /// A provider's client and what it can do.
 #[derive(Clone)]
 struct Provider {
     client: Arc<dyn LlmClient>,
     native_tools: bool,
+    structured_outputs: bool,
     rpm: Option<u32>,
+    tpm: Option<u32>,
+    prices: BTreeMap<String, Price>,
 }
 
 /// A model string resolved to the client that serves it.
@@ -27,43 +32,147 @@ pub struct ResolvedModel {
     pub client: Arc<dyn LlmClient>,
     /// Does the provider accept native `tools`?
     pub native_tools: bool,
-    /// The provider's requests-per-minute budget on this replica.
+    /// Does the provider enforce output schemas (`response_format`, a forced tool)?
+    pub structured_outputs: bool,
+    /// The provider's requests and tokens per minute, shared by the cluster.
+    pub budget: Option<ProviderBudget>,
+    /// The model's prices, when configured.
+    pub price: Option<Price>,
+}
+
+impl ResolvedModel {
+    /// `provider/model`, as events and metrics name it.
+    pub fn label(&self) -> String {
+        format!("{}/{}", self.provider, self.model)
+    }
+}
+
+/// A provider's `rpm` and `tpm`, booked on a shared schedule.
+#[derive(Clone)]
+pub struct ProviderBudget {
     pub rpm: Option<u32>,
+    pub tpm: Option<u32>,
+    pub shared: Arc<dyn SharedBudget>,
+    provider: String,
+}
+
+impl ProviderBudget {
+    /// The schedule key of the provider's requests.
+    pub fn request_key(&self) -> String {
+        format!("{}:rpm", provider_key(&self.provider))
+    }
+
+    /// The schedule key of the provider's tokens.
+    pub fn token_key(&self) -> String {
+        format!("{}:tpm", provider_key(&self.provider))
+    }
+
+    /// What a call estimated at `tokens` books: a request, and its tokens.
+    pub fn reservations(&self, tokens: u64) -> Vec<Reservation> {
+        let mut out = Vec::with_capacity(2);
+        if let Some(rpm) = self.rpm {
+            out.push(Reservation { key: self.request_key(), cost: Duration::from_secs(60) / rpm.max(1) });
+        }
+        if self.tpm.is_some() {
+            let seconds = (tokens as f64 * self.token_seconds()).min(86_400.0);
+            out.push(Reservation { key: self.token_key(), cost: Duration::from_secs_f64(seconds) });
+        }
+        out
+    }
+
+    /// The time one token costs on the token schedule (0 without a `tpm`).
+    pub fn token_seconds(&self) -> f64 {
+        self.tpm.map_or(0.0, |tpm| 60.0 / f64::from(tpm.max(1)))
+    }
+
+    /// How the budget reads in a `run.throttled` event.
+    pub fn describe(&self) -> String {
+        let parts: Vec<String> =
+            [self.rpm.map(|n| format!("{n} requests/min")), self.tpm.map(|n| format!("{n} tokens/min"))]
+                .into_iter()
+                .flatten()
+                .collect();
+        format!("{} ({}, shared by all replicas)", provider_key(&self.provider), parts.join(", "))
+    }
 }
 
 /// The configured providers.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct LlmRegistry {
     providers: BTreeMap<String, Provider>,
     default_model: String,
+    shared: Arc<dyn SharedBudget>,
+}
+
+impl Default for LlmRegistry {
+    fn default() -> Self {
+        Self::new(String::new())
+    }
 }
 
 impl LlmRegistry {
-    /// A registry with no providers, whose agents default to `default_model`.
+    /// A registry with no providers, whose agents default to `default_model`; provider budgets
+    /// are kept in this process.
     pub fn new(default_model: impl Into<String>) -> Self {
-        Self { providers: BTreeMap::new(), default_model: default_model.into() }
+        Self {
+            providers: BTreeMap::new(),
+            default_model: default_model.into(),
+            shared: Arc::new(LocalBudget::default()),
+        }
     }
 
-    /// One OpenAI-compatible client per configured provider, sharing `http`; a provider's 429s
-    /// hold its key (`provider:<name>`) in `limiter`, pausing every caller of that provider.
+    /// Keep the providers' budgets on `shared` (the database, for a cluster).
+    pub fn with_shared_budget(mut self, shared: Arc<dyn SharedBudget>) -> Self {
+        self.shared = shared;
+        self
+    }
+
+    /// One client per configured provider, of its kind, sharing `http`. A provider's 429s hold
+    /// its key (`provider:<name>`) in `limiter`, pausing every caller of that provider on this
+    /// replica, and, when it has a budget, on its shared schedule for every replica.
     pub fn from_config(
         config: &Config,
         http: reqwest::Client,
         policy: RetryPolicy,
         limiter: Arc<RateLimiter>,
+        shared: Arc<dyn SharedBudget>,
     ) -> Self {
-        let mut registry = Self::new(config.default_model.clone());
+        let mut registry = Self::new(config.default_model.clone()).with_shared_budget(shared.clone());
         for (name, provider) in &config.providers {
             let backoff = Backoff::new(policy.clone());
             let key = provider_key(name);
             let gate = limiter.clone();
-            let hook = Arc::new(move |wait: std::time::Duration| gate.hold(&key, gate.now() + wait));
-            let client =
-                OpenAiClient::new(http.clone(), &provider.base_url, provider.api_key.clone(), backoff)
-                    .on_rate_limit(hook);
-            registry = registry.with_client(name, Arc::new(client), provider.native_tools);
-            if let Some(rpm) = provider.rpm {
-                registry = registry.with_rpm(name, rpm);
+            let budgeted = (provider.rpm.is_some() || provider.tpm.is_some()).then(|| shared.clone());
+            let request_key = format!("{key}:rpm");
+            let hook: RateLimitHook = Arc::new(move |wait: Duration| {
+                gate.hold(&key, gate.now() + wait);
+                if let Some(shared) = budgeted.clone() {
+                    let key = request_key.clone();
+                    tokio::spawn(async move {
+                        if let Err(error) = shared.hold(&key, wait).await {
+                            tracing::warn!(%error, key, "could not share a provider's rate-limit hold");
+                        }
+                    });
+                }
+            });
+            let (url, api_key) = (&provider.base_url, provider.api_key.clone());
+            let client: Arc<dyn LlmClient> = match &provider.kind {
+                ProviderKind::Anthropic(options) => Arc::new(
+                    AnthropicClient::new(http.clone(), url, api_key, backoff, *options).on_rate_limit(hook),
+                ),
+                ProviderKind::Azure { api_version } => Arc::new(
+                    OpenAiClient::azure(http.clone(), url, api_version, api_key, backoff).on_rate_limit(hook),
+                ),
+                ProviderKind::OpenAi | ProviderKind::Fake { .. } => {
+                    Arc::new(OpenAiClient::new(http.clone(), url, api_key, backoff).on_rate_limit(hook))
+                }
+            };
+            registry = registry.with_client(name, client, provider.native_tools);
+            if let Some(entry) = registry.providers.get_mut(name) {
+                entry.structured_outputs = provider.structured_outputs;
+                entry.rpm = provider.rpm;
+                entry.tpm = provider.tpm;
+                entry.prices = provider.prices.clone();
             }
         }
         registry
@@ -71,7 +180,15 @@ impl LlmRegistry {
 
     /// Add (or replace) a provider.
     pub fn with_client(mut self, name: &str, client: Arc<dyn LlmClient>, native_tools: bool) -> Self {
-        self.providers.insert(name.to_owned(), Provider { client, native_tools, rpm: None });
+        let provider = Provider {
+            client,
+            native_tools,
+            structured_outputs: true,
+            rpm: None,
+            tpm: None,
+            prices: BTreeMap::new(),
+        };
+        self.providers.insert(name.to_owned(), provider);
         self
     }
 
@@ -79,6 +196,22 @@ impl LlmRegistry {
     pub fn with_rpm(mut self, name: &str, rpm: u32) -> Self {
         if let Some(entry) = self.providers.get_mut(name) {
             entry.rpm = Some(rpm);
+        }
+        self
+    }
+
+    /// Give a provider a tokens-per-minute budget.
+    pub fn with_tpm(mut self, name: &str, tpm: u32) -> Self {
+        if let Some(entry) = self.providers.get_mut(name) {
+            entry.tpm = Some(tpm);
+        }
+        self
+    }
+
+    /// Price a provider's model.
+    pub fn with_price(mut self, name: &str, model: &str, price: Price) -> Self {
+        if let Some(entry) = self.providers.get_mut(name) {
+            entry.prices.insert(model.to_owned(), price);
         }
         self
     }
@@ -97,12 +230,20 @@ impl LlmRegistry {
         let entry = self.providers.get(provider).ok_or_else(|| {
             LlmError::new(LlmErrorKind::Other, format!("LLM provider '{provider}' is not configured"))
         })?;
+        let budget = (entry.rpm.is_some() || entry.tpm.is_some()).then(|| ProviderBudget {
+            rpm: entry.rpm,
+            tpm: entry.tpm,
+            shared: self.shared.clone(),
+            provider: provider.to_owned(),
+        });
         Ok(ResolvedModel {
             provider: provider.to_owned(),
             model: name.to_owned(),
             client: entry.client.clone(),
             native_tools: entry.native_tools,
-            rpm: entry.rpm,
+            structured_outputs: entry.structured_outputs,
+            budget,
+            price: entry.prices.get(name).copied(),
         })
     }
 }

@@ -70,6 +70,7 @@ fn request() -> ChatRequest {
         stop: vec!["\nObservation:".into()],
         temperature: Some(0.2),
         max_tokens: Some(64),
+        response_schema: None,
         deltas: None,
     }
 }
@@ -82,7 +83,7 @@ async fn sends_the_openai_shape_and_reads_tool_calls() {
     ]}, "finish_reason": "tool_calls"}], "usage": {"prompt_tokens": 5, "completion_tokens": 7}});
     let (base, script) = serve(vec![ok(reply)]).await;
     let response = client(&base, fast_policy()).chat(&request()).await.expect("chat");
-    assert_eq!(response.usage, TokenUsage { prompt_tokens: 5, completion_tokens: 7 });
+    assert_eq!(response.usage, TokenUsage { prompt_tokens: 5, completion_tokens: 7, cached_tokens: 0 });
     assert_eq!(response.finish_reason.as_deref(), Some("tool_calls"));
     assert_eq!(response.tool_calls[0].arguments, "{\"expression\": \"1+1\"}");
     assert_eq!(
@@ -307,7 +308,7 @@ async fn a_streamed_answer_is_handed_over_as_it_arrives_and_assembled() {
         ("call_9", "{\"expression\": \"6*7 + 1000000\"}")
     );
     assert_eq!(response.finish_reason.as_deref(), Some("tool_calls"));
-    assert_eq!(response.usage, TokenUsage { prompt_tokens: 21, completion_tokens: 13 });
+    assert_eq!(response.usage, TokenUsage { prompt_tokens: 21, completion_tokens: 13, cached_tokens: 0 });
     let body = &script.requests()[0];
     assert_eq!(
         (body["stream"].clone(), body["stream_options"].clone()),

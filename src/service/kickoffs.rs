@@ -33,6 +33,8 @@ impl Services {
                 let request: KickoffRequest = parse_json(body).map_err(ServiceError::Invalid)?;
                 let mut crew = self.resolve_crew(request.crew).await?;
                 crew.stream = request.stream.unwrap_or(crew.stream);
+                crew.max_tokens = request.max_tokens.or(crew.max_tokens);
+                crew.max_cost_usd = request.max_cost_usd.or(crew.max_cost_usd);
                 let (inputs, metadata) = (request.inputs, request.metadata);
                 let run = prepare_run(crew, inputs, metadata, request.timeout_s, &self.validation)
                     .map_err(ServiceError::Invalid)?;
@@ -65,6 +67,8 @@ impl Services {
         let request: BatchKickoffRequest = parse_json(body).map_err(ServiceError::Invalid)?;
         let mut crew = self.resolve_crew(request.crew).await?;
         crew.stream = request.stream.unwrap_or(crew.stream);
+        crew.max_tokens = request.max_tokens.or(crew.max_tokens);
+        crew.max_cost_usd = request.max_cost_usd.or(crew.max_cost_usd);
         let mut runs: Vec<NewRun> =
             prepare_batch(crew, request.inputs, request.metadata, request.timeout_s, &self.validation)
                 .map_err(ServiceError::Invalid)?;

@@ -119,6 +119,10 @@ async fn remove_runs(tx: &mut sqlx::Transaction<'_, sqlx::Postgres>, ids: &[Uuid
         .execute(&mut **tx)
         .await?
         .rows_affected();
+    rows += sqlx::query!("DELETE FROM run_usage WHERE run_id = ANY($1)", ids)
+        .execute(&mut **tx)
+        .await?
+        .rows_affected();
     rows += sqlx::query!("DELETE FROM run_tasks WHERE run_id = ANY($1)", ids)
         .execute(&mut **tx)
         .await?

@@ -11,7 +11,7 @@ use super::group::{Failure, GroupWrite};
 use super::listen::{notify, RUNS_CHANNEL};
 use super::{decode, parse, Store, StoreError, StoreResult};
 use crate::domain::kickoff::NewRun;
-use crate::domain::{EventType, Run, RunId, RunStatus, TaskRun, Usage};
+use crate::domain::{EventType, Run, RunId, RunStatus, TaskRun, Usage, UsageLine};
 
 /// An `Idempotency-Key` and the fingerprint of the request that carried it.
 #[derive(Debug, Clone)]
@@ -56,7 +56,9 @@ struct RunRow {
     llm_calls: i64,
     prompt_tokens: i64,
     completion_tokens: i64,
+    cached_tokens: i64,
     tool_calls: i64,
+    cost_usd: f64,
     created_at: DateTime<Utc>,
     started_at: Option<DateTime<Utc>>,
     finished_at: Option<DateTime<Utc>>,
@@ -96,8 +98,11 @@ impl RunRow {
                 llm_calls: self.llm_calls,
                 prompt_tokens: self.prompt_tokens,
                 completion_tokens: self.completion_tokens,
+                cached_tokens: self.cached_tokens,
                 tool_calls: self.tool_calls,
+                cost_usd: self.cost_usd,
             },
+            usage_breakdown: None,
             fake_llm: self.fake_llm,
         })
     }
@@ -182,7 +187,7 @@ impl Store {
         let rows = sqlx::query_as!(
             RunRow,
             r#"SELECT id, status, crew_name, inputs, metadata, attempt, output, error, llm_calls,
-                      prompt_tokens, completion_tokens, tool_calls, created_at, started_at, finished_at,
+                      prompt_tokens, completion_tokens, cached_tokens, tool_calls, cost_usd, created_at, started_at, finished_at,
                       fake_llm
                FROM runs WHERE id = ANY($1)"#,
             ids
@@ -191,6 +196,26 @@ impl Store {
         .await?;
         let mut runs = self.attach_tasks(rows).await?;
         runs.sort_by_key(|run| ids.iter().position(|id| *id == run.id.0));
+        let lines = sqlx::query!(
+            r#"SELECT run_id, task, agent, model, llm_calls, prompt_tokens, completion_tokens, cached_tokens, cost_usd
+               FROM run_usage WHERE run_id = ANY($1) ORDER BY run_id, task, agent, model"#,
+            ids
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        for run in &mut runs {
+            let mine = lines.iter().filter(|l| l.run_id == run.id.0).map(|l| UsageLine {
+                task: l.task.clone(),
+                agent: l.agent.clone(),
+                model: l.model.clone(),
+                llm_calls: l.llm_calls,
+                prompt_tokens: l.prompt_tokens,
+                completion_tokens: l.completion_tokens,
+                cached_tokens: l.cached_tokens,
+                cost_usd: l.cost_usd,
+            });
+            run.usage_breakdown = Some(mine.collect());
+        }
         Ok(runs)
     }
 
@@ -200,13 +225,19 @@ impl Store {
         // One statement (the tasks as a JSON array), so the run and its tasks are one snapshot.
         let row = sqlx::query!(
             r#"SELECT id, status, crew_name, inputs, metadata, attempt, output, error, llm_calls,
-                      prompt_tokens, completion_tokens, tool_calls, created_at, started_at, finished_at,
+                      prompt_tokens, completion_tokens, cached_tokens, tool_calls, cost_usd, created_at, started_at, finished_at,
                       fake_llm,
                       (SELECT coalesce(jsonb_agg(jsonb_build_object(
                                   'name', t.name, 'agent', t.agent, 'status', t.status, 'output', t.output,
                                   'started_at', t.started_at, 'finished_at', t.finished_at) ORDER BY t.position),
                               '[]')
-                         FROM run_tasks AS t WHERE t.run_id = runs.id) AS "tasks!"
+                         FROM run_tasks AS t WHERE t.run_id = runs.id) AS "tasks!",
+                      (SELECT coalesce(jsonb_agg(jsonb_build_object(
+                                  'task', u.task, 'agent', u.agent, 'model', u.model, 'llm_calls', u.llm_calls,
+                                  'prompt_tokens', u.prompt_tokens, 'completion_tokens', u.completion_tokens,
+                                  'cached_tokens', u.cached_tokens, 'cost_usd', u.cost_usd)
+                                  ORDER BY u.task, u.agent, u.model), '[]')
+                         FROM run_usage AS u WHERE u.run_id = runs.id) AS "usage_breakdown!"
                FROM runs WHERE id = $1"#,
             id.0
         )
@@ -227,13 +258,17 @@ impl Store {
             llm_calls: row.llm_calls,
             prompt_tokens: row.prompt_tokens,
             completion_tokens: row.completion_tokens,
+            cached_tokens: row.cached_tokens,
             tool_calls: row.tool_calls,
+            cost_usd: row.cost_usd,
             created_at: row.created_at,
             started_at: row.started_at,
             finished_at: row.finished_at,
             fake_llm: row.fake_llm,
         };
-        run.into_run(tasks).map(Some)
+        let mut run = run.into_run(tasks)?;
+        run.usage_breakdown = Some(decode(row.usage_breakdown, "run_usage of a run")?);
+        Ok(Some(run))
     }
 
     /// Runs newest first, optionally of one status, strictly older than `before`.
@@ -252,7 +287,7 @@ impl Store {
                 sqlx::query_as!(
                     RunRow,
                     r#"SELECT id, status, crew_name, inputs, metadata, attempt, output, error, llm_calls,
-                              prompt_tokens, completion_tokens, tool_calls, created_at, started_at, finished_at,
+                              prompt_tokens, completion_tokens, cached_tokens, tool_calls, cost_usd, created_at, started_at, finished_at,
                               fake_llm
                        FROM runs WHERE status = $1 AND id < $2 ORDER BY id DESC LIMIT $3"#,
                     status.as_str(),
@@ -266,7 +301,7 @@ impl Store {
                 sqlx::query_as!(
                     RunRow,
                     r#"SELECT id, status, crew_name, inputs, metadata, attempt, output, error, llm_calls,
-                              prompt_tokens, completion_tokens, tool_calls, created_at, started_at, finished_at,
+                              prompt_tokens, completion_tokens, cached_tokens, tool_calls, cost_usd, created_at, started_at, finished_at,
                               fake_llm
                        FROM runs WHERE id < $1 ORDER BY id DESC LIMIT $2"#,
                     before,

@@ -89,7 +89,7 @@ async fn kill_9_during_an_llm_call_resumes_without_repeating_completed_calls(poo
     assert_eq!(roles, ["system", "user", "assistant", "tool", "user", "assistant"]);
     let metrics =
         reqwest::get(format!("{}/metrics", second.base)).await.expect("GET").text().await.expect("text");
-    let line = "agentd_llm_call_duration_seconds_count{model=\"openai/gpt-4o-mini\"} 1";
+    let line = "agentd_llm_call_duration_seconds_count{provider=\"openai\",model=\"gpt-4o-mini\"} 1";
     assert!(metrics.contains(line), "{line} missing from:\n{metrics}");
     assert!(metrics.contains("agentd_runs{status=\"completed\"} 1"), "{metrics}");
 }

@@ -85,14 +85,20 @@ fn llm_step() -> Step {
         ],
         tool_starts: vec![start("call_1", json!({"e": "2+2"})), start("call_2", json!("{oops"))],
         tasks: vec![TaskChange::Started { task: "research".into() }],
-        usage: UsageDelta { llm_calls: 1, prompt_tokens: 120, completion_tokens: 30, tool_calls: 0 },
+        usage: UsageDelta {
+            llm_calls: 1,
+            prompt_tokens: 120,
+            completion_tokens: 30,
+            ..UsageDelta::default()
+        },
         ..Step::default()
     };
     let started = TaskStarted { task: "research".into(), agent: "researcher".into() };
     step.event(Some("research"), Some("researcher"), EventData::TaskStarted(started));
     let finished = LlmFinished {
         model: "openai/gpt-4o-mini".into(),
-        usage: TokenUsage { prompt_tokens: 120, completion_tokens: 30 },
+        usage: TokenUsage { prompt_tokens: 120, completion_tokens: 30, cached_tokens: 0 },
+        cost_usd: None,
         duration_ms: 150,
         iteration: Some(1),
         purpose: None,
@@ -156,7 +162,7 @@ fn final_step() -> Step {
             },
         ],
         run: Some(RunChange::Completed { output: output("done") }),
-        usage: UsageDelta { llm_calls: 1, prompt_tokens: 80, completion_tokens: 10, tool_calls: 0 },
+        usage: UsageDelta { llm_calls: 1, prompt_tokens: 80, completion_tokens: 10, ..UsageDelta::default() },
         ..Step::default()
     };
     let completed = TaskCompleted { task: "research".into(), output: Some("4".into()) };
@@ -199,7 +205,10 @@ async fn commits_round_trip_through_load(pool: PgPool) {
     let run = store.get_run(claimed.id).await.expect("get").expect("run");
     assert_eq!((run.status, run.output, run.error), (RunStatus::Completed, Some(output("done")), None));
     assert!(run.finished_at.is_some());
-    assert_eq!(run.usage, Usage { llm_calls: 2, prompt_tokens: 200, completion_tokens: 40, tool_calls: 2 });
+    assert_eq!(
+        run.usage,
+        Usage { llm_calls: 2, prompt_tokens: 200, completion_tokens: 40, tool_calls: 2, ..Usage::default() }
+    );
     assert!(run
         .tasks
         .iter()
@@ -228,7 +237,7 @@ async fn commits_round_trip_through_load(pool: PgPool) {
             RunCompleted
         ]
     );
-    let llm_finished = json!({"model": "openai/gpt-4o-mini", "usage": {"prompt_tokens": 120, "completion_tokens": 30},
+    let llm_finished = json!({"model": "openai/gpt-4o-mini", "usage": {"prompt_tokens": 120, "completion_tokens": 30, "cached_tokens": 0},
                               "duration_ms": 150, "iteration": 1});
     assert_eq!((events[3].task.as_deref(), &events[3].data), (Some("research"), &llm_finished));
 }
@@ -334,7 +343,9 @@ async fn a_step_that_contradicts_the_journal_writes_nothing(pool: PgPool) {
     // A value Postgres refuses (a token count past bigint): the engine learns the class, not the SQL.
     journal.commit(one_token()).await.expect("commit");
     assert_eq!(storage_error(journal.commit(overflowing()).await), "database error");
-    assert_eq!(journal.load().await.expect("load"), MemoryJournal::new(&["research", "write"]).snapshot());
+    let one_token_spent =
+        Snapshot { spent_tokens: 1, ..MemoryJournal::new(&["research", "write"]).snapshot() };
+    assert_eq!(journal.load().await.expect("load"), one_token_spent);
 
     // A call interrupted while running may start again; a finished one may not.
     journal.commit(llm_step()).await.expect("commit");
@@ -420,7 +431,8 @@ async fn commits_of_many_runs_share_transactions_and_fail_alone(pool: PgPool) {
             }
             9 => {
                 assert_eq!(result, Err(JournalError::Storage("database error".into())));
-                (untouched.clone(), 2)
+                // Only the one token committed before.
+                (Snapshot { spent_tokens: 1, ..untouched.clone() }, 2)
             }
             13 => {
                 assert_eq!(result, Err(JournalError::Fenced));

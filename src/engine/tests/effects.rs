@@ -45,8 +45,11 @@ impl Journal for GatedJournal {
 async fn a_task_start_is_committed_while_the_model_is_asked() {
     let llm = ScriptedLlm::new(vec![text("done")]);
     let gated = engine(llm.clone(), true, vec![]);
-    let journal =
-        GatedJournal { inner: Subject::Memory(MemoryJournal::new(&["t"])), llm: llm.clone(), fail: false };
+    let journal = GatedJournal {
+        inner: Subject::Memory(Box::new(MemoryJournal::new(&["t"]))),
+        llm: llm.clone(),
+        fail: false,
+    };
     let crew = crew(json!([]), "native", json!({}));
     let output = gated.run(&crew, &inputs(), &journal, &CancellationToken::new()).await.expect("run");
     assert_eq!(output.raw, "done");
@@ -66,7 +69,8 @@ async fn a_task_start_is_committed_while_the_model_is_asked() {
     // A start that cannot be committed (the lease is lost) stops the run, reply or not.
     let llm = ScriptedLlm::new(vec![text("done")]);
     let fenced = engine(llm.clone(), true, vec![]);
-    let journal = GatedJournal { inner: Subject::Memory(MemoryJournal::new(&["t"])), llm, fail: true };
+    let journal =
+        GatedJournal { inner: Subject::Memory(Box::new(MemoryJournal::new(&["t"]))), llm, fail: true };
     let result = fenced.run(&crew, &inputs(), &journal, &CancellationToken::new()).await;
     assert!(matches!(result, Err(EngineError::Journal(JournalError::Fenced))), "{result:?}");
     assert_eq!(journal.inner.commits(), Some(0));
@@ -111,7 +115,7 @@ async fn a_guardrail_reply_with_nul_is_scrubbed_before_it_is_journaled() {
     let llm = ScriptedLlm::new(vec![text("An answer."), text("{\"pass\": true, \"reason\": \"fine\u{0}\"}")]);
     let engine = engine(llm, true, vec![]);
     let crew = crew(json!([]), "auto", json!({"tasks": [{"guardrail": "It is an answer."}]}));
-    let journal = NulRefusingJournal(Subject::Memory(MemoryJournal::new(&["t"])));
+    let journal = NulRefusingJournal(Subject::Memory(Box::new(MemoryJournal::new(&["t"]))));
     let output =
         engine.run(&crew, &inputs(), &journal, &CancellationToken::new()).await.expect("run completes");
     assert_eq!(output.raw, "An answer.");
@@ -192,7 +196,11 @@ async fn a_provider_hold_pauses_the_planner(backend: Backend) {
 }
 
 async fn usage_counts_planner_guardrail_and_summary_tokens(backend: Backend) {
-    let usage = |prompt, completion| TokenUsage { prompt_tokens: prompt, completion_tokens: completion };
+    let usage = |prompt, completion| TokenUsage {
+        prompt_tokens: prompt,
+        completion_tokens: completion,
+        cached_tokens: 0,
+    };
     let with_usage = |reply: Reply, prompt, completion| {
         reply.map(|r| ChatResponse { usage: usage(prompt, completion), ..r })
     };
@@ -212,7 +220,10 @@ async fn usage_counts_planner_guardrail_and_summary_tokens(backend: Backend) {
     let finished = event_data(&journal, EventType::LlmFinished).await;
     let purposes: Vec<&str> = finished.iter().map(|d| d["purpose"].as_str().unwrap_or("turn")).collect();
     assert_eq!(purposes, ["planner", "turn", "turn", "guardrail"]);
-    assert_eq!(finished[0]["usage"], json!({"prompt_tokens": 4000, "completion_tokens": 400}));
+    assert_eq!(
+        finished[0]["usage"],
+        json!({"prompt_tokens": 4000, "completion_tokens": 400, "cached_tokens": 0})
+    );
 }
 
 on_both_journals!(

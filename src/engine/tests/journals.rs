@@ -31,7 +31,7 @@ impl Backend {
         match self {
             Backend::Memory => {
                 let tasks: Vec<&str> = crew.tasks.iter().map(|t| t.name.as_str()).collect();
-                Subject::Memory(MemoryJournal::new(&tasks))
+                Subject::Memory(Box::new(MemoryJournal::new(&tasks)))
             }
             Backend::Postgres(store) => {
                 let run = NewRun {
@@ -58,7 +58,7 @@ impl Backend {
 
 /// A scenario's journal, with what the scenario reads back from it.
 pub enum Subject {
-    Memory(MemoryJournal),
+    Memory(Box<MemoryJournal>),
     Postgres { store: Store, id: RunId, journal: RunJournal },
 }
 
@@ -121,7 +121,9 @@ impl Subject {
                     llm_calls: usage.llm_calls,
                     prompt_tokens: usage.prompt_tokens,
                     completion_tokens: usage.completion_tokens,
+                    cached_tokens: usage.cached_tokens,
                     tool_calls: usage.tool_calls,
+                    cost_usd: usage.cost_usd,
                 }
             }
         }

@@ -62,7 +62,16 @@ pub(super) async fn snapshot(store: &Store, run_id: RunId) -> StoreResult<Snapsh
     )
     .fetch_all(&store.pool)
     .await?;
+    let spent = sqlx::query!(
+        r#"SELECT prompt_tokens + completion_tokens AS "tokens!", cost_usd FROM runs WHERE id = $1"#,
+        run_id.0
+    )
+    .fetch_optional(&store.pool)
+    .await?;
+    let (spent_tokens, spent_cost_usd) = spent.map_or((0, 0.0), |s| (s.tokens.max(0) as u64, s.cost_usd));
     Ok(Snapshot {
+        spent_tokens,
+        spent_cost_usd,
         tasks: tasks.into_iter().map(TaskRow::into_record).collect::<StoreResult<_>>()?,
         messages: messages.into_iter().map(MessageRow::into_record).collect::<StoreResult<_>>()?,
         tool_calls: tool_calls.into_iter().map(ToolCallRow::into_record).collect::<StoreResult<_>>()?,

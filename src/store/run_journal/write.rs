@@ -16,7 +16,7 @@ use uuid::Uuid;
 
 use super::{Answer, Commit, CommitError};
 use crate::domain::{RunStatus, TaskStatus};
-use crate::engine::journal::{RunChange, TaskChange, ToolCallOutcome};
+use crate::engine::journal::{RunChange, SpendLine, TaskChange, ToolCallOutcome};
 use crate::store::group::Failure;
 use crate::store::parse;
 
@@ -334,11 +334,14 @@ fn fold_task_changes(changes: &[TaskChange]) -> Result<Vec<TaskUpdate<'_>>, Comm
     Ok(updates)
 }
 
-/// Per run: add the usage, record its end (releasing its lease) when it ends, and append its
-/// events in order after its last one, taking their `seq`s from the run's `last_seq` counter.
+/// Per run: add the usage (and its split by task, agent and model), record its end (releasing
+/// its lease) when it ends, and append its events in order after its last one, taking their
+/// `seq`s from the run's `last_seq` counter.
 pub(super) async fn runs_and_events(tx: &mut Tx<'_>, live: &[Live<'_>]) -> WriteResult {
     let (mut runs, mut llm_calls, mut prompt_tokens, mut completion_tokens) =
         (vec![], vec![], vec![], vec![]);
+    let (mut cached_tokens, mut costs) = (vec![], vec![]);
+    let mut spend: Vec<(Uuid, SpendLine)> = Vec::new();
     let (mut tool_calls, mut statuses, mut outputs, mut errors, mut counts) =
         (vec![], vec![], vec![], vec![], vec![]);
     let (mut event_runs, mut ordinals, mut types, mut tasks, mut agents, mut data) =
@@ -356,6 +359,16 @@ pub(super) async fn runs_and_events(tx: &mut Tx<'_>, live: &[Live<'_>]) -> Write
         prompt_tokens.push(step.usage.prompt_tokens);
         completion_tokens.push(step.usage.completion_tokens);
         tool_calls.push(step.usage.tool_calls);
+        cached_tokens.push(step.usage.cached_tokens);
+        costs.push(step.usage.cost_usd);
+        for line in &step.spend {
+            // One row per key and statement: lines of one key in two steps are added up.
+            let run = commit.run_id.0;
+            match spend.iter_mut().find(|(r, l)| *r == run && l.same_key(line)) {
+                Some((_, existing)) => existing.add(line),
+                None => spend.push((run, line.clone())),
+            }
+        }
         statuses.push(status);
         outputs.push(output);
         errors.push(error);
@@ -375,6 +388,7 @@ pub(super) async fn runs_and_events(tx: &mut Tx<'_>, live: &[Live<'_>]) -> Write
                   SET llm_calls = r.llm_calls + u.llm_calls, prompt_tokens = r.prompt_tokens + u.prompt_tokens,
                       completion_tokens = r.completion_tokens + u.completion_tokens,
                       tool_calls = r.tool_calls + u.tool_calls,
+                      cached_tokens = r.cached_tokens + u.cached_tokens, cost_usd = r.cost_usd + u.cost_usd,
                       -- A cancellation requested meanwhile wins over a pause for human input.
                       status = CASE WHEN r.status = 'cancelling' AND u.status = 'awaiting_input' THEN r.status
                                     ELSE coalesce(u.status, r.status) END,
@@ -391,11 +405,23 @@ pub(super) async fn runs_and_events(tx: &mut Tx<'_>, live: &[Live<'_>]) -> Write
                       last_seq = r.last_seq + u.events,
                       updated_at = now()
                  FROM UNNEST($1::uuid[], $2::int8[], $3::int8[], $4::int8[], $5::int8[], $6::text[], $7::jsonb[],
-                             $8::jsonb[], $9::int8[])
+                             $8::jsonb[], $9::int8[], $16::int8[], $17::float8[])
                       AS u(id, llm_calls, prompt_tokens, completion_tokens, tool_calls, status, output, error,
-                           events)
+                           events, cached_tokens, cost_usd)
                 WHERE r.id = u.id AND r.id = ANY($1)
             RETURNING r.id, r.last_seq - u.events AS base
+           ),
+           spent AS (
+               INSERT INTO run_usage AS s (run_id, task, agent, model, llm_calls, prompt_tokens, completion_tokens,
+                                           cached_tokens, cost_usd)
+               SELECT * FROM UNNEST($18::uuid[], $19::text[], $20::text[], $21::text[], $22::int8[], $23::int8[],
+                                    $24::int8[], $25::int8[], $26::float8[])
+               ON CONFLICT (run_id, task, agent, model) DO UPDATE
+                  SET llm_calls = s.llm_calls + excluded.llm_calls,
+                      prompt_tokens = s.prompt_tokens + excluded.prompt_tokens,
+                      completion_tokens = s.completion_tokens + excluded.completion_tokens,
+                      cached_tokens = s.cached_tokens + excluded.cached_tokens,
+                      cost_usd = s.cost_usd + excluded.cost_usd
            )
            INSERT INTO events (run_id, seq, type, task, agent, data)
            SELECT e.run_id, changed.base + e.n, e.type, e.task, e.agent, e.data
@@ -418,6 +444,17 @@ pub(super) async fn runs_and_events(tx: &mut Tx<'_>, live: &[Live<'_>]) -> Write
         &tasks as &[Option<&str>],
         &agents as &[Option<&str>],
         &data,
+        &cached_tokens,
+        &costs,
+        &spend.iter().map(|(run, _)| *run).collect::<Vec<Uuid>>(),
+        &spend.iter().map(|(_, l)| l.task.as_str()).collect::<Vec<&str>>() as &[&str],
+        &spend.iter().map(|(_, l)| l.agent.as_str()).collect::<Vec<&str>>() as &[&str],
+        &spend.iter().map(|(_, l)| l.model.as_str()).collect::<Vec<&str>>() as &[&str],
+        &spend.iter().map(|(_, l)| l.llm_calls).collect::<Vec<i64>>(),
+        &spend.iter().map(|(_, l)| l.prompt_tokens).collect::<Vec<i64>>(),
+        &spend.iter().map(|(_, l)| l.completion_tokens).collect::<Vec<i64>>(),
+        &spend.iter().map(|(_, l)| l.cached_tokens).collect::<Vec<i64>>(),
+        &spend.iter().map(|(_, l)| l.cost_usd).collect::<Vec<f64>>(),
     )
     .execute(&mut **tx)
     .await?;

@@ -8,11 +8,13 @@
 
 mod answers;
 mod approval;
+mod kinds;
 mod limits;
 mod mcp;
 mod provider;
 mod retention;
 mod secrets;
+mod spend;
 
 use std::time::Duration;
 

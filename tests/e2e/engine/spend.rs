@@ -1,0 +1,153 @@
+//! Spend: the run budgets (`max_tokens`, `max_cost_usd`) stopping a runaway loop, checked before
+//! a call on its estimate and after it on the reported usage; a kickoff's budget over the
+//! crew's; bad budgets refused; and a provider's tokens per minute spacing calls by what they
+//! used.
+
+use std::time::Duration;
+
+use agentd::llm::Price;
+
+use super::kinds::add_providers;
+use super::*;
+use crate::fakes::azure::{self, FakeAzure};
+use crate::support::expect_problem;
+
+/// A native tool call to the calculator that reports `prompt` and `completion` tokens.
+fn costly_call(n: usize, prompt: u64, completion: u64) -> FakeReply {
+    let mut reply =
+        FakeReply::tool_calls(&[(&format!("c{n}"), "calculator", json!({"expression": format!("{n}+1")}))]);
+    reply.body["usage"] = json!({"prompt_tokens": prompt, "completion_tokens": completion});
+    reply
+}
+
+/// A model that never stops calling tools, each call costing 1,000 tokens.
+fn runaway(h: &Harness) {
+    h.fake.push((1..=20).map(|n| costly_call(n, 900, 100)));
+}
+
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn max_tokens_stops_a_runaway_loop_on_the_reported_usage(pool: PgPool) {
+    let h = Harness::start(pool, true).await;
+    runaway(&h);
+    let spec =
+        crew(json!(["calculator"]), "native", json!({"max_tokens": 3500, "agents": [{"max_iter": 20}]}));
+    let out = h.run(&spec).await;
+    assert_eq!(out.run["status"], "failed");
+    assert_eq!(out.run["error"]["kind"], "budget");
+    let message = out.run["error"]["message"].as_str().expect("message");
+    assert!(
+        message.contains("a model call took it to 4000 tokens, over max_tokens = 3500 (3000 used before it)"),
+        "{message}"
+    );
+    assert_eq!(
+        (out.run["usage"]["llm_calls"].as_i64(), out.run["usage"]["prompt_tokens"].as_i64()),
+        (Some(4), Some(3600))
+    );
+    assert_eq!(h.fake.requests().len(), 4, "no call after the budget was spent");
+    assert_eq!(out.data("llm.finished").len(), 4, "the last call's usage is journaled with the failure");
+}
+
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn a_budget_too_small_for_the_prompt_stops_before_the_call(pool: PgPool) {
+    let h = Harness::start(pool, true).await;
+    runaway(&h);
+    let out = h.run(&crew(json!(["calculator"]), "native", json!({"max_tokens": 10}))).await;
+    assert_eq!(
+        (out.run["status"].as_str(), out.run["error"]["kind"].as_str()),
+        (Some("failed"), Some("budget"))
+    );
+    let message = out.run["error"]["message"].as_str().expect("message");
+    assert!(
+        message.contains("the next model call would take it to") && message.contains("max_tokens = 10"),
+        "{message}"
+    );
+    assert!(h.fake.requests().is_empty(), "the provider was never called");
+    assert_eq!(out.run["usage"]["llm_calls"], 0);
+}
+
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn max_cost_usd_of_the_kickoff_stops_a_runaway_loop(pool: PgPool) {
+    let h = Harness::start_with(pool, true, |c| {
+        let openai = c.providers.get_mut("openai").expect("openai");
+        openai.prices.insert("test-model".into(), Price { input: 10.0, output: 30.0, cached_input: None });
+    })
+    .await;
+    runaway(&h);
+    // Each call: 900 × $10 + 100 × $30 per million = $0.012. The kickoff's cap wins over the crew's.
+    let spec =
+        crew(json!(["calculator"]), "native", json!({"max_cost_usd": 100.0, "agents": [{"max_iter": 20}]}));
+    let body = json!({"crew": spec, "inputs": {"topic": "tides"}, "max_cost_usd": 0.03});
+    let queued = expect_json(h.app.post_json("/v1/kickoffs", &body).await, StatusCode::ACCEPTED).await;
+    let out = h.run_queued(&queued).await;
+    assert_eq!(out.run["error"]["kind"], "budget", "{}", out.run);
+    let message = out.run["error"]["message"].as_str().expect("message");
+    assert!(message.contains("a model call took it to $0.036000, over max_cost_usd = $0.03"), "{message}");
+    assert_eq!(h.fake.requests().len(), 3);
+    assert!(
+        (out.run["usage"]["cost_usd"].as_f64().expect("cost") - 0.036).abs() < 1e-12,
+        "{}",
+        out.run["usage"]
+    );
+}
+
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn bad_budgets_are_refused_with_the_field_named(pool: PgPool) {
+    let h = Harness::start(pool, true).await;
+    let spec = crew(json!([]), "native", json!({}));
+    for (body, field) in [
+        (json!({"crew": spec, "inputs": {"topic": "t"}, "max_cost_usd": -1}), "max_cost_usd"),
+        (json!({"crew": spec, "inputs": {"topic": "t"}, "max_cost_usd": 0}), "max_cost_usd"),
+        (json!({"crew": spec, "inputs": {"topic": "t"}, "max_tokens": 0}), "max_tokens"),
+        (
+            json!({"crew": crew(json!([]), "native", json!({"max_tokens": 2_000_000_000_000u64})), "inputs": {"topic": "t"}}),
+            "max_tokens",
+        ),
+    ] {
+        let problem =
+            expect_problem(h.app.post_json("/v1/kickoffs", &body).await, StatusCode::UNPROCESSABLE_ENTITY)
+                .await;
+        assert!(problem.to_string().contains(field), "{field}: {problem}");
+    }
+    let problem = expect_problem(
+        h.app
+            .post_json("/v1/kickoffs", &json!({"crew": spec, "inputs": {"topic": "t"}, "max_tokens": -5}))
+            .await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+    )
+    .await;
+    assert!(problem.to_string().contains("max_tokens"), "{problem}");
+}
+
+/// A tool call on Azure reporting `tokens` in all.
+fn azure_call(n: usize, tokens: u64) -> crate::fakes::Scripted {
+    let mut reply =
+        azure::tool_calls(&[(&format!("call_{n}"), "calculator", json!({"expression": format!("{n}*2")}))]);
+    reply.body["usage"] =
+        json!({"prompt_tokens": tokens - 50, "completion_tokens": 50, "total_tokens": tokens});
+    reply
+}
+
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn tpm_spaces_calls_by_the_tokens_they_used(pool: PgPool) {
+    let fake = FakeAzure::start("azure-test-key-0123", &["d"]).await;
+    // 60,000 tokens a minute: a millisecond per token.
+    let h = Harness::start_with(pool, true, |c| {
+        add_providers(c, &format!("[providers.az]\nkind = \"azure\"\nbase_url = \"{}\"\napi_key_env = \"AZURE_KEY\"\ntpm = 60000\n", fake.url))
+    })
+    .await;
+    fake.script.push([azure_call(1, 500), azure_call(2, 1500), azure::answer("Done.", 100, 10, 0)]);
+    let mut spec = crew(json!(["calculator"]), "native", json!({}));
+    spec["agents"][0]["llm"] = json!("az/d");
+    let out = h.run(&spec).await;
+    assert_eq!(out.raw(), "Done.", "{:?}", out.result);
+    let at: Vec<_> = fake.script.seen().iter().map(|s| s.at).collect();
+    let (first, second) = (at[1] - at[0], at[2] - at[1]);
+    eprintln!("gaps after 500 and 1,500 tokens at 60,000 tokens/min: {first:?}, {second:?}");
+    assert!(first >= Duration::from_millis(480) && first < Duration::from_millis(1000), "{first:?}");
+    assert!(second >= Duration::from_millis(1480) && second < Duration::from_millis(2200), "{second:?}");
+    let throttled = out.data("run.throttled");
+    assert_eq!(throttled.len(), 2, "{throttled:?}");
+    let limit = throttled[1]["limit"].as_str().expect("limit");
+    assert_eq!(limit, "provider:az (60000 tokens/min, shared by all replicas)");
+    assert!(throttled[1]["wait_ms"].as_u64().is_some_and(|ms| ms > 1300), "{throttled:?}");
+}
