@@ -25,6 +25,10 @@ COPY --from=build /src/target/release/agentd /usr/local/bin/agentd
 # The fake model's scripts and a configuration that uses it, for trying agentd without an LLM key:
 # AGENTD_CONFIG=/usr/share/agentd/agentd-fake.toml (runs say "fake_llm": true).
 COPY examples/agentd-fake.toml /usr/share/agentd/agentd-fake.toml
+# Providers of each kind (OpenAI-compatible, Anthropic, Azure OpenAI), keys from the environment:
+# AGENTD_CONFIG=/usr/share/agentd/agentd-providers.toml with OPENAI_API_KEY, ANTHROPIC_API_KEY,
+# AZURE_OPENAI_API_KEY (edit base_url of the azure provider: mount your own copy).
+COPY examples/agentd-providers.toml /usr/share/agentd/agentd-providers.toml
 COPY examples/fake-llm /usr/share/agentd/fake-llm
 USER agentd
 # Inside a container the service must listen on all interfaces; set AGENTD_API_KEYS to protect it.

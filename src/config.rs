@@ -543,6 +543,16 @@ mod tests {
     }
 
     #[test]
+    fn the_example_provider_config_loads() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/agentd-providers.toml");
+        let file = FileConfig::load(&path).expect("the example config");
+        let loaded = providers(&file, |_| None).expect("its providers");
+        assert_eq!(format!("{:?}", loaded["azure"].kind), "Azure(2024-10-21)");
+        assert!(matches!(loaded["claude"].kind, ProviderKind::Anthropic(o) if o.prompt_caching));
+        assert_eq!((loaded["openai"].rpm, loaded["openai"].tpm), (Some(500), Some(200000)));
+    }
+
+    #[test]
     fn bad_provider_settings_are_rejected() {
         let file: FileConfig = toml::from_str("[providers.x]\nbase_url = \"not a url\"").expect("toml");
         assert!(providers(&file, |_| None).is_err());

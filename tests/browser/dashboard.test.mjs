@@ -211,6 +211,13 @@ try {
     check(badge === "fake model", `the summary's badge says ${badge}`);
   });
 
+  await step("the run's spend is shown per task, agent and model, with its cost", async () => {
+    const line = page.locator("[data-testid=run-summary] [data-testid=usage-line]").first();
+    await line.waitFor();
+    const text = await line.innerText();
+    check(/openai\/gpt-4o-mini/.test(text) && /\$\d/.test(text), `the spend line says ${text}`);
+  });
+
   await step("the timeline holds every event once, in order", async () => {
     await page.locator('[data-testid=timeline] > li[data-type="run.completed"]').waitFor();
     first = await timeline();

@@ -109,7 +109,7 @@ node -e 'console.log(JSON.stringify({rules: [
   {name: "streamed", when: {message: "STREAM-DEMO"}, reply: {text: "one two three four five six seven eight nine ten", chunk_delay_ms: 300}},
   {name: "browser test", reply: {text: process.argv[1], delay_ms: 1500}}]}))' \
   "$reply" >"$artifacts/fake-llm.json"
-printf '[providers.openai]\nkind = "fake"\nscript = "fake-llm.json"\n' >"$artifacts/agentd.toml"
+printf '[providers.openai]\nkind = "fake"\nscript = "fake-llm.json"\nprices."gpt-4o-mini" = { input = 0.15, output = 0.6 }\n' >"$artifacts/agentd.toml"
 
 port=$(free_port)
 api_key="browser-test-$RANDOM$RANDOM"

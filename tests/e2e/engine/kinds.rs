@@ -140,7 +140,7 @@ async fn anthropic_native_tools_images_and_prompt_caching(pool: PgPool) {
 }
 
 #[sqlx::test(migrator = "agentd::store::MIGRATOR")]
-async fn anthropic_react_stops_at_the_observation(pool: PgPool) {
+async fn anthropic_react_streams_and_stops_at_the_observation(pool: PgPool) {
     let fake = FakeAnthropic::start(CLAUDE_KEY).await;
     let h = Harness::start_with(pool, true, |c| add_providers(c, &claude(&fake.url, ""))).await;
     fake.script.push([
@@ -151,10 +151,14 @@ async fn anthropic_react_stops_at_the_observation(pool: PgPool) {
         ),
         anthropic::text("Thought: done\nFinal Answer: 3", 70, 8),
     ]);
-    let out = h.run(&crew_on("claude/claude-test", json!(["calculator"]), "react", json!({}))).await;
+    // Streamed: the text arrives as `text_delta` events.
+    let out =
+        h.run(&crew_on("claude/claude-test", json!(["calculator"]), "react", json!({"stream": true}))).await;
     assert_eq!(out.raw(), "3", "{:?}", out.result);
     let bodies = fake.script.bodies();
+    assert_eq!((&bodies[0]["stream"], &bodies[1]["stream"]), (&json!(true), &json!(true)));
     assert_eq!(bodies[0]["stop_sequences"], json!(["\nObservation:"]));
+    assert_eq!(out.run["usage"]["completion_tokens"], 20, "the streams' usage is read");
     assert!(bodies[0].get("tools").is_none(), "ReAct offers tools in the prompt");
     let turns = bodies[1]["messages"].as_array().expect("messages");
     assert_eq!(
@@ -180,6 +184,28 @@ async fn anthropic_overload_and_rate_limits_are_retried_as_their_headers_say(poo
     let waited = seen[2].at - seen[1].at;
     assert!(waited >= Duration::from_millis(950), "retry-after: 1 was honoured ({waited:?})");
     assert_eq!(out.run["usage"]["llm_calls"], 1, "one call, retried inside the client");
+}
+
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn anthropic_says_its_budget_is_spent_and_the_next_call_waits_for_the_reset(pool: PgPool) {
+    let fake = FakeAnthropic::start(CLAUDE_KEY).await;
+    let h = Harness::start_with(pool, true, |c| add_providers(c, &claude(&fake.url, ""))).await;
+    fake.script.push([
+        anthropic::budget_spent(
+            anthropic::tool_use(&[("toolu_1", "calculator", json!({"expression": "1+1"}))]),
+            2,
+        ),
+        anthropic::text("2", 10, 1),
+    ]);
+    let out = h.run(&crew_on("claude/claude-test", json!(["calculator"]), "native", json!({}))).await;
+    assert_eq!(out.raw(), "2", "{:?}", out.result);
+    let seen = fake.script.seen();
+    assert_eq!(seen.iter().map(|s| s.status).collect::<Vec<_>>(), [200, 200], "no call was refused");
+    let gap = seen[1].at - seen[0].at;
+    assert!(gap >= Duration::from_millis(900), "the second call waited for the reset ({gap:?})");
+    let throttled = out.data("run.throttled");
+    assert_eq!(throttled.len(), 1, "{throttled:?}");
+    assert_eq!(throttled[0]["limit"], "provider:claude (provider asked to wait)");
 }
 
 #[sqlx::test(migrator = "agentd::store::MIGRATOR")]

@@ -69,6 +69,15 @@ pub fn error(status: u16, kind: &str, message: &str) -> Scripted {
     Scripted { status, ..Scripted::ok(json!({"type": "error", "error": {"type": kind, "message": message}})) }
 }
 
+/// The headers of a success that spent the minute's requests, which come back in `seconds`.
+pub fn budget_spent(reply: Scripted, seconds: i64) -> Scripted {
+    let reset = chrono::Utc::now() + chrono::Duration::seconds(seconds);
+    reply
+        .with_header("anthropic-ratelimit-requests-limit", "50")
+        .with_header("anthropic-ratelimit-requests-remaining", "0")
+        .with_header("anthropic-ratelimit-requests-reset", &reset.to_rfc3339())
+}
+
 /// 529: the API is overloaded.
 pub fn overloaded() -> Scripted {
     error(529, "overloaded_error", "Overloaded")
@@ -130,11 +139,11 @@ async fn answer(app: &App, headers: &HeaderMap, body: &Value, at: Instant) -> (u
     };
     tokio::time::sleep(reply.delay).await;
     let mut headers = reply.headers.clone();
-    if reply.status == 200 {
+    if reply.status == 200 && !headers.iter().any(|(name, _)| name.starts_with("anthropic-ratelimit-")) {
         headers.push(("anthropic-ratelimit-requests-limit".into(), "1000".into()));
         headers.push(("anthropic-ratelimit-requests-remaining".into(), "999".into()));
-        headers.push(("request-id".into(), "req_fake".into()));
     }
+    headers.push(("request-id".into(), "req_fake".into()));
     if reply.status == 200 && body.get("stream") == Some(&Value::Bool(true)) {
         return (200, stream(&reply.body, &headers));
     }
