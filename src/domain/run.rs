@@ -174,7 +174,8 @@ pub struct Usage {
     pub cost_usd: f64,
 }
 
-/// The model calls of one task, agent and model of a run, and what they used.
+/// The model calls of one task, agent and model of a run, and what they used (in the journal: what
+/// a step adds to them).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct UsageLine {
     pub task: String,
@@ -186,6 +187,30 @@ pub struct UsageLine {
     pub completion_tokens: i64,
     pub cached_tokens: i64,
     pub cost_usd: f64,
+}
+
+impl UsageLine {
+    /// Add another line's counts to this one's.
+    pub fn add(&mut self, other: &UsageLine) {
+        self.llm_calls += other.llm_calls;
+        self.prompt_tokens += other.prompt_tokens;
+        self.completion_tokens += other.completion_tokens;
+        self.cached_tokens += other.cached_tokens;
+        self.cost_usd += other.cost_usd;
+    }
+
+    /// Does it count calls and nothing they used (a call going out)?
+    pub fn counts_calls_only(&self) -> bool {
+        self.prompt_tokens == 0
+            && self.completion_tokens == 0
+            && self.cached_tokens == 0
+            && self.cost_usd == 0.0
+    }
+
+    /// Is it of the same task, agent and model?
+    pub fn same_key(&self, other: &UsageLine) -> bool {
+        self.task == other.task && self.agent == other.agent && self.model == other.model
+    }
 }
 
 /// One task of a run.

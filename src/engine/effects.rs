@@ -5,15 +5,19 @@
 //! Model calls ([`Context::call_model`]), whatever asks (an agent's turn, the manager's, a
 //! coworker's, the guardrail judge, the planner, the context summariser):
 //!
-//! 1. wait for a slot under their rate limits (crew or agent `max_rpm`, the provider's `rpm` and
-//!    429 holds), announcing a wait as `run.throttled`;
+//! 1. check the run's spend caps (`max_tokens`, `max_cost_usd`) on an estimate of the call, then
+//!    wait for a slot under their rate limits (crew or agent `max_rpm` and the provider's 429
+//!    holds on this replica; the provider's `rpm` and `tpm`, booked on the schedule the cluster
+//!    shares), announcing a wait as `run.throttled`;
 //! 2. announce `llm.started` and commit the pending journal step before the model is asked,
 //!    except a step a resumed run would write again the same way ([`Step::is_replayable`]: a
 //!    task's start and prompts), which is committed while the call goes out; a failed commit
 //!    stops the call. The call is counted in the run's usage in that step, so a call lost to a
 //!    crash (or one that fails) is still counted: spend is never under-reported;
-//! 3. after the reply: NUL characters are scrubbed (Postgres cannot store them), latency and
-//!    tokens go to the metrics and the run's usage, and `llm.finished` is announced.
+//! 3. after the reply: the provider's token schedule is corrected by the tokens it reported, NUL
+//!    characters are scrubbed (Postgres cannot store them), latency, tokens and cost go to the
+//!    metrics and the run's usage (and its split by task, agent and model), `llm.finished` is
+//!    announced, and the spend caps are checked again on what the call used.
 //!
 //! Tool calls ([`Context::run_tools`]: built-in, HTTP and crew tools, and delegations to
 //! coworkers) run after the pending step, which holds their journaled starts, is committed;

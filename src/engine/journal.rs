@@ -9,7 +9,7 @@ use std::sync::Mutex;
 
 use serde_json::Value;
 
-use crate::domain::{EventData, EventType, RunError, TaskOutput, TaskStatus};
+use crate::domain::{EventData, EventType, RunError, TaskOutput, TaskStatus, UsageLine};
 use crate::llm::{ChatMessage, Role};
 
 /// A boxed journal future (the trait is used as `dyn Journal`).
@@ -160,44 +160,8 @@ impl UsageDelta {
     }
 }
 
-/// Model calls of one task, agent and model to add to the run's usage split.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct SpendLine {
-    pub task: String,
-    pub agent: String,
-    /// `provider/model`.
-    pub model: String,
-    pub llm_calls: i64,
-    pub prompt_tokens: i64,
-    pub completion_tokens: i64,
-    pub cached_tokens: i64,
-    pub cost_usd: f64,
-}
-
-impl SpendLine {
-    pub fn add(&mut self, other: &SpendLine) {
-        self.llm_calls += other.llm_calls;
-        self.prompt_tokens += other.prompt_tokens;
-        self.completion_tokens += other.completion_tokens;
-        self.cached_tokens += other.cached_tokens;
-        self.cost_usd += other.cost_usd;
-    }
-
-    /// Does it count calls and nothing they used (a call going out)?
-    fn counts_calls_only(&self) -> bool {
-        self.prompt_tokens == 0
-            && self.completion_tokens == 0
-            && self.cached_tokens == 0
-            && self.cost_usd == 0.0
-    }
-
-    pub fn same_key(&self, other: &SpendLine) -> bool {
-        self.task == other.task && self.agent == other.agent && self.model == other.model
-    }
-}
-
 /// Add `line` to `lines`, into the line of its task, agent and model if there is one.
-pub fn merge_spend(lines: &mut Vec<SpendLine>, line: &SpendLine) {
+pub fn merge_spend(lines: &mut Vec<UsageLine>, line: &UsageLine) {
     match lines.iter_mut().find(|l| l.same_key(line)) {
         Some(existing) => existing.add(line),
         None => lines.push(line.clone()),
@@ -214,7 +178,7 @@ pub struct Step {
     pub run: Option<RunChange>,
     pub usage: UsageDelta,
     /// The model calls of `usage`, split by task, agent and model.
-    pub spend: Vec<SpendLine>,
+    pub spend: Vec<UsageLine>,
     pub events: Vec<NewEvent>,
 }
 
@@ -311,20 +275,20 @@ impl Step {
             && self.tasks.iter().all(|t| matches!(t, TaskChange::Started { .. }))
             && self.run.is_none()
             && self.usage == UsageDelta { llm_calls: self.usage.llm_calls.min(1), ..UsageDelta::default() }
-            && self.spend.iter().all(SpendLine::counts_calls_only)
+            && self.spend.iter().all(UsageLine::counts_calls_only)
     }
 
     /// The usage split's line of `task`, `agent` and `model` in this step.
-    pub fn spend_on(&mut self, task: &str, agent: &str, model: &str) -> &mut SpendLine {
+    pub fn spend_on(&mut self, task: &str, agent: &str, model: &str) -> &mut UsageLine {
         let at = match self.spend.iter().position(|s| s.task == task && s.agent == agent && s.model == model)
         {
             Some(at) => at,
             None => {
-                let line = SpendLine {
+                let line = UsageLine {
                     task: task.into(),
                     agent: agent.into(),
                     model: model.into(),
-                    ..SpendLine::default()
+                    ..UsageLine::default()
                 };
                 self.spend.push(line);
                 self.spend.len() - 1
@@ -462,7 +426,7 @@ struct MemoryState {
     events: Vec<NewEvent>,
     run: Option<RunChange>,
     usage: UsageDelta,
-    spend: Vec<SpendLine>,
+    spend: Vec<UsageLine>,
     commits: usize,
 }
 
@@ -500,7 +464,7 @@ impl MemoryJournal {
     }
 
     /// The usage split by task, agent and model.
-    pub fn spend(&self) -> Vec<SpendLine> {
+    pub fn spend(&self) -> Vec<UsageLine> {
         self.with(|s| s.spend.clone())
     }
 

@@ -15,8 +15,8 @@ use sqlx::{Postgres, Transaction};
 use uuid::Uuid;
 
 use super::{Answer, Commit, CommitError};
-use crate::domain::{RunStatus, TaskStatus};
-use crate::engine::journal::{RunChange, SpendLine, TaskChange, ToolCallOutcome};
+use crate::domain::{RunStatus, TaskStatus, UsageLine};
+use crate::engine::journal::{RunChange, TaskChange, ToolCallOutcome};
 use crate::store::group::Failure;
 use crate::store::parse;
 
@@ -341,7 +341,7 @@ pub(super) async fn runs_and_events(tx: &mut Tx<'_>, live: &[Live<'_>]) -> Write
     let (mut runs, mut llm_calls, mut prompt_tokens, mut completion_tokens) =
         (vec![], vec![], vec![], vec![]);
     let (mut cached_tokens, mut costs) = (vec![], vec![]);
-    let mut spend: Vec<(Uuid, SpendLine)> = Vec::new();
+    let mut spend: Vec<(Uuid, UsageLine)> = Vec::new();
     let (mut tool_calls, mut statuses, mut outputs, mut errors, mut counts) =
         (vec![], vec![], vec![], vec![], vec![]);
     let (mut event_runs, mut ordinals, mut types, mut tasks, mut agents, mut data) =

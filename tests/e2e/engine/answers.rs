@@ -80,15 +80,7 @@ async fn nul_characters_from_the_model_are_replaced_not_fatal(pool: PgPool) {
 #[sqlx::test(migrator = "agentd::store::MIGRATOR")]
 async fn an_image_observation_arrives_as_a_multimodal_message(pool: PgPool) {
     let h = Harness::start_with(pool, true, allow_loopback).await;
-    let app = axum::Router::new().route(
-        "/lookup",
-        axum::routing::post(|| async {
-            ([("content-type", "image/png")], vec![0x89u8, b'P', b'N', b'G', 0, 1, 2, 3])
-        }),
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let url = format!("http://{}/lookup", listener.local_addr().expect("addr"));
-    tokio::spawn(async move { axum::serve(listener, app).await.expect("serve") });
+    let url = png_tool().await;
     h.fake.push([
         FakeReply::tool_calls(&[("c1", "lookup_order", json!({"order_id": "A1"}))]),
         FakeReply::text("A tiny PNG."),

@@ -41,20 +41,6 @@ fn crew_on(llm: &str, tools: Value, tool_calling: &str, extra: Value) -> Value {
     spec
 }
 
-/// A tool server at `/lookup` answering with a tiny PNG.
-async fn png_tool() -> String {
-    let app = axum::Router::new().route(
-        "/lookup",
-        axum::routing::post(|| async {
-            ([("content-type", "image/png")], vec![0x89u8, b'P', b'N', b'G', 0, 1, 2, 3])
-        }),
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let url = format!("http://{}/lookup", listener.local_addr().expect("addr"));
-    tokio::spawn(async move { axum::serve(listener, app).await.expect("serve") });
-    url
-}
-
 #[sqlx::test(migrator = "agentd::store::MIGRATOR")]
 async fn anthropic_native_tools_images_and_prompt_caching(pool: PgPool) {
     let fake = FakeAnthropic::start(CLAUDE_KEY).await;

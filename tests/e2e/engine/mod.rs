@@ -242,6 +242,20 @@ pub(super) fn lookup_tool(url: &str, options: Value) -> Value {
     tool
 }
 
+/// A tool server at `/lookup` answering with a tiny PNG.
+pub(super) async fn png_tool() -> String {
+    let app = axum::Router::new().route(
+        "/lookup",
+        axum::routing::post(|| async {
+            ([("content-type", "image/png")], vec![0x89u8, b'P', b'N', b'G', 0, 1, 2, 3])
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let url = format!("http://{}/lookup", listener.local_addr().expect("addr"));
+    tokio::spawn(async move { axum::serve(listener, app).await.expect("serve") });
+    url
+}
+
 /// [`allow_loopback`], and stored secrets sealed under the tests' key.
 pub(super) fn allow_loopback_with_secrets(config: &mut Config) {
     allow_loopback(config);
