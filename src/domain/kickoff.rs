@@ -318,6 +318,21 @@ pub fn prepare_run(
     }
 }
 
+/// A kickoff's own `max_tokens` / `max_cost_usd` over the crew's; the problems of the kickoff's
+/// values. A crew whose own budget is invalid keeps it, for the crew's validation to report.
+pub fn apply_budgets(
+    crew: &mut CrewSpec,
+    max_tokens: Option<u64>,
+    max_cost_usd: Option<f64>,
+) -> Vec<FieldError> {
+    let errors = super::validate::budget_errors(max_tokens, max_cost_usd);
+    if errors.is_empty() && super::validate::budget_errors(crew.max_tokens, crew.max_cost_usd).is_empty() {
+        crew.max_tokens = max_tokens.or(crew.max_tokens);
+        crew.max_cost_usd = max_cost_usd.or(crew.max_cost_usd);
+    }
+    errors
+}
+
 /// A digest of a JSON request body that ignores key order and whitespace, so that "the same body"
 /// means the same JSON value.
 pub fn request_fingerprint(body: &Value) -> Vec<u8> {

@@ -78,6 +78,28 @@ pub fn validate_crew(crew: &CrewSpec, ctx: &ValidationContext) -> Result<(), Vec
     }
 }
 
+/// The problems of a run budget (`max_tokens`, `max_cost_usd` of a crew or a kickoff).
+pub fn budget_errors(max_tokens: Option<u64>, max_cost_usd: Option<f64>) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    match max_tokens {
+        Some(0) => errors.push(FieldError::new("max_tokens", "must be at least 1")),
+        Some(n) if n > MAX_RUN_TOKENS => {
+            errors.push(FieldError::new("max_tokens", format!("must be at most {MAX_RUN_TOKENS}")))
+        }
+        _ => {}
+    }
+    match max_cost_usd {
+        Some(cost) if !cost.is_finite() || cost <= 0.0 => {
+            errors.push(FieldError::new("max_cost_usd", "must be more than 0"))
+        }
+        Some(cost) if cost > MAX_RUN_COST_USD => {
+            errors.push(FieldError::new("max_cost_usd", format!("must be at most {MAX_RUN_COST_USD}")))
+        }
+        _ => {}
+    }
+    errors
+}
+
 /// Check that `inputs` fills every placeholder of the crew; one error per missing name.
 pub fn validate_inputs(crew: &CrewSpec, inputs: &Map<String, Value>) -> Result<(), Vec<FieldError>> {
     let mut errors: Vec<FieldError> = required_inputs(crew)
@@ -143,22 +165,7 @@ impl Validator<'_> {
             self.error("tasks", "a crew needs at least one task");
         }
         self.positive(crew.max_rpm, "max_rpm");
-        match crew.max_tokens {
-            Some(0) => self.error("max_tokens", "must be at least 1"),
-            Some(n) if n > MAX_RUN_TOKENS => {
-                self.error("max_tokens", format!("must be at most {MAX_RUN_TOKENS}"))
-            }
-            _ => {}
-        }
-        match crew.max_cost_usd {
-            Some(cost) if !cost.is_finite() || cost <= 0.0 => {
-                self.error("max_cost_usd", "must be more than 0")
-            }
-            Some(cost) if cost > MAX_RUN_COST_USD => {
-                self.error("max_cost_usd", format!("must be at most {MAX_RUN_COST_USD}"))
-            }
-            _ => {}
-        }
+        self.errors.extend(budget_errors(crew.max_tokens, crew.max_cost_usd));
         if let Some(llm) = &crew.planning_llm {
             self.llm(llm, "planning_llm");
         }

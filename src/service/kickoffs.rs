@@ -7,9 +7,11 @@ use serde_json::Value;
 
 use super::{invalid, ServiceError, ServiceResult, Services};
 use crate::domain::kickoff::{
-    prepare_batch, prepare_run, request_fingerprint, BatchKickoffRequest, CrewRef, KickoffRequest, NewRun,
+    apply_budgets, prepare_batch, prepare_run, request_fingerprint, BatchKickoffRequest, CrewRef,
+    KickoffRequest, NewRun,
 };
 use crate::domain::validate::parse_json;
+use crate::domain::validate::FieldError;
 use crate::domain::{CrewSpec, Run};
 use crate::store::{Created, IdempotencyKey, StoreError};
 
@@ -33,11 +35,10 @@ impl Services {
                 let request: KickoffRequest = parse_json(body).map_err(ServiceError::Invalid)?;
                 let mut crew = self.resolve_crew(request.crew).await?;
                 crew.stream = request.stream.unwrap_or(crew.stream);
-                crew.max_tokens = request.max_tokens.or(crew.max_tokens);
-                crew.max_cost_usd = request.max_cost_usd.or(crew.max_cost_usd);
+                let budget = apply_budgets(&mut crew, request.max_tokens, request.max_cost_usd);
                 let (inputs, metadata) = (request.inputs, request.metadata);
-                let run = prepare_run(crew, inputs, metadata, request.timeout_s, &self.validation)
-                    .map_err(ServiceError::Invalid)?;
+                let run = prepare_run(crew, inputs, metadata, request.timeout_s, &self.validation);
+                let run = with_budget(budget, run).map_err(ServiceError::Invalid)?;
                 self.check_secrets_exist(&run.crew, "crew.").await?;
                 let mut runs = [run];
                 self.attach_webhooks(&request.webhooks, &mut runs).await?;
@@ -67,11 +68,9 @@ impl Services {
         let request: BatchKickoffRequest = parse_json(body).map_err(ServiceError::Invalid)?;
         let mut crew = self.resolve_crew(request.crew).await?;
         crew.stream = request.stream.unwrap_or(crew.stream);
-        crew.max_tokens = request.max_tokens.or(crew.max_tokens);
-        crew.max_cost_usd = request.max_cost_usd.or(crew.max_cost_usd);
-        let mut runs: Vec<NewRun> =
-            prepare_batch(crew, request.inputs, request.metadata, request.timeout_s, &self.validation)
-                .map_err(ServiceError::Invalid)?;
+        let budget = apply_budgets(&mut crew, request.max_tokens, request.max_cost_usd);
+        let runs = prepare_batch(crew, request.inputs, request.metadata, request.timeout_s, &self.validation);
+        let mut runs: Vec<NewRun> = with_budget(budget, runs).map_err(ServiceError::Invalid)?;
         if let Some(first) = runs.first() {
             self.check_secrets_exist(&first.crew, "crew.").await?;
         }
@@ -112,5 +111,18 @@ fn answer(created: Created) -> ServiceResult<Kicked<Vec<Run>>> {
         Created::KeyConflict => {
             Err(invalid("Idempotency-Key", "this key was already used with a different request body"))
         }
+    }
+}
+
+/// What a kickoff prepared, with the problems of its own budget (`max_tokens`, `max_cost_usd`)
+/// first among the errors.
+fn with_budget<T>(
+    budget: Vec<FieldError>,
+    prepared: Result<T, Vec<FieldError>>,
+) -> Result<T, Vec<FieldError>> {
+    match prepared {
+        Ok(_) if !budget.is_empty() => Err(budget),
+        Ok(prepared) => Ok(prepared),
+        Err(errors) => Err(budget.into_iter().chain(errors).collect()),
     }
 }

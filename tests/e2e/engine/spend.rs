@@ -100,13 +100,24 @@ async fn bad_budgets_are_refused_with_the_field_named(pool: PgPool) {
         (json!({"crew": spec, "inputs": {"topic": "t"}, "max_tokens": 0}), "max_tokens"),
         (
             json!({"crew": crew(json!([]), "native", json!({"max_tokens": 2_000_000_000_000u64})), "inputs": {"topic": "t"}}),
-            "max_tokens",
+            "crew.max_tokens",
+        ),
+        // A kickoff's valid budget does not hide the crew's invalid one.
+        (
+            json!({"crew": crew(json!([]), "native", json!({"max_tokens": 0})), "inputs": {"topic": "t"}, "max_tokens": 5}),
+            "crew.max_tokens",
         ),
     ] {
         let problem =
             expect_problem(h.app.post_json("/v1/kickoffs", &body).await, StatusCode::UNPROCESSABLE_ENTITY)
                 .await;
-        assert!(problem.to_string().contains(field), "{field}: {problem}");
+        let fields: Vec<&str> = problem["errors"]
+            .as_array()
+            .expect("errors")
+            .iter()
+            .filter_map(|e| e["field"].as_str())
+            .collect();
+        assert_eq!(fields, [field], "{problem}");
     }
     let problem = expect_problem(
         h.app
