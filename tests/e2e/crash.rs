@@ -197,3 +197,52 @@ async fn kill_9_during_a_planned_run_resumes_at_the_step_in_flight(pool: PgPool)
         events["events"].as_array().expect("events").iter().filter(|e| e["type"] == "task.planned").count();
     assert_eq!(planned, 1);
 }
+
+/// A reply that reports `tokens` in all (prompt and completion).
+fn costing(mut reply: FakeReply, tokens: u64) -> FakeReply {
+    reply.body["usage"] = json!({"prompt_tokens": tokens - 100, "completion_tokens": 100});
+    reply
+}
+
+#[sqlx::test(migrations = false)]
+async fn kill_9_keeps_the_spend_and_the_repeated_call_counts_against_the_budget(pool: PgPool) {
+    let url = child_database_url(&pool).await;
+    let fake = FakeLlm::start().await.expect("fake");
+    fake.push([
+        costing(FakeReply::tool_calls(&[("c1", "calculator", json!({"expression": "6*7"}))]), 1000),
+        FakeReply::text("never delivered").with_delay(Duration::from_secs(60)),
+        costing(FakeReply::text("42, after the restart"), 1000),
+    ]);
+    let base_url = fake.base_url();
+    let first = Agentd::start(&url, &env(&base_url, &[]));
+    // 1,000 tokens before the crash, 1,000 for the call repeated after it: over 1,500.
+    let mut crew = calc_crew();
+    crew["max_tokens"] = json!(1500);
+    let id = kickoff(&first.base, &json!({"crew": crew, "inputs": {"expr": "6*7"}})).await;
+    wait_requests(&fake, 2).await;
+    assert!(!first.signal("-KILL").await.success());
+    let second = Agentd::start(&url, &env(&base_url, &[]));
+    let done = wait_done(&second.base, &id).await;
+    assert_eq!(
+        (done["status"].as_str(), done["error"]["kind"].as_str()),
+        (Some("failed"), Some("budget")),
+        "{done}"
+    );
+    let message = done["error"]["message"].as_str().expect("message");
+    assert!(
+        message.contains("took it to 2000 tokens, over max_tokens = 1500 (1000 used before it)"),
+        "{message}"
+    );
+    assert_eq!(fake.requests().len(), 3, "the lost call was repeated once, and nothing after it");
+    assert_eq!(
+        (done["usage"]["llm_calls"].as_i64(), done["usage"]["prompt_tokens"].as_i64()),
+        (Some(3), Some(1800)),
+        "the lost call counts as a call, its tokens unknown"
+    );
+    let lines = done["usage_breakdown"].as_array().expect("breakdown");
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert_eq!(
+        (lines[0]["llm_calls"].as_i64(), lines[0]["completion_tokens"].as_i64()),
+        (Some(3), Some(200))
+    );
+}
