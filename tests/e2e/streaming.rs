@@ -241,3 +241,33 @@ async fn react_stop_words_hold_while_streaming(pool: PgPool) {
     assert_eq!(wait_for(&app, &id, &["completed"]).await["output"]["raw"], "forty-two");
     assert_eq!(fake.requests()[0]["stop"], json!(["\nObservation:"]));
 }
+
+/// An Anthropic provider streams too: its `text_delta` events reach the run's SSE stream as
+/// `llm.delta`, and the journal holds the reply whole.
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn an_anthropic_reply_streams_as_llm_deltas(pool: PgPool) {
+    let fake = crate::fakes::anthropic::FakeAnthropic::start("sk-ant-stream").await;
+    fake.script
+        .push([crate::fakes::anthropic::text(TEXT, 30, 12).with_chunk_delay(Duration::from_millis(40))]);
+    let file: FileConfig = toml::from_str(&format!(
+        "default_model = \"claude/claude-test\"\n[providers.claude]\nkind = \"anthropic\"\nbase_url = \"{}\"\napi_key_env = \"K\"\n",
+        fake.url
+    ))
+    .expect("toml");
+    let config = Config {
+        providers: config::providers(&file, |_| Some("sk-ant-stream".to_owned())).expect("providers"),
+        default_model: "claude/claude-test".into(),
+        ..test_config()
+    };
+    let (app, id, all) = follow(&pool, &config, Some(true)).await;
+    let deltas: Vec<&Sse> = all.iter().map(|(_, m)| m).filter(|m| is_delta(m)).collect();
+    assert!(!deltas.is_empty(), "no llm.delta: {all:?}");
+    assert_eq!(delta_text(&deltas, 1), TEXT, "the deltas add up to the reply");
+    assert_eq!(assistant_text(&app, &id).await, TEXT);
+    let run = wait_for(&app, &id, &["completed"]).await;
+    assert_eq!(
+        (run["usage"]["prompt_tokens"].as_i64(), run["usage"]["completion_tokens"].as_i64()),
+        (Some(30), Some(12))
+    );
+    assert_eq!(fake.script.bodies()[0]["stream"], true);
+}

@@ -13,6 +13,7 @@ use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
+use futures_util::StreamExt;
 use serde_json::{json, Value};
 
 use super::{respond, Script, Scripted, Seen};
@@ -145,13 +146,13 @@ async fn answer(app: &App, headers: &HeaderMap, body: &Value, at: Instant) -> (u
     }
     headers.push(("request-id".into(), "req_fake".into()));
     if reply.status == 200 && body.get("stream") == Some(&Value::Bool(true)) {
-        return (200, stream(&reply.body, &headers));
+        return (200, stream(&reply.body, &headers, reply.chunk_delay));
     }
     (reply.status, respond(reply.status, &headers, &reply.body))
 }
 
 /// The message as the stream of events the API sends for it.
-fn stream(message: &Value, headers: &[(String, String)]) -> Response {
+fn stream(message: &Value, headers: &[(String, String)], gap: std::time::Duration) -> Response {
     let mut events: Vec<(String, Value)> = Vec::new();
     let mut start = message.clone();
     start["content"] = json!([]);
@@ -207,8 +208,16 @@ fn stream(message: &Value, headers: &[(String, String)]) -> Response {
         "usage": {"output_tokens": usage["output_tokens"]}}),
     ));
     events.push(("message_stop".into(), json!({"type": "message_stop"})));
-    let text: String = events.iter().map(|(name, data)| format!("event: {name}\ndata: {data}\n\n")).collect();
-    let mut response = ([(axum::http::header::CONTENT_TYPE, "text/event-stream")], text).into_response();
+    let texts: Vec<String> =
+        events.iter().map(|(name, data)| format!("event: {name}\ndata: {data}\n\n")).collect();
+    let body = futures_util::stream::iter(texts.into_iter().enumerate()).then(move |(i, text)| async move {
+        if i > 0 && !gap.is_zero() {
+            tokio::time::sleep(gap).await;
+        }
+        Ok::<_, std::convert::Infallible>(text)
+    });
+    let body = axum::body::Body::from_stream(body);
+    let mut response = ([(axum::http::header::CONTENT_TYPE, "text/event-stream")], body).into_response();
     for (name, value) in headers {
         if let (Ok(name), Ok(value)) =
             (axum::http::HeaderName::try_from(name.as_str()), axum::http::HeaderValue::from_str(value))

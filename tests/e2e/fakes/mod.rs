@@ -26,11 +26,18 @@ pub struct Scripted {
     pub headers: Vec<(String, String)>,
     pub body: Value,
     pub delay: Duration,
+    /// Between the events of a streamed answer.
+    pub chunk_delay: Duration,
 }
 
 impl Scripted {
     pub fn ok(body: Value) -> Self {
-        Self { status: 200, headers: Vec::new(), body, delay: Duration::ZERO }
+        Self { status: 200, headers: Vec::new(), body, delay: Duration::ZERO, chunk_delay: Duration::ZERO }
+    }
+
+    pub fn with_chunk_delay(mut self, delay: Duration) -> Self {
+        self.chunk_delay = delay;
+        self
     }
 
     pub fn with_header(mut self, name: &str, value: &str) -> Self {
