@@ -69,7 +69,7 @@ struct AgentLoop<'a> {
     compacted_last: bool,
     /// The output schema as the provider enforces it natively, while it does (`None`: the
     /// prompt alone asks for it).
-    native_schema: Option<ResponseSchema>,
+    native_schema: Option<std::sync::Arc<ResponseSchema>>,
 }
 
 fn system_prompt(turn: &AgentTurn, style: Style) -> String {
@@ -120,7 +120,7 @@ impl<'a> AgentLoop<'a> {
                 .output_schema
                 .as_ref()
                 .filter(|_| turn.model.structured_outputs)
-                .map(|schema| ResponseSchema::new(&turn.task, schema.schema().clone())),
+                .map(|schema| std::sync::Arc::new(ResponseSchema::new(&turn.task, schema.schema().clone()))),
         }
     }
 

@@ -39,7 +39,9 @@ use super::{Context, EngineError, LiveDelta, RunDeltas};
 use crate::domain::event::{CallPurpose, LlmFinished, LlmStarted, RunThrottled, TokenUsage};
 use crate::domain::EventData;
 use crate::llm::TokenUsage as CallUsage;
-use crate::llm::{provider_key, ChatRequest, ChatResponse, DeltaSink, LlmError, ResolvedModel};
+use crate::llm::{
+    provider_key, ChatRequest, ChatResponse, DeltaSink, LlmError, ProviderBudget, ResolvedModel,
+};
 use crate::ratelimit::Limit;
 use crate::tools::CallInfo;
 
@@ -189,14 +191,14 @@ impl Context<'_> {
             request.deltas = Some(stream_to(deltas.clone(), task, agent, iteration));
         }
         let label = model.label();
-        let caps = self.budget.spent();
-        let capped = caps.max_tokens.is_some() || caps.max_cost_usd.is_some();
+        let capped = self.budget.is_capped();
         let tpm = model.budget.as_ref().filter(|b| b.tpm.is_some());
         // Estimated only where a budget needs it (a cap, or a provider's tokens per minute).
         let estimate = if capped || tpm.is_some() { request.estimated_prompt_tokens() } else { 0 };
         if capped {
             let cost = model
                 .price
+                .as_ref()
                 .map_or(0.0, |p| p.cost(&CallUsage { prompt_tokens: estimate, ..CallUsage::default() }));
             self.budget.check_spend(estimate, cost)?;
         }
@@ -220,13 +222,15 @@ impl Context<'_> {
             // Correct the booked estimate by what the call used (nothing, if it failed).
             let used = response.as_ref().map_or(0, |r| r.usage.prompt_tokens + r.usage.completion_tokens);
             let seconds = (used as f64 - estimate as f64) * budget.token_seconds();
-            budget.shared.adjust(&budget.token_key(), seconds).await.map_err(shared_budget_failed)?;
+            let key = budget.token_key();
+            // Boxed: the future of a call to an unbudgeted provider stays as small as it was.
+            Box::pin(budget.shared.adjust(&key, seconds)).await.map_err(shared_budget_failed)?;
         }
         let mut response = response.map_err(CallError::Llm)?;
         scrub_reply(&mut response);
         let usage = response.usage;
         let elapsed = started.elapsed();
-        let cost = model.price.map(|price| price.cost(&usage));
+        let cost = model.price.as_ref().map(|price| price.cost(&usage));
         self.metrics.observe_llm(&model.provider, &model.model, elapsed, &usage, cost);
         pending.usage.prompt_tokens += usage.prompt_tokens as i64;
         pending.usage.completion_tokens += usage.completion_tokens as i64;
@@ -275,12 +279,11 @@ impl Context<'_> {
             start = limiter.reserve(limits, now);
         }
         if let Some(budget) = &model.budget {
-            let reservations = budget.reservations(estimate);
-            let after = start.saturating_duration_since(now);
-            let wait = budget.shared.reserve(&reservations, after).await.map_err(shared_budget_failed)?;
+            // Boxed: the future of a call to an unbudgeted provider stays as small as it was.
+            let booked = Box::pin(book_shared(budget, estimate, start.saturating_duration_since(now)));
             // The wait counts from the booking's answer (a booking may queue behind others'):
             // never early, late by the answer's trip at most.
-            let booked = limiter.now() + wait;
+            let booked = limiter.now() + booked.await?;
             if booked > start {
                 (start, binding) = (booked, Some(budget.describe()));
             }
@@ -294,6 +297,17 @@ impl Context<'_> {
         self.commit(pending).await?;
         self.guarded(tokio::time::sleep_until(start)).await.ok_or(EngineError::Cancelled)
     }
+}
+
+/// Book a call of about `estimate` tokens on the provider's shared schedules, not before `after`
+/// from now; the wait until its start.
+async fn book_shared(
+    budget: &ProviderBudget,
+    estimate: u64,
+    after: Duration,
+) -> Result<Duration, EngineError> {
+    let reservations = budget.reservations(estimate);
+    budget.shared.reserve(&reservations, after).await.map_err(shared_budget_failed)
 }
 
 /// The shared budget could not be read or booked (the database is down): the run stops as when

@@ -140,7 +140,9 @@ pub struct RunBudget {
     pub limits: RunLimits,
     journaled: AtomicU64,
     /// The run's spend caps and what it has spent (tokens, US dollars).
-    spend: std::sync::Mutex<Spend>,
+    /// The run's spend caps and what it has spent; `None` for a run without caps (nothing to
+    /// track: the journal counts usage).
+    spend: Option<Box<std::sync::Mutex<Spend>>>,
 }
 
 /// A run's spend caps (`max_tokens`, `max_cost_usd`) and spend so far.
@@ -154,27 +156,34 @@ pub struct Spend {
 
 impl RunBudget {
     pub fn new(limits: RunLimits, journaled: u64) -> Self {
-        Self { limits, journaled: AtomicU64::new(journaled), spend: std::sync::Mutex::default() }
+        Self { limits, journaled: AtomicU64::new(journaled), spend: None }
     }
 
-    /// The same, with the run's spend caps and what it spent before (a resumed run).
-    pub fn with_spend(self, spend: Spend) -> Self {
-        *self.spend_lock() = spend;
+    /// The same, with the run's spend caps and what it spent before (a resumed run); a run
+    /// without caps tracks nothing.
+    pub fn with_spend(mut self, spend: Spend) -> Self {
+        let capped = spend.max_tokens.is_some() || spend.max_cost_usd.is_some();
+        self.spend = capped.then(|| Box::new(std::sync::Mutex::new(spend)));
         self
     }
 
-    fn spend_lock(&self) -> std::sync::MutexGuard<'_, Spend> {
-        self.spend.lock().unwrap_or_else(|p| p.into_inner())
+    fn spend_lock(&self) -> Option<std::sync::MutexGuard<'_, Spend>> {
+        self.spend.as_ref().map(|spend| spend.lock().unwrap_or_else(|p| p.into_inner()))
     }
 
-    /// What the run has spent so far.
+    /// Has the run a spend cap?
+    pub fn is_capped(&self) -> bool {
+        self.spend.is_some()
+    }
+
+    /// What the run has spent so far (tracked for a run with caps only).
     pub fn spent(&self) -> Spend {
-        *self.spend_lock()
+        self.spend_lock().map(|spend| *spend).unwrap_or_default()
     }
 
     /// Before a call estimated at `tokens` costing `cost_usd`: would it take the run over a cap?
     pub fn check_spend(&self, tokens: u64, cost_usd: f64) -> Result<(), EngineError> {
-        let spend = self.spent();
+        let Some(spend) = self.spend_lock().map(|spend| *spend) else { return Ok(()) };
         over_budget(
             &spend,
             spend.tokens + tokens,
@@ -186,7 +195,7 @@ impl RunBudget {
     /// After a call: count what it used; over a cap, the run stops.
     pub fn spend(&self, tokens: u64, cost_usd: f64) -> Result<(), EngineError> {
         let before = {
-            let mut spend = self.spend_lock();
+            let Some(mut spend) = self.spend_lock() else { return Ok(()) };
             let before = *spend;
             spend.tokens += tokens;
             spend.cost_usd += cost_usd;

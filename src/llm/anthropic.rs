@@ -567,7 +567,7 @@ mod tests {
         let request = ChatRequest {
             model: "m".into(),
             messages: vec![ChatMessage::user("go")],
-            response_schema: Some(schema),
+            response_schema: Some(std::sync::Arc::new(schema)),
             ..ChatRequest::default()
         };
         let body = request_body(&request, AnthropicOptions::default());

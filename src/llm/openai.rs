@@ -153,7 +153,7 @@ fn request_body(request: &ChatRequest) -> Result<Bytes, LlmError> {
         response_format: request
             .response_schema
             .as_ref()
-            .map(|schema| ResponseFormat { kind: "json_schema", json_schema: schema }),
+            .map(|schema| ResponseFormat { kind: "json_schema", json_schema: schema.as_ref() }),
     };
     serde_json::to_vec(&body)
         .map(Bytes::from)

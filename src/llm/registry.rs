@@ -34,10 +34,11 @@ pub struct ResolvedModel {
     pub native_tools: bool,
     /// Does the provider enforce output schemas (`response_format`, a forced tool)?
     pub structured_outputs: bool,
-    /// The provider's requests and tokens per minute, shared by the cluster.
-    pub budget: Option<ProviderBudget>,
+    /// The provider's requests and tokens per minute, shared by the cluster (behind a pointer, as
+    /// the price: every agent turn holds a model, and most have neither).
+    pub budget: Option<Arc<ProviderBudget>>,
     /// The model's prices, when configured.
-    pub price: Option<Price>,
+    pub price: Option<Arc<Price>>,
 }
 
 impl ResolvedModel {
@@ -230,11 +231,13 @@ impl LlmRegistry {
         let entry = self.providers.get(provider).ok_or_else(|| {
             LlmError::new(LlmErrorKind::Other, format!("LLM provider '{provider}' is not configured"))
         })?;
-        let budget = (entry.rpm.is_some() || entry.tpm.is_some()).then(|| ProviderBudget {
-            rpm: entry.rpm,
-            tpm: entry.tpm,
-            shared: self.shared.clone(),
-            provider: provider.to_owned(),
+        let budget = (entry.rpm.is_some() || entry.tpm.is_some()).then(|| {
+            Arc::new(ProviderBudget {
+                rpm: entry.rpm,
+                tpm: entry.tpm,
+                shared: self.shared.clone(),
+                provider: provider.to_owned(),
+            })
         });
         Ok(ResolvedModel {
             provider: provider.to_owned(),
@@ -243,7 +246,7 @@ impl LlmRegistry {
             native_tools: entry.native_tools,
             structured_outputs: entry.structured_outputs,
             budget,
-            price: entry.prices.get(name).copied(),
+            price: entry.prices.get(name).copied().map(Arc::new),
         })
     }
 }

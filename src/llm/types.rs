@@ -112,7 +112,7 @@ pub struct ChatRequest {
     pub max_tokens: Option<u32>,
     /// The JSON schema a final answer must match, for providers that enforce it natively
     /// (OpenAI's `response_format`, a forced tool for Anthropic); `None`: the prompt says it.
-    pub response_schema: Option<ResponseSchema>,
+    pub response_schema: Option<std::sync::Arc<ResponseSchema>>,
     /// Stream the reply, handing its text to this sink as it arrives (`None`: one answer).
     pub deltas: Option<DeltaSink>,
 }
