@@ -23,8 +23,11 @@ const RUNS_PER_REPLICA: usize = 15;
 async fn three_replicas_share_one_provider_budget(pool: PgPool) {
     let url = child_database_url(&pool).await;
     let fake = FakeAzure::start(KEY, &["gpt4o"]).await;
-    // The provider's own enforcement: one request per 500 ms, 100 ms of tolerance.
-    fake.script.enforce_rpm(RPM, Duration::from_millis(100));
+    // The provider's own enforcement: one request per 500 ms, 400 ms of tolerance (a bucket of 1.8
+    // requests: stricter than the bursts providers allow). A call that comes late of its slot
+    // moves the provider's schedule on; the tolerance absorbs the next, punctual, one (on a loaded
+    // machine the first calls come up to ~100 ms late).
+    fake.script.enforce_rpm(RPM, Duration::from_millis(400));
     fake.script.set_default(azure::answer("Done.", 1000, 100, 400).with_delay(Duration::from_millis(20)));
     let dir = std::env::temp_dir().join(format!("agentd-shared-budget-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("dir");
@@ -114,7 +117,8 @@ async fn three_replicas_share_one_provider_budget(pool: PgPool) {
     // of its slot (a window's edge can split a slot's jitter).
     assert!(per_10s <= (RPM / 6) as usize + 1, "{per_10s} calls in 10 s");
     assert!(per_5s <= (RPM / 12) as usize + 1, "{per_5s} calls in 5 s");
-    assert!(span >= ideal - interval / 2, "faster than the budget: {span:?} < {ideal:?}");
+    // Never faster than the budget's pace, but for the lateness of the first call (at most a slot).
+    assert!(span >= ideal - interval, "faster than the budget: {span:?} < {ideal:?}");
     assert!(span <= ideal.mul_f64(1.15) + Duration::from_secs(1), "far slower than the budget: {span:?}");
 
     // Each replica counts its own calls' tokens and cost by provider and model.
