@@ -12,7 +12,9 @@ use serde_json::{json, Map, Value};
 
 use super::openai::is_event_stream;
 use super::retry::{parse_retry_after, Backoff};
-use super::transport::{classify, provider_error, transport_failure, Attempt, RateLimitHook, Transport};
+use super::transport::{
+    classify, provider_error, transport_failure, Attempt, RateLimitHook, RetryGate, Transport,
+};
 use super::types::{
     ChatMessage, ChatRequest, ChatResponse, DeltaSink, LlmError, LlmErrorKind, Role, TokenUsage,
     ToolCallRequest,
@@ -79,6 +81,12 @@ impl AnthropicClient {
     /// Call `hook` with the wait whenever the provider answers 429 or says a budget is spent.
     pub fn on_rate_limit(mut self, hook: RateLimitHook) -> Self {
         self.transport.on_rate_limit = Some(hook);
+        self
+    }
+
+    /// Ask `gate` how long to wait before each retry (see [`RetryGate`]).
+    pub fn before_retry(mut self, gate: RetryGate) -> Self {
+        self.transport.before_retry = Some(gate);
         self
     }
 

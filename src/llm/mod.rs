@@ -15,7 +15,7 @@ pub use cost::Price;
 pub use openai::OpenAiClient;
 pub use registry::{provider_key, LlmRegistry, ProviderBudget, ResolvedModel};
 pub use retry::{parse_retry_after, Backoff, RetryPolicy};
-pub use transport::RateLimitHook;
+pub use transport::{RateLimitHook, RetryGate};
 pub use types::{
     ChatMessage, ChatRequest, ChatResponse, DeltaSink, Image, LlmError, LlmErrorKind, ResponseSchema, Role,
     TokenUsage, ToolCallRequest, ToolDefinition,

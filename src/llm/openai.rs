@@ -10,7 +10,9 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::retry::{parse_retry_after, Backoff};
-use super::transport::{classify, provider_error, transport_failure, Attempt, RateLimitHook, Transport};
+use super::transport::{
+    classify, provider_error, transport_failure, Attempt, RateLimitHook, RetryGate, Transport,
+};
 use super::types::{
     ChatMessage, ChatRequest, ChatResponse, DeltaSink, LlmError, LlmErrorKind, ResponseSchema, TokenUsage,
     ToolCallRequest, ToolDefinition,
@@ -67,6 +69,12 @@ impl OpenAiClient {
     /// Call `hook` with the wait whenever the provider answers 429.
     pub fn on_rate_limit(mut self, hook: RateLimitHook) -> Self {
         self.transport.on_rate_limit = Some(hook);
+        self
+    }
+
+    /// Ask `gate` how long to wait before each retry (see [`RetryGate`]).
+    pub fn before_retry(mut self, gate: RetryGate) -> Self {
+        self.transport.before_retry = Some(gate);
         self
     }
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use super::retry::{Backoff, RetryPolicy};
 use super::types::{LlmError, LlmErrorKind};
-use super::{AnthropicClient, LlmClient, OpenAiClient, Price, RateLimitHook};
+use super::{AnthropicClient, LlmClient, OpenAiClient, Price, RateLimitHook, RetryGate};
 use crate::config::{Config, ProviderKind, DEFAULT_PROVIDER};
 use crate::ratelimit::{LocalBudget, RateLimiter, Reservation, SharedBudget};
 
@@ -156,16 +156,31 @@ impl LlmRegistry {
                     });
                 }
             });
+            let gate = provider.rpm.map(|rpm| retry_gate(shared.clone(), provider_key(name), rpm));
             let (url, api_key) = (&provider.base_url, provider.api_key.clone());
             let client: Arc<dyn LlmClient> = match &provider.kind {
-                ProviderKind::Anthropic(options) => Arc::new(
-                    AnthropicClient::new(http.clone(), url, api_key, backoff, *options).on_rate_limit(hook),
-                ),
-                ProviderKind::Azure { api_version } => Arc::new(
-                    OpenAiClient::azure(http.clone(), url, api_version, api_key, backoff).on_rate_limit(hook),
-                ),
+                ProviderKind::Anthropic(options) => {
+                    let client = AnthropicClient::new(http.clone(), url, api_key, backoff, *options)
+                        .on_rate_limit(hook);
+                    Arc::new(match gate {
+                        Some(gate) => client.before_retry(gate),
+                        None => client,
+                    })
+                }
+                ProviderKind::Azure { api_version } => {
+                    let client = OpenAiClient::azure(http.clone(), url, api_version, api_key, backoff)
+                        .on_rate_limit(hook);
+                    Arc::new(match gate {
+                        Some(gate) => client.before_retry(gate),
+                        None => client,
+                    })
+                }
                 ProviderKind::OpenAi | ProviderKind::Fake { .. } => {
-                    Arc::new(OpenAiClient::new(http.clone(), url, api_key, backoff).on_rate_limit(hook))
+                    let client = OpenAiClient::new(http.clone(), url, api_key, backoff).on_rate_limit(hook);
+                    Arc::new(match gate {
+                        Some(gate) => client.before_retry(gate),
+                        None => client,
+                    })
                 }
             };
             registry = registry.with_client(name, client, provider.native_tools);
@@ -249,6 +264,27 @@ impl LlmRegistry {
             price: entry.prices.get(name).copied().map(Arc::new),
         })
     }
+}
+
+/// A retry of a call to a provider with an `rpm` books its request slot on the shared schedule,
+/// not before the client's own wait (a 429's `Retry-After`, a backoff): a retry never takes a
+/// slot another replica booked. A booking that fails leaves the client's wait as it was.
+fn retry_gate(shared: Arc<dyn SharedBudget>, provider: String, rpm: u32) -> RetryGate {
+    let key = format!("{provider}:rpm");
+    let cost = Duration::from_secs(60) / rpm.max(1);
+    Arc::new(move |wait: Duration| {
+        let (shared, key) = (shared.clone(), key.clone());
+        Box::pin(async move {
+            let booking = [Reservation { key, cost }];
+            match shared.reserve(&booking, wait).await {
+                Ok(booked) => booked,
+                Err(error) => {
+                    tracing::warn!(%error, "could not book a retry on the provider's shared budget");
+                    wait
+                }
+            }
+        })
+    })
 }
 
 /// The rate-limit key of a provider.

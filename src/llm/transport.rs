@@ -20,6 +20,11 @@ const MAX_ERROR_TEXT: usize = 500;
 /// pause other callers too).
 pub type RateLimitHook = Arc<dyn Fn(Duration) + Send + Sync>;
 
+/// Asked before a retry with the wait the client would take; answers the wait to take instead
+/// (a provider whose budget is shared books the retry's slot on the cluster's schedule).
+pub type RetryGate =
+    Arc<dyn Fn(Duration) -> std::pin::Pin<Box<dyn Future<Output = Duration> + Send>> + Send + Sync>;
+
 /// One failed attempt: whether it is worth another, and the error if not.
 pub(super) struct Attempt {
     pub error: LlmError,
@@ -39,11 +44,12 @@ pub(super) struct Transport {
     pub api_key: Option<Secret>,
     pub backoff: Backoff,
     pub on_rate_limit: Option<RateLimitHook>,
+    pub before_retry: Option<RetryGate>,
 }
 
 impl Transport {
     pub fn new(http: reqwest::Client, api_key: Option<Secret>, backoff: Backoff) -> Self {
-        Self { http, api_key, backoff, on_rate_limit: None }
+        Self { http, api_key, backoff, on_rate_limit: None, before_retry: None }
     }
 
     pub fn policy(&self) -> &RetryPolicy {
@@ -74,6 +80,11 @@ impl Transport {
             if !failed.transient || exhausted || wait > self.policy().max_retry_after {
                 return Err(error);
             }
+            // A retry is a request too: where the budget is shared, it books its slot.
+            let wait = match &self.before_retry {
+                Some(gate) => gate(wait).await.max(wait),
+                None => wait,
+            };
             tracing::warn!(error = %error.message, retry, wait_ms = wait.as_millis() as u64, "LLM call failed; retrying");
             tokio::time::sleep(wait).await;
             retry += 1;

@@ -167,3 +167,31 @@ async fn tpm_spaces_calls_by_the_tokens_they_used(pool: PgPool) {
     assert_eq!(limit, "provider:az (60000 tokens/min, shared by all replicas)");
     assert!(throttled[1]["wait_ms"].as_u64().is_some_and(|ms| ms > 1300), "{throttled:?}");
 }
+
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn a_retry_books_its_own_slot_on_the_shared_budget(pool: PgPool) {
+    let fake = FakeAzure::start("azure-test-key-0123", &["d"]).await;
+    // The provider enforces the 120 a minute itself: a retry sent at once would come early.
+    fake.script.enforce_rpm(120, Duration::from_millis(100));
+    let h = Harness::start_with(pool, true, |c| {
+        add_providers(
+            c,
+            &format!("[providers.az]\nkind = \"azure\"\nbase_url = \"{}\"\napi_key_env = \"AZURE_KEY\"\nrpm = 120\n", fake.url),
+        )
+    })
+    .await;
+    // A 429 that says to wait 0 s: the retry still waits for the next slot of the budget.
+    fake.script.push([azure::rate_limited(0), azure::answer("Done.", 100, 10, 0)]);
+    let mut spec = crew(json!([]), "native", json!({}));
+    spec["agents"][0]["llm"] = json!("az/d");
+    let out = h.run(&spec).await;
+    assert_eq!(out.raw(), "Done.", "{:?}", out.result);
+    let seen = fake.script.seen();
+    assert_eq!(
+        seen.iter().map(|s| s.status).collect::<Vec<_>>(),
+        [429, 200],
+        "the provider refused no retry"
+    );
+    let gap = seen[1].at - seen[0].at;
+    assert!(gap >= Duration::from_millis(450), "the retry went out in its slot, not at once ({gap:?})");
+}
