@@ -72,9 +72,9 @@ impl OpenAiClient {
         self
     }
 
-    /// Ask `gate` how long to wait before each retry (see [`RetryGate`]).
-    pub fn before_retry(mut self, gate: RetryGate) -> Self {
-        self.transport.before_retry = Some(gate);
+    /// Ask `gate`, if any, how long to wait before each retry (see [`RetryGate`]).
+    pub fn before_retry(mut self, gate: Option<RetryGate>) -> Self {
+        self.transport.before_retry = gate;
         self
     }
 

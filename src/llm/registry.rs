@@ -159,29 +159,21 @@ impl LlmRegistry {
             let gate = provider.rpm.map(|rpm| retry_gate(shared.clone(), provider_key(name), rpm));
             let (url, api_key) = (&provider.base_url, provider.api_key.clone());
             let client: Arc<dyn LlmClient> = match &provider.kind {
-                ProviderKind::Anthropic(options) => {
-                    let client = AnthropicClient::new(http.clone(), url, api_key, backoff, *options)
-                        .on_rate_limit(hook);
-                    Arc::new(match gate {
-                        Some(gate) => client.before_retry(gate),
-                        None => client,
-                    })
-                }
-                ProviderKind::Azure { api_version } => {
-                    let client = OpenAiClient::azure(http.clone(), url, api_version, api_key, backoff)
-                        .on_rate_limit(hook);
-                    Arc::new(match gate {
-                        Some(gate) => client.before_retry(gate),
-                        None => client,
-                    })
-                }
-                ProviderKind::OpenAi | ProviderKind::Fake { .. } => {
-                    let client = OpenAiClient::new(http.clone(), url, api_key, backoff).on_rate_limit(hook);
-                    Arc::new(match gate {
-                        Some(gate) => client.before_retry(gate),
-                        None => client,
-                    })
-                }
+                ProviderKind::Anthropic(options) => Arc::new(
+                    AnthropicClient::new(http.clone(), url, api_key, backoff, *options)
+                        .on_rate_limit(hook)
+                        .before_retry(gate),
+                ),
+                ProviderKind::Azure { api_version } => Arc::new(
+                    OpenAiClient::azure(http.clone(), url, api_version, api_key, backoff)
+                        .on_rate_limit(hook)
+                        .before_retry(gate),
+                ),
+                ProviderKind::OpenAi | ProviderKind::Fake { .. } => Arc::new(
+                    OpenAiClient::new(http.clone(), url, api_key, backoff)
+                        .on_rate_limit(hook)
+                        .before_retry(gate),
+                ),
             };
             registry = registry.with_client(name, client, provider.native_tools);
             if let Some(entry) = registry.providers.get_mut(name) {
