@@ -283,7 +283,10 @@ impl Context<'_> {
             let booked = Box::pin(book_shared(budget, estimate, start.saturating_duration_since(now)));
             // The wait counts from the booking's answer (a booking may queue behind others'):
             // never early, late by the answer's trip at most.
-            let booked = limiter.now() + booked.await?;
+            // (The clock is read after the answer: `limiter.now() + booked.await?` would read it
+            // first, and a booking queued behind others would start early by its queueing.)
+            let wait = booked.await?;
+            let booked = limiter.now() + wait;
             if booked > start {
                 (start, binding) = (booked, Some(budget.describe()));
             }

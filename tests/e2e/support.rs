@@ -174,18 +174,22 @@ pub fn thought(text: impl Into<String>) -> agentd::domain::EventData {
 
 /// Every row of every table of the database as text: what a dump of it would show.
 pub async fn database_text(pool: &PgPool) -> String {
+    // bytea as its bytes (printable ones as themselves), not as hex: a value stored in the clear
+    // in a bytea column shows.
+    let mut conn = pool.begin().await.expect("a transaction");
+    sqlx::query("SET LOCAL bytea_output = 'escape'").execute(&mut *conn).await.expect("escape output");
     let tables: Vec<String> = sqlx::query_scalar(
         "SELECT quote_ident(table_name) FROM information_schema.tables \
          WHERE table_schema = 'public' AND table_type = 'BASE TABLE'",
     )
-    .fetch_all(pool)
+    .fetch_all(&mut *conn)
     .await
     .expect("tables");
     let mut text = String::new();
     for table in tables {
         let rows: Option<String> =
             sqlx::query_scalar(&format!("SELECT string_agg(t::text, E'\\n') FROM {table} t"))
-                .fetch_one(pool)
+                .fetch_one(&mut *conn)
                 .await
                 .expect("rows");
         text.push_str(&table);
@@ -194,4 +198,54 @@ pub async fn database_text(pool: &PgPool) -> String {
         text.push('\n');
     }
     text
+}
+
+/// One change of a provider's shared schedule (`rate_schedules`), as [`log_rate_bookings`] logs
+/// them: the key's next free time before and after (seconds since the epoch; before is
+/// `-inf` for a key's first booking) and when it changed.
+#[derive(Debug, Clone, Copy)]
+pub struct RateChange {
+    pub before: f64,
+    pub after: f64,
+    pub at: f64,
+}
+
+impl RateChange {
+    /// When the call booked by this change may start, if it booked `cost` seconds: its new
+    /// next free time less its cost.
+    pub fn start(&self, cost: f64) -> f64 {
+        self.after - cost
+    }
+}
+
+/// Log every change of the shared schedules of the database behind `pool` (a trigger of the
+/// test's own, beside the product's tables): the schedule the cluster booked, as it was booked.
+pub async fn log_rate_bookings(pool: &PgPool) {
+    sqlx::raw_sql(
+        "CREATE TABLE test_rate_log (seq bigserial PRIMARY KEY, key text NOT NULL,
+                                     before float8 NOT NULL, after float8 NOT NULL, at float8 NOT NULL);
+         CREATE FUNCTION test_rate_log() RETURNS trigger LANGUAGE plpgsql AS $$
+         BEGIN
+             INSERT INTO test_rate_log (key, before, after, at)
+             VALUES (NEW.key, extract(epoch FROM OLD.next_at), extract(epoch FROM NEW.next_at),
+                     extract(epoch FROM clock_timestamp()));
+             RETURN NULL;
+         END $$;
+         CREATE TRIGGER test_rate_log AFTER UPDATE ON rate_schedules
+             FOR EACH ROW EXECUTE FUNCTION test_rate_log();",
+    )
+    .execute(pool)
+    .await
+    .expect("install the booking log");
+}
+
+/// The changes of `key`'s schedule, in order.
+pub async fn rate_changes(pool: &PgPool, key: &str) -> Vec<RateChange> {
+    let rows: Vec<(f64, f64, f64)> =
+        sqlx::query_as("SELECT before, after, at FROM test_rate_log WHERE key = $1 ORDER BY seq")
+            .bind(key)
+            .fetch_all(pool)
+            .await
+            .expect("the booking log");
+    rows.into_iter().map(|(before, after, at)| RateChange { before, after, at }).collect()
 }

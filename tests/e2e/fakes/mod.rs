@@ -24,6 +24,9 @@ use serde_json::Value;
 pub struct Scripted {
     pub status: u16,
     pub headers: Vec<(String, String)>,
+    /// Headers holding a time this long after the answer is sent (RFC 3339), as a provider
+    /// dates its rate-limit resets when it answers.
+    pub resets: Vec<(String, Duration)>,
     pub body: Value,
     pub delay: Duration,
     /// Between the events of a streamed answer.
@@ -32,7 +35,30 @@ pub struct Scripted {
 
 impl Scripted {
     pub fn ok(body: Value) -> Self {
-        Self { status: 200, headers: Vec::new(), body, delay: Duration::ZERO, chunk_delay: Duration::ZERO }
+        Self {
+            status: 200,
+            headers: Vec::new(),
+            resets: Vec::new(),
+            body,
+            delay: Duration::ZERO,
+            chunk_delay: Duration::ZERO,
+        }
+    }
+
+    /// A header holding the time `after` from when the answer is sent.
+    pub fn with_reset(mut self, name: &str, after: Duration) -> Self {
+        self.resets.push((name.to_owned(), after));
+        self
+    }
+
+    /// The headers to send now, the resets dated from this instant.
+    pub fn headers_now(&self) -> Vec<(String, String)> {
+        let now = chrono::Utc::now();
+        let dated = self.resets.iter().map(|(name, after)| {
+            let at = now + chrono::Duration::from_std(*after).unwrap_or_default();
+            (name.clone(), at.to_rfc3339())
+        });
+        self.headers.iter().cloned().chain(dated).collect()
     }
 
     pub fn with_chunk_delay(mut self, delay: Duration) -> Self {
@@ -153,19 +179,4 @@ pub(crate) fn respond(status: u16, headers: &[(String, String)], body: &Value) -
         }
     }
     response
-}
-
-/// The most requests in any window of `window` among `times`.
-pub fn max_in_window(times: &[Instant], window: Duration) -> usize {
-    let mut sorted = times.to_vec();
-    sorted.sort();
-    let mut best = 0;
-    let mut from = 0;
-    for to in 0..sorted.len() {
-        while sorted[to] - sorted[from] >= window {
-            from += 1;
-        }
-        best = best.max(to - from + 1);
-    }
-    best
 }
