@@ -232,7 +232,8 @@ mod tests {
         assert_eq!(limiter.earliest("provider") - t0, Duration::from_millis(10_100), "a hold never shortens");
     }
 
-    #[tokio::test]
+    // The clock is paused: every wait below is exactly what the budget booked.
+    #[tokio::test(start_paused = true)]
     async fn a_local_budget_books_costs_and_takes_refunds() {
         let budget = LocalBudget::default();
         let book = |rpm: u64, tokens: u64| {
@@ -241,19 +242,20 @@ mod tests {
                 Reservation { key: "t".into(), cost: Duration::from_millis(tokens) },
             ]
         };
-        let first = budget.reserve(&book(600, 50), Duration::ZERO).await.expect("reserve");
-        assert!(first < Duration::from_millis(5), "{first:?}");
-        // The token key (50 ms) does not bind; the request key (100 ms) does.
-        let second = budget.reserve(&book(600, 500), Duration::ZERO).await.expect("reserve");
-        assert!(second > Duration::from_millis(90) && second <= Duration::from_millis(100), "{second:?}");
-        // Now the token key is busy 500 ms past the second start; a refund of 400 ms frees it.
+        let ms = Duration::from_millis;
+        assert_eq!(budget.reserve(&book(600, 50), Duration::ZERO).await.expect("reserve"), ms(0));
+        // The token key (busy 50 ms) does not bind; the request key (100 ms) does.
+        assert_eq!(budget.reserve(&book(600, 500), Duration::ZERO).await.expect("reserve"), ms(100));
+        // Now the token key is busy until 600 ms; a refund of 400 ms frees it at 200 ms.
         budget.adjust("t", -0.4).await.expect("adjust");
         let probe = [Reservation { key: "t".into(), cost: Duration::ZERO }];
-        let third = budget.reserve(&probe, Duration::ZERO).await.expect("reserve");
-        assert!(third > Duration::from_millis(150) && third <= Duration::from_millis(200), "{third:?}");
+        assert_eq!(budget.reserve(&probe, Duration::ZERO).await.expect("reserve"), ms(200));
+        // 30 ms later, the wait is 30 ms shorter; `after` defers a start that would be earlier.
+        tokio::time::advance(ms(30)).await;
+        assert_eq!(budget.reserve(&probe, Duration::ZERO).await.expect("reserve"), ms(170));
+        assert_eq!(budget.reserve(&probe, ms(500)).await.expect("reserve"), ms(500));
         budget.hold("r", Duration::from_secs(5)).await.expect("hold");
-        let held = budget.reserve(&book(600, 0), Duration::ZERO).await.expect("reserve");
-        assert!(held > Duration::from_millis(4_900), "{held:?}");
+        assert_eq!(budget.reserve(&book(600, 0), Duration::ZERO).await.expect("reserve"), ms(5_000));
     }
 
     #[test]

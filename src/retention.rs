@@ -49,22 +49,32 @@ pub async fn run(
     }
 }
 
+/// What one pass of the pruner removed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Pass {
+    pub runs: u64,
+    pub rows: u64,
+    /// Transactions that removed runs.
+    pub batches: u32,
+}
+
 /// Remove batches while full ones come back (or until `shutdown`).
-async fn prune_all(
+pub async fn prune_all(
     store: &Store,
     settings: &RetentionSettings,
     metrics: &Metrics,
     shutdown: &CancellationToken,
-) {
-    let Ok(keep) = chrono::Duration::from_std(settings.keep) else { return };
-    let (mut runs, mut rows) = (0, 0);
+) -> Pass {
+    let mut pass = Pass::default();
+    let Ok(keep) = chrono::Duration::from_std(settings.keep) else { return pass };
     while !shutdown.is_cancelled() {
         let cutoff = chrono::Utc::now() - keep;
         match store.prune_finished(cutoff, settings.batch).await {
             Ok(pruned) => {
                 metrics.observe_pruned(pruned.runs, pruned.rows);
-                runs += pruned.runs;
-                rows += pruned.rows;
+                pass.runs += pruned.runs;
+                pass.rows += pruned.rows;
+                pass.batches += u32::from(pruned.runs > 0);
                 if pruned.skipped || pruned.runs < settings.batch as u64 {
                     break;
                 }
@@ -76,7 +86,13 @@ async fn prune_all(
         }
         tokio::time::sleep(settings.pause).await;
     }
-    if runs > 0 {
-        tracing::info!(runs, rows, "retention: removed finished runs");
+    if pass.runs > 0 {
+        tracing::info!(
+            runs = pass.runs,
+            rows = pass.rows,
+            batches = pass.batches,
+            "retention: removed finished runs"
+        );
     }
+    pass
 }

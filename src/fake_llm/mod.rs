@@ -480,8 +480,12 @@ mod tests {
         let fake = FakeLlm::start().await.expect("start");
         fake.set_recording(false);
         fake.set_default(Some(FakeReply::text("x")));
-        ask(&fake).await;
+        let (status, body) = ask(&fake).await;
+        assert_eq!((status, content(&body)), (200, "x"), "answered as when recording");
         assert!(fake.requests().is_empty());
+        fake.set_recording(true);
+        assert_eq!(ask(&fake).await.0, 200);
+        assert_eq!(fake.requests().len(), 1, "recorded again once recording is on");
     }
 
     #[tokio::test]

@@ -55,7 +55,11 @@ pub struct BodyTimeout(pub Duration);
 /// The connection cap that fits the process's open-file limit: the soft limit, less what the
 /// database pool (`db_connections`), the spare connections and everything else need.
 pub fn default_max_connections(db_connections: u32) -> usize {
-    let limit = open_files_limit().unwrap_or(FALLBACK_FD_LIMIT);
+    max_connections_within(open_files_limit().unwrap_or(FALLBACK_FD_LIMIT), db_connections)
+}
+
+/// The connection cap under a file-descriptor limit of `limit`.
+fn max_connections_within(limit: usize, db_connections: u32) -> usize {
     let reserved = RESERVED_FDS + SPARE_CONNECTIONS + db_connections as usize;
     limit.saturating_sub(reserved).max(SPARE_CONNECTIONS)
 }
@@ -331,12 +335,22 @@ mod tests {
         assert_eq!(parse_open_files(limits), Some(20_000));
         let unlimited = "Max open files            unlimited            unlimited            files     \n";
         assert_eq!(parse_open_files(unlimited), None);
-        let limit = open_files_limit().expect("Linux has /proc/self/limits");
-        let cap = default_max_connections(16);
-        // What the process may open besides its connections stays free (or the cap is the floor).
-        assert!(
-            cap + SPARE_CONNECTIONS + 16 + RESERVED_FDS <= limit || cap == SPARE_CONNECTIONS,
-            "{cap} of {limit}"
-        );
+        assert!(open_files_limit().is_some(), "Linux has /proc/self/limits");
+    }
+
+    /// The cap leaves room for the pool, the spare health connections and a few hundred other
+    /// descriptors, yet gives most of a large limit to connections; a bigger pool takes from it;
+    /// a tiny limit still serves the spare connections' worth.
+    #[test]
+    fn the_connection_cap_leaves_the_pool_and_spares_their_descriptors() {
+        for (limit, pool) in [(1024, 16), (20_000, 16), (20_000, 200), (1_048_576, 64)] {
+            let cap = max_connections_within(limit, pool);
+            let others = limit - cap - SPARE_CONNECTIONS - pool as usize;
+            assert!((200..=280).contains(&others), "{limit}/{pool}: {cap} leaves {others} for the rest");
+            assert!(cap > limit / 2, "{limit}/{pool}: only {cap}");
+            assert!(max_connections_within(limit, pool + 10) + 10 == cap, "{limit}/{pool}");
+        }
+        assert_eq!(max_connections_within(100, 16), SPARE_CONNECTIONS);
+        assert!(default_max_connections(16) >= SPARE_CONNECTIONS);
     }
 }

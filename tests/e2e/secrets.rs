@@ -73,10 +73,26 @@ async fn secrets_are_stored_listed_replaced_and_deleted_without_their_values(poo
         list["secrets"].as_array().expect("list").iter().map(|s| s["name"].as_str().expect("name")).collect();
     assert_eq!(names, ["api_token", "other"]);
     assert!(!list.to_string().contains("very-secret"), "{list}");
-    // At rest the value is sealed: no table holds it in the clear.
+    // At rest the value is sealed: no table holds it in the clear (bytea dumped as its bytes),
+    // the stored bytes do not contain it, and they open with this server's key only.
     let dump = database_text(&pool).await;
     assert!(dump.contains("api_token"), "the dump sees the secrets table");
     assert!(!dump.contains("tok-2-very-secret") && !dump.contains("tok-1-very-secret"));
+    let (key_id, nonce, ciphertext): (String, Vec<u8>, Vec<u8>) =
+        sqlx::query_as("SELECT key_id, nonce, ciphertext FROM secrets WHERE name = 'api_token'")
+            .fetch_one(&pool)
+            .await
+            .expect("the stored row");
+    let clear = b"tok-2-very-secret";
+    assert!(!ciphertext.windows(clear.len()).any(|w| w == clear), "the stored bytes hold the value");
+    let sealed = agentd::store::SealedSecret { key_id, nonce, ciphertext };
+    assert_eq!(test_key().open("api_token", &sealed).expect("opens with the key"), "tok-2-very-secret");
+    assert!(test_key().open("other", &sealed).is_err(), "the name is bound to the value");
+    let other = SecretsKey::parse(&"ab".repeat(32)).expect("another key");
+    assert!(other.open("api_token", &sealed).is_err(), "another key is recognised");
+    // Under another key's id, decryption itself fails.
+    let forged = agentd::store::SealedSecret { key_id: other.seal("x", "y").expect("seal").key_id, ..sealed };
+    assert!(other.open("api_token", &forged).is_err(), "another key does not open it");
 
     assert_eq!(app.delete("/v1/secrets/other").await.status(), StatusCode::NO_CONTENT);
     expect_problem(app.delete("/v1/secrets/other").await, StatusCode::NOT_FOUND).await;

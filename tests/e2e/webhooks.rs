@@ -464,20 +464,29 @@ async fn a_rotated_secret_signs_alongside_the_new_one_for_the_grace_period(pool:
     let url = child_database_url(&pool).await;
     let fake = start_fake().await;
     let receiver = Receiver::start();
-    let agentd = Agentd::start(&url, &env(&fake.base_url(), &[("AGENTD_WEBHOOK_ROTATION_GRACE_S", "3")]));
+    let agentd = Agentd::start(&url, &env(&fake.base_url(), &[("AGENTD_WEBHOOK_ROTATION_GRACE_S", "3600")]));
     let hook = register(&agentd.base, json!({"url": receiver.url("/r"), "events": ["run.completed"]})).await;
     let id = hook["id"].as_str().expect("id");
     let rotated =
         send(&agentd.base, reqwest::Method::POST, &format!("/v1/webhooks/{id}/rotate-secret"), None).await;
     let rotated = expect_json(rotated, StatusCode::OK).await;
     assert_ne!(rotated["secret"], hook["secret"]);
-    assert!(rotated["previous_secret_until"].is_string(), "{rotated}");
+    let until: chrono::DateTime<chrono::Utc> =
+        rotated["previous_secret_until"].as_str().expect("previous_secret_until").parse().expect("a time");
+    let grace = (until - chrono::Utc::now()).num_seconds();
+    assert!((3500..=3600).contains(&grace), "the grace is the configured hour: {rotated}");
     receiver.control(json!({"secrets": [hook["secret"], rotated["secret"]]})).await;
     let run = kickoff(&agentd.base, json!({"crew": crew("writer"), "inputs": {"word": "a"}})).await;
     finished_events(&agentd.base, &run).await;
     let received = receiver.wait_until("the first", |r| r.len() == 1).await;
     assert_eq!(received[0]["verified"], json!([0, 1]), "both secrets verify during the grace: {received:?}");
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    // The hour passes: the stored end of the grace moves to now.
+    let uuid = uuid::Uuid::parse_str(id).expect("uuid");
+    sqlx::query("UPDATE webhook_endpoints SET previous_until = now() WHERE id = $1")
+        .bind(uuid)
+        .execute(&pool)
+        .await
+        .expect("end the grace");
     let run = kickoff(&agentd.base, json!({"crew": crew("writer"), "inputs": {"word": "b"}})).await;
     finished_events(&agentd.base, &run).await;
     let received = receiver.wait_until("the second", |r| r.len() == 2).await;

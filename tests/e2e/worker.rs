@@ -428,6 +428,8 @@ async fn max_rpm_spaces_llm_calls_and_announces_the_wait(pool: PgPool) {
     let workers = start_workers(&pool, &config, fast_settings(2, Duration::from_secs(5)));
     let mut crew = calc_crew();
     crew["max_rpm"] = json!(120);
+    // The first call is booked after this instant; the k-th one at least k × 500 ms after it.
+    let before = chrono::Utc::now();
     let id = app.kickoff(&crew, json!({"expr": "2+2"})).await["id"].as_str().expect("id").to_owned();
     let done = wait_for(&app, &id, &["completed", "failed"]).await;
     assert_eq!(done["status"], "completed");
@@ -444,9 +446,10 @@ async fn max_rpm_spaces_llm_calls_and_announces_the_wait(pool: PgPool) {
         .filter(|e| e["type"] == "llm.started")
         .map(|e| e["at"].as_str().expect("at").parse().expect("time"))
         .collect();
-    for pair in starts.windows(2) {
-        let gap = (pair[1] - pair[0]).num_milliseconds();
-        assert!(gap >= 450, "calls {gap} ms apart under 120/min");
+    assert_eq!(starts.len(), 3);
+    for (k, start) in starts.iter().enumerate() {
+        let after = (*start - before).num_milliseconds();
+        assert!(after >= 500 * k as i64, "call {k} started {after} ms after the kickoff under 120/min");
     }
     workers.shutdown().await;
 }

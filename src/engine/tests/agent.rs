@@ -47,10 +47,8 @@ async fn native_tool_call_then_final_answer(backend: Backend) {
     assert_eq!((usage.llm_calls, usage.prompt_tokens, usage.tool_calls), (2, 10, 1));
     assert!(matches!(journal.run().await, Some(RunChange::Completed { .. })));
     // One commit before each LLM call and one at the end: the calculator is idempotent and quick,
-    // so its start and end went with the second call's (the in-memory journal counts commits).
-    if let Some(commits) = journal.commits() {
-        assert_eq!(commits, 3);
-    }
+    // so its start and end went with the second call's.
+    assert_eq!(journal.commits(), 3);
 }
 
 async fn react_with_damaged_text_and_parse_error_recovery(backend: Backend) {

@@ -3,6 +3,7 @@
 //! ([`on_both_journals!`]): what the engine journals, the Postgres journal stores and loads back
 //! alike, and a run resumed from either continues the same way.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use serde_json::{Map, Value};
@@ -50,7 +51,7 @@ impl Backend {
                     .expect("claim")
                     .expect("the run is queued");
                 let journal = store.journal(claimed.id, claimed.attempt);
-                Subject::Postgres { store: store.clone(), id: run.id, journal }
+                Subject::Postgres { store: store.clone(), id: run.id, journal, commits: AtomicUsize::new(0) }
             }
         }
     }
@@ -59,7 +60,13 @@ impl Backend {
 /// A scenario's journal, with what the scenario reads back from it.
 pub enum Subject {
     Memory(Box<MemoryJournal>),
-    Postgres { store: Store, id: RunId, journal: RunJournal },
+    /// `commits`: how many commits the engine made (the in-memory journal counts its own).
+    Postgres {
+        store: Store,
+        id: RunId,
+        journal: RunJournal,
+        commits: AtomicUsize,
+    },
 }
 
 impl Journal for Subject {
@@ -80,7 +87,10 @@ impl Journal for Subject {
     fn commit(&self, step: Step) -> JournalFuture<'_, ()> {
         match self {
             Subject::Memory(journal) => journal.commit(step),
-            Subject::Postgres { journal, .. } => journal.commit(step),
+            Subject::Postgres { journal, commits, .. } => {
+                commits.fetch_add(1, Ordering::SeqCst);
+                journal.commit(step)
+            }
         }
     }
 }
@@ -147,11 +157,11 @@ impl Subject {
         }
     }
 
-    /// How many commits the engine made: counted by the in-memory journal only.
-    pub fn commits(&self) -> Option<usize> {
+    /// How many commits the engine made.
+    pub fn commits(&self) -> usize {
         match self {
-            Subject::Memory(journal) => Some(journal.commits()),
-            Subject::Postgres { .. } => None,
+            Subject::Memory(journal) => journal.commits(),
+            Subject::Postgres { commits, .. } => commits.load(Ordering::SeqCst),
         }
     }
 }

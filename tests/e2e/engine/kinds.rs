@@ -187,8 +187,10 @@ async fn anthropic_says_its_budget_is_spent_and_the_next_call_waits_for_the_rese
     assert_eq!(out.raw(), "2", "{:?}", out.result);
     let seen = fake.script.seen();
     assert_eq!(seen.iter().map(|s| s.status).collect::<Vec<_>>(), [200, 200], "no call was refused");
+    // The reset was dated 2 s after the fake answered, which was after it received the first
+    // call (5 ms for reading the wall clock apart from the monotonic one).
     let gap = seen[1].at - seen[0].at;
-    assert!(gap >= Duration::from_millis(900), "the second call waited for the reset ({gap:?})");
+    assert!(gap >= Duration::from_millis(1_995), "the second call waited for the reset ({gap:?})");
     let throttled = out.data("run.throttled");
     assert_eq!(throttled.len(), 1, "{throttled:?}");
     assert_eq!(throttled[0]["limit"], "provider:claude (provider asked to wait)");

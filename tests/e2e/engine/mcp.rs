@@ -498,8 +498,21 @@ async fn crash_during_slow_call(
         client.post(format!("{}/v1/kickoffs", first.base)).json(&body).send().await.expect("kickoff");
     let id = expect_json(response, StatusCode::ACCEPTED).await["id"].as_str().expect("id").to_owned();
     peer.wait_calls(1).await;
-    // An idempotent call's start is journaled while it runs (after 10 ms): let that land.
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // An idempotent call's start is journaled while it runs (after 10 ms): wait until it is.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let calls =
+            client.get(format!("{}/v1/runs/{id}/tool-calls", first.base)).send().await.expect("calls");
+        let calls = expect_json(calls, StatusCode::OK).await;
+        let journaled = calls["tool_calls"].as_array().is_some_and(|calls| {
+            calls.iter().any(|c| c["tool"] == "scripted__slow" && c["status"] == "running")
+        });
+        if journaled {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the call's start was never journaled: {calls}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     first.signal("-KILL").await;
     let second = Agentd::start(&url, &env);
     let deadline = Instant::now() + Duration::from_secs(60);

@@ -149,31 +149,37 @@ async fn tpm_spaces_calls_by_the_tokens_they_used(pool: PgPool) {
     fake.script.push([azure_call(1, 500), azure_call(2, 1500), azure::answer("Done.", 100, 10, 0)]);
     let mut spec = crew(json!(["calculator"]), "native", json!({}));
     spec["agents"][0]["llm"] = json!("az/d");
+    // The first call is booked after this instant. Each next one is booked once the call before
+    // it reported its usage, a millisecond per token after that call's slot: the second at least
+    // 500 ms after this instant, the third 2,000 ms (without the correction by the reported usage
+    // the slots would follow the estimates, about 150 ms each).
+    let before = std::time::Instant::now();
     let out = h.run(&spec).await;
     assert_eq!(out.raw(), "Done.", "{:?}", out.result);
-    let at: Vec<_> = fake.script.seen().iter().map(|s| s.at).collect();
-    let (first, second) = (at[1] - at[0], at[2] - at[1]);
-    eprintln!("gaps after 500 and 1,500 tokens at 60,000 tokens/min: {first:?}, {second:?}");
-    // Each wait is what the call before it used, less how much later than its slot that call went
-    // out (its connection's set-up: tens of ms at most; without the correction by the reported
-    // usage the waits would be the estimates, about 150 ms). The upper bounds leave room for a
-    // loaded machine; the difference shows the spacing follows the tokens.
-    assert!(first >= Duration::from_millis(400) && first < Duration::from_millis(1500), "{first:?}");
-    assert!(second >= Duration::from_millis(1400) && second < Duration::from_millis(3000), "{second:?}");
-    assert!(second >= first + Duration::from_millis(700), "{first:?} then {second:?}");
+    let after: Vec<Duration> = fake.script.seen().iter().map(|s| s.at - before).collect();
+    eprintln!("calls after 500 and 1,500 tokens at 60,000 tokens/min, from the kickoff: {after:?}");
+    assert_eq!(after.len(), 3);
+    assert!(after[1] >= Duration::from_millis(500), "{after:?}");
+    assert!(after[2] >= Duration::from_millis(2_000), "{after:?}");
+    // Each booked wait is at most the tokens of the call before it (it counts from when that call
+    // was booked, which was earlier): never the estimate and the usage both.
     let throttled = out.data("run.throttled");
     assert_eq!(throttled.len(), 2, "{throttled:?}");
+    let waits: Vec<u64> = throttled.iter().map(|t| t["wait_ms"].as_u64().expect("wait_ms")).collect();
+    assert!(waits[0] > 0 && waits[0] <= 500 && waits[1] > 0 && waits[1] <= 1_500, "{waits:?}");
     let limit = throttled[1]["limit"].as_str().expect("limit");
     assert_eq!(limit, "provider:az (60000 tokens/min, shared by all replicas)");
-    assert!(throttled[1]["wait_ms"].as_u64().is_some_and(|ms| ms > 1300), "{throttled:?}");
 }
 
 #[sqlx::test(migrator = "agentd::store::MIGRATOR")]
 async fn a_retry_books_its_own_slot_on_the_shared_budget(pool: PgPool) {
     let fake = FakeAzure::start("azure-test-key-0123", &["d"]).await;
-    // The provider enforces the 120 a minute itself: a retry sent at once would come early.
-    fake.script.enforce_rpm(120, Duration::from_millis(100));
-    let h = Harness::start_with(pool, true, |c| {
+    // The provider enforces the 120 a minute itself: a retry sent at once (a few ms after the
+    // 429) would come 400 ms early or more; a call that left late of its slot moves the
+    // provider's schedule on, and the tolerance absorbs up to 400 ms of that.
+    fake.script.enforce_rpm(120, Duration::from_millis(400));
+    crate::support::log_rate_bookings(&pool).await;
+    let h = Harness::start_with(pool.clone(), true, |c| {
         add_providers(
             c,
             &format!("[providers.az]\nkind = \"azure\"\nbase_url = \"{}\"\napi_key_env = \"AZURE_KEY\"\nrpm = 120\n", fake.url),
@@ -184,6 +190,7 @@ async fn a_retry_books_its_own_slot_on_the_shared_budget(pool: PgPool) {
     fake.script.push([azure::rate_limited(0), azure::answer("Done.", 100, 10, 0)]);
     let mut spec = crew(json!([]), "native", json!({}));
     spec["agents"][0]["llm"] = json!("az/d");
+    let before = std::time::Instant::now();
     let out = h.run(&spec).await;
     assert_eq!(out.raw(), "Done.", "{:?}", out.result);
     let seen = fake.script.seen();
@@ -192,6 +199,14 @@ async fn a_retry_books_its_own_slot_on_the_shared_budget(pool: PgPool) {
         [429, 200],
         "the provider refused no retry"
     );
-    let gap = seen[1].at - seen[0].at;
-    assert!(gap >= Duration::from_millis(450), "the retry went out in its slot, not at once ({gap:?})");
+    // What was booked: the first call's slot, then the retry's, a whole interval after it.
+    let changes = crate::support::rate_changes(&pool, "provider:az:rpm").await;
+    let (first, last) = (changes.first().expect("the first booking"), changes.last().expect("changes"));
+    assert!(last.after - first.after >= 0.5 - 1e-6, "the retry booked its own slot: {changes:?}");
+    // The first slot began after the kickoff, so the retry went out half a second after it at least.
+    let retried = seen[1].at - before;
+    assert!(
+        retried >= Duration::from_millis(500),
+        "the retry went out in its slot, not at once ({retried:?})"
+    );
 }

@@ -7,7 +7,7 @@
 //! `{"type": "error", "error": {"type", "message"}}` with `retry-after` and
 //! `anthropic-ratelimit-*` headers where the API sends them.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use axum::extract::State;
 use axum::http::HeaderMap;
@@ -71,12 +71,11 @@ pub fn error(status: u16, kind: &str, message: &str) -> Scripted {
 }
 
 /// The headers of a success that spent the minute's requests, which come back in `seconds`.
-pub fn budget_spent(reply: Scripted, seconds: i64) -> Scripted {
-    let reset = chrono::Utc::now() + chrono::Duration::seconds(seconds);
+pub fn budget_spent(reply: Scripted, seconds: u64) -> Scripted {
     reply
         .with_header("anthropic-ratelimit-requests-limit", "50")
         .with_header("anthropic-ratelimit-requests-remaining", "0")
-        .with_header("anthropic-ratelimit-requests-reset", &reset.to_rfc3339())
+        .with_reset("anthropic-ratelimit-requests-reset", Duration::from_secs(seconds))
 }
 
 /// 529: the API is overloaded.
@@ -86,12 +85,11 @@ pub fn overloaded() -> Scripted {
 
 /// 429 with `retry-after` (seconds) and the request budget spent until then.
 pub fn rate_limited(retry_after_s: u64) -> Scripted {
-    let reset = chrono::Utc::now() + chrono::Duration::seconds(retry_after_s as i64);
     error(429, "rate_limit_error", "Number of request tokens has exceeded your per-minute rate limit")
         .with_header("retry-after", &retry_after_s.to_string())
         .with_header("anthropic-ratelimit-requests-limit", "50")
         .with_header("anthropic-ratelimit-requests-remaining", "0")
-        .with_header("anthropic-ratelimit-requests-reset", &reset.to_rfc3339())
+        .with_reset("anthropic-ratelimit-requests-reset", Duration::from_secs(retry_after_s))
 }
 
 async fn messages(State(app): State<App>, headers: HeaderMap, body: axum::body::Bytes) -> Response {
@@ -132,14 +130,14 @@ async fn answer(app: &App, headers: &HeaderMap, body: &Value, at: Instant) -> (u
     if let Err(wait) = app.script.admit(at) {
         let secs = wait.as_secs_f64().ceil().max(1.0) as u64;
         let e = rate_limited(secs);
-        return (429, respond(429, &e.headers, &e.body));
+        return (429, respond(429, &e.headers_now(), &e.body));
     }
     let Some(reply) = app.script.next() else {
         let e = error(500, "api_error", "the fake has no scripted reply");
         return (500, respond(500, &[], &e.body));
     };
     tokio::time::sleep(reply.delay).await;
-    let mut headers = reply.headers.clone();
+    let mut headers = reply.headers_now();
     if reply.status == 200 && !headers.iter().any(|(name, _)| name.starts_with("anthropic-ratelimit-")) {
         headers.push(("anthropic-ratelimit-requests-limit".into(), "1000".into()));
         headers.push(("anthropic-ratelimit-requests-remaining".into(), "999".into()));
@@ -152,7 +150,7 @@ async fn answer(app: &App, headers: &HeaderMap, body: &Value, at: Instant) -> (u
 }
 
 /// The message as the stream of events the API sends for it.
-fn stream(message: &Value, headers: &[(String, String)], gap: std::time::Duration) -> Response {
+fn stream(message: &Value, headers: &[(String, String)], gap: Duration) -> Response {
     let mut events: Vec<(String, Value)> = Vec::new();
     let mut start = message.clone();
     start["content"] = json!([]);
