@@ -1,6 +1,6 @@
 //! agentd runs CrewAI-style crews of LLM agents for other services: an HTTP API that accepts
-//! kickoffs and stores them as runs in Postgres. See `ARCHITECTURE.md` in the design notes and the
-//! README for the modules and the contract.
+//! kickoffs and stores them as runs in Postgres. See `docs/architecture.md` for the modules, their
+//! layering and the durability contract, and `docs/api.md` for the API.
 
 pub mod app;
 pub mod cli;

@@ -13,7 +13,7 @@ use super::{RunError, RunId};
 /// them, so a new event type is one line here and a payload struct below.
 macro_rules! events {
     ($($(#[$doc:meta])* $variant:ident($payload:ty) = $name:tt,)*) => {
-        /// Every kind of event a run's log can hold (the table in API.md "Events").
+        /// Every kind of event a run's log can hold (the table in docs/api.md, "Events").
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
         pub enum EventType {
             $($(#[$doc])* #[serde(rename = $name)] $variant,)*
@@ -383,7 +383,7 @@ mod tests {
 
     #[test]
     fn wire_names_round_trip_through_serde() {
-        assert_eq!(EventType::ALL.len(), 30, "the table in API.md and issue 13's approval events");
+        assert_eq!(EventType::ALL.len(), 30, "the event table in docs/api.md");
         let names: std::collections::BTreeSet<&str> = EventType::ALL.iter().map(|t| t.as_str()).collect();
         assert_eq!(names.len(), EventType::ALL.len(), "names are unique");
         for &ty in EventType::ALL {

@@ -1,6 +1,6 @@
 //! How big a crew and a run may get. Defaults that a real crew never meets (CrewAI crews have a
 //! handful of agents and tasks), so that a hostile or runaway request cannot make the service
-//! run out of memory or lose its leases. Each is a server setting (see the README's table).
+//! run out of memory or lose its leases. Each is a server setting (see docs/configuration.md).
 //!
 //! Over a [`CrewLimits`] limit at kickoff (or when a crew is registered): a 422 naming the limit.
 //! Over a [`RunLimits`] limit during a run: the run fails with `error.kind = "limit"`.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Runs the README's curl-only integration test exactly as written there: extracts the shell block
-# that follows the `<!-- ci: curl-integration-test -->` marker and runs it from the repository
-# root with the freshly built agentd first on PATH and DATABASE_URL pointing at a fresh database.
+# Runs the curl-only integration test of docs/guides/testing-with-the-fake-model.md exactly as
+# written there: extracts the shell block that follows the `<!-- ci: curl-integration-test -->`
+# marker and runs it from the repository root with the freshly built agentd first on PATH and
+# DATABASE_URL pointing at a fresh database.
 #
 # Needs curl, jq and PostgreSQL: DATABASE_URL pointing at a server where a database may be
 # created, or, when it is unset, PostgreSQL's binaries for a throw-away cluster (as
@@ -19,7 +20,12 @@ for tool in curl jq; do
   fi
 done
 
+doc=docs/guides/testing-with-the-fake-model.md
 marker='<!-- ci: curl-integration-test -->'
+if [ ! -f "$doc" ]; then
+  say "FAILED: $doc, which holds the curl-only integration test, does not exist"
+  exit 1
+fi
 recipe=$(mktemp -t agentd-recipe.XXXXXX.sh)
 # The lines between the opening ```sh fence after the marker and the closing fence.
 awk -v marker="$marker" '
@@ -27,9 +33,9 @@ awk -v marker="$marker" '
   found == 1 && /^```sh$/ { inside = 1; found = 2; next }
   inside && /^```$/ { exit }
   inside { print }
-' README.md >"$recipe"
+' "$doc" >"$recipe"
 if [ ! -s "$recipe" ]; then
-  say "FAILED: no shell block after '$marker' in README.md"
+  say "FAILED: no shell block after '$marker' in $doc"
   exit 1
 fi
 
@@ -59,10 +65,10 @@ admin_url=$DATABASE_URL
 database="agentd_recipe_$$"
 psql "$admin_url" -qc "CREATE DATABASE $database"
 
-say "running the README's curl-only integration test ($(wc -l <"$recipe") lines)"
+say "running the curl-only integration test of $doc ($(wc -l <"$recipe") lines)"
 if ! PATH="$target_dir/debug:$PATH" DATABASE_URL="${admin_url%/*}/$database" RUST_LOG=info \
   timeout 300 bash "$recipe"; then
-  say "FAILED: the README's curl-only integration test did not pass"
+  say "FAILED: the curl-only integration test of $doc did not pass"
   exit 1
 fi
 say "passed"
