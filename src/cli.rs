@@ -199,13 +199,7 @@ impl ServeArgs {
         };
         let mut providers = config::providers(&file, |name| std::env::var(name).ok())?;
         if self.fake_llm {
-            // ReAct agents (their system prompt asks for "Final Answer:") get the answer in that
-            // format; native ones get the text itself, as a real model answers them.
-            let rules = serde_json::json!({"rules": [
-                {"name": "react", "when": {"system": "Final Answer:"},
-                 "reply": {"text": format!("Final Answer: {FAKE_LLM_ANSWER}"), "delay_ms": 200}},
-                {"name": "native", "reply": {"text": FAKE_LLM_ANSWER, "delay_ms": 200}},
-            ]});
+            let rules = fake_llm_rules();
             let demo = crate::fake_llm::Script::from_value(rules)
                 .map_err(|e| ConfigError::Invalid(format!("the built-in fake model's script: {e}")))?;
             let openai = config::ProviderConfig {
@@ -339,6 +333,41 @@ const FAKE_LLM_ANSWER: &str =
     "This answer comes from agentd's built-in FAKE model (--fake-llm), not a real LLM. \
      Configure a provider (OPENAI_API_KEY, or AGENTD_CONFIG) to get real answers.";
 
+/// The built-in fake model's script, which shows the agent loop at work: an agent offered tools
+/// calls the first one once (arguments from its schema's examples) and answers with its result;
+/// a planner gets a one-step plan (the task's answer then quotes the step's), a guardrail judge
+/// passes every answer. ReAct agents (their
+/// system prompt asks for "Final Answer:") get the same in ReAct text. Every answer says it is
+/// a fake's.
+fn fake_llm_rules() -> serde_json::Value {
+    let after_tool = format!("{FAKE_LLM_ANSWER} The {{{{first_tool}}}} tool answered: {{{{tool_result}}}}");
+    let after_observation = format!("{FAKE_LLM_ANSWER} The tool answered: {{{{1}}}}");
+    let observation = serde_json::json!({"regex": "(?s)Observation:\\s*(.*)"});
+    let plan = r#"{"steps": [{"description": "Do the task as asked (a plan from the FAKE model)", "expected_tool": null}]}"#;
+    let verdict = r#"{"pass": true, "reason": "the FAKE model passes every guardrail"}"#;
+    // The last turn of a planned task is asked for its answer from its steps' results.
+    let results = serde_json::json!({"regex": "(?s)Their results:\n(.*)\n\nGive the final answer"});
+    let from_steps = format!("{FAKE_LLM_ANSWER} From the plan's steps: {{{{1}}}}");
+    serde_json::json!({"rules": [
+        {"name": "planner", "when": {"system": "You plan how to perform a task"}, "reply": {"text": plan}},
+        {"name": "guardrail", "when": {"system": "strict reviewer"}, "reply": {"text": verdict}},
+        {"name": "react answer from the plan", "when": {"system": "Final Answer:", "message": results},
+         "reply": {"react": {"final_answer": from_steps}, "delay_ms": 100}},
+        {"name": "answer from the plan", "when": {"message": results}, "reply": {"text": from_steps, "delay_ms": 100}},
+        {"name": "native tool call", "when": {"tools": true, "call": 1},
+         "reply": {"tool_calls": [{"name": "$first_tool", "arguments": "$example"}], "delay_ms": 100}},
+        {"name": "native answer after the tool", "when": {"tools": true, "tool_result": {"regex": "(?s).*"}},
+         "reply": {"text": after_tool, "delay_ms": 100}},
+        {"name": "react tool call", "when": {"system": "Tool Name:", "call": 1},
+         "reply": {"react": {"action": "$first_tool", "input": "$example"}, "delay_ms": 100}},
+        {"name": "react answer after the tool", "when": {"system": "Tool Name:", "message": observation},
+         "reply": {"react": {"final_answer": after_observation}, "delay_ms": 100}},
+        {"name": "react", "when": {"system": "Final Answer:"},
+         "reply": {"text": format!("Final Answer: {FAKE_LLM_ANSWER}"), "delay_ms": 200}},
+        {"name": "native", "reply": {"text": FAKE_LLM_ANSWER, "delay_ms": 200}},
+    ]})
+}
+
 async fn serve(args: ServeArgs) -> Result<(), BoxError> {
     let local = LocalSettings { data_dir: args.data_dir.clone(), bin_dir: args.postgres_bin.clone() };
     let use_local = args.database.database_url.is_none();
@@ -385,5 +414,7 @@ async fn migrate(args: DatabaseArgs) -> Result<(), BoxError> {
 fn init_tracing() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,sqlx=warn,tower_http=info"));
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+    // Colours only on a terminal: a log written to a file or a pipe carries no escape codes.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi).init();
 }

@@ -231,9 +231,9 @@ impl CrewRef {
 }
 
 impl CrewSpec {
-    /// Deserialize a spec from JSON, naming the path of the field that does not fit.
+    /// Deserialize a spec from JSON, naming the path of every field that does not fit.
     pub fn from_json(value: Value) -> Result<Self, Vec<FieldError>> {
-        super::validate::parse_json(value)
+        super::body::parse_every_field(&value)
     }
 }
 

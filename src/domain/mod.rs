@@ -2,6 +2,7 @@
 //! `{input}` interpolation rules of the API contract. Plain data and pure functions: nothing here
 //! knows about HTTP or SQL, so the engine, the store and the API share one vocabulary.
 
+pub mod body;
 pub mod crew;
 pub mod event;
 pub mod field;

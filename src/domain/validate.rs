@@ -420,7 +420,9 @@ impl Validator<'_> {
         self.text(&task.expected_output, &format!("{path}.expected_output"));
         match &task.agent {
             Some(agent) if crew.agent(agent).is_none() => {
-                self.error(format!("{path}.agent"), format!("unknown agent '{agent}'"))
+                let agents: Vec<&str> = crew.agents.iter().map(|a| a.name.as_str()).collect();
+                let message = format!("unknown agent '{agent}' (the crew's agents: {})", agents.join(", "));
+                self.error(format!("{path}.agent"), message)
             }
             None if crew.process == Process::Sequential => {
                 self.error(format!("{path}.agent"), "required in the sequential process")

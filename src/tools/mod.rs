@@ -106,7 +106,7 @@ pub fn builtin_tools() -> Vec<ToolInfo> {
                 .into(),
             parameters: json!({
                 "type": "object",
-                "properties": {"expression": {"type": "string", "description": "The expression to evaluate"}},
+                "properties": {"expression": {"type": "string", "description": "The expression to evaluate", "examples": ["2*(3+4)"]}},
                 "required": ["expression"]
             }),
             idempotent: true,

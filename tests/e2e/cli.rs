@@ -82,7 +82,7 @@ impl Agentd {
         command
             .env("AGENTD_API_KEYS", "")
             .env("RUST_LOG", "info")
-            .env("NO_COLOR", "1")
+            .env_remove("NO_COLOR")
             .stderr(Stdio::piped());
         for (name, value) in env {
             command.env(name, value);
@@ -158,8 +158,11 @@ async fn serve_migrates_answers_and_drains_on_sigterm(pool: PgPool) {
     let agentd = Agentd::start(&url, &[]);
     let ready = reqwest::get(format!("{}/readyz", agentd.base)).await.expect("GET");
     assert_eq!(ready.status(), reqwest::StatusCode::OK);
-    let exited = agentd.signal("-TERM").await;
+    let (exited, logs) = agentd.stop("-TERM").await;
     assert!(exited.success(), "{exited:?}");
+    // Its log goes to a pipe here: plain text, without a terminal's colour codes.
+    assert!(logs.iter().any(|l| l.contains("INFO")), "{logs:?}");
+    assert!(logs.iter().all(|l| !l.contains('\u{1b}')), "escape codes in a piped log: {logs:?}");
 }
 
 /// `agentd serve --fake-llm` without `DATABASE_URL`, keeping its data in `dir` (started off the
@@ -171,6 +174,61 @@ async fn start_without_database(dir: &std::path::Path) -> Agentd {
     })
     .await
     .expect("start")
+}
+
+/// `--fake-llm` shows the agent loop: an agent offered the calculator calls it once, with the
+/// example its schema gives, and answers with its result, saying it is a fake; a plan and a
+/// guardrail pass; a ReAct agent does the same in ReAct text.
+#[sqlx::test(migrations = false)]
+async fn the_built_in_fake_model_uses_a_tool_passes_guardrails_and_plans(pool: sqlx::PgPool) {
+    let url = child_database_url(&pool).await;
+    let agentd = Agentd::start(&url, &[("AGENTD_FAKE_LLM", "true")]);
+    let client = reqwest::Client::new();
+    for tool_calling in ["native", "react"] {
+        let crew = json!({"name": "demo", "planning": true,
+            "agents": [{"name": "a", "role": "R", "goal": "G", "backstory": "B", "tools": ["calculator"],
+                        "tool_calling": tool_calling}],
+            "tasks": [{"name": "t", "description": "D", "expected_output": "E", "agent": "a",
+                       "guardrail": "It gives a number"}]});
+        let kicked = client.post(format!("{}/v1/kickoffs", agentd.base)).json(&json!({"crew": crew})).send();
+        let run: Value = kicked.await.expect("POST").json().await.expect("run");
+        let id = run["id"].as_str().expect("id").to_owned();
+        let waited = client.get(format!("{}/v1/runs/{id}/wait?timeout_s=60", agentd.base)).send().await;
+        let done: Value = waited.expect("wait").json().await.expect("run");
+        assert_eq!((&done["status"], &done["fake_llm"]), (&json!("completed"), &json!(true)), "{done}");
+        let raw = done["output"]["raw"].as_str().expect("raw");
+        assert!(
+            raw.starts_with("This answer comes from agentd's built-in FAKE model"),
+            "{tool_calling}: {raw}"
+        );
+        assert!(raw.contains("answered: 14"), "{tool_calling}: the tool's result is in the answer: {raw}");
+        let calls: Value = client
+            .get(format!("{}/v1/runs/{id}/tool-calls", agentd.base))
+            .send()
+            .await
+            .expect("GET")
+            .json()
+            .await
+            .expect("calls");
+        let calls = calls["tool_calls"].as_array().expect("calls");
+        assert_eq!(calls.len(), 1, "{tool_calling}: one tool call: {calls:?}");
+        assert_eq!((&calls[0]["tool"], &calls[0]["status"]), (&json!("calculator"), &json!("succeeded")));
+        assert_eq!(calls[0]["arguments"], json!({"expression": "2*(3+4)"}), "{tool_calling}");
+        let events: Value = client
+            .get(format!("{}/v1/runs/{id}/events?limit=1000", agentd.base))
+            .send()
+            .await
+            .expect("GET")
+            .json()
+            .await
+            .expect("events");
+        let types: Vec<&str> =
+            events["events"].as_array().expect("events").iter().filter_map(|e| e["type"].as_str()).collect();
+        for expected in ["task.planned", "tool.finished", "guardrail.passed"] {
+            assert!(types.contains(&expected), "{tool_calling}: {expected} in {types:?}");
+        }
+        assert!(!types.contains(&"guardrail.failed"), "{tool_calling}: {types:?}");
+    }
 }
 
 #[tokio::test]

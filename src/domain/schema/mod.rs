@@ -215,23 +215,27 @@ impl CompiledSchema {
     /// Every violation of `instance`, each prefixed with the JSON path of the instance location
     /// (`$.items[2].sku: expected string, got number`); empty when the instance is valid.
     pub fn validate(&self, instance: &Value) -> Vec<String> {
+        self.violations(instance).into_iter().map(|(path, message)| format!("{path}: {message}")).collect()
+    }
+
+    /// Every violation of `instance` as its JSON path (`$.items[2].sku`) and what is wrong there,
+    /// in document order (errors at one location in the order the validator found them).
+    pub fn violations(&self, instance: &Value) -> Vec<(String, String)> {
         if self.0.references {
             if let Some(path) = deeper_than(instance, MAX_VALIDATION_DEPTH) {
-                return vec![format!(
-                    "{path}: nested too deeply to validate (more than {MAX_VALIDATION_DEPTH} levels)"
-                )];
+                let message =
+                    format!("nested too deeply to validate (more than {MAX_VALIDATION_DEPTH} levels)");
+                return vec![(path, message)];
             }
         }
-        let mut errors: Vec<(Vec<Step>, String)> = self
+        let mut errors: Vec<(Vec<Step>, String, String)> = self
             .0
             .validator
             .iter_errors(instance)
             .flat_map(|error| describe(Some(&self.0.schema), instance, &error))
             .collect();
-        // Errors at one location stay in the order the validator found them; locations go in
-        // document order (array items by index).
         errors.sort_by(|a, b| a.0.cmp(&b.0));
-        errors.into_iter().map(|(_, message)| message).collect()
+        errors.into_iter().map(|(_, path, message)| (path, message)).collect()
     }
 
     /// Whether two handles share one compiled schema.
@@ -448,7 +452,11 @@ fn deeper_than(instance: &Value, limit: usize) -> Option<String> {
 /// `additionalProperties`), with the steps of their location for ordering. `schema` is the one
 /// `root` was validated against, where the error's keyword is looked up (`None` when that is a
 /// meta-schema, for a schema's own errors).
-fn describe(schema: Option<&Value>, root: &Value, error: &ValidationError) -> Vec<(Vec<Step>, String)> {
+fn describe(
+    schema: Option<&Value>,
+    root: &Value,
+    error: &ValidationError,
+) -> Vec<(Vec<Step>, String, String)> {
     let (steps, path) = instance_steps(root, error.instance_path());
     let messages = match error.kind() {
         ValidationErrorKind::AdditionalProperties { unexpected } => {
@@ -465,7 +473,7 @@ fn describe(schema: Option<&Value>, root: &Value, error: &ValidationError) -> Ve
         ValidationErrorKind::UniqueItems => vec![unique_message(&path, error.instance())],
         _ => vec![message_of(schema, root, error).unwrap_or_else(|| error.to_string())],
     };
-    messages.into_iter().map(|message| (steps.clone(), format!("{path}: {message}"))).collect()
+    messages.into_iter().map(|message| (steps.clone(), path.clone(), message)).collect()
 }
 
 /// Whether a `false` schema is the `additionalProperties: false` of an object schema with no
@@ -668,8 +676,11 @@ fn summarize_failures(
 ) -> String {
     let mut parts = Vec::new();
     for (i, errors) in failures.iter().enumerate() {
-        let messages: Vec<String> =
-            errors.iter().flat_map(|e| describe(schema, root, e)).map(|(_, message)| message).collect();
+        let messages: Vec<String> = errors
+            .iter()
+            .flat_map(|e| describe(schema, root, e))
+            .map(|(_, path, message)| format!("{path}: {message}"))
+            .collect();
         let mut quoted = messages.iter().take(ERRORS_PER_ALTERNATIVE).cloned().collect::<Vec<_>>().join("; ");
         if messages.len() > ERRORS_PER_ALTERNATIVE {
             quoted.push_str(&format!("; and {} more", messages.len() - ERRORS_PER_ALTERNATIVE));

@@ -67,6 +67,8 @@ enum Arguments {
     Json(JsonTemplate),
     /// The arguments text itself (which may be deliberately broken JSON).
     Text(Template),
+    /// `"$example"`: an instance of the called tool's parameters schema.
+    Example,
 }
 
 #[derive(Debug)]
@@ -233,7 +235,7 @@ fn react_text(thought: Option<&Template>, step: &ReactStep, ctx: &Ctx<'_, '_>) -
         ReactStep::Action { tool, input } => {
             let tool = tool.render(ctx)?;
             let thought = thought.unwrap_or_else(|| format!("I should use the {tool} tool."));
-            format!("Thought: {thought}\nAction: {tool}\nAction Input: {}", input.render(ctx))
+            format!("Thought: {thought}\nAction: {tool}\nAction Input: {}", input.render(ctx, &tool))
         }
         ReactStep::Final(answer) => {
             let thought = thought.unwrap_or_else(|| "I now know the final answer".into());
@@ -268,11 +270,9 @@ impl CallTemplate {
             .id
             .clone()
             .unwrap_or_else(|| format!("call_{}", ctx.ids.fetch_add(1, Ordering::Relaxed) + 1));
-        Ok(json!({
-            "id": id,
-            "type": "function",
-            "function": {"name": self.name.render(ctx)?, "arguments": self.arguments.render(ctx)},
-        }))
+        let name = self.name.render(ctx)?;
+        let arguments = self.arguments.render(ctx, &name);
+        Ok(json!({"id": id, "type": "function", "function": {"name": name, "arguments": arguments}}))
     }
 }
 
@@ -300,6 +300,7 @@ impl ToolName {
 impl Arguments {
     fn build(value: Value, groups: usize) -> Result<Self, String> {
         match value {
+            Value::String(text) if text == "$example" => Ok(Arguments::Example),
             Value::String(text) => {
                 Template::parse(&text, groups).map(Arguments::Text).map_err(|e| format!(": {e}"))
             }
@@ -308,10 +309,16 @@ impl Arguments {
         }
     }
 
-    fn render(&self, ctx: &Ctx<'_, '_>) -> String {
+    /// The arguments of a call to `tool`.
+    fn render(&self, ctx: &Ctx<'_, '_>, tool: &str) -> String {
         match self {
             Arguments::Text(template) => template.render(ctx),
             Arguments::Json(template) => template.render(ctx).to_string(),
+            Arguments::Example => ctx
+                .request
+                .parameters_of(tool)
+                .map_or_else(|| json!({}), |schema| example(&schema))
+                .to_string(),
         }
     }
 }
@@ -432,5 +439,50 @@ impl Template {
             }
         }
         out
+    }
+}
+
+/// A value that fits `schema`, as a model filling a tool's arguments would give: each required
+/// property (all of them when none is required) from its first `examples` entry, `default`,
+/// `const` or first `enum` value, else a plain value of its type.
+pub(super) fn example(schema: &Value) -> Value {
+    example_at(schema, 0)
+}
+
+fn example_at(schema: &Value, depth: usize) -> Value {
+    if let Some(given) = schema["examples"].get(0).or(schema.get("default")).or(schema.get("const")) {
+        return given.clone();
+    }
+    if let Some(first) = schema["enum"].get(0) {
+        return first.clone();
+    }
+    if depth > 8 {
+        return Value::Null;
+    }
+    let kind = match &schema["type"] {
+        Value::Array(kinds) => {
+            kinds.iter().filter_map(Value::as_str).find(|k| *k != "null").unwrap_or("null")
+        }
+        kind => kind.as_str().unwrap_or(if schema.get("properties").is_some() { "object" } else { "string" }),
+    };
+    match kind {
+        "object" => {
+            let properties = schema["properties"].as_object();
+            let required: Vec<&str> = schema["required"]
+                .as_array()
+                .map_or_else(Vec::new, |names| names.iter().filter_map(Value::as_str).collect());
+            let mut object = serde_json::Map::new();
+            for (name, property) in properties.into_iter().flatten() {
+                if required.is_empty() || required.contains(&name.as_str()) {
+                    object.insert(name.clone(), example_at(property, depth + 1));
+                }
+            }
+            Value::Object(object)
+        }
+        "array" => Value::Array(Vec::new()),
+        "integer" | "number" => json!(1),
+        "boolean" => json!(true),
+        "null" => Value::Null,
+        _ => json!("example"),
     }
 }

@@ -9,6 +9,8 @@ pub struct Request<'a> {
     pub messages: Vec<Message<'a>>,
     /// The names of the native tools offered.
     pub tools: Vec<&'a str>,
+    /// Each native tool's parameters schema, in the order of `tools`.
+    pub parameters: Vec<&'a Value>,
     pub stream: bool,
 }
 
@@ -34,16 +36,24 @@ impl<'a> Request<'a> {
                     .collect()
             })
             .unwrap_or_default();
-        let tools = body["tools"]
+        let named: Vec<(&str, &Value)> = body["tools"]
             .as_array()
             .map(|tools| {
-                tools.iter().filter_map(|t| t.pointer("/function/name").and_then(Value::as_str)).collect()
+                tools
+                    .iter()
+                    .filter_map(|t| {
+                        let name = t.pointer("/function/name").and_then(Value::as_str)?;
+                        Some((name, &t["function"]["parameters"]))
+                    })
+                    .collect()
             })
             .unwrap_or_default();
+        let (tools, parameters) = named.into_iter().unzip();
         Self {
             model: body["model"].as_str().unwrap_or_default(),
             messages,
             tools,
+            parameters,
             stream: body["stream"].as_bool().unwrap_or(false),
         }
     }
@@ -89,6 +99,20 @@ impl<'a> Request<'a> {
                 .flat_map(|m| m.text.lines())
                 .find_map(|line| line.trim().strip_prefix("Tool Name:").map(str::trim))
                 .filter(|name| !name.is_empty())
+        })
+    }
+
+    /// The parameters schema of the tool `name`: a native tool's, else the `Tool Arguments:` line
+    /// that follows its `Tool Name:` line in a ReAct prompt.
+    pub fn parameters_of(&self, name: &str) -> Option<Value> {
+        if let Some(at) = self.tools.iter().position(|tool| *tool == name) {
+            return self.parameters.get(at).map(|schema| (*schema).clone());
+        }
+        self.messages.iter().filter(|m| m.role == "system" || m.role == "user").find_map(|m| {
+            let mut lines = m.text.lines();
+            lines.find(|line| line.trim().strip_prefix("Tool Name:").map(str::trim) == Some(name))?;
+            let arguments = lines.next()?.trim().strip_prefix("Tool Arguments:")?;
+            serde_json::from_str(arguments.trim()).ok()
         })
     }
 
