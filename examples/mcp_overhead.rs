@@ -10,7 +10,7 @@ use std::process::Stdio;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use agentd::tools::egress::EgressPolicy;
+use agentd::outbound::egress::EgressPolicy;
 use agentd::tools::http::{fetch, Outbound, Request};
 use agentd::tools::mcp::client::McpClient;
 use agentd::tools::secrets::{NoSecrets, Redactor, SecretSource};

@@ -59,7 +59,14 @@ pub fn build_engine(config: &Config, store: &Store) -> Result<Engine, ServeError
     let limiter = Arc::new(RateLimiter::default());
     // The providers' rpm and tpm are budgets of the cluster, kept in the database.
     let shared = Arc::new(store.clone());
-    let llms = LlmRegistry::from_config(config, http, policy, limiter.clone(), shared);
+    let llms = LlmRegistry::from_settings(
+        &config.default_model,
+        &config.providers,
+        http,
+        policy,
+        limiter.clone(),
+        shared,
+    );
     let outbound =
         Outbound::new(config.tool_egress.clone(), config.tool_timeout, config.tool_max_response_bytes)
             .map_err(|e| ServeError::Setup(format!("cannot build the tool HTTP client: {e}")))?;

@@ -11,7 +11,7 @@ use clap::{Args, Parser, Subcommand};
 use crate::config::{self, ApiKeys, Config, ConfigError, ConnectionLimits, FileConfig, Role, Secret};
 use crate::domain::{CrewLimits, RunLimits};
 use crate::local_postgres::{LocalPostgres, LocalSettings};
-use crate::tools::egress::EgressPolicy;
+use crate::outbound::egress::EgressPolicy;
 
 #[derive(Debug, Parser)]
 #[command(name = "agentd", version, about = "Runs CrewAI-style crews of LLM agents, durably, on Postgres")]

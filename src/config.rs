@@ -13,32 +13,11 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use crate::domain::{CrewLimits, RunLimits};
-use crate::tools::egress::EgressPolicy;
+use crate::outbound::egress::EgressPolicy;
 
 /// The provider used for a bare model name and configured from `OPENAI_*`.
 pub use crate::domain::crew::DEFAULT_PROVIDER;
 const OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
-
-/// A string that must never reach a log, an event or an error body.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Secret(String);
-
-impl Secret {
-    pub fn new(value: impl Into<String>) -> Self {
-        Self(value.into())
-    }
-
-    /// The secret itself, for the one place that must send it.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Secret(***)")
-    }
-}
 
 /// The API keys clients must present; stored as SHA-256 digests and compared in constant time.
 #[derive(Clone, Default)]
@@ -77,60 +56,8 @@ impl ApiKeys {
     }
 }
 
-/// An LLM provider.
-#[derive(Debug, Clone)]
-pub struct ProviderConfig {
-    pub name: String,
-    /// What serves it.
-    pub kind: ProviderKind,
-    /// Where its API is (a fake's is known once it listens; an Azure resource's endpoint).
-    pub base_url: String,
-    pub api_key: Option<Secret>,
-    /// Requests per minute all replicas together may send.
-    pub rpm: Option<u32>,
-    /// Tokens (prompt and completion) per minute all replicas together may use.
-    pub tpm: Option<u32>,
-    /// Whether the provider accepts native `tools`.
-    pub native_tools: bool,
-    /// Whether tasks with an output schema ask the provider to enforce it (`response_format`, a
-    /// forced tool); a provider that refuses switches to the prompt at run time anyway.
-    pub structured_outputs: bool,
-    /// Prices by model name (as the provider knows it), for the runs' cost.
-    pub prices: BTreeMap<String, crate::llm::Price>,
-}
-
-impl ProviderConfig {
-    /// Is it a fake model (scripted replies)?
-    pub fn is_fake(&self) -> bool {
-        matches!(self.kind, ProviderKind::Fake { .. })
-    }
-}
-
-/// What serves a provider.
-#[derive(Clone)]
-pub enum ProviderKind {
-    /// An OpenAI-compatible chat-completions API (OpenAI, vLLM, Ollama, LiteLLM, ...).
-    OpenAi,
-    /// Azure OpenAI: `base_url` is the resource's endpoint, a model names a deployment.
-    Azure { api_version: String },
-    /// Anthropic's Messages API.
-    Anthropic(crate::llm::AnthropicOptions),
-    /// The built-in fake model answering from a script, inside this process: for demos and for
-    /// the CI of services that call agentd. Never a real model. It listens on `bind` (default: a
-    /// free loopback port), where `GET /calls` and `POST /reset` serve as for `agentd fake-llm`.
-    Fake { script: Arc<crate::fake_llm::Script>, bind: Option<SocketAddr> },
-}
-
-impl fmt::Debug for ProviderKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ProviderKind::OpenAi => f.write_str("OpenAi"),
-            ProviderKind::Azure { api_version } => write!(f, "Azure({api_version})"),
-            ProviderKind::Anthropic(options) => write!(f, "Anthropic({options:?})"),
-            ProviderKind::Fake { script, .. } => write!(f, "Fake({} rules)", script.len()),
-        }
-    }
-}
+pub use crate::llm::{ProviderConfig, ProviderKind};
+pub use crate::outbound::Secret;
 
 /// What a replica does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -14,6 +14,7 @@ pub mod llm;
 pub mod local_postgres;
 pub mod metrics;
 pub mod net;
+pub mod outbound;
 pub mod ratelimit;
 pub mod retention;
 pub mod secrets;

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use tokio::process::Command;
 
-use crate::config::Secret;
+use crate::outbound::Secret;
 
 /// How to find and keep the cluster.
 #[derive(Debug, Clone, Default)]

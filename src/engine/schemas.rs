@@ -121,8 +121,8 @@ mod tests {
     use crate::engine::react::ActionInput;
     use crate::engine::toolbox::{Prepared, RunTools};
     use crate::llm::{ChatRequest, LlmClient, LlmError, LlmErrorKind, LlmFuture, LlmRegistry};
+    use crate::outbound::egress::EgressPolicy;
     use crate::tools::builtin::instantiate;
-    use crate::tools::egress::EgressPolicy;
     use crate::tools::http::Outbound;
 
     /// Never called: these tests only assemble turns.

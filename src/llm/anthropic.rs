@@ -11,7 +11,7 @@ use reqwest::header::HeaderMap;
 use serde_json::{json, Map, Value};
 
 use super::openai::is_event_stream;
-use super::retry::{parse_retry_after, Backoff};
+use super::retry::Backoff;
 use super::transport::{
     classify, provider_error, transport_failure, Attempt, RateLimitHook, RetryGate, Transport,
 };
@@ -20,7 +20,8 @@ use super::types::{
     ToolCallRequest,
 };
 use super::{LlmClient, LlmFuture};
-use crate::config::Secret;
+use crate::outbound::parse_retry_after;
+use crate::outbound::Secret;
 
 /// The API version this client speaks (the `anthropic-version` header).
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";

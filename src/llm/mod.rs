@@ -7,6 +7,7 @@ mod cost;
 mod openai;
 mod registry;
 mod retry;
+mod settings;
 mod transport;
 mod types;
 
@@ -14,7 +15,8 @@ pub use anthropic::{AnthropicClient, AnthropicOptions, ANTHROPIC_VERSION, DEFAUL
 pub use cost::Price;
 pub use openai::OpenAiClient;
 pub use registry::{provider_key, LlmRegistry, ProviderBudget, ResolvedModel};
-pub use retry::{parse_retry_after, Backoff, RetryPolicy};
+pub use retry::{Backoff, RetryPolicy};
+pub use settings::{ProviderConfig, ProviderKind};
 pub use transport::{RateLimitHook, RetryGate};
 pub use types::{
     ChatMessage, ChatRequest, ChatResponse, DeltaSink, Image, LlmError, LlmErrorKind, ResponseSchema, Role,

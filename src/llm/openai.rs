@@ -9,7 +9,7 @@ use reqwest::StatusCode;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::retry::{parse_retry_after, Backoff};
+use super::retry::Backoff;
 use super::transport::{
     classify, provider_error, transport_failure, Attempt, RateLimitHook, RetryGate, Transport,
 };
@@ -18,7 +18,8 @@ use super::types::{
     ToolCallRequest, ToolDefinition,
 };
 use super::{LlmClient, LlmFuture};
-use crate::config::Secret;
+use crate::outbound::parse_retry_after;
+use crate::outbound::Secret;
 
 /// Where the chat completions of a model are, and how the key is sent.
 #[derive(Debug, Clone)]

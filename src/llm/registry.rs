@@ -7,9 +7,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::retry::{Backoff, RetryPolicy};
+use super::settings::{ProviderConfig, ProviderKind};
 use super::types::{LlmError, LlmErrorKind};
 use super::{AnthropicClient, LlmClient, OpenAiClient, Price, RateLimitHook, RetryGate};
-use crate::config::{Config, ProviderKind, DEFAULT_PROVIDER};
+use crate::domain::crew::DEFAULT_PROVIDER;
 use crate::ratelimit::{LocalBudget, RateLimiter, Reservation, SharedBudget};
 
 /// A provider's client and what it can do.
@@ -131,15 +132,16 @@ impl LlmRegistry {
     /// One client per configured provider, of its kind, sharing `http`. A provider's 429s hold
     /// its key (`provider:<name>`) in `limiter`, pausing every caller of that provider on this
     /// replica, and, when it has a budget, on its shared schedule for every replica.
-    pub fn from_config(
-        config: &Config,
+    pub fn from_settings(
+        default_model: &str,
+        providers: &BTreeMap<String, ProviderConfig>,
         http: reqwest::Client,
         policy: RetryPolicy,
         limiter: Arc<RateLimiter>,
         shared: Arc<dyn SharedBudget>,
     ) -> Self {
-        let mut registry = Self::new(config.default_model.clone()).with_shared_budget(shared.clone());
-        for (name, provider) in &config.providers {
+        let mut registry = Self::new(default_model).with_shared_budget(shared.clone());
+        for (name, provider) in providers {
             let backoff = Backoff::new(policy.clone());
             let key = provider_key(name);
             let gate = limiter.clone();

@@ -1,11 +1,9 @@
-//! When to try a chat call again and how long to wait: exponential backoff with full jitter, and
-//! the provider's own `retry-after-ms` / `Retry-After` (seconds or an HTTP date).
+//! When to try a chat call again and how long to wait: exponential backoff with full jitter (the
+//! provider's own `retry-after-ms` / `Retry-After` is read by [`crate::outbound::parse_retry_after`]).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
-
-use reqwest::header::HeaderMap;
 
 /// Limits of the retry loop of one chat call.
 #[derive(Debug, Clone)]
@@ -84,56 +82,9 @@ fn pseudo_random() -> f64 {
     (z >> 11) as f64 / (1u64 << 53) as f64
 }
 
-/// How long the provider asks us to wait: `retry-after-ms` (OpenAI), else `Retry-After` in
-/// seconds or as an HTTP date (relative to `now`). `None` when absent or unreadable.
-pub fn parse_retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
-    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).map(str::trim);
-    if let Some(ms) = header("retry-after-ms").and_then(|v| v.parse::<f64>().ok()) {
-        return finite_secs(ms / 1000.0);
-    }
-    let value = header("retry-after")?;
-    if let Ok(seconds) = value.parse::<f64>() {
-        return finite_secs(seconds);
-    }
-    let at = httpdate::parse_http_date(value).ok()?;
-    Some(at.duration_since(now).unwrap_or(Duration::ZERO))
-}
-
-fn finite_secs(seconds: f64) -> Option<Duration> {
-    (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds.min(86_400.0)))
-}
-
 #[cfg(test)]
 mod tests {
-    use reqwest::header::{HeaderMap, HeaderValue};
-
     use super::*;
-
-    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
-        let mut map = HeaderMap::new();
-        for (name, value) in pairs {
-            map.insert(*name, HeaderValue::from_str(value).expect("header"));
-        }
-        map
-    }
-
-    #[test]
-    fn retry_after_in_all_its_forms() {
-        let now = UNIX_EPOCH + Duration::from_secs(1_700_000_000);
-        let ms = headers(&[("retry-after-ms", "1500"), ("retry-after", "9")]);
-        assert_eq!(parse_retry_after(&ms, now), Some(Duration::from_millis(1500)));
-        assert_eq!(parse_retry_after(&headers(&[("retry-after", "7")]), now), Some(Duration::from_secs(7)));
-        let date = httpdate::fmt_http_date(now + Duration::from_secs(30));
-        assert_eq!(
-            parse_retry_after(&headers(&[("retry-after", &date)]), now),
-            Some(Duration::from_secs(30))
-        );
-        let past = httpdate::fmt_http_date(now - Duration::from_secs(30));
-        assert_eq!(parse_retry_after(&headers(&[("retry-after", &past)]), now), Some(Duration::ZERO));
-        assert_eq!(parse_retry_after(&headers(&[("retry-after", "soon")]), now), None);
-        assert_eq!(parse_retry_after(&headers(&[("retry-after", "-3")]), now), None);
-        assert_eq!(parse_retry_after(&HeaderMap::new(), now), None);
-    }
 
     #[test]
     fn backoff_doubles_up_to_the_cap_with_jitter() {

@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use super::*;
-use crate::config::Secret;
 use crate::fake_llm::{FakeLlm, FakeReply};
+use crate::outbound::Secret;
 
 fn ok(body: Value) -> FakeReply {
     FakeReply::ok(body)

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use super::retry::{Backoff, RetryPolicy};
 use super::types::{ChatResponse, LlmError, LlmErrorKind};
-use crate::config::Secret;
+use crate::outbound::Secret;
 
 /// Longest provider error text kept in an error message.
 const MAX_ERROR_TEXT: usize = 500;

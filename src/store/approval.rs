@@ -117,9 +117,9 @@ impl Store {
             }
         };
         append_event_tx(&mut tx, id, call.task.as_deref(), call.agent.as_deref(), data).await?;
-        let waiting = count_pending(&mut *tx, id).await?;
+        let waiting = super::pause::count_pending(&mut *tx, id).await?;
         if waiting == 0 && status == RunStatus::AwaitingInput {
-            super::review::requeue(&mut tx, id).await?;
+            super::pause::requeue(&mut tx, id).await?;
             notify(&mut tx, RUNS_CHANNEL, id).await?;
         }
         tx.commit().await?;
@@ -128,15 +128,4 @@ impl Store {
             None => Ok(DecideOutcome::NotFound),
         }
     }
-}
-
-/// How many calls of run `id` wait for a decision.
-pub(super) async fn count_pending(executor: impl sqlx::PgExecutor<'_>, id: RunId) -> StoreResult<i64> {
-    let count = sqlx::query_scalar!(
-        r#"SELECT count(*) AS "count!" FROM tool_calls WHERE run_id = $1 AND approval->>'state' = 'pending'"#,
-        id.0
-    )
-    .fetch_one(executor)
-    .await?;
-    Ok(count)
 }

@@ -12,6 +12,7 @@ mod group;
 mod journal;
 mod lease;
 mod listen;
+mod pause;
 mod rate;
 mod retention;
 mod review;

@@ -26,22 +26,6 @@ fn feedback_message(feedback: &str) -> String {
     format!("A human reviewed your final answer and asks for changes:\n{feedback}\n\nRevise your Final Answer accordingly.")
 }
 
-/// Put a run paused in `awaiting_input` back in the queue, adding the pause to its `paused_s`
-/// (the pause began when the run entered awaiting_input: its last update, before any write of
-/// the caller's transaction). The caller notifies the workers.
-pub(super) async fn requeue(tx: &mut sqlx::Transaction<'_, sqlx::Postgres>, id: RunId) -> StoreResult<()> {
-    sqlx::query!(
-        r#"UPDATE runs SET status = 'queued',
-                  paused_s = paused_s + greatest(extract(epoch FROM now() - updated_at)::float8, 0),
-                  updated_at = now()
-           WHERE id = $1"#,
-        id.0
-    )
-    .execute(&mut **tx)
-    .await?;
-    Ok(())
-}
-
 impl Store {
     /// Resume a run awaiting input: approve the task's answer, or reject it with feedback.
     #[tracing::instrument(skip_all, fields(run_id = %id, approve), err)]
@@ -60,10 +44,10 @@ impl Store {
         if status != RunStatus::AwaitingInput {
             return Ok(ResumeOutcome::NotAwaiting(status));
         }
-        if super::approval::count_pending(&mut *tx, id).await? > 0 {
+        if super::pause::count_pending(&mut *tx, id).await? > 0 {
             return Ok(ResumeOutcome::AwaitsApprovals);
         }
-        requeue(&mut tx, id).await?;
+        super::pause::requeue(&mut tx, id).await?;
         let task = sqlx::query!(
             r#"SELECT name, agent, output AS "output!" FROM run_tasks
                WHERE run_id = $1 AND status = 'running' AND output IS NOT NULL

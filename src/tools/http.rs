@@ -8,10 +8,11 @@ use std::time::Duration;
 use reqwest::Method;
 use serde_json::Value;
 
-use super::egress::{guarded_client, EgressError, EgressPolicy};
 use super::secrets::{self, Redactor, SecretSource};
 use super::{image_result, CallInfo, Tool, ToolFuture, ToolInfo, ToolResult, MAX_IMAGE_BYTES};
 use crate::domain::crew::{HttpMethod, ToolSpec, ValueSource};
+use crate::outbound::describe;
+use crate::outbound::egress::{guarded_client, EgressError, EgressPolicy};
 
 /// The client and limits of outbound tool requests.
 #[derive(Debug, Clone)]
@@ -122,26 +123,6 @@ async fn read_limited(mut response: reqwest::Response, limit: usize) -> ToolResu
         text.push_str("\n[response truncated]");
     }
     Ok(text)
-}
-
-/// A transport error as an observation: the error and its causes (which carry the egress guard's
-/// reason when a resolved address was blocked), without the URL.
-pub(crate) fn describe(error: reqwest::Error) -> String {
-    if error.is_timeout() {
-        return "the request timed out".to_owned();
-    }
-    if let Some(blocked) = EgressError::find_in(&error) {
-        return blocked.to_string();
-    }
-    let error = error.without_url();
-    let mut message = error.to_string();
-    let mut cause = std::error::Error::source(&error);
-    while let Some(inner) = cause {
-        message.push_str(": ");
-        message.push_str(&inner.to_string());
-        cause = inner.source();
-    }
-    message
 }
 
 /// A crew's HTTP tool: arguments go as query parameters (GET) or a JSON body (POST), with the

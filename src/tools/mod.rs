@@ -4,7 +4,6 @@
 
 pub mod builtin;
 pub mod calculator;
-pub mod egress;
 pub mod http;
 pub mod mcp;
 pub mod secrets;

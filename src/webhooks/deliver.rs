@@ -20,10 +20,10 @@ use tokio_util::sync::CancellationToken;
 use super::signing::{signature_header, EndpointSecret};
 use super::{SigningKey, WebhookSettings};
 use crate::metrics::Metrics;
+use crate::outbound::egress::{EgressError, GuardedResolver};
 use crate::store::{
     Delivered, FailedAttempt, LeasedQueue, Listened, PendingDelivery, Store, WEBHOOKS_CHANNEL,
 };
-use crate::tools::egress::{EgressError, GuardedResolver};
 
 /// Queues delivered at once per replica.
 const CONCURRENCY: usize = 32;
@@ -295,7 +295,7 @@ fn jitter() -> f64 {
 
 /// `Retry-After` (seconds or an HTTP date, as the LLM client reads it), at most an hour.
 fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
-    crate::llm::parse_retry_after(headers, std::time::SystemTime::now())
+    crate::outbound::parse_retry_after(headers, std::time::SystemTime::now())
         .map(|delay| delay.min(MAX_RETRY_AFTER))
 }
 
@@ -315,7 +315,7 @@ async fn drain(mut response: reqwest::Response) {
 fn describe(error: reqwest::Error) -> String {
     match EgressError::find_in(&error) {
         Some(refused) => format!("refused by the egress guard: {refused}"),
-        None => crate::tools::http::describe(error),
+        None => crate::outbound::describe(error),
     }
 }
 

@@ -17,7 +17,7 @@ pub mod signing;
 use std::time::Duration;
 
 use crate::domain::EventType;
-use crate::tools::egress::EgressPolicy;
+use crate::outbound::egress::EgressPolicy;
 pub use signing::{EndpointSecret, SigningKey};
 
 /// Patterns per endpoint, at most.

@@ -21,7 +21,7 @@ pub(super) use crate::llm::{
     ChatMessage, ChatRequest, ChatResponse, LlmClient, LlmError, LlmErrorKind, LlmFuture, LlmRegistry, Role,
     TokenUsage, ToolCallRequest,
 };
-pub(super) use crate::tools::egress::EgressPolicy;
+pub(super) use crate::outbound::egress::EgressPolicy;
 pub(super) use crate::tools::http::Outbound;
 pub(super) use crate::tools::{Tool, ToolFuture, ToolInfo};
 

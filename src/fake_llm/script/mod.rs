@@ -21,8 +21,9 @@ use serde_json::Value;
 
 use super::FakeReply;
 use reply::{Ctx, ReplyTemplate};
+use spec::Pattern;
 use spec::{RuleSpec, ScriptSpec};
-use when::{Pattern, When};
+use when::When;
 
 /// A script that cannot be used, naming the place in it that is wrong.
 #[derive(Debug, thiserror::Error)]

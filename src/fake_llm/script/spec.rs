@@ -8,8 +8,6 @@ use regex::Regex;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::when::{Calls, Pattern};
-
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct ScriptSpec {
@@ -164,4 +162,47 @@ pub(super) struct UsageSpec {
     pub(super) prompt_tokens: u32,
     #[serde(default)]
     pub(super) completion_tokens: u32,
+}
+
+/// A text condition: a substring, or a regular expression.
+#[derive(Debug)]
+pub(super) enum Pattern {
+    Contains(String),
+    Regex(Regex),
+}
+
+impl Pattern {
+    /// The match and its groups (absent groups as empty strings), or `None`.
+    pub(super) fn find(&self, text: &str) -> Option<Vec<String>> {
+        match self {
+            Pattern::Contains(needle) => text.contains(needle.as_str()).then(|| vec![needle.clone()]),
+            Pattern::Regex(regex) => regex.captures(text).map(|caps| {
+                caps.iter().map(|group| group.map_or_else(String::new, |g| g.as_str().to_owned())).collect()
+            }),
+        }
+    }
+
+    /// How many numbered groups the pattern has.
+    pub(super) fn groups(&self) -> usize {
+        match self {
+            Pattern::Contains(_) => 0,
+            Pattern::Regex(regex) => regex.captures_len() - 1,
+        }
+    }
+}
+
+/// Which calls of a conversation a rule answers.
+#[derive(Debug)]
+pub(super) enum Calls {
+    Listed(Vec<u32>),
+    AtLeast(u32),
+}
+
+impl Calls {
+    pub(super) fn contains(&self, position: u32) -> bool {
+        match self {
+            Calls::Listed(positions) => positions.contains(&position),
+            Calls::AtLeast(first) => position >= *first,
+        }
+    }
 }

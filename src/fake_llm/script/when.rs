@@ -1,9 +1,7 @@
 //! The conditions of a rule.
 
-use regex::Regex;
-
 use super::request::Request;
-use super::spec::{RoleSpec, WhenSpec};
+use super::spec::{Calls, Pattern, RoleSpec, WhenSpec};
 
 /// A rule's `when`: every condition given must hold.
 #[derive(Debug, Default)]
@@ -80,48 +78,5 @@ impl Glob {
             }
         }
         rest.ends_with(last)
-    }
-}
-
-/// A text condition: a substring, or a regular expression.
-#[derive(Debug)]
-pub(super) enum Pattern {
-    Contains(String),
-    Regex(Regex),
-}
-
-impl Pattern {
-    /// The match and its groups (absent groups as empty strings), or `None`.
-    fn find(&self, text: &str) -> Option<Vec<String>> {
-        match self {
-            Pattern::Contains(needle) => text.contains(needle.as_str()).then(|| vec![needle.clone()]),
-            Pattern::Regex(regex) => regex.captures(text).map(|caps| {
-                caps.iter().map(|group| group.map_or_else(String::new, |g| g.as_str().to_owned())).collect()
-            }),
-        }
-    }
-
-    /// How many numbered groups the pattern has.
-    pub(super) fn groups(&self) -> usize {
-        match self {
-            Pattern::Contains(_) => 0,
-            Pattern::Regex(regex) => regex.captures_len() - 1,
-        }
-    }
-}
-
-/// Which calls of a conversation a rule answers.
-#[derive(Debug)]
-pub(super) enum Calls {
-    Listed(Vec<u32>),
-    AtLeast(u32),
-}
-
-impl Calls {
-    fn contains(&self, position: u32) -> bool {
-        match self {
-            Calls::Listed(positions) => positions.contains(&position),
-            Calls::AtLeast(first) => position >= *first,
-        }
     }
 }

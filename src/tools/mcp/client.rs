@@ -304,7 +304,7 @@ impl McpClient {
         if error.is_timeout() {
             return McpError::Timeout(self.timeout.as_millis() as u64);
         }
-        McpError::Transport(crate::tools::http::describe(error))
+        McpError::Transport(crate::outbound::describe(error))
     }
 }
 
