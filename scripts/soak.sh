@@ -28,6 +28,7 @@ if [ -z "${DATABASE_URL:-}" ]; then
 fi
 tests/mcp/setup.sh
 tests/webhooks/setup.sh
+# Built once, up front: a source edited while the runs go would be built into the next run.
 cargo nextest run --no-run "$@" >/dev/null 2>&1 || cargo nextest run --no-run "$@"
 
 mkdir -p target/soak
@@ -42,7 +43,13 @@ for n in $(seq 1 "$runs"); do
   failed=$(grep -E '^\s+FAIL \[' "$log" | sed -E 's/.*\) //' | sort -u || true)
   count=$(printf '%s' "$failed" | grep -c . || true)
   total=$((total + count))
-  summary=$(grep -E 'Summary \[' "$log" | tail -n 1 | sed -E 's/^\s+//')
+  summary=$(grep -E 'Summary \[' "$log" | tail -n 1 | sed -E 's/^\s+//' || true)
+  if [ -z "$summary" ]; then
+    # No summary: the suite did not run (a build error, say): the run counts as a failure.
+    summary="the suite did not run; see $log"
+    count=$((count + 1))
+    total=$((total + 1))
+  fi
   echo "run $n (${took} s): $count failed; $summary"
   if [ -n "$failed" ]; then printf '%s\n' "$failed" | sed 's/^/    /'; fi
 done
