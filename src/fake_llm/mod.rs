@@ -37,6 +37,9 @@ pub struct FakeReply {
     pub chunk_delay: Duration,
     /// End a streamed answer after this many chunks, before its finish (a cut stream).
     pub cut_after: Option<usize>,
+    /// Answer only once this is notified (a test lining an answer up with an event of its own;
+    /// a notification before the request arrives is kept).
+    pub gate: Option<Arc<tokio::sync::Notify>>,
 }
 
 impl FakeReply {
@@ -72,6 +75,7 @@ impl FakeReply {
             delay: Duration::ZERO,
             chunk_delay: Duration::ZERO,
             cut_after: None,
+            gate: None,
         }
     }
 
@@ -93,6 +97,12 @@ impl FakeReply {
     /// Stream with `delay` between chunks (when the request streams).
     pub fn with_chunk_delay(mut self, delay: Duration) -> Self {
         self.chunk_delay = delay;
+        self
+    }
+
+    /// Answer only once `gate` is notified (then after the delay).
+    pub fn after(mut self, gate: Arc<tokio::sync::Notify>) -> Self {
+        self.gate = Some(gate);
         self
     }
 
@@ -378,6 +388,9 @@ fn keep(shared: &Shared, headers: HeaderMap, body: Value, rule: Option<String>, 
 
 /// Send `reply` after its delay: as JSON, or as chunks when the request streams a success.
 async fn answer(reply: FakeReply, stream: bool, include_usage: bool) -> Response {
+    if let Some(gate) = &reply.gate {
+        gate.notified().await;
+    }
     tokio::time::sleep(reply.delay).await;
     if stream && reply.status == 200 {
         if let Some(mut events) = stream::events(&reply.body, include_usage) {

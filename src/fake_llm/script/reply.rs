@@ -171,6 +171,7 @@ impl ReplyTemplate {
             delay: self.delay,
             chunk_delay: self.chunk_delay,
             cut_after: None,
+            gate: None,
         })
     }
 }

@@ -439,10 +439,12 @@ async fn cancelling_a_run_mid_call_tells_the_server(pool: PgPool) {
 async fn a_server_that_forgot_the_session_is_initialised_again(pool: PgPool) {
     let mut peer = Peer::scripted().await;
     let h = Harness::start_with(pool, true, allow_loopback).await;
+    // The second call is asked for only once the server has restarted (however long that takes).
+    let restarted = std::sync::Arc::new(tokio::sync::Notify::new());
     h.fake.push([
         FakeReply::tool_calls(&[("c1", "scripted__lookup", json!({"order_id": "A1"}))]),
         FakeReply::tool_calls(&[("c2", "scripted__lookup", json!({"order_id": "A2"}))])
-            .with_delay(Duration::from_secs(4)),
+            .after(restarted.clone()),
         FakeReply::text("Both shipped."),
     ]);
     let servers = json!([{"name": "scripted", "url": peer.url()}]);
@@ -450,6 +452,7 @@ async fn a_server_that_forgot_the_session_is_initialised_again(pool: PgPool) {
     let restart = async {
         peer.wait_calls(1).await;
         peer.restart().await;
+        restarted.notify_one();
     };
     let (out, ()) = tokio::join!(h.run(&spec), restart);
     assert_eq!(out.raw(), "Both shipped.");
