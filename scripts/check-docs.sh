@@ -75,13 +75,10 @@ def candidate_files():
 FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 
 
-def prose_lines(text):
-    """(line number, text) of the lines outside fenced code blocks, with code spans and HTML
-    comments blanked out."""
-    out = []
+def outside_fences(lines):
+    """(index, line) of the lines outside fenced code blocks (the fences themselves excluded)."""
     fence = None
-    in_comment = False
-    for number, line in enumerate(text.split("\n"), start=1):
+    for index, line in enumerate(lines):
         match = FENCE.match(line)
         if fence is None and match:
             fence = match.group(1)
@@ -91,6 +88,16 @@ def prose_lines(text):
             if stripped.startswith(fence[0] * len(fence)) and set(stripped) <= {fence[0]}:
                 fence = None
             continue
+        yield index, line
+
+
+def prose_lines(text):
+    """(line number, text) of the lines outside fenced code blocks, with code spans and HTML
+    comments blanked out."""
+    out = []
+    in_comment = False
+    for index, line in outside_fences(text.split("\n")):
+        number = index + 1
         # HTML comments, possibly over several lines.
         cleaned = ""
         rest = line
@@ -153,18 +160,8 @@ def anchors_of(path):
         return anchor_cache[path]
     anchors = set()
     seen = {}
-    fence = None
     lines = text.split("\n")
-    for index, line in enumerate(lines):
-        match = FENCE.match(line)
-        if fence is None and match:
-            fence = match.group(1)
-            continue
-        if fence is not None:
-            stripped = line.strip()
-            if stripped.startswith(fence[0] * len(fence)) and set(stripped) <= {fence[0]}:
-                fence = None
-            continue
+    for index, line in outside_fences(lines):
         heading = None
         atx = re.match(r"^ {0,3}#{1,6}(?:\s+(.*))?$", line)
         if atx:
