@@ -218,6 +218,11 @@ impl Context<'_> {
         let chat = self.guarded(model.client.chat(&request));
         let response = if alongside { self.commit_alongside(pending, chat).await? } else { chat.await };
         let response = response.ok_or(EngineError::Cancelled)?;
+        if let (Some(deltas), Some(_)) = (&self.deltas, &request.deltas) {
+            // The reply's last deltas go out before anything committed after it (its
+            // `llm.finished`, the run's end), which may close the streams that follow the run.
+            deltas.publisher.flushed().await;
+        }
         if let Some(budget) = tpm {
             // Correct the booked estimate by what the call used (nothing, if it failed).
             let used = response.as_ref().map_or(0, |r| r.usage.prompt_tokens + r.usage.completion_tokens);

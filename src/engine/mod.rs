@@ -102,10 +102,16 @@ impl LiveDelta {
     }
 }
 
-/// Where a streaming run's deltas go (the worker's relay to every replica's streams). Must not
-/// block: called as the reply's bytes arrive.
+/// Where a streaming run's deltas go (the worker's relay to every replica's streams). `publish`
+/// must not block: it is called as the reply's bytes arrive.
 pub trait DeltaPublisher: Send + Sync {
     fn publish(&self, delta: LiveDelta);
+
+    /// Resolves once every delta published before has been announced (or given up on), so that
+    /// the call's `llm.finished`, committed after, reaches a stream after the reply's last delta.
+    fn flushed(&self) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + '_>> {
+        Box::pin(std::future::ready(()))
+    }
 }
 
 /// What every agent loop of one run shares.

@@ -7,10 +7,11 @@
 //! reconnects gets only durable events.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use chrono::{SecondsFormat, Utc};
 use serde::Serialize;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
 use crate::domain::RunId;
 use crate::engine::{DeltaPublisher, LiveDelta};
@@ -23,9 +24,18 @@ const QUEUE: usize = 8192;
 /// The longest text one notification carries (a notification holds under 8,000 bytes).
 const MAX_TEXT_BYTES: usize = 6000;
 
+/// The longest a call waits for its deltas to be announced before going on without them.
+const FLUSH_WAIT: Duration = Duration::from_secs(2);
+
+/// What the relay's queue carries: a delta, or a caller waiting until those before it are out.
+enum Item {
+    Delta(LiveDelta),
+    Flush(oneshot::Sender<()>),
+}
+
 /// Announces live deltas for every replica's streams.
 pub struct DeltaRelay {
-    queue: mpsc::Sender<LiveDelta>,
+    queue: mpsc::Sender<Item>,
 }
 
 impl DeltaRelay {
@@ -39,11 +49,25 @@ impl DeltaRelay {
 
 impl DeltaPublisher for DeltaRelay {
     fn publish(&self, delta: LiveDelta) {
-        if self.queue.try_send(delta).is_err() {
+        if self.queue.try_send(Item::Delta(delta)).is_err() {
             tracing::debug!(
                 "the delta queue is full; a live delta was dropped (the reply is journaled whole)"
             );
         }
+    }
+
+    fn flushed(&self) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + '_>> {
+        Box::pin(async move {
+            let (done, announced) = oneshot::channel();
+            let waited = tokio::time::timeout(FLUSH_WAIT, async {
+                if self.queue.send(Item::Flush(done)).await.is_ok() {
+                    let _ = announced.await;
+                }
+            });
+            if waited.await.is_err() {
+                tracing::debug!("live deltas were not announced in time; the call goes on");
+            }
+        })
     }
 }
 
@@ -68,23 +92,34 @@ struct Data<'a> {
 
 /// Announce deltas as they come: everything queued while the previous notification went out is
 /// coalesced (per run, task, iteration and attempt, in order) into the next.
-async fn announce(store: Store, mut deltas: mpsc::Receiver<LiveDelta>) {
-    while let Some(first) = deltas.recv().await {
-        let mut batch = vec![first];
-        while let Ok(more) = deltas.try_recv() {
-            match batch.last_mut() {
-                Some(last)
-                    if last.same_reply(&more) && last.text.len() + more.text.len() <= MAX_TEXT_BYTES =>
-                {
-                    last.text.push_str(&more.text)
-                }
-                _ => batch.push(more),
+/// A flush is answered once what came before it is announced.
+async fn announce(store: Store, mut items: mpsc::Receiver<Item>) {
+    while let Some(first) = items.recv().await {
+        let mut batch: Vec<LiveDelta> = Vec::new();
+        let mut flushes = Vec::new();
+        let mut next = Some(first);
+        while let Some(item) = next.take().or_else(|| items.try_recv().ok()) {
+            match item {
+                Item::Flush(done) => flushes.push(done),
+                Item::Delta(more) => match batch.last_mut() {
+                    Some(last)
+                        if last.same_reply(&more) && last.text.len() + more.text.len() <= MAX_TEXT_BYTES =>
+                    {
+                        last.text.push_str(&more.text)
+                    }
+                    _ => batch.push(more),
+                },
             }
         }
-        let at = Utc::now().to_rfc3339_opts(SecondsFormat::Micros, true);
-        let payloads: Vec<String> = batch.iter().flat_map(|delta| payloads(delta, &at)).collect();
-        if let Err(error) = store.notify_all(DELTAS_CHANNEL, &payloads).await {
-            tracing::debug!(%error, "live deltas were not announced (the reply is journaled whole)");
+        if !batch.is_empty() {
+            let at = Utc::now().to_rfc3339_opts(SecondsFormat::Micros, true);
+            let payloads: Vec<String> = batch.iter().flat_map(|delta| payloads(delta, &at)).collect();
+            if let Err(error) = store.notify_all(DELTAS_CHANNEL, &payloads).await {
+                tracing::debug!(%error, "live deltas were not announced (the reply is journaled whole)");
+            }
+        }
+        for done in flushes {
+            let _ = done.send(());
         }
     }
 }

@@ -76,6 +76,79 @@ async fn a_task_start_is_committed_while_the_model_is_asked() {
     assert_eq!(journal.inner.commits(), 0);
 }
 
+/// A model that types its reply through the request's delta sink, then answers it.
+struct Typing;
+
+impl LlmClient for Typing {
+    fn chat<'a>(&'a self, request: &'a ChatRequest) -> LlmFuture<'a> {
+        if let Some(sink) = &request.deltas {
+            for word in ["Typed ", "answer."] {
+                (sink.0)(1, word);
+            }
+        }
+        Box::pin(async { text("Typed answer.") })
+    }
+}
+
+/// The order of what a streaming run did: deltas, flushes and commits (with their events).
+#[derive(Default)]
+struct Order(Mutex<Vec<String>>);
+
+impl crate::engine::DeltaPublisher for Order {
+    fn publish(&self, delta: crate::engine::LiveDelta) {
+        self.0.lock().expect("lock").push(format!("delta {}", delta.text));
+    }
+
+    fn flushed(&self) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + '_>> {
+        self.0.lock().expect("lock").push("flushed".into());
+        Box::pin(std::future::ready(()))
+    }
+}
+
+struct OrderedJournal {
+    inner: MemoryJournal,
+    order: Arc<Order>,
+}
+
+impl Journal for OrderedJournal {
+    fn run_id(&self) -> crate::domain::RunId {
+        self.inner.run_id()
+    }
+
+    fn load(&self) -> JournalFuture<'_, Snapshot> {
+        self.inner.load()
+    }
+
+    fn commit(&self, step: Step) -> JournalFuture<'_, ()> {
+        let types: Vec<&str> = step.events.iter().map(|e| e.event_type.as_str()).collect();
+        self.order.0.lock().expect("lock").push(format!("commit {}", types.join(" ")));
+        self.inner.commit(step)
+    }
+}
+
+/// A streamed reply's deltas are announced before its `llm.finished` (or the run's end) is
+/// committed: a stream that ends with the run has received the whole reply.
+#[tokio::test]
+async fn a_streamed_replys_deltas_are_flushed_before_its_end_is_committed() {
+    let order = Arc::new(Order::default());
+    let registry = LlmRegistry::new("openai/test-model").with_client("openai", Arc::new(Typing), true);
+    let outbound = Outbound::new(EgressPolicy::default(), Duration::from_secs(5), 10_000).expect("outbound");
+    let engine = Engine::new(registry, Arc::new(outbound)).with_deltas(order.clone());
+    let crew = crew(json!([]), "native", json!({"stream": true}));
+    let journal = OrderedJournal { inner: MemoryJournal::new(&["t"]), order: order.clone() };
+    let output = engine.run(&crew, &inputs(), &journal, &CancellationToken::new()).await.expect("run");
+    assert_eq!(output.raw, "Typed answer.");
+    let seen = order.0.lock().expect("lock").clone();
+    let at =
+        |what: &str| seen.iter().position(|s| s.contains(what)).unwrap_or_else(|| panic!("{what}: {seen:?}"));
+    assert!(at("delta answer.") < at("flushed"), "{seen:?}");
+    assert!(
+        at("flushed") < at("llm.finished"),
+        "the flush comes before the commit of llm.finished: {seen:?}"
+    );
+    assert!(at("flushed") < at("run.completed"), "{seen:?}");
+}
+
 #[test]
 fn only_starts_and_prompts_are_replayable() {
     let prompt = |message: ChatMessage| NewMessage {
