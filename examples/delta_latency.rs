@@ -9,7 +9,7 @@
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use agentd::config::{self, Config, FileConfig, Secret};
+use agentd::config::{self, Config, Secret, Settings};
 use axum::response::sse::{Event, Sse};
 use futures_util::StreamExt;
 use serde_json::{json, Value};
@@ -81,7 +81,7 @@ async fn main() -> Result<(), BoxError> {
 
 async fn measure(url: &str) -> Result<(), BoxError> {
     let base_url = provider().await?;
-    let file: FileConfig = toml::from_str(&format!("[providers.openai]\nbase_url = \"{base_url}\"\n"))?;
+    let file: Settings = toml::from_str(&format!("[providers.openai]\nbase_url = \"{base_url}\"\n"))?;
     let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
     let config = Config {
         providers: config::providers(&file, |_| None)?,

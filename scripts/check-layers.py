@@ -15,7 +15,7 @@ LAYERS = [
     ["domain", "outbound", "ratelimit", "sse", "text", "net"],  # leaves: no agentd import
     ["fake_llm", "local_postgres"],
     ["llm"],
-    ["metrics"],
+    ["metrics", "settings"],
     ["tools"],
     ["engine"],
     ["store"],

@@ -1,19 +1,20 @@
-//! Typed settings: where to listen, the database, API keys and LLM providers. Built from the
-//! command line (with environment fallbacks) and the optional `AGENTD_CONFIG` TOML file.
-//! Secrets are wrapped in [`Secret`], whose `Debug` never shows them.
+//! The service's configuration, resolved from [`Settings`]: what the settings say, turned into
+//! the parts' own types (durations, egress policies, keys, providers, limits) once, at start.
+//! A value the parts cannot use is an error naming its setting. Secrets are wrapped in
+//! [`Secret`], whose `Debug` never shows them.
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
-use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use crate::domain::{CrewLimits, RunLimits};
 use crate::outbound::egress::EgressPolicy;
+pub use crate::settings::{ProviderKindSetting, ProviderSettings, Settings};
 
 /// The provider used for a bare model name and configured from `OPENAI_*`.
 pub use crate::domain::crew::DEFAULT_PROVIDER;
@@ -59,40 +60,7 @@ impl ApiKeys {
 pub use crate::llm::{ProviderConfig, ProviderKind};
 pub use crate::outbound::Secret;
 
-/// What a replica does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Role {
-    /// Only the HTTP API.
-    Api,
-    /// Only the worker pool.
-    Worker,
-    /// Both.
-    #[default]
-    All,
-}
-
-impl Role {
-    pub fn serves_api(self) -> bool {
-        matches!(self, Role::Api | Role::All)
-    }
-
-    pub fn runs_workers(self) -> bool {
-        matches!(self, Role::Worker | Role::All)
-    }
-}
-
-impl std::str::FromStr for Role {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "api" => Ok(Role::Api),
-            "worker" => Ok(Role::Worker),
-            "all" => Ok(Role::All),
-            other => Err(format!("unknown role '{other}': use api, worker or all")),
-        }
-    }
-}
+pub use crate::settings::Role;
 
 /// How the API serves connections (see [`crate::http::server`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -164,106 +132,104 @@ pub struct Config {
 }
 
 impl Config {
-    /// Defaults for everything but the database, for tests and embedding.
+    /// The defaults of every setting but the database, for tests and embedding.
     pub fn new(database_url: Secret) -> Self {
-        let providers = providers(&FileConfig::default(), |_| None).unwrap_or_default();
-        Self {
-            bind: SocketAddr::from(([127, 0, 0, 1], 8080)),
-            connections: ConnectionLimits::default(),
-            database_url,
-            db_max_connections: 16,
-            api_keys: ApiKeys::default(),
-            providers,
-            default_model: "openai/gpt-4o-mini".into(),
-            shutdown_grace: std::time::Duration::from_secs(30),
-            tool_egress: EgressPolicy::default(),
-            tool_timeout: std::time::Duration::from_secs(30),
-            tool_max_response_bytes: 64 * 1024,
-            llm_timeout: std::time::Duration::from_secs(120),
-            llm_max_attempts: 4,
-            role: Role::All,
-            workers: 64,
-            lease: std::time::Duration::from_secs(30),
-            run_timeout: Some(std::time::Duration::from_secs(3600)),
-            crew_limits: CrewLimits::default(),
-            run_limits: RunLimits::default(),
-            retention: None,
-            secrets_key: None,
-            webhooks: crate::webhooks::WebhookSettings::default(),
-        }
+        let mut config = match Config::from_settings(&Settings::default(), |_| None) {
+            Ok(config) => config,
+            // The defaults are checked by a test; this cannot happen.
+            Err(error) => unreachable!("the default settings are invalid: {error}"),
+        };
+        config.database_url = database_url;
+        config
     }
-}
 
-/// The `AGENTD_CONFIG` file.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FileConfig {
-    #[serde(default)]
-    pub default_model: Option<String>,
-    #[serde(default)]
-    pub providers: BTreeMap<String, FileProvider>,
-    /// The file's directory: relative paths in it (a fake provider's script) start there.
-    #[serde(skip)]
-    pub dir: Option<PathBuf>,
-}
-
-/// A provider in the `AGENTD_CONFIG` file.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FileProvider {
-    /// `openai` (the default), `azure`, `anthropic` or `fake`.
-    #[serde(default)]
-    pub kind: FileProviderKind,
-    /// The API's base URL (`openai`: required; `azure`: the resource's endpoint, required;
-    /// `anthropic`: default `https://api.anthropic.com`).
-    #[serde(default)]
-    pub base_url: Option<String>,
-    /// The `api-version` of an `azure` provider (default [`AZURE_API_VERSION`]).
-    #[serde(default)]
-    pub api_version: Option<String>,
-    /// The `max_tokens` of an `anthropic` provider's calls that set none (default 4096).
-    #[serde(default)]
-    pub max_tokens: Option<u32>,
-    /// Mark an `anthropic` provider's system prompts and tools cacheable.
-    #[serde(default)]
-    pub prompt_caching: bool,
-    /// Ask the provider to enforce output schemas (default true).
-    #[serde(default = "default_native_tools")]
-    pub structured_outputs: bool,
-    /// Prices by model: `[providers.<name>.prices."<model>"]` with `input`, `output` and
-    /// optionally `cached_input`, in US dollars per million tokens.
-    #[serde(default)]
-    pub prices: BTreeMap<String, crate::llm::Price>,
-    /// The script a `fake` provider answers from (relative to the config file's directory).
-    #[serde(default)]
-    pub script: Option<PathBuf>,
-    /// Where a `fake` provider listens (default: a free loopback port).
-    #[serde(default)]
-    pub bind: Option<SocketAddr>,
-    /// The environment variable that holds the key (the key itself never goes in the file).
-    #[serde(default)]
-    pub api_key_env: Option<String>,
-    #[serde(default)]
-    pub rpm: Option<u32>,
-    #[serde(default)]
-    pub tpm: Option<u32>,
-    #[serde(default = "default_native_tools")]
-    pub native_tools: bool,
-}
-
-fn default_native_tools() -> bool {
-    true
-}
-
-/// A provider's `kind` in the file.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum FileProviderKind {
-    #[default]
-    OpenAi,
-    Azure,
-    Anthropic,
-    Fake,
+    /// Resolve `settings`; `env` reads an environment variable (for `OPENAI_*` and the providers'
+    /// `api_key_env`).
+    pub fn from_settings(
+        settings: &Settings,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<Self, ConfigError> {
+        let s = settings;
+        let mut providers = providers(s, env)?;
+        if s.fake_llm {
+            let demo = crate::fake_llm::demo::script().map_err(|e| ConfigError::Setting {
+                key: "fake_llm",
+                message: format!("the built-in script: {e}"),
+            })?;
+            let openai = ProviderConfig {
+                name: DEFAULT_PROVIDER.into(),
+                kind: ProviderKind::Fake { script: Arc::new(demo), bind: None },
+                base_url: String::new(),
+                api_key: None,
+                rpm: None,
+                tpm: None,
+                native_tools: true,
+                structured_outputs: true,
+                prices: BTreeMap::new(),
+            };
+            providers.insert(openai.name.clone(), openai);
+        }
+        let setting = |key: &'static str| move |e: String| ConfigError::Setting { key, message: e };
+        let secs = std::time::Duration::from_secs;
+        Ok(Config {
+            bind: s.bind,
+            connections: ConnectionLimits {
+                max_connections: s.max_connections.map(|n| n as usize),
+                header_timeout: secs(s.header_timeout_s),
+                idle_timeout: secs(s.idle_timeout_s),
+                body_timeout: secs(s.body_timeout_s),
+            },
+            // `serve` fills in its private cluster's when there is none.
+            database_url: Secret::new(s.database_url.clone().unwrap_or_default()),
+            db_max_connections: s.db_max_connections,
+            api_keys: ApiKeys::parse(s.api_keys.as_deref().unwrap_or_default()),
+            providers,
+            default_model: s.default_model.clone(),
+            shutdown_grace: secs(s.shutdown_grace_s),
+            tool_egress: EgressPolicy::parse(&s.allow_private_tool_hosts)
+                .map_err(setting("allow_private_tool_hosts"))?,
+            tool_timeout: secs(s.tool_timeout_s),
+            tool_max_response_bytes: s.tool_max_response_bytes as usize,
+            llm_timeout: secs(s.llm_timeout_s),
+            llm_max_attempts: s.llm_max_attempts,
+            role: s.role,
+            workers: s.workers as usize,
+            lease: secs(s.lease_s),
+            run_timeout: (s.run_timeout_s > 0).then(|| secs(s.run_timeout_s)),
+            crew_limits: CrewLimits {
+                max_agents: s.max_agents as usize,
+                max_tasks: s.max_tasks as usize,
+                max_tools: s.max_tools as usize,
+            },
+            run_limits: RunLimits {
+                max_reply_bytes: s.max_reply_bytes as usize,
+                max_task_output_bytes: s.max_task_output_bytes as usize,
+                max_journal_bytes: s.max_run_journal_bytes,
+            },
+            retention: (s.retention_days > 0).then(|| secs(u64::from(s.retention_days) * 86_400)),
+            secrets_key: match s.secrets_key.as_deref().map(str::trim) {
+                None | Some("") => None,
+                Some(text) => Some(Arc::new(
+                    crate::secrets::SecretsKey::parse(text)
+                        .map_err(|e| setting("secrets_key")(e.to_string()))?,
+                )),
+            },
+            webhooks: crate::webhooks::WebhookSettings {
+                key: match s.webhook_secret.as_deref().map(str::trim) {
+                    None | Some("") => None,
+                    Some(text) => Some(
+                        crate::webhooks::SigningKey::parse(text)
+                            .map_err(|e| setting("webhook_secret")(e.to_string()))?,
+                    ),
+                },
+                egress: EgressPolicy::parse(&s.allow_private_webhook_hosts)
+                    .map_err(setting("allow_private_webhook_hosts"))?,
+                schedule: crate::webhooks::RetrySchedule::parse(&s.webhook_retry_schedule)
+                    .map_err(|e| setting("webhook_retry_schedule")(e.to_string()))?,
+                rotation_grace: secs(s.webhook_rotation_grace_s),
+            },
+        })
+    }
 }
 
 /// The Azure OpenAI API version of providers that name none.
@@ -273,30 +239,17 @@ const ANTHROPIC_BASE_URL: &str = "https://api.anthropic.com";
 /// A setting that cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    #[error("cannot read config file {path}: {source}")]
-    Read { path: String, source: std::io::Error },
-    #[error("invalid config file {path}: {message}")]
-    Parse { path: String, message: String },
+    /// The value of `key` is not what its part needs.
+    #[error("setting {key}: {message}")]
+    Setting { key: &'static str, message: String },
     #[error("{0}")]
     Invalid(String),
 }
 
-impl FileConfig {
-    pub fn load(path: &Path) -> Result<Self, ConfigError> {
-        let shown = path.display().to_string();
-        let text = std::fs::read_to_string(path)
-            .map_err(|source| ConfigError::Read { path: shown.clone(), source })?;
-        let mut file: Self =
-            toml::from_str(&text).map_err(|e| ConfigError::Parse { path: shown, message: e.to_string() })?;
-        file.dir = path.parent().map(Path::to_path_buf);
-        Ok(file)
-    }
-}
-
-/// Build the provider table: `openai` from `OPENAI_BASE_URL` / `OPENAI_API_KEY`, then the file's
-/// providers (which may redefine `openai`). `env` reads an environment variable.
+/// Build the provider table: `openai` from `OPENAI_BASE_URL` / `OPENAI_API_KEY`, then the
+/// settings' providers (which may redefine `openai`). `env` reads an environment variable.
 pub fn providers(
-    file: &FileConfig,
+    settings: &Settings,
     env: impl Fn(&str) -> Option<String>,
 ) -> Result<BTreeMap<String, ProviderConfig>, ConfigError> {
     let mut providers = BTreeMap::new();
@@ -312,7 +265,7 @@ pub fn providers(
         prices: BTreeMap::new(),
     };
     providers.insert(openai.name.clone(), openai);
-    for (name, p) in &file.providers {
+    for (name, p) in &settings.providers {
         if name.is_empty() || name.contains('/') {
             return Err(ConfigError::Invalid(format!(
                 "provider name '{name}' must be non-empty and contain no '/'"
@@ -326,7 +279,7 @@ pub fn providers(
                 "providers.{name}.prices.\"{model}\": prices must be finite and not negative"
             )));
         }
-        let (kind, base_url) = provider_kind(name, p, file.dir.as_deref())?;
+        let (kind, base_url) = provider_kind(name, p, settings.dir.as_deref())?;
         let provider = ProviderConfig {
             name: name.clone(),
             kind,
@@ -343,21 +296,21 @@ pub fn providers(
     Ok(providers)
 }
 
-/// A file provider's kind and base URL: an `openai` one needs a URL; a `fake` one a script,
+/// A provider's kind and base URL: an `openai` one needs a URL; a `fake` one a script,
 /// loaded and checked now so that a broken script stops the start.
 fn provider_kind(
     name: &str,
-    p: &FileProvider,
+    p: &ProviderSettings,
     dir: Option<&Path>,
 ) -> Result<(ProviderKind, String), ConfigError> {
     let invalid = |message: String| Err(ConfigError::Invalid(format!("providers.{name}: {message}")));
-    if p.kind != FileProviderKind::Fake && (p.script.is_some() || p.bind.is_some()) {
+    if p.kind != ProviderKindSetting::Fake && (p.script.is_some() || p.bind.is_some()) {
         return invalid("script and bind belong to kind = \"fake\" providers".into());
     }
-    if p.kind != FileProviderKind::Azure && p.api_version.is_some() {
+    if p.kind != ProviderKindSetting::Azure && p.api_version.is_some() {
         return invalid("api_version belongs to kind = \"azure\" providers".into());
     }
-    if p.kind != FileProviderKind::Anthropic && (p.max_tokens.is_some() || p.prompt_caching) {
+    if p.kind != ProviderKindSetting::Anthropic && (p.max_tokens.is_some() || p.prompt_caching) {
         return invalid("max_tokens and prompt_caching belong to kind = \"anthropic\" providers".into());
     }
     let url = |default: Option<&str>| -> Result<String, ConfigError> {
@@ -369,15 +322,15 @@ fn provider_kind(
         Ok(base_url.to_owned())
     };
     match p.kind {
-        FileProviderKind::OpenAi => Ok((ProviderKind::OpenAi, url(None)?)),
-        FileProviderKind::Azure => {
+        ProviderKindSetting::OpenAi => Ok((ProviderKind::OpenAi, url(None)?)),
+        ProviderKindSetting::Azure => {
             let api_version = p.api_version.clone().unwrap_or_else(|| AZURE_API_VERSION.to_owned());
             if api_version.trim().is_empty() {
                 return invalid("api_version must not be empty".into());
             }
             Ok((ProviderKind::Azure { api_version }, url(None)?))
         }
-        FileProviderKind::Anthropic => {
+        ProviderKindSetting::Anthropic => {
             let max_tokens = p.max_tokens.unwrap_or(crate::llm::DEFAULT_MAX_TOKENS);
             if max_tokens == 0 {
                 return invalid("max_tokens must be at least 1".into());
@@ -385,7 +338,7 @@ fn provider_kind(
             let options = crate::llm::AnthropicOptions { max_tokens, prompt_caching: p.prompt_caching };
             Ok((ProviderKind::Anthropic(options), url(Some(ANTHROPIC_BASE_URL))?))
         }
-        FileProviderKind::Fake => {
+        ProviderKindSetting::Fake => {
             if p.base_url.is_some() || p.api_key_env.is_some() {
                 return invalid(
                     "a fake provider is served inside agentd: it takes a script, not base_url or api_key_env"
@@ -408,6 +361,19 @@ fn provider_kind(
 mod tests {
     use super::*;
 
+    /// The settings of a file, alone.
+    fn load(path: &Path) -> Settings {
+        let none = |_: &str| None;
+        let sources = crate::settings::Sources { file: Some(path), env: &none, flags: Vec::new() };
+        Settings::load(&sources).expect("the settings file").settings
+    }
+
+    #[test]
+    fn the_defaults_resolve() {
+        let config = Config::from_settings(&Settings::default(), |_| None).expect("defaults");
+        assert_eq!((config.workers, config.lease.as_secs(), config.db_max_connections), (64, 30, 16));
+    }
+
     #[test]
     fn api_keys_accept_only_configured_keys() {
         let keys = ApiKeys::parse(" alpha, ,beta ");
@@ -426,7 +392,7 @@ mod tests {
 
     #[test]
     fn file_providers_read_their_key_from_the_named_variable() {
-        let file: FileConfig = toml::from_str(
+        let file: Settings = toml::from_str(
             r#"[providers.groq]
                base_url = "https://api.groq.com/openai/v1"
                api_key_env = "GROQ_API_KEY"
@@ -444,7 +410,7 @@ mod tests {
 
     #[test]
     fn anthropic_and_azure_providers_take_their_own_settings() {
-        let file: FileConfig = toml::from_str(
+        let file: Settings = toml::from_str(
             r#"[providers.claude]
                kind = "anthropic"
                api_key_env = "ANTHROPIC_API_KEY"
@@ -472,7 +438,7 @@ mod tests {
     #[test]
     fn the_example_provider_config_loads() {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/agentd-providers.toml");
-        let file = FileConfig::load(&path).expect("the example config");
+        let file = load(&path);
         let loaded = providers(&file, |_| None).expect("its providers");
         assert_eq!(format!("{:?}", loaded["azure"].kind), "Azure(2024-10-21)");
         assert!(matches!(loaded["claude"].kind, ProviderKind::Anthropic(o) if o.prompt_caching));
@@ -481,14 +447,14 @@ mod tests {
 
     #[test]
     fn bad_provider_settings_are_rejected() {
-        let file: FileConfig = toml::from_str("[providers.x]\nbase_url = \"not a url\"").expect("toml");
+        let file: Settings = toml::from_str("[providers.x]\nbase_url = \"not a url\"").expect("toml");
         assert!(providers(&file, |_| None).is_err());
-        assert!(toml::from_str::<FileConfig>("[providers.x]\nbase_url = \"http://a\"\nkey = \"k\"").is_err());
-        let file: FileConfig = toml::from_str("[providers.x]\nkind = \"openai\"").expect("toml");
+        assert!(toml::from_str::<Settings>("[providers.x]\nbase_url = \"http://a\"\nkey = \"k\"").is_err());
+        let file: Settings = toml::from_str("[providers.x]\nkind = \"openai\"").expect("toml");
         let error = providers(&file, |_| None).expect_err("no base_url").to_string();
         assert_eq!(error, "providers.x: base_url is required");
-        assert!(toml::from_str::<FileConfig>("[providers.x]\nkind = \"gemini\"").is_err());
-        let azure: FileConfig =
+        assert!(toml::from_str::<Settings>("[providers.x]\nkind = \"gemini\"").is_err());
+        let azure: Settings =
             toml::from_str("[providers.x]\nkind = \"azure\"\nmax_tokens = 5\nbase_url = \"https://r\"")
                 .expect("toml");
         let error = providers(&azure, |_| None).expect_err("max_tokens on azure").to_string();
@@ -496,7 +462,7 @@ mod tests {
             error,
             "providers.x: max_tokens and prompt_caching belong to kind = \"anthropic\" providers"
         );
-        let priced: FileConfig = toml::from_str(
+        let priced: Settings = toml::from_str(
             "[providers.x]\nbase_url = \"http://a\"\nprices.m = { input = -1.0, output = 2.0 }",
         )
         .expect("toml");
@@ -513,23 +479,23 @@ mod tests {
         let config = dir.join("agentd.toml");
         std::fs::write(&config, "[providers.demo]\nkind = \"fake\"\nscript = \"demo.toml\"\n")
             .expect("write");
-        let file = FileConfig::load(&config).expect("config");
+        let file = load(&config);
         let loaded = providers(&file, |_| None).expect("providers");
         assert!(loaded["demo"].is_fake() && !loaded["openai"].is_fake());
         assert_eq!(format!("{:?}", loaded["demo"].kind), "Fake(1 rules)");
 
-        let with_url: FileConfig =
+        let with_url: Settings =
             toml::from_str("[providers.f]\nkind = \"fake\"\nscript = \"s.json\"\nbase_url = \"http://a\"")
                 .expect("toml");
         let error = providers(&with_url, |_| None).expect_err("fake with base_url").to_string();
         assert!(error.starts_with("providers.f: a fake provider is served inside agentd"), "{error}");
-        let no_script: FileConfig = toml::from_str("[providers.f]\nkind = \"fake\"").expect("toml");
+        let no_script: Settings = toml::from_str("[providers.f]\nkind = \"fake\"").expect("toml");
         assert_eq!(
             providers(&no_script, |_| None).expect_err("no script").to_string(),
             "providers.f: kind = \"fake\" needs a script"
         );
         std::fs::write(dir.join("bad.json"), r#"{"rules": [{"reply": {}}]}"#).expect("write");
-        let bad = FileConfig {
+        let bad = Settings {
             dir: Some(dir.clone()),
             ..toml::from_str("[providers.f]\nkind = \"fake\"\nscript = \"bad.json\"").expect("toml")
         };

@@ -19,6 +19,7 @@ pub mod ratelimit;
 pub mod retention;
 pub mod secrets;
 pub mod service;
+pub mod settings;
 pub mod sse;
 pub mod store;
 pub mod text;

@@ -6,6 +6,7 @@
 //! (`GET /calls` lists them, `POST /reset` clears them), and `"stream": true` gets the same answer
 //! as server-sent chunks.
 
+pub mod demo;
 mod script;
 mod stream;
 

@@ -5,7 +5,7 @@ use serde::Deserialize;
 use super::TokenUsage;
 
 /// A model's prices in US dollars per million tokens.
-#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Price {
     /// Per million input tokens not read from the cache (cache writes included).
@@ -13,7 +13,7 @@ pub struct Price {
     /// Per million output tokens.
     pub output: f64,
     /// Per million input tokens read from the provider's prompt cache (default: `input`).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cached_input: Option<f64>,
 }
 

@@ -1,5 +1,5 @@
-//! The `agentd` binary itself: `openapi`, `migrate`, `serve` with graceful shutdown, and
-//! `fake-llm`.
+//! The `agentd` binary itself: `openapi`, `migrate`, `config`, `serve` with graceful shutdown,
+//! and `fake-llm`.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -43,6 +43,66 @@ fn help_never_shows_secret_values() {
     let text = String::from_utf8_lossy(&output.stdout);
     assert!(text.contains("AGENTD_API_KEYS"), "{text}");
     assert!(!text.contains("very-secret-key") && !text.contains("hunter2"), "{text}");
+}
+
+/// `agentd config` shows the settings in effect from every layer with their sources, never a
+/// secret; a bad value stops `serve` with one line naming the setting and its layer.
+#[test]
+fn config_shows_each_setting_with_its_source_and_a_bad_one_stops_the_start() {
+    let dir = std::env::temp_dir().join(format!("agentd-config-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let file = dir.join("agentd.toml");
+    std::fs::write(&file, "workers = 9\nlease_s = 11\nretention_days = 2\n").expect("write");
+    let output = Command::new(BIN)
+        .args(["config", "--retention-days", "3"])
+        .env("AGENTD_CONFIG", &file)
+        .env("AGENTD_LEASE_S", "12")
+        .env("AGENTD_SECRETS_KEY", "a2tra2tra2tra2tra2tra2tra2tra2tra2tra2tra2s=")
+        .env("AGENTD_API_KEYS", "very-secret-key")
+        .env("DATABASE_URL", "postgres://user:hunter2@db/agentd")
+        .output()
+        .expect("run agentd config");
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{text} {}", String::from_utf8_lossy(&output.stderr));
+    for line in [
+        format!("workers = 9  # the file {}", file.display()),
+        "lease_s = 12  # environment AGENTD_LEASE_S".to_owned(),
+        "retention_days = 3  # command line --retention-days".to_owned(),
+        "db_max_connections = 16  # default".to_owned(),
+        "api_keys = \"<redacted>\"  # environment AGENTD_API_KEYS".to_owned(),
+        "database_url = \"<redacted>\"  # environment DATABASE_URL".to_owned(),
+    ] {
+        assert!(text.lines().any(|l| l == line), "missing {line:?} in:\n{text}");
+    }
+    assert!(
+        !text.contains("very-secret-key") && !text.contains("hunter2") && !text.contains("a2tr"),
+        "{text}"
+    );
+
+    let example =
+        Command::new(BIN).args(["config", "--example"]).output().expect("run agentd config --example");
+    let committed =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/agentd.example.toml")).expect("file");
+    assert_eq!(String::from_utf8_lossy(&example.stdout), committed);
+
+    for (env, flag, expected) in [
+        (("AGENTD_WORKERS", "lots"), None, "agentd: setting workers (from environment AGENTD_WORKERS): expected a whole number from 1 to 10000, found \"lots\""),
+        (("AGENTD_ROLE", "all"), Some(["--lease-s", "0"]), "agentd: setting lease_s (from command line --lease-s): 0 is out of range: expected a whole number from 1 to 3600"),
+        (("AGENTD_SECRETS_KEY", "short"), None, "agentd: setting secrets_key (from environment AGENTD_SECRETS_KEY): "),
+    ] {
+        let mut command = Command::new(BIN);
+        command.args(["serve", "--bind", "127.0.0.1:0"]).env(env.0, env.1).env("DATABASE_URL", "postgres://127.0.0.1:1/x");
+        if let Some(flag) = flag {
+            command.args(flag);
+        }
+        let output = command.output().expect("run agentd serve");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{stderr}");
+        let last = stderr.lines().last().unwrap_or_default();
+        assert!(last.starts_with(expected), "{last:?} does not start with {expected:?}");
+        assert!(!stderr.contains("short"), "{stderr}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[sqlx::test(migrations = false)]

@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use agentd::config::{self, Config, FileConfig};
+use agentd::config::{self, Config, Settings};
 use agentd::fake_llm::{FakeLlm, FakeReply};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
@@ -229,7 +229,7 @@ async fn react_stop_words_hold_while_streaming(pool: PgPool) {
     let reply = "Thought: I know it.\nFinal Answer: forty-two\nObservation: made up\nFinal Answer: wrong";
     fake.push([FakeReply::text(reply).with_chunk_delay(Duration::from_millis(10))]);
     let toml = format!("[providers.openai]\nbase_url = \"{}\"\nnative_tools = false\n", fake.base_url());
-    let file: FileConfig = toml::from_str(&toml).expect("toml");
+    let file: Settings = toml::from_str(&toml).expect("toml");
     let config =
         Config { providers: config::providers(&file, |_| None).expect("providers"), ..test_config() };
     let (app, id, all) = follow(&pool, &config, Some(true)).await;
@@ -249,7 +249,7 @@ async fn an_anthropic_reply_streams_as_llm_deltas(pool: PgPool) {
     let fake = crate::fakes::anthropic::FakeAnthropic::start("sk-ant-stream").await;
     fake.script
         .push([crate::fakes::anthropic::text(TEXT, 30, 12).with_chunk_delay(Duration::from_millis(40))]);
-    let file: FileConfig = toml::from_str(&format!(
+    let file: Settings = toml::from_str(&format!(
         "default_model = \"claude/claude-test\"\n[providers.claude]\nkind = \"anthropic\"\nbase_url = \"{}\"\napi_key_env = \"K\"\n",
         fake.url
     ))

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use agentd::config::{self, ApiKeys, Config, FileConfig, Secret};
+use agentd::config::{self, ApiKeys, Config, Secret, Settings};
 use agentd::domain::kickoff::{prepare_run, NewRun};
 use agentd::domain::{CrewSpec, ValidationContext};
 use agentd::http::AppState;
@@ -20,7 +20,7 @@ pub struct TestApp {
 
 /// A configuration for tests: loopback, no keys, the default provider plus `local`.
 pub fn test_config() -> Config {
-    let file: FileConfig =
+    let file: Settings =
         toml::from_str("[providers.local]\nbase_url = \"http://127.0.0.1:9\"\n").expect("toml");
     Config {
         db_max_connections: 4,

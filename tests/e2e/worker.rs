@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use agentd::app::build_engine;
-use agentd::config::{self, Config, FileConfig};
+use agentd::config::{self, Config, Settings};
 use agentd::domain::RunId;
 use agentd::engine::journal::{Journal, JournalError, Step};
 use agentd::fake_llm::{FakeLlm, FakeReply};
@@ -21,7 +21,7 @@ use crate::support::{expect_json, expect_problem, test_config, TestApp};
 /// A configuration whose `openai` provider is `fake`.
 pub fn fake_config(fake: &FakeLlm) -> Config {
     let toml = format!("[providers.openai]\nbase_url = \"{}\"\nnative_tools = true\n", fake.base_url());
-    let file: FileConfig = toml::from_str(&toml).expect("toml");
+    let file: Settings = toml::from_str(&toml).expect("toml");
     Config { providers: config::providers(&file, |_| None).expect("providers"), ..test_config() }
 }
 

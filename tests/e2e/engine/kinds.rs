@@ -16,7 +16,7 @@ const AZURE_KEY: &str = "azure-test-key-0123";
 
 /// Add the providers of `toml` (keys from `CLAUDE_KEY` / `AZURE_KEY`) to `config`.
 pub(super) fn add_providers(config: &mut Config, toml: &str) {
-    let file: FileConfig = toml::from_str(toml).expect("provider toml");
+    let file: Settings = toml::from_str(toml).expect("provider toml");
     let env = |name: &str| match name {
         "CLAUDE_KEY" => Some(CLAUDE_KEY.to_owned()),
         "AZURE_KEY" => Some(AZURE_KEY.to_owned()),

@@ -19,7 +19,7 @@ mod spend;
 use std::time::Duration;
 
 use agentd::app::build_engine;
-use agentd::config::{self, Config, FileConfig, Secret};
+use agentd::config::{self, Config, Secret, Settings};
 use agentd::domain::{ErrorKind, RunId, TaskOutput};
 use agentd::engine::EngineError;
 use agentd::fake_llm::{FakeLlm, FakeReply};
@@ -65,7 +65,7 @@ impl Harness {
         tweak: impl FnOnce(&mut Config),
     ) -> Self {
         let fake = FakeLlm::start().await.expect("fake LLM");
-        let file: FileConfig = toml::from_str(&format!(
+        let file: Settings = toml::from_str(&format!(
             "[providers.openai]\nbase_url = \"{}\"\nnative_tools = {native_tools}\n",
             fake.base_url()
         ))
