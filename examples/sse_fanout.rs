@@ -16,7 +16,6 @@ use agentd::config::{Config, Secret};
 use agentd::domain::event::{AgentThought, RunCompleted};
 use agentd::domain::{EventData, RunId};
 use agentd::engine::journal::{Journal, RunChange, Step};
-use agentd::http::AppState;
 use agentd::store::Store;
 use serde_json::{json, Value};
 use sqlx::postgres::PgPoolOptions;
@@ -45,10 +44,12 @@ async fn measure(admin_url: &str, database: &str) -> Result<(), BoxError> {
     let pool = PgPoolOptions::new().max_connections(16).connect(&url).await?;
     let store = Store::new(pool.clone());
     store.migrate().await?;
-    let state = AppState::new(store.clone(), Config::new(Secret::new(url)));
+    // The API alone, composed as `agentd serve --role api` does; this harness runs the run itself.
+    let config = Config { role: agentd::config::Role::Api, ..Config::new(Secret::new(url)) };
+    let app = agentd::app::App::assemble(config, store.clone(), tokio_util::sync::CancellationToken::new())?;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let base = format!("http://{}", listener.local_addr()?);
-    tokio::spawn(async move { axum::serve(listener, agentd::http::router(state)).await });
+    tokio::spawn(app.run(Some(listener)));
 
     let run_id = kickoff(&base).await?;
     let claimed = store.claim_run(run_id, "fanout", Duration::from_secs(600)).await?.ok_or("not claimed")?;

@@ -1,5 +1,8 @@
-//! The composition root: connects the store, builds the engine and the worker pool, serves the
-//! API (see [`crate::http`]) and drains both on shutdown.
+//! The composition root: [`App::assemble`] makes every shared handle once (metrics, vault, event
+//! bus, rate limiter, provider registry, engine, worker pool, deliverer) and hands each to the
+//! parts that use it; [`App::run`] serves the API (see [`crate::http`]) and runs the background
+//! parts until shutdown, then drains them. [`serve`] is `agentd serve`; the end-to-end tests run
+//! the same `App` on a port of their own.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -8,13 +11,19 @@ use sqlx::postgres::PgConnectOptions;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{Config, Secret};
-use crate::engine::Engine;
+use crate::domain::ValidationContext;
+use crate::engine::{Engine, EngineParts};
+use crate::events::EventBus;
+use crate::http::AppState;
 use crate::llm::{LlmRegistry, RetryPolicy};
 use crate::metrics::Metrics;
 use crate::ratelimit::RateLimiter;
 use crate::secrets::Vault;
+use crate::service::Services;
 use crate::store::{PoolSettings, Store, StoreError};
+use crate::tools::builtin_tool_names;
 use crate::tools::http::Outbound;
+use crate::webhooks::deliver::Deliverer;
 use crate::worker::{WorkerPool, WorkerSettings};
 
 /// Why the service could not start or stopped with an error.
@@ -43,9 +52,15 @@ pub fn connect(database_url: &Secret, max_connections: u32) -> Result<Store, Ser
 /// write is retried): a database out of reach is reported within this.
 const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// The engine as configured: one shared HTTP client for the LLM providers, the guarded one for
-/// tools, and the secrets of `store` (sealed with the configured key) for tools that send them.
-pub fn build_engine(config: &Config, store: &Store) -> Result<Engine, ServeError> {
+/// The engine as configured, over `store`: one shared HTTP client for the LLM providers (whose
+/// 429 holds go to `limiter`, which the engine's gates read), the guarded one for tools, the
+/// secrets of `vault`, and the store's delta relay for streaming runs.
+pub fn build_engine(
+    config: &Config,
+    store: &Store,
+    vault: Arc<Vault>,
+    metrics: Arc<Metrics>,
+) -> Result<Engine, ServeError> {
     let http = reqwest::Client::builder()
         .tcp_nodelay(true)
         .pool_idle_timeout(Duration::from_secs(90))
@@ -70,12 +85,15 @@ pub fn build_engine(config: &Config, store: &Store) -> Result<Engine, ServeError
     let outbound =
         Outbound::new(config.tool_egress.clone(), config.tool_timeout, config.tool_max_response_bytes)
             .map_err(|e| ServeError::Setup(format!("cannot build the tool HTTP client: {e}")))?;
-    let vault = Vault::new(store.clone(), config.secrets_key.clone());
-    Ok(Engine::new(llms, Arc::new(outbound))
-        .with_deltas(crate::events::deltas::DeltaRelay::start(store.clone()))
-        .with_rate_limiter(limiter)
-        .with_limits(config.run_limits)
-        .with_secrets(Arc::new(vault)))
+    Ok(Engine::new(EngineParts {
+        llms,
+        outbound: Arc::new(outbound),
+        limiter,
+        metrics,
+        limits: config.run_limits,
+        secrets: vault,
+        deltas: Some(crate::events::deltas::DeltaRelay::start(store.clone())),
+    }))
 }
 
 /// Apply migrations, retrying while the database is starting (up to `patience`).
@@ -105,55 +123,122 @@ pub async fn serve(mut config: Config) -> Result<(), ServeError> {
     migrate_when_up(&store, Duration::from_secs(60)).await?;
     let shutdown = CancellationToken::new();
     tokio::spawn(watch_signals(shutdown.clone()));
-    let metrics = Arc::new(Metrics::default());
-    let workers = match config.role.runs_workers() {
-        true => {
-            let engine = build_engine(&config, &store)?.with_metrics(metrics.clone());
-            let pool = WorkerPool::new(store.clone(), Arc::new(engine), worker_settings(&config));
-            tracing::info!(slots = config.workers, lease_s = config.lease.as_secs(), "worker pool started");
-            Some(tokio::spawn(pool.run(shutdown.clone())))
-        }
+    let listener = match config.role.serves_api() {
+        true => Some(
+            crate::net::listen(config.bind)
+                .map_err(|source| ServeError::Bind { addr: config.bind, source })?,
+        ),
         false => None,
     };
-    let deliverer = match &config.webhooks.key {
-        Some(key) => {
-            let settings = Arc::new(config.webhooks.clone());
-            let deliverer = crate::webhooks::deliver::Deliverer::new(
-                store.clone(),
-                key.clone(),
-                settings,
-                metrics.clone(),
-                config.lease,
-            )
-            .map_err(ServeError::Setup)?;
-            Some(tokio::spawn(deliverer.run(shutdown.clone())))
-        }
-        None => None,
-    };
-    let pruner = config.retention.map(|keep| {
-        let settings = crate::retention::RetentionSettings::keeping(keep);
-        tokio::spawn(crate::retention::run(store.clone(), settings, metrics.clone(), shutdown.clone()))
-    });
-    let api = match config.role.serves_api() {
-        true => serve_api(store, config, metrics, shutdown.clone()).await,
-        false => {
-            shutdown.cancelled().await;
-            Ok(())
-        }
-    };
-    if let Some(workers) = workers {
-        if let Err(error) = workers.await {
-            tracing::error!(%error, "the worker pool ended abnormally");
-        }
-    }
-    if let Some(pruner) = pruner {
-        let _ = pruner.await;
-    }
-    if let Some(deliverer) = deliverer {
-        let _ = deliverer.await;
-    }
+    App::assemble(config, store, shutdown)?.run(listener).await?;
     tracing::info!("agentd stopped");
-    api
+    Ok(())
+}
+
+/// The service, composed: every shared handle is made once here and handed to the parts that
+/// use it (the same store, metrics, vault and event bus for the API, the engine, the worker pool,
+/// the webhook deliverer and the retention pruner). What runs follows the role.
+pub struct App {
+    config: Arc<Config>,
+    store: Store,
+    metrics: Arc<Metrics>,
+    shutdown: CancellationToken,
+    /// The API's shared state (a role that serves it).
+    api: Option<AppState>,
+    /// The worker pool (a role that runs workers).
+    workers: Option<WorkerPool>,
+    /// The webhook deliverer (with a signing key).
+    deliverer: Option<Deliverer>,
+}
+
+impl App {
+    /// Compose the service over `store` (migrated), to stop when `shutdown` is cancelled.
+    pub fn assemble(config: Config, store: Store, shutdown: CancellationToken) -> Result<Self, ServeError> {
+        let config = Arc::new(config);
+        let metrics = Arc::new(Metrics::default());
+        let vault = Arc::new(Vault::new(store.clone(), config.secrets_key.clone()));
+        let workers = match config.role.runs_workers() {
+            true => {
+                let engine = build_engine(&config, &store, vault.clone(), metrics.clone())?;
+                Some(WorkerPool::new(store.clone(), Arc::new(engine), worker_settings(&config)))
+            }
+            false => None,
+        };
+        let deliverer = match &config.webhooks.key {
+            Some(key) => Some(
+                Deliverer::new(
+                    store.clone(),
+                    key.clone(),
+                    Arc::new(config.webhooks.clone()),
+                    metrics.clone(),
+                    config.lease,
+                )
+                .map_err(ServeError::Setup)?,
+            ),
+            None => None,
+        };
+        let api = config.role.serves_api().then(|| AppState {
+            services: Services::new(
+                store.clone(),
+                validation_context(&config),
+                Vault::clone(&vault),
+                Arc::new(config.webhooks.clone()),
+            ),
+            store: store.clone(),
+            config: config.clone(),
+            bus: EventBus::start(store.clone(), shutdown.clone()),
+            metrics: metrics.clone(),
+            shutdown: shutdown.clone(),
+        });
+        Ok(Self { config, store, metrics, shutdown, api, workers, deliverer })
+    }
+
+    /// Run until the shutdown signal: the worker pool, the deliverer and the pruner, and the API
+    /// on `listener` (the production accept loop, with its connection cap and timeouts); then let
+    /// each drain within the grace period.
+    pub async fn run(self, listener: Option<tokio::net::TcpListener>) -> Result<(), ServeError> {
+        let Self { config, store, metrics, shutdown, api, workers, deliverer } = self;
+        let workers = workers.map(|pool| {
+            tracing::info!(slots = config.workers, lease_s = config.lease.as_secs(), "worker pool started");
+            tokio::spawn(pool.run(shutdown.clone()))
+        });
+        let deliverer = deliverer.map(|deliverer| tokio::spawn(deliverer.run(shutdown.clone())));
+        let pruner = config.retention.map(|keep| {
+            let settings = crate::retention::RetentionSettings::keeping(keep);
+            tokio::spawn(crate::retention::run(store.clone(), settings, metrics.clone(), shutdown.clone()))
+        });
+        let served = match (api, listener) {
+            (Some(state), Some(listener)) => serve_api(listener, state, &config, shutdown.clone()).await,
+            (Some(_), None) => Err(ServeError::Setup("the API needs a listener".into())),
+            (None, _) => {
+                shutdown.cancelled().await;
+                Ok(())
+            }
+        };
+        if let Some(workers) = workers {
+            if let Err(error) = workers.await {
+                tracing::error!(%error, "the worker pool ended abnormally");
+            }
+        }
+        if let Some(pruner) = pruner {
+            let _ = pruner.await;
+        }
+        if let Some(deliverer) = deliverer {
+            let _ = deliverer.await;
+        }
+        served
+    }
+}
+
+/// What crew specs are checked against: the built-in tools, the configured providers, the limits.
+fn validation_context(config: &Config) -> ValidationContext {
+    ValidationContext {
+        builtin_tools: builtin_tool_names(),
+        providers: config.providers.keys().cloned().collect(),
+        fake_providers: config.providers.values().filter(|p| p.is_fake()).map(|p| p.name.clone()).collect(),
+        default_model: config.default_model.clone(),
+        limits: config.crew_limits,
+    }
 }
 
 /// Serve each fake provider's script on a loopback port of its own and point the provider there,
@@ -189,31 +274,27 @@ pub fn worker_settings(config: &Config) -> WorkerSettings {
     }
 }
 
-/// Serve HTTP until `shutdown`, then let in-flight requests finish within the grace period.
+/// Serve HTTP on `listener` until `shutdown`, then let in-flight requests finish within the grace
+/// period.
 async fn serve_api(
-    store: Store,
-    config: Config,
-    metrics: Arc<Metrics>,
+    listener: tokio::net::TcpListener,
+    state: AppState,
+    config: &Config,
     shutdown: CancellationToken,
 ) -> Result<(), ServeError> {
-    let bind = config.bind;
+    let bind = listener.local_addr()?;
     let grace = config.shutdown_grace;
-    let (config_limits, db_connections) = (config.connections, config.db_max_connections);
-    let listener = crate::net::listen(bind).map_err(|source| ServeError::Bind { addr: bind, source })?;
     if config.api_keys.is_empty() && !bind.ip().is_loopback() {
         tracing::warn!(%bind, "no API keys configured: the API is open to anyone who can reach this address");
     } else if config.api_keys.is_empty() {
         tracing::warn!(%bind, "no API keys configured: the API is open, listening on loopback only");
     }
-    let mut state = crate::http::AppState::with_shutdown(store, config, shutdown.clone());
-    state.metrics = metrics;
-    tracing::info!(addr = %listener.local_addr()?, "agentd listening");
-    let limits = config_limits;
+    tracing::info!(addr = %bind, "agentd listening");
     let server = crate::http::server::serve(
         listener,
         crate::http::router(state),
-        limits,
-        db_connections,
+        config.connections,
+        config.db_max_connections,
         shutdown.clone(),
     );
     tokio::select! {

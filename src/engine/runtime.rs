@@ -43,58 +43,51 @@ pub struct Engine {
     deltas: Option<Arc<dyn DeltaPublisher>>,
 }
 
-impl Engine {
-    pub fn new(llms: LlmRegistry, outbound: Arc<Outbound>) -> Self {
-        let builtins = builtin::instantiate(outbound.clone());
-        let (limiter, metrics) = (Arc::new(RateLimiter::default()), Arc::new(Metrics::default()));
-        let schemas = Arc::new(SharedSchemas::compile(&builtins));
-        let secrets: Arc<dyn SecretSource> = Arc::new(NoSecrets);
+/// What an engine is built from: the shared handles the composition root ([`crate::app`]) hands
+/// it. Nothing in the engine makes its own.
+pub struct EngineParts {
+    pub llms: LlmRegistry,
+    /// The guarded HTTP client of the tools.
+    pub outbound: Arc<Outbound>,
+    /// The process's rate limiter: the one the LLM clients report 429 holds to.
+    pub limiter: Arc<RateLimiter>,
+    /// Where LLM and tool latencies go (what `/metrics` shows).
+    pub metrics: Arc<Metrics>,
+    /// What one run may produce.
+    pub limits: RunLimits,
+    /// Where tools read the secrets a crew references.
+    pub secrets: Arc<dyn SecretSource>,
+    /// Where streaming runs' replies go as they arrive (none: runs do not stream).
+    pub deltas: Option<Arc<dyn DeltaPublisher>>,
+}
+
+impl EngineParts {
+    /// Parts for an engine of its own (tests, embedding): a limiter and metrics nobody else
+    /// shares, no secrets, no streaming, the default limits.
+    pub fn standalone(llms: LlmRegistry, outbound: Arc<Outbound>) -> Self {
         Self {
             llms,
-            builtins,
-            schemas,
             outbound,
-            limiter,
-            metrics,
+            limiter: Arc::new(RateLimiter::default()),
+            metrics: Arc::new(Metrics::default()),
             limits: RunLimits::default(),
-            secrets,
+            secrets: Arc::new(NoSecrets),
             deltas: None,
         }
     }
+}
 
-    /// Hold runs to `limits` (default: [`RunLimits::default`]).
-    pub fn with_limits(mut self, limits: RunLimits) -> Self {
-        self.limits = limits;
-        self
-    }
-
-    /// Read the secrets crews reference from `secrets` (default: none can be read).
-    pub fn with_secrets(mut self, secrets: Arc<dyn SecretSource>) -> Self {
-        self.secrets = secrets;
-        self
-    }
-
-    /// Stream the replies of runs whose crew says `stream`, handing their text to `deltas`.
-    pub fn with_deltas(mut self, deltas: Arc<dyn DeltaPublisher>) -> Self {
-        self.deltas = Some(deltas);
-        self
-    }
-
-    /// Record LLM and tool latencies in `metrics`.
-    pub fn with_metrics(mut self, metrics: Arc<Metrics>) -> Self {
-        self.metrics = metrics;
-        self
+impl Engine {
+    pub fn new(parts: EngineParts) -> Self {
+        let EngineParts { llms, outbound, limiter, metrics, limits, secrets, deltas } = parts;
+        let builtins = builtin::instantiate(outbound.clone());
+        let schemas = Arc::new(SharedSchemas::compile(&builtins));
+        Self { llms, builtins, schemas, outbound, limiter, metrics, limits, secrets, deltas }
     }
 
     /// Where the engine records its metrics.
     pub fn metrics(&self) -> &Arc<Metrics> {
         &self.metrics
-    }
-
-    /// Share `limiter` (the one the LLM clients report 429s to).
-    pub fn with_rate_limiter(mut self, limiter: Arc<RateLimiter>) -> Self {
-        self.limiter = limiter;
-        self
     }
 
     /// Add in-process tools, usable by name like the built-ins (for embedding and tests).

@@ -2,7 +2,6 @@
 
 use std::time::Duration;
 
-use agentd::http::AppState;
 use agentd::store::{PoolSettings, Store};
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
@@ -25,10 +24,7 @@ async fn readiness_is_503_when_the_database_is_unreachable() {
         options,
         &PoolSettings { max_connections: 1, acquire_timeout: Duration::from_millis(500) },
     );
-    let state = AppState::new(store, test_config());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let base = format!("http://{}", listener.local_addr().expect("addr"));
-    tokio::spawn(async move { axum::serve(listener, agentd::http::router(state)).await.expect("serve") });
+    let base = TestApp::spawn_on(store, test_config()).await.base;
     let ready = reqwest::get(format!("{base}/readyz")).await.expect("GET");
     let problem = expect_problem(ready, StatusCode::SERVICE_UNAVAILABLE).await;
     let detail = problem["detail"].as_str().expect("detail");

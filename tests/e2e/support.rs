@@ -3,14 +3,19 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use agentd::app::App;
+use agentd::config::Role;
 use agentd::config::{self, ApiKeys, Config, Secret, Settings};
 use agentd::domain::kickoff::{prepare_run, NewRun};
 use agentd::domain::{CrewSpec, ValidationContext};
-use agentd::http::AppState;
+use agentd::engine::Engine;
+use agentd::metrics::Metrics;
+use agentd::secrets::Vault;
 use agentd::store::Store;
 use reqwest::{Method, RequestBuilder, Response, StatusCode};
 use serde_json::{json, Value};
 use sqlx::PgPool;
+use tokio_util::sync::CancellationToken;
 
 pub struct TestApp {
     pub base: String,
@@ -30,6 +35,12 @@ pub fn test_config() -> Config {
     }
 }
 
+/// An engine as `agentd serve` builds it, over `store` (metrics of its own).
+pub fn engine_for(config: &Config, store: &Store) -> Engine {
+    let vault = std::sync::Arc::new(Vault::new(store.clone(), config.secrets_key.clone()));
+    agentd::app::build_engine(config, store, vault, std::sync::Arc::new(Metrics::default())).expect("engine")
+}
+
 impl TestApp {
     /// Serve the app for `pool` with the test configuration.
     pub async fn spawn(pool: PgPool) -> Self {
@@ -45,12 +56,19 @@ impl TestApp {
         app
     }
 
+    /// Serve the API as `agentd serve --role api` does: the same composition root and accept
+    /// loop, on a free loopback port (runs are executed by the tests' own engines and pools).
     pub async fn spawn_with(pool: PgPool, config: Config) -> Self {
-        let state = AppState::new(Store::new(pool), config);
+        Self::spawn_on(Store::new(pool), config).await
+    }
+
+    /// [`TestApp::spawn_with`] over any store (one that cannot reach its database, say).
+    pub async fn spawn_on(store: Store, config: Config) -> Self {
+        let config = Config { role: Role::Api, ..config };
+        let app = App::assemble(config, store, CancellationToken::new()).expect("assemble the app");
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("addr");
-        let router = agentd::http::router(state);
-        tokio::spawn(async move { axum::serve(listener, router).await.expect("serve") });
+        tokio::spawn(async move { app.run(Some(listener)).await.expect("serve") });
         let client = reqwest::Client::builder().timeout(Duration::from_secs(30)).build().expect("client");
         Self { base: format!("http://{addr}"), client, api_key: None }
     }

@@ -3,7 +3,6 @@
 
 use std::time::{Duration, Instant};
 
-use agentd::app::build_engine;
 use agentd::config::{self, Config, Settings};
 use agentd::domain::RunId;
 use agentd::engine::journal::{Journal, JournalError, Step};
@@ -42,7 +41,7 @@ pub struct Workers {
 }
 
 pub fn start_workers(pool: &PgPool, config: &Config, settings: WorkerSettings) -> Workers {
-    let engine = std::sync::Arc::new(build_engine(config, &Store::new(pool.clone())).expect("engine"));
+    let engine = std::sync::Arc::new(crate::support::engine_for(config, &Store::new(pool.clone())));
     let workers = WorkerPool::new(Store::new(pool.clone()), engine, settings);
     let stop = CancellationToken::new();
     let done = tokio::spawn(workers.run(stop.clone()));

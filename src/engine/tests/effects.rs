@@ -133,7 +133,8 @@ async fn a_streamed_replys_deltas_are_flushed_before_its_end_is_committed() {
     let order = Arc::new(Order::default());
     let registry = LlmRegistry::new("openai/test-model").with_client("openai", Arc::new(Typing), true);
     let outbound = Outbound::new(EgressPolicy::default(), Duration::from_secs(5), 10_000).expect("outbound");
-    let engine = Engine::new(registry, Arc::new(outbound)).with_deltas(order.clone());
+    let parts = crate::engine::EngineParts::standalone(registry, Arc::new(outbound));
+    let engine = Engine::new(crate::engine::EngineParts { deltas: Some(order.clone()), ..parts });
     let crew = crew(json!([]), "native", json!({"stream": true}));
     let journal = OrderedJournal { inner: MemoryJournal::new(&["t"]), order: order.clone() };
     let output = engine.run(&crew, &inputs(), &journal, &CancellationToken::new()).await.expect("run");
@@ -249,7 +250,8 @@ async fn a_provider_hold_pauses_the_planner(backend: Backend) {
     let llm = ScriptedLlm::new(vec![text("R1"), text("Report")]);
     with_planner(&llm, vec![plan_reply(json!([{"description": "Find it"}]))]);
     let limiter = Arc::new(crate::ratelimit::RateLimiter::default());
-    let engine = engine(llm.clone(), true, vec![sleepy()]).with_rate_limiter(limiter.clone());
+    let parts = crate::engine::EngineParts { limiter: limiter.clone(), ..engine_parts(llm.clone(), true) };
+    let engine = Engine::new(parts).with_tools(vec![sleepy()]);
     let held_from = std::time::Instant::now();
     limiter.hold(&crate::llm::provider_key("openai"), limiter.now() + Duration::from_millis(1200));
     let crew = planned_crew(json!({}));

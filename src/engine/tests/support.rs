@@ -144,9 +144,14 @@ impl Tool for Echo {
 }
 
 pub(super) fn engine(llm: Arc<ScriptedLlm>, native: bool, tools: Vec<Arc<dyn Tool>>) -> Engine {
+    Engine::new(engine_parts(llm, native)).with_tools(tools)
+}
+
+/// The parts of an engine over `llm` (`native`: it takes native tools).
+pub(super) fn engine_parts(llm: Arc<ScriptedLlm>, native: bool) -> crate::engine::EngineParts {
     let registry = LlmRegistry::new("openai/test-model").with_client("openai", llm, native);
     let outbound = Outbound::new(EgressPolicy::default(), Duration::from_secs(5), 10_000).expect("outbound");
-    Engine::new(registry, Arc::new(outbound)).with_tools(tools)
+    crate::engine::EngineParts::standalone(registry, Arc::new(outbound))
 }
 
 pub(super) fn crew(tools: Value, tool_calling: &str, extra: Value) -> CrewSpec {

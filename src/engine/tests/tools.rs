@@ -37,7 +37,7 @@ fn local_engine(llm: Arc<ScriptedLlm>) -> Engine {
     let registry = LlmRegistry::new("openai/test-model").with_client("openai", llm, true);
     let policy = EgressPolicy::parse("127.0.0.1/32").expect("policy");
     let outbound = Outbound::new(policy, Duration::from_secs(5), 10_000).expect("outbound");
-    Engine::new(registry, Arc::new(outbound))
+    Engine::new(crate::engine::EngineParts::standalone(registry, Arc::new(outbound)))
 }
 
 /// A tool that returns a fixed result.

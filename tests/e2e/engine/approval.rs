@@ -51,7 +51,7 @@ fn gated_crew(url: &str) -> Value {
 /// Claim the queued run and let the engine execute it once (to its end or a pause).
 async fn execute(h: &Harness, id: RunId) -> Result<TaskOutput, EngineError> {
     let claimed = h.store.claim_run(id, "e2e-worker", LEASE).await.expect("claim").expect("queued");
-    let engine = agentd::app::build_engine(&h.config, &h.store).expect("engine");
+    let engine = crate::support::engine_for(&h.config, &h.store);
     let journal = h.store.journal(claimed.id, claimed.attempt);
     engine.run(&claimed.crew, &claimed.inputs, &journal, &CancellationToken::new()).await
 }

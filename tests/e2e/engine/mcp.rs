@@ -415,7 +415,7 @@ async fn cancelling_a_run_mid_call_tells_the_server(pool: PgPool) {
         h.app.kickoff(&mcp_crew(json!(["scripted__slow"]), servers), json!({"topic": "tides"})).await;
     let id = agentd::domain::RunId(Uuid::parse_str(queued["id"].as_str().expect("id")).expect("uuid"));
     let claimed = h.store.claim_run(id, "e2e-worker", LEASE).await.expect("claim").expect("queued");
-    let engine = agentd::app::build_engine(&h.config, &h.store).expect("engine");
+    let engine = crate::support::engine_for(&h.config, &h.store);
     let journal = h.store.journal(claimed.id, claimed.attempt);
     let cancel = CancellationToken::new();
     let run = engine.run(&claimed.crew, &claimed.inputs, &journal, &cancel);

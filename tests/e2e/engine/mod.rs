@@ -18,7 +18,6 @@ mod spend;
 
 use std::time::Duration;
 
-use agentd::app::build_engine;
 use agentd::config::{self, Config, Secret, Settings};
 use agentd::domain::{ErrorKind, RunId, TaskOutput};
 use agentd::engine::EngineError;
@@ -94,7 +93,7 @@ impl Harness {
         assert_eq!(queued["status"], "queued");
         let id = RunId(Uuid::parse_str(queued["id"].as_str().expect("id")).expect("uuid"));
         let claimed = self.store.claim_run(id, "e2e-worker", LEASE).await.expect("claim").expect("queued");
-        let engine = build_engine(&self.config, &self.store).expect("engine");
+        let engine = crate::support::engine_for(&self.config, &self.store);
         let journal = self.store.journal(claimed.id, claimed.attempt);
         let result = engine.run(&claimed.crew, &claimed.inputs, &journal, &CancellationToken::new()).await;
 
