@@ -14,7 +14,7 @@ use super::AppState;
 use crate::domain::interpolate::required_inputs;
 use crate::domain::validate::check_crew_name;
 use crate::domain::CrewSpec;
-use crate::store::UpsertOutcome;
+use crate::service::UpsertOutcome;
 
 /// Create or replace a crew.
 ///

@@ -8,7 +8,6 @@ use utoipa::ToSchema;
 
 use crate::domain::FieldError;
 use crate::service::ServiceError;
-use crate::store::StoreError;
 
 /// An RFC 9457 problem document.
 #[derive(Debug, Serialize, ToSchema)]
@@ -50,7 +49,8 @@ pub enum ApiError {
     #[error("{0}")]
     NotImplemented(String),
     #[error("internal error")]
-    Internal(StoreError),
+    /// The cause is logged, never answered.
+    Internal(String),
 }
 
 /// The one mapping of the use cases' errors to the API's.
@@ -65,14 +65,8 @@ impl From<ServiceError> for ApiError {
                 tracing::warn!(error = %cause, "request failed: the database is unavailable");
                 ApiError::Unavailable("the database is unavailable; retry later".into())
             }
-            ServiceError::Internal(cause) => ApiError::Internal(cause),
+            ServiceError::Internal(cause) => ApiError::Internal(cause.to_string()),
         }
-    }
-}
-
-impl From<StoreError> for ApiError {
-    fn from(error: StoreError) -> Self {
-        ServiceError::from(error).into()
     }
 }
 

@@ -205,7 +205,9 @@ pub async fn wait_run(
         return Err(ApiError::BadRequest(format!("timeout_s must be between 0 and {MAX_WAIT_S}")));
     }
     let id = RunId(id);
-    let run = wait_for_run(&state.store, &state.bus, id, Duration::from_secs(timeout_s)).await?;
+    let run = wait_for_run(&state.store, &state.bus, id, Duration::from_secs(timeout_s))
+        .await
+        .map_err(crate::service::ServiceError::from)?;
     run.map(|run| Json(run.into())).ok_or_else(|| crate::service::no_run(id).into())
 }
 

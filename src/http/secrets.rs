@@ -13,7 +13,7 @@ use super::error::{ApiError, ApiResult, Problem};
 use super::extract::{ApiJson, ApiPath};
 use super::AppState;
 use crate::service::check_secret_name;
-use crate::store::{SecretInfo, UpsertOutcome};
+use crate::service::{SecretInfo, UpsertOutcome};
 
 /// A stored secret, without its value.
 #[derive(Debug, Serialize, ToSchema)]

@@ -42,7 +42,7 @@ pub async fn healthz() -> Json<Health> {
     )
 )]
 pub async fn readyz(State(state): State<AppState>) -> ApiResult<Json<Health>> {
-    match tokio::time::timeout(READY_TIMEOUT, state.store.check_ready()).await {
+    match tokio::time::timeout(READY_TIMEOUT, state.services.ready()).await {
         Ok(Ok(true)) => Ok(Json(Health { status: "ready" })),
         Ok(Ok(false)) => Err(ApiError::Unavailable("database migrations are pending".into())),
         Ok(Err(error)) => {
@@ -62,8 +62,8 @@ pub async fn readyz(State(state): State<AppState>) -> ApiResult<Json<Health>> {
     )
 )]
 pub async fn metrics(State(state): State<AppState>) -> ApiResult<Response> {
-    let runs_by_status = scraped("run counts", state.store.runs_by_status()).await?;
-    let outbox = scraped("the webhook outbox", state.store.outbox_gauges()).await?;
+    let stored = scraped("run counts and the webhook outbox", state.services.stored_gauges()).await?;
+    let (runs_by_status, outbox) = (stored.runs_by_status, stored.outbox);
     let gauges = Gauges {
         runs_by_status,
         webhook_pending: outbox.pending,
@@ -71,8 +71,8 @@ pub async fn metrics(State(state): State<AppState>) -> ApiResult<Response> {
         sse_subscribers: state.bus.subscribers(),
         events_published: state.bus.published(),
         group_commits: state
-            .store
-            .group_stats()
+            .services
+            .group_commits()
             .into_iter()
             .map(|(kind, s)| {
                 (kind, GroupCommits { batches: s.batches, items: s.items, busy_seconds: s.busy_seconds })
@@ -86,7 +86,7 @@ pub async fn metrics(State(state): State<AppState>) -> ApiResult<Response> {
 /// A value `/metrics` reads from the database, within the readiness time-out.
 async fn scraped<T>(
     what: &str,
-    read: impl std::future::Future<Output = crate::store::StoreResult<T>>,
+    read: impl std::future::Future<Output = crate::service::ServiceResult<T>>,
 ) -> ApiResult<T> {
     match tokio::time::timeout(READY_TIMEOUT, read).await {
         Ok(Ok(value)) => Ok(value),

@@ -16,7 +16,7 @@ use super::runs::bounded;
 use super::AppState;
 use crate::domain::RunId;
 use crate::service::WithSecret;
-use crate::store::{Delivery, WebhookEndpoint};
+use crate::service::{Delivery, WebhookEndpoint};
 use crate::webhooks::deliver::message_id;
 
 const DEFAULT_PAGE: i64 = 50;

@@ -8,7 +8,8 @@ use serde_json::Value;
 use utoipa::ToSchema;
 
 use crate::domain::{CrewSpec, Run, RunId};
-use crate::store::{CrewRecord, Message, ToolCall};
+use crate::engine::journal::ToolCallOutcome;
+use crate::service::{CrewRecord, Message, ToolCall};
 
 /// Links to a run's resources.
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
@@ -89,8 +90,18 @@ pub struct MessageBody {
 
 impl From<Message> for MessageBody {
     fn from(m: Message) -> Self {
-        let Message { seq, task, agent, role, content, tool_calls, tool_call_id, created_at } = m;
-        Self { seq, task, agent, role, content, tool_calls, tool_call_id, created_at }
+        let calls = &m.message.tool_calls;
+        let tool_calls = (!calls.is_empty()).then(|| serde_json::to_value(calls).unwrap_or(Value::Null));
+        Self {
+            seq: m.seq,
+            task: m.task,
+            agent: m.agent,
+            role: m.message.role.as_str().to_owned(),
+            content: m.message.content,
+            tool_calls,
+            tool_call_id: m.message.tool_call_id,
+            created_at: m.created_at,
+        }
     }
 }
 
@@ -121,36 +132,25 @@ pub struct ToolCallBody {
 
 impl From<ToolCall> for ToolCallBody {
     fn from(c: ToolCall) -> Self {
-        let ToolCall {
-            id,
-            task,
-            agent,
-            tool,
-            arguments,
-            status,
-            result,
-            error,
-            cached,
-            started_at,
-            finished_at,
-            approval,
-        } = c;
-        let pending =
-            approval.as_ref().and_then(|a| a.get("state")).and_then(Value::as_str) == Some("pending");
-        let status = if pending && status == "running" { "awaiting_approval".to_owned() } else { status };
+        let status = c.status().as_str().to_owned();
+        let (result, error, cached) = match c.outcome {
+            Some(ToolCallOutcome::Succeeded { result, cached }) => (Some(result), None, cached),
+            Some(ToolCallOutcome::Failed { error }) => (None, Some(error), false),
+            None => (None, None, false),
+        };
         Self {
-            id,
-            task,
-            agent,
-            tool,
-            arguments,
+            id: c.id,
+            task: c.task,
+            agent: c.agent,
+            tool: c.tool,
+            arguments: c.arguments,
             status,
             result,
             error,
             cached,
-            started_at,
-            finished_at,
-            approval,
+            started_at: c.started_at,
+            finished_at: c.finished_at,
+            approval: c.approval.map(|a| serde_json::to_value(a).unwrap_or(Value::Null)),
         }
     }
 }

@@ -7,6 +7,7 @@
 mod approval;
 mod crews;
 mod kickoffs;
+mod ops;
 mod runs;
 mod secrets;
 mod webhooks;
@@ -14,9 +15,15 @@ mod webhooks;
 use std::sync::Arc;
 
 pub use kickoffs::Kicked;
+pub use ops::StoredGauges;
 pub use runs::{no_run, RunPage};
 pub use secrets::check_secret_name;
 pub use webhooks::WithSecret;
+
+/// What the use cases answer with, from the store: the HTTP edge names them from here.
+pub use crate::store::{
+    CrewRecord, Delivery, Message, SecretInfo, ToolCall, ToolCallStatus, UpsertOutcome, WebhookEndpoint,
+};
 
 use crate::domain::{FieldError, ValidationContext};
 use crate::secrets::Vault;

@@ -1,24 +1,28 @@
-//! The journal: a run's conversation messages and tool calls, as the engine recorded them.
+//! The journal read model: a run's messages and tool calls as the engine recorded them, decoded
+//! once into domain types (the role, the native tool calls, the outcome, the approval state).
+//! The engine resumes from these ([`super::run_journal`]'s snapshot) and the API shows them
+//! (`/messages`, `/tool-calls`): one set of rows, one decoding, so the two cannot disagree.
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
-use super::{Store, StoreResult};
+use super::{decode, Store, StoreError, StoreResult};
 use crate::domain::RunId;
+use crate::engine::journal::{Approval, MessageRecord, ToolCallOutcome, ToolCallRecord};
+use crate::llm::{ChatMessage, Role};
 
-/// One message of a task's conversation.
+/// One message of a conversation.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Message {
     pub seq: i64,
+    /// The task it belongs to.
     pub task: Option<String>,
+    /// The conversation it belongs to: the task's, or one of its side conversations (plan steps).
+    pub conversation: String,
     pub agent: Option<String>,
-    /// `system`, `user`, `assistant` or `tool`.
-    pub role: String,
-    pub content: Option<String>,
-    /// The native tool calls an assistant message asked for.
-    pub tool_calls: Option<Value>,
-    /// For a `tool` message: the call it answers.
-    pub tool_call_id: Option<String>,
+    pub message: ChatMessage,
+    /// It holds a summary that stands for the conversation's earlier messages.
+    pub compacts: bool,
     pub created_at: DateTime<Utc>,
 }
 
@@ -27,47 +31,178 @@ pub struct Message {
 pub struct ToolCall {
     pub id: String,
     pub task: Option<String>,
+    pub conversation: String,
     pub agent: Option<String>,
     pub tool: String,
     pub arguments: Value,
-    /// `running`, `succeeded` or `failed`.
-    pub status: String,
-    pub result: Option<String>,
-    pub error: Option<String>,
-    pub cached: bool,
+    /// `None` while it runs (or was interrupted by a crash, or waits for approval).
+    pub outcome: Option<ToolCallOutcome>,
+    /// For a call of a tool that requires approval: where the decision stands.
+    pub approval: Option<Approval>,
     pub started_at: DateTime<Utc>,
     pub finished_at: Option<DateTime<Utc>>,
-    /// For a call of a tool that requires approval: where the decision stands.
-    pub approval: Option<Value>,
+}
+
+/// Where a tool call stands, as the API reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolCallStatus {
+    Running,
+    /// Its reviewer's decision is due.
+    AwaitingApproval,
+    Succeeded,
+    Failed,
+}
+
+impl ToolCallStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolCallStatus::Running => "running",
+            ToolCallStatus::AwaitingApproval => "awaiting_approval",
+            ToolCallStatus::Succeeded => "succeeded",
+            ToolCallStatus::Failed => "failed",
+        }
+    }
+}
+
+impl ToolCall {
+    pub fn status(&self) -> ToolCallStatus {
+        match (&self.outcome, &self.approval) {
+            (Some(ToolCallOutcome::Succeeded { .. }), _) => ToolCallStatus::Succeeded,
+            (Some(ToolCallOutcome::Failed { .. }), _) => ToolCallStatus::Failed,
+            (None, Some(Approval::Pending)) => ToolCallStatus::AwaitingApproval,
+            (None, _) => ToolCallStatus::Running,
+        }
+    }
+
+    /// What the engine resumes from.
+    pub fn into_record(self) -> ToolCallRecord {
+        let ToolCall { id, conversation, tool, arguments, outcome, approval, .. } = self;
+        ToolCallRecord { id, conversation, tool, arguments, outcome, approval }
+    }
+}
+
+impl Message {
+    /// What the engine resumes from.
+    pub fn into_record(self) -> MessageRecord {
+        MessageRecord { conversation: self.conversation, message: self.message, compacts: self.compacts }
+    }
+}
+
+struct MessageRow {
+    seq: i64,
+    task: Option<String>,
+    conversation: Option<String>,
+    agent: Option<String>,
+    role: String,
+    content: Option<String>,
+    tool_calls: Option<Value>,
+    tool_call_id: Option<String>,
+    compacts: bool,
+    images: Option<Value>,
+    created_at: DateTime<Utc>,
+}
+
+struct ToolCallRow {
+    id: String,
+    task: Option<String>,
+    conversation: Option<String>,
+    agent: Option<String>,
+    tool: String,
+    arguments: Value,
+    status: String,
+    result: Option<String>,
+    error: Option<String>,
+    cached: bool,
+    approval: Option<Value>,
+    started_at: DateTime<Utc>,
+    finished_at: Option<DateTime<Utc>>,
 }
 
 impl Store {
     /// A run's messages in conversation order.
     #[tracing::instrument(skip_all, fields(run_id = %run_id), err)]
     pub async fn list_messages(&self, run_id: RunId) -> StoreResult<Vec<Message>> {
-        let messages = sqlx::query_as!(
-            Message,
-            r#"SELECT seq, task, agent, role, content, tool_calls, tool_call_id, created_at
+        let rows = sqlx::query_as!(
+            MessageRow,
+            r#"SELECT seq, task, coalesce(conversation, task) AS conversation, agent, role, content, tool_calls,
+                      tool_call_id, compacts, images, created_at
                FROM messages WHERE run_id = $1 ORDER BY seq"#,
             run_id.0
         )
         .fetch_all(&self.pool)
         .await?;
-        Ok(messages)
+        rows.into_iter().map(MessageRow::decode).collect()
     }
 
     /// A run's tool calls in the order they started.
     #[tracing::instrument(skip_all, fields(run_id = %run_id), err)]
     pub async fn list_tool_calls(&self, run_id: RunId) -> StoreResult<Vec<ToolCall>> {
-        let calls = sqlx::query_as!(
-            ToolCall,
-            r#"SELECT id, task, agent, tool, arguments, status, result, error, cached, started_at, finished_at,
-                      approval
+        let rows = sqlx::query_as!(
+            ToolCallRow,
+            r#"SELECT id, task, coalesce(conversation, task) AS conversation, agent, tool, arguments, status, result,
+                      error, cached, approval, started_at, finished_at
                FROM tool_calls WHERE run_id = $1 ORDER BY started_at, id"#,
             run_id.0
         )
         .fetch_all(&self.pool)
         .await?;
-        Ok(calls)
+        rows.into_iter().map(ToolCallRow::decode).collect()
+    }
+}
+
+impl MessageRow {
+    fn decode(self) -> StoreResult<Message> {
+        let corrupt = |what: &str| StoreError::Corrupt(format!("message {}: {what}", self.seq));
+        let conversation = self.conversation.ok_or_else(|| corrupt("no conversation (task)"))?;
+        let role = [Role::System, Role::User, Role::Assistant, Role::Tool]
+            .into_iter()
+            .find(|role| role.as_str() == self.role)
+            .ok_or_else(|| corrupt("unknown role"))?;
+        let tool_calls = self.tool_calls.map(|c| decode(c, "messages.tool_calls")).transpose()?;
+        let message = ChatMessage {
+            role,
+            content: self.content,
+            tool_calls: tool_calls.unwrap_or_default(),
+            tool_call_id: self.tool_call_id,
+            images: self.images.map(|i| decode(i, "messages.images")).transpose()?.unwrap_or_default(),
+        };
+        Ok(Message {
+            seq: self.seq,
+            task: self.task,
+            conversation,
+            agent: self.agent,
+            message,
+            compacts: self.compacts,
+            created_at: self.created_at,
+        })
+    }
+}
+
+impl ToolCallRow {
+    fn decode(self) -> StoreResult<ToolCall> {
+        let corrupt = |what: &str| StoreError::Corrupt(format!("tool call {}: {what}", self.id));
+        let outcome = match self.status.as_str() {
+            "running" => None,
+            "succeeded" => Some(ToolCallOutcome::Succeeded {
+                result: self.result.ok_or_else(|| corrupt("succeeded without a result"))?,
+                cached: self.cached,
+            }),
+            "failed" => Some(ToolCallOutcome::Failed {
+                error: self.error.ok_or_else(|| corrupt("failed without an error"))?,
+            }),
+            _ => return Err(corrupt("unknown status")),
+        };
+        Ok(ToolCall {
+            conversation: self.conversation.ok_or_else(|| corrupt("no conversation (task)"))?,
+            id: self.id,
+            task: self.task,
+            agent: self.agent,
+            tool: self.tool,
+            arguments: self.arguments,
+            outcome,
+            approval: self.approval.map(|a| decode(a, "tool_calls.approval")).transpose()?,
+            started_at: self.started_at,
+            finished_at: self.finished_at,
+        })
     }
 }

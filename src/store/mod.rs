@@ -33,7 +33,7 @@ pub use claim::ClaimedRun;
 pub use crews::{CrewRecord, UpsertOutcome};
 use group::Group;
 pub use group::GroupStats;
-pub use journal::{Message, ToolCall};
+pub use journal::{Message, ToolCall, ToolCallStatus};
 pub use lease::{CancelOutcome, Lease, Recovered};
 pub use listen::{
     Listened, Notification, CANCEL_CHANNEL, DELTAS_CHANNEL, EVENTS_CHANNEL, RUNS_CHANNEL, WEBHOOKS_CHANNEL,

@@ -217,8 +217,9 @@ async fn commits_round_trip_through_load(pool: PgPool) {
     let messages = store.list_messages(claimed.id).await.expect("messages");
     assert_eq!(messages.iter().map(|m| m.seq).collect::<Vec<_>>(), (1..=7).collect::<Vec<i64>>());
     assert!(messages.iter().all(|m| m.task.as_deref() == Some("research")));
-    let with_calls: Vec<i64> = messages.iter().filter(|m| m.tool_calls.is_some()).map(|m| m.seq).collect();
-    assert_eq!(with_calls, [3], "tool_calls is NULL unless the model asked for tools");
+    let with_calls: Vec<i64> =
+        messages.iter().filter(|m| !m.message.tool_calls.is_empty()).map(|m| m.seq).collect();
+    assert_eq!(with_calls, [3], "only the message whose model asked for tools has tool calls");
 
     let events = store.list_events(claimed.id, 0, 100).await.expect("events");
     assert_eq!(events.iter().map(|e| e.seq).collect::<Vec<_>>(), (1..=8).collect::<Vec<i64>>());

@@ -77,7 +77,8 @@ async fn messages_and_tool_calls_are_listed_in_order(pool: PgPool) {
     // The engine writes the journal; here the rows are written directly.
     sqlx::query(
         "INSERT INTO messages (run_id, seq, task, agent, role, content, tool_calls, tool_call_id, attempt) VALUES
-         ($1, 2, 'research', 'researcher', 'assistant', NULL, '[{\"id\": \"c1\"}]', NULL, 1),
+         ($1, 2, 'research', 'researcher', 'assistant', NULL,
+          '[{\"id\": \"c1\", \"name\": \"calculator\", \"arguments\": \"{\\\"expression\\\": \\\"2*7\\\"}\"}]', NULL, 1),
          ($1, 1, 'research', 'researcher', 'system', 'You are a researcher', NULL, NULL, 1),
          ($1, 3, 'research', 'researcher', 'tool', '14', NULL, 'c1', 1)",
     )
@@ -102,7 +103,11 @@ async fn messages_and_tool_calls_are_listed_in_order(pool: PgPool) {
         .map(|m| m["role"].as_str().expect("role"))
         .collect();
     assert_eq!(roles, ["system", "assistant", "tool"]);
-    assert_eq!(messages["messages"][1]["tool_calls"], json!([{"id": "c1"}]));
+    assert_eq!(
+        messages["messages"][1]["tool_calls"],
+        json!([{"id": "c1", "name": "calculator", "arguments": "{\"expression\": \"2*7\"}"}])
+    );
+    assert_eq!(messages["messages"][0]["tool_calls"], Value::Null, "no tool calls: null");
     assert_eq!(messages["messages"][2]["tool_call_id"], "c1");
 
     let calls = expect_json(app.get(&format!("/v1/runs/{id}/tool-calls")).await, StatusCode::OK).await;
