@@ -7,14 +7,17 @@ WORKDIR /src
 ENV SQLX_OFFLINE=true CARGO_TERM_COLOR=never
 # Dependencies first, so code changes don't rebuild them.
 COPY Cargo.toml Cargo.lock ./
-RUN mkdir src && echo 'fn main() {}' > src/main.rs && touch src/lib.rs \
+COPY crates/fake-llm/Cargo.toml crates/fake-llm/Cargo.toml
+RUN mkdir -p src crates/fake-llm/src && echo 'fn main() {}' > src/main.rs \
+    && touch src/lib.rs crates/fake-llm/src/lib.rs \
     && cargo build --release --locked \
-    && rm -rf src
+    && rm -rf src crates/fake-llm/src
 COPY build.rs ./
 COPY .sqlx ./.sqlx
 COPY migrations ./migrations
+COPY crates ./crates
 COPY src ./src
-RUN touch src/main.rs src/lib.rs && cargo build --release --locked --bin agentd
+RUN touch src/main.rs src/lib.rs crates/fake-llm/src/lib.rs && cargo build --release --locked --bin agentd
 
 FROM debian:bookworm-slim AS runtime
 RUN apt-get update \

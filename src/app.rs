@@ -247,8 +247,8 @@ pub async fn start_fake_providers(config: &mut Config) -> Result<(), ServeError>
     for provider in config.providers.values_mut() {
         let crate::config::ProviderKind::Fake { script, bind } = &provider.kind else { continue };
         let bind = bind.unwrap_or_else(|| std::net::SocketAddr::from(([127, 0, 0, 1], 0)));
-        let fake = crate::fake_llm::FakeLlm::start_on(bind)
-            .await
+        let fake = crate::net::listen(bind)
+            .and_then(crate::fake_llm::FakeLlm::serve)
             .map_err(|source| ServeError::Bind { addr: bind, source })?;
         fake.set_label(&provider.name);
         fake.set_max_recorded(FAKE_PROVIDER_CALLS_KEPT);

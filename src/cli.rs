@@ -237,7 +237,7 @@ async fn fake_llm(args: FakeLlmArgs) -> Result<(), BoxError> {
         Some(path) => Script::load(path)?,
         None => Script::single_reply(&args.reply, args.delay_ms)?,
     };
-    let fake = FakeLlm::start_on(args.bind).await?;
+    let fake = FakeLlm::serve(crate::net::listen(args.bind)?)?;
     fake.set_recording(args.max_calls > 0);
     fake.set_max_recorded(args.max_calls);
     let rules = script.len();

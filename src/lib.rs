@@ -8,7 +8,8 @@ pub mod config;
 pub mod domain;
 pub mod engine;
 pub mod events;
-pub mod fake_llm;
+/// The fake model (the `agentd-fake-llm` crate).
+pub use agentd_fake_llm as fake_llm;
 pub mod http;
 pub mod llm;
 pub mod local_postgres;

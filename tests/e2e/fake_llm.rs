@@ -707,3 +707,44 @@ async fn cancels_and_hand_backs_are_not_errors_in_the_log(pool: PgPool) {
     assert!(errors.is_empty(), "{errors:#?}");
     assert!(logs.iter().filter(|l| l.contains("the run stopped: cancelled")).count() >= 2, "{logs:#?}");
 }
+
+/// The fake's ReAct replies are what the engine's parser reads: an action with JSON input, then a
+/// final answer (the fake is its own crate; this is where both meet).
+#[tokio::test]
+async fn react_replies_are_what_the_engine_parses() {
+    use agentd::engine::react::{self, ActionInput, ReactStep};
+    let script = agentd::fake_llm::Script::from_value(json!({"rules": [
+        {"when": {"call": 1}, "reply": {"react": {"action": "$first_tool", "input": {"expression": "{{model}}"}}}},
+        {"when": {"call": 2}, "reply": {"react": {"thought": "done", "final_answer": "It is {{message}}"}}},
+    ]}))
+    .expect("a valid script");
+    let fake = agentd::fake_llm::FakeLlm::start().await.expect("fake");
+    fake.set_script(Some(std::sync::Arc::new(script)));
+    let client = reqwest::Client::new();
+    let url = format!("{}/chat/completions", fake.base_url());
+    let system = "You are a calculator.\nTool Name: calculator\nTool Arguments: {}\nTool Description: math";
+    let (client, url) = (&client, &url);
+    let reply_text = |body: Value| async move {
+        let response = client.post(url).json(&body).send().await.expect("POST");
+        assert_eq!(response.status(), StatusCode::OK);
+        let body: Value = response.json().await.expect("JSON");
+        body["choices"][0]["message"]["content"].as_str().expect("content").to_owned()
+    };
+    let text = reply_text(json!({"model": "1+1", "messages": [
+        {"role": "system", "content": system}, {"role": "user", "content": "go"}]}))
+    .await;
+    match react::parse(&text).expect("parses") {
+        ReactStep::Action { tool, input: ActionInput::Json(input), .. } => {
+            assert_eq!((tool.as_str(), input), ("calculator", json!({"expression": "1+1"})));
+        }
+        other => panic!("not an action: {other:?} from {text}"),
+    }
+    let text = reply_text(json!({"model": "m", "messages": [
+        {"role": "system", "content": system}, {"role": "user", "content": "go"},
+        {"role": "assistant", "content": text}, {"role": "user", "content": "Observation: 2"}]}))
+    .await;
+    assert_eq!(
+        react::parse(&text).expect("parses"),
+        ReactStep::Final { thought: "done".into(), output: "It is Observation: 2".into() }
+    );
+}

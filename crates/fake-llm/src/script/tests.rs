@@ -5,7 +5,6 @@ use std::sync::atomic::AtomicU64;
 use serde_json::{json, Value};
 
 use super::{Request, Script};
-use crate::engine::react::{self, ActionInput, ReactStep};
 
 fn script(value: Value) -> Script {
     Script::from_value(value).expect("a valid script")
@@ -247,33 +246,6 @@ fn times_bound_a_rule_and_reset_restores_it() {
     assert_eq!(rule_of(&s, &body).as_deref(), Some("ok"));
     s.reset();
     assert_eq!(rule_of(&s, &body).as_deref(), Some("busy"));
-}
-
-#[test]
-fn react_replies_are_what_the_engine_parses() {
-    let s = script(json!({"rules": [
-        {"when": {"call": 1}, "reply": {"react": {"action": "$first_tool", "input": {"expression": "{{model}}"}}}},
-        {"when": {"call": 2}, "reply": {"react": {"thought": "done", "final_answer": "It is {{message}}"}}},
-    ]}));
-    let system = "You are a calculator.\nTool Name: calculator\nTool Arguments: {}\nTool Description: math";
-    let first = json!({"model": "1+1", "messages": [{"role": "system", "content": system}, {"role": "user", "content": "go"}]});
-    let (_, body) = answer(&s, &first).expect("a rule");
-    let text = content(&body.expect("rendered")).to_owned();
-    match react::parse(&text).expect("parses") {
-        ReactStep::Action { tool, input: ActionInput::Json(input), .. } => {
-            assert_eq!((tool.as_str(), input), ("calculator", json!({"expression": "1+1"})));
-        }
-        other => panic!("not an action: {other:?} from {text}"),
-    }
-    let second = json!({"model": "m", "messages": [
-        {"role": "system", "content": system}, {"role": "user", "content": "go"},
-        {"role": "assistant", "content": text}, {"role": "user", "content": "Observation: 2"}]});
-    let (_, body) = answer(&s, &second).expect("a rule");
-    let text = content(&body.expect("rendered")).to_owned();
-    assert_eq!(
-        react::parse(&text).expect("parses"),
-        ReactStep::Final { thought: "done".into(), output: "It is Observation: 2".into() }
-    );
 }
 
 #[test]

@@ -181,6 +181,11 @@ impl FakeLlm {
 
     /// Listen on `addr` (port 0: a free one) with an empty script.
     pub async fn start_on(addr: SocketAddr) -> std::io::Result<Self> {
+        Self::serve(tokio::net::TcpListener::bind(addr).await?)
+    }
+
+    /// Answer on `listener` (a server's own, with the accept queue it wants) with an empty script.
+    pub fn serve(listener: tokio::net::TcpListener) -> std::io::Result<Self> {
         let shared = Arc::new(Shared::default());
         let app = axum::Router::new()
             .route("/v1/chat/completions", post(chat))
@@ -188,7 +193,6 @@ impl FakeLlm {
             .route("/calls", get(calls))
             .route("/reset", post(reset))
             .with_state(shared.clone());
-        let listener = crate::net::listen(addr)?;
         let addr = listener.local_addr()?;
         tokio::spawn(async move {
             if let Err(error) = axum::serve(listener, app).await {
