@@ -285,9 +285,14 @@ async fn serve_api(
     let bind = listener.local_addr()?;
     let grace = config.shutdown_grace;
     if config.api_keys.is_empty() && !bind.ip().is_loopback() {
-        tracing::warn!(%bind, "no API keys configured: the API is open to anyone who can reach this address");
+        tracing::warn!(%bind, "no API keys configured: the API is open to anyone who can reach this address, unless keys are stored (agentd keys create)");
     } else if config.api_keys.is_empty() {
-        tracing::warn!(%bind, "no API keys configured: the API is open, listening on loopback only");
+        tracing::warn!(%bind, "no API keys configured: the API is open, listening on loopback only, unless keys are stored (agentd keys create)");
+    } else {
+        tracing::info!(
+            keys = config.api_keys.len(),
+            "the keys of AGENTD_API_KEYS are admin keys of the 'default' tenant"
+        );
     }
     tracing::info!(addr = %bind, "agentd listening");
     let server = crate::http::server::serve(

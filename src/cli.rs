@@ -32,11 +32,38 @@ enum Command {
     /// Print the settings in effect (default < file < environment < flags) as TOML, with the
     /// source of each value; secrets are redacted.
     Config(ConfigArgs),
+    /// Manage API keys in the database (for bootstrapping: no key is needed).
+    #[command(subcommand)]
+    Keys(KeysCommand),
     /// Print the OpenAPI document.
     Openapi,
     /// Serve a fake OpenAI-compatible LLM (for demos and curl-driven integration tests; point a
     /// provider's base_url or OPENAI_BASE_URL at it): scripted with --script, or one text reply.
     FakeLlm(FakeLlmArgs),
+}
+
+#[derive(Debug, Subcommand)]
+enum KeysCommand {
+    /// Create a key (and its tenant, if it does not exist) and print it: the only time it is shown.
+    Create(KeysCreateArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+struct KeysCreateArgs {
+    /// The tenant the key acts for.
+    #[arg(long, default_value = crate::domain::DEFAULT_TENANT)]
+    tenant: String,
+    /// What the key may do: read, kickoff, approve, manage, admin (repeat or comma-separate).
+    #[arg(long = "scope", required = true, value_delimiter = ',')]
+    scopes: Vec<crate::domain::Scope>,
+    /// What the key is for.
+    #[arg(long, default_value = "created with agentd keys create")]
+    name: String,
+    /// When the key stops working (RFC 3339); default: never.
+    #[arg(long)]
+    expires_at: Option<chrono::DateTime<chrono::Utc>>,
+    #[command(flatten)]
+    serve: ServeArgs,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -150,6 +177,7 @@ pub fn main() -> ExitCode {
         Some(Command::Openapi) => print_openapi(),
         Some(Command::Migrate(args)) => run_async(migrate(args)),
         Some(Command::Config(args)) => print_config(&args),
+        Some(Command::Keys(KeysCommand::Create(args))) => run_async(create_key(args)),
         Some(Command::Serve(args)) => run_async(serve(args)),
         Some(Command::FakeLlm(args)) => run_async(fake_llm(args)),
         None => run_async(serve(cli.serve)),
@@ -258,6 +286,28 @@ async fn migrate(args: ServeArgs) -> Result<(), BoxError> {
     let store = crate::app::connect(&Secret::new(url), 2)?;
     crate::app::migrate_when_up(&store, Duration::from_secs(60)).await?;
     tracing::info!("migrations applied");
+    Ok(())
+}
+
+/// `agentd keys create`: a key straight into the database, printed once on stdout.
+async fn create_key(args: KeysCreateArgs) -> Result<(), BoxError> {
+    crate::domain::tenant::check_tenant_name(&args.tenant)?;
+    let loaded = args.serve.load()?;
+    let Some(url) = loaded.settings.database_url.clone() else {
+        return Err(
+            "DATABASE_URL (or --database-url, or database_url in the settings file) is required".into()
+        );
+    };
+    let store = crate::app::connect(&Secret::new(url), 2)?;
+    crate::app::migrate_when_up(&store, Duration::from_secs(60)).await?;
+    if store.create_tenant(&args.tenant).await?.is_some() {
+        tracing::info!(tenant = %args.tenant, "tenant created");
+    }
+    let created = crate::service::issue_key(&store, &args.tenant, &args.name, &args.scopes, args.expires_at)
+        .await
+        .map_err(|e| e.to_string())?;
+    tracing::info!(key = %created.record.id, tenant = %args.tenant, prefix = %created.record.prefix, "key created");
+    println!("{}", created.key);
     Ok(())
 }
 

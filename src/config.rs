@@ -44,9 +44,14 @@ impl ApiKeys {
         Self { digests }
     }
 
-    /// No keys: the API is open.
+    /// No keys configured (the API is open unless keys are stored).
     pub fn is_empty(&self) -> bool {
         self.digests.is_empty()
+    }
+
+    /// How many keys are configured.
+    pub fn len(&self) -> usize {
+        self.digests.len()
     }
 
     /// Is `candidate` one of the keys? Compares against every key, in constant time per key,

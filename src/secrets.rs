@@ -12,7 +12,7 @@ use ring::rand::{SecureRandom, SystemRandom};
 use sha2::{Digest, Sha256};
 
 use crate::store::{SealedSecret, SecretInfo, Store, StoreError, UpsertOutcome};
-use crate::tools::secrets::{SecretFuture, SecretSource};
+use crate::tools::secrets::{SecretFuture, SecretSource, SecretStore};
 
 /// The longest secret value, in bytes.
 pub const MAX_SECRET_BYTES: usize = 16 * 1024;
@@ -125,43 +125,64 @@ impl Vault {
         self.key.as_deref().ok_or(SecretError::NotConfigured)
     }
 
-    /// Create or replace the secret `name`.
-    pub async fn put(&self, name: &str, value: &str) -> Result<(SecretInfo, UpsertOutcome), SecretError> {
+    /// Create or replace the tenant's secret `name`.
+    pub async fn put(
+        &self,
+        tenant: &str,
+        name: &str,
+        value: &str,
+    ) -> Result<(SecretInfo, UpsertOutcome), SecretError> {
         let sealed = self.key()?.seal(name, value).map_err(StoreError::Corrupt)?;
-        Ok(self.store.put_secret(name, &sealed).await?)
+        Ok(self.store.put_secret(tenant, name, &sealed).await?)
     }
 
-    /// Every secret's name and times.
-    pub async fn list(&self) -> Result<Vec<SecretInfo>, SecretError> {
+    /// Every secret's name and times, of the tenant.
+    pub async fn list(&self, tenant: &str) -> Result<Vec<SecretInfo>, SecretError> {
         self.key()?;
-        Ok(self.store.list_secrets().await?)
+        Ok(self.store.list_secrets(tenant).await?)
     }
 
-    /// Remove a secret; `false` if there was none.
-    pub async fn delete(&self, name: &str) -> Result<bool, SecretError> {
+    /// Remove the tenant's secret; `false` if there was none.
+    pub async fn delete(&self, tenant: &str, name: &str) -> Result<bool, SecretError> {
         self.key()?;
-        Ok(self.store.delete_secret(name).await?)
+        Ok(self.store.delete_secret(tenant, name).await?)
     }
 
-    /// Those of `names` that do not exist.
-    pub async fn missing(&self, names: &[String]) -> Result<Vec<String>, SecretError> {
+    /// Those of `names` that the tenant does not have.
+    pub async fn missing(&self, tenant: &str, names: &[String]) -> Result<Vec<String>, SecretError> {
         self.key()?;
-        Ok(self.store.missing_secrets(names).await?)
+        Ok(self.store.missing_secrets(tenant, names).await?)
     }
 
-    /// The value of `name`, read now (a rotation applies to the next use).
-    pub async fn value(&self, name: &str) -> Result<String, SecretError> {
+    /// The value of the tenant's `name`, read now (a rotation applies to the next use). Another
+    /// tenant's secret of that name is, to this one, missing.
+    pub async fn value(&self, tenant: &str, name: &str) -> Result<String, SecretError> {
         let key = self.key()?;
-        let sealed =
-            self.store.get_secret(name).await?.ok_or_else(|| SecretError::Missing(name.to_owned()))?;
+        let sealed = self
+            .store
+            .get_secret(tenant, name)
+            .await?
+            .ok_or_else(|| SecretError::Missing(name.to_owned()))?;
         key.open(name, &sealed)
     }
 }
 
-impl SecretSource for Vault {
+/// One tenant's secrets, as its runs' tools read them.
+struct TenantSecrets {
+    vault: Vault,
+    tenant: String,
+}
+
+impl SecretStore for Vault {
+    fn for_tenant(&self, tenant: &str) -> Arc<dyn SecretSource> {
+        Arc::new(TenantSecrets { vault: self.clone(), tenant: tenant.to_owned() })
+    }
+}
+
+impl SecretSource for TenantSecrets {
     fn resolve<'a>(&'a self, name: &'a str) -> SecretFuture<'a> {
         Box::pin(async move {
-            self.value(name).await.map_err(|error| match error {
+            self.vault.value(&self.tenant, name).await.map_err(|error| match error {
                 // The database's own words stay in the log; the model is told what it can act on.
                 SecretError::Store(error) => {
                     tracing::warn!(secret = %name, %error, "a secret could not be read");

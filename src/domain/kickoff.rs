@@ -120,6 +120,7 @@ pub fn prepare_batch(
     inputs: Vec<Map<String, Value>>,
     metadata: Map<String, Value>,
     timeout_s: Option<u32>,
+    tenant: &str,
     ctx: &ValidationContext,
 ) -> Result<Vec<NewRun>, Vec<FieldError>> {
     if inputs.is_empty() || inputs.len() > MAX_BATCH {
@@ -149,6 +150,7 @@ pub fn prepare_batch(
         .into_iter()
         .map(|inputs| NewRun {
             id: RunId::new(),
+            tenant: tenant.to_owned(),
             crew: crew.clone(),
             inputs,
             metadata: metadata.clone(),
@@ -241,6 +243,8 @@ impl CrewSpec {
 #[derive(Debug, Clone)]
 pub struct NewRun {
     pub id: RunId,
+    /// The tenant that owns it.
+    pub tenant: String,
     pub crew: CrewSpec,
     pub inputs: Map<String, Value>,
     pub metadata: Map<String, Value>,
@@ -270,6 +274,7 @@ impl NewRun {
             .collect();
         Run {
             id: self.id,
+            tenant: self.tenant.clone(),
             status: RunStatus::Queued,
             crew_name: self.crew.name.clone(),
             inputs: self.inputs.clone(),
@@ -298,6 +303,7 @@ pub fn prepare_run(
     inputs: Map<String, Value>,
     metadata: Map<String, Value>,
     timeout_s: Option<u32>,
+    tenant: &str,
     ctx: &ValidationContext,
 ) -> Result<NewRun, Vec<FieldError>> {
     let mut errors: Vec<FieldError> = match validate_crew(&crew, ctx) {
@@ -312,7 +318,17 @@ pub fn prepare_run(
     }
     if errors.is_empty() {
         let fake_llm = ctx.uses_fake_provider(&crew);
-        Ok(NewRun { id: RunId::new(), crew, inputs, metadata, timeout_s, fake_llm, webhooks: Vec::new() })
+        let tenant = tenant.to_owned();
+        Ok(NewRun {
+            id: RunId::new(),
+            tenant,
+            crew,
+            inputs,
+            metadata,
+            timeout_s,
+            fake_llm,
+            webhooks: Vec::new(),
+        })
     } else {
         Err(errors)
     }

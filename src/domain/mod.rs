@@ -12,6 +12,7 @@ pub mod kickoff;
 pub mod limits;
 pub mod run;
 pub mod schema;
+pub mod tenant;
 pub mod validate;
 
 pub use crew::{AgentSpec, CrewSpec, HttpToolSpec, LlmSpec, Process, TaskSpec, ToolCalling, ToolSpec};
@@ -19,4 +20,5 @@ pub use event::{Event, EventData, EventType};
 pub use ids::RunId;
 pub use limits::{CrewLimits, RunLimits};
 pub use run::{ErrorKind, Run, RunError, RunStatus, TaskOutput, TaskRun, TaskStatus, Usage, UsageLine};
+pub use tenant::{Caller, Scope, Scopes, DEFAULT_TENANT};
 pub use validate::{FieldError, ValidationContext};

@@ -229,6 +229,8 @@ pub struct TaskRun {
 #[schema(as = RunDetails)]
 pub struct Run {
     pub id: RunId,
+    /// The tenant that owns the run (the kickoff's key's).
+    pub tenant: String,
     pub status: RunStatus,
     pub crew_name: String,
     #[schema(value_type = Object)]

@@ -407,6 +407,10 @@ impl Snapshot {
 pub trait Journal: Send + Sync {
     /// The run this journal is of.
     fn run_id(&self) -> crate::domain::RunId;
+    /// The tenant that owns the run (its tools read this tenant's secrets only).
+    fn tenant(&self) -> &str {
+        crate::domain::DEFAULT_TENANT
+    }
     /// Everything journaled so far.
     fn load(&self) -> JournalFuture<'_, Snapshot>;
     /// Write one step atomically.

@@ -23,7 +23,7 @@ use crate::llm::LlmRegistry;
 use crate::metrics::Metrics;
 use crate::ratelimit::RateLimiter;
 use crate::tools::http::Outbound;
-use crate::tools::secrets::{NoSecrets, SecretSource};
+use crate::tools::secrets::{NoSecrets, SecretStore};
 use crate::tools::{builtin, Tool};
 
 /// Executes runs. One per process, shared by every worker.
@@ -37,8 +37,8 @@ pub struct Engine {
     metrics: Arc<Metrics>,
     /// What one run may produce.
     limits: RunLimits,
-    /// Where tools read the secrets a crew references.
-    secrets: Arc<dyn SecretSource>,
+    /// Where tools read the secrets a crew references (its run's tenant's).
+    secrets: Arc<dyn SecretStore>,
     /// Where streaming runs' replies go as they arrive (none: runs do not stream).
     deltas: Option<Arc<dyn DeltaPublisher>>,
 }
@@ -55,8 +55,8 @@ pub struct EngineParts {
     pub metrics: Arc<Metrics>,
     /// What one run may produce.
     pub limits: RunLimits,
-    /// Where tools read the secrets a crew references.
-    pub secrets: Arc<dyn SecretSource>,
+    /// Where tools read the secrets a crew references (each run its own tenant's).
+    pub secrets: Arc<dyn SecretStore>,
     /// Where streaming runs' replies go as they arrive (none: runs do not stream).
     pub deltas: Option<Arc<dyn DeltaPublisher>>,
 }
@@ -139,12 +139,14 @@ impl Engine {
         let tools = RunTools::from_snapshot(&snapshot);
         let rate_key = format!("run-{}:", uuid::Uuid::now_v7().simple());
         let schemas = RunSchemas::compile(crew, self.schemas.clone());
-        let mcp = McpRun::new(crew, &self.outbound, &self.secrets, self.metrics.clone(), &snapshot);
+        // The run's tools read its own tenant's secrets, and no one else's.
+        let secrets = self.secrets.for_tenant(journal.tenant());
+        let mcp = McpRun::new(crew, &self.outbound, &secrets, self.metrics.clone(), &snapshot);
         let assembler = Assembler {
             llms: &self.llms,
             builtins: &self.builtins,
             outbound: &self.outbound,
-            secrets: &self.secrets,
+            secrets: &secrets,
             mcp: &mcp,
             crew,
             inputs,

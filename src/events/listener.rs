@@ -14,8 +14,8 @@ use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use super::{BusItem, Envelope, EventBus};
-use crate::domain::{Event, EventType, RunId};
-use crate::store::{Listened, Notification, Store, DELTAS_CHANNEL, EVENTS_CHANNEL};
+use crate::domain::{EventType, RunId};
+use crate::store::{Listened, LoggedEvent, Notification, Store, DELTAS_CHANNEL, EVENTS_CHANNEL};
 
 /// A committed event as a notification names it.
 #[derive(Debug, Deserialize)]
@@ -98,13 +98,16 @@ async fn deliver<'p>(store: &Store, bus: &EventBus, payloads: impl Iterator<Item
         }
     };
     // Published in notification order (commit order), which ids need not follow.
-    let mut bodies: HashMap<i64, (String, Event)> =
-        bodies.into_iter().map(|(id, crew, event)| (id, (crew, event))).collect();
+    let mut bodies: HashMap<i64, LoggedEvent> =
+        bodies.into_iter().map(|logged| (logged.id, logged)).collect();
     for Ref(id, run_id, seq, event_type) in followed {
         let item = match bodies.remove(&id) {
-            Some((crew, event)) => {
-                BusItem::Event { id, crew: Some(Arc::from(crew)), event: Envelope::new(event) }
-            }
+            Some(logged) => BusItem::Event {
+                id,
+                crew: Some(Arc::from(logged.crew)),
+                tenant: Some(Arc::from(logged.tenant)),
+                event: Envelope::new(logged.event),
+            },
             // Not read (a waiter's run), or gone: a stream that gets a notice reads the database.
             None => match event_type.parse::<EventType>() {
                 Ok(event_type) => BusItem::Notice { run_id: RunId(run_id), seq, event_type },

@@ -43,8 +43,8 @@ impl Envelope {
 /// What the bus carries.
 #[derive(Debug, Clone)]
 pub enum BusItem {
-    /// A committed event with its global id and its run's crew.
-    Event { id: i64, crew: Option<Arc<str>>, event: Arc<Envelope> },
+    /// A committed event with its global id and its run's crew and tenant.
+    Event { id: i64, crew: Option<Arc<str>>, tenant: Option<Arc<str>>, event: Arc<Envelope> },
     /// A committed event that no stream here needed the body of (a waiter follows its run):
     /// what it is, not what it says. A stream that receives one reads the database.
     Notice { run_id: RunId, seq: i64, event_type: EventType },

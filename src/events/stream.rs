@@ -128,15 +128,31 @@ impl RunPump {
     }
 }
 
+/// Which runs' events a firehose shows.
+#[derive(Debug, Clone, Default)]
+pub struct FirehoseFilter {
+    /// Only this crew's runs.
+    pub crew: Option<String>,
+    /// Only this tenant's runs (`None`: every tenant's, for an admin).
+    pub tenant: Option<String>,
+}
+
+impl FirehoseFilter {
+    fn wants(&self, crew: Option<&str>, tenant: Option<&str>) -> bool {
+        self.crew.as_deref().is_none_or(|c| crew == Some(c))
+            && self.tenant.as_deref().is_none_or(|t| tenant == Some(t))
+    }
+}
+
 /// Stream every run's events after global id `after`, optionally of one crew's runs. With no
 /// `after`, start at the end of the log: the first frame is a bare position (the highest id
 /// committed once the stream is subscribed), then only events committed later follow.
-pub fn firehose(store: Store, bus: &EventBus, after: Option<i64>, crew: Option<String>) -> FrameStream {
+pub fn firehose(store: Store, bus: &EventBus, after: Option<i64>, filter: FirehoseFilter) -> FrameStream {
     let receiver = bus.subscribe_all();
     let (sender, frames) = mpsc::channel(FRAME_BUFFER);
     tokio::spawn(async move {
         let last = after.unwrap_or(0);
-        let mut pump = FirehosePump { store, crew, last, sent: HashSet::new(), sender };
+        let mut pump = FirehosePump { store, filter, last, sent: HashSet::new(), sender };
         if let Err(error) = pump.run(receiver, after.is_none()).await {
             tracing::warn!(%error, "firehose stopped on a database error");
         }
@@ -146,7 +162,7 @@ pub fn firehose(store: Store, bus: &EventBus, after: Option<i64>, crew: Option<S
 
 struct FirehosePump {
     store: Store,
-    crew: Option<String>,
+    filter: FirehoseFilter,
     /// The highest global id sent.
     last: i64,
     /// Ids sent out of the database at or below `last` (live events can commit out of id order;
@@ -173,8 +189,8 @@ impl FirehosePump {
                 () = self.sender.closed() => return Ok(()),
             };
             let flow = match item {
-                Ok(BusItem::Event { id, crew, event }) => {
-                    let wanted = self.crew.as_deref().is_none_or(|c| crew.as_deref() == Some(c));
+                Ok(BusItem::Event { id, crew, tenant, event }) => {
+                    let wanted = self.filter.wants(crew.as_deref(), tenant.as_deref());
                     if wanted && !self.sent.contains(&id) {
                         self.send(id, event).await
                     } else {
@@ -192,7 +208,8 @@ impl FirehosePump {
 
     async fn catch_up(&mut self) -> StoreResult<Flow> {
         loop {
-            let page = self.store.list_all_events(self.last, PAGE, self.crew.as_deref()).await?;
+            let (crew, tenant) = (self.filter.crew.as_deref(), self.filter.tenant.as_deref());
+            let page = self.store.list_all_events(self.last, PAGE, crew, tenant).await?;
             let full = page.len() as i64 == PAGE;
             for (id, event) in page {
                 if let Flow::Done = self.send(id, Envelope::new(event)).await {

@@ -1,34 +1,86 @@
-//! Bearer-token authentication of `/v1/*`.
+//! Bearer-token authentication of `/v1/*`: who the caller is (its tenant and scopes) and whether
+//! its key may do what it asks.
 
-use axum::extract::{Request, State};
-use axum::http::header;
+use axum::extract::{FromRequestParts, MatchedPath, Request, State};
+use axum::http::request::Parts;
+use axum::http::{header, Method};
 use axum::middleware::Next;
 use axum::response::Response;
 
 use super::error::ApiError;
 use super::AppState;
+use crate::domain::{Caller, Scope};
 
 /// The prefix of every route that needs a key (including unknown ones, which must not reveal
 /// whether they exist).
 const PROTECTED_PREFIX: &str = "/v1/";
 
-/// Let a request through when it is outside `/v1/`, when the server has no API keys, or when it
-/// carries `Authorization: Bearer <key>` with a configured key; 401 otherwise.
+/// Who is calling, for the handlers of `/v1/*` (resolved by [`require_api_key`]).
+#[derive(Debug, Clone)]
+pub struct Authed(pub Caller);
+
+impl<S: Send + Sync> FromRequestParts<S> for Authed {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        parts.extensions.get::<Caller>().cloned().map(Authed).ok_or(ApiError::Unauthorized)
+    }
+}
+
+/// Resolve the caller of a `/v1/` request and check its key's scope for the operation; other
+/// paths pass. Without any key (none configured, none stored) the API is open and everyone is
+/// an admin of `default`; a key of `AGENTD_API_KEYS` is one too; a stored key acts for its tenant
+/// with its scopes. No key or an unknown one: 401. A key without the operation's scope: 403.
 pub async fn require_api_key(
     State(state): State<AppState>,
-    request: Request,
+    mut request: Request,
     next: Next,
 ) -> Result<Response, ApiError> {
-    let keys = &state.config.api_keys;
-    if keys.is_empty() || !request.uri().path().starts_with(PROTECTED_PREFIX) {
+    if !request.uri().path().starts_with(PROTECTED_PREFIX) {
         return Ok(next.run(request).await);
     }
+    let keys = &state.config.api_keys;
     let header = request.headers().get(header::AUTHORIZATION).and_then(|value| value.to_str().ok());
     let token = header.and_then(bearer_token).map(str::to_owned).or_else(|| query_token(&request));
-    match token {
-        Some(token) if keys.accepts(&token) => Ok(next.run(request).await),
-        _ => Err(ApiError::Unauthorized),
+    let caller = if keys.is_empty() && !state.services.keys_exist().await? {
+        Caller::operator()
+    } else {
+        match token {
+            Some(token) if keys.accepts(&token) => Caller::operator(),
+            Some(token) => state.services.authenticate(&token).await?.ok_or(ApiError::Unauthorized)?,
+            None => return Err(ApiError::Unauthorized),
+        }
+    };
+    let operation = request.extensions().get::<MatchedPath>().map(|path| path.as_str().to_owned());
+    if let Some(scope) = operation.and_then(|path| required_scope(request.method(), &path)) {
+        if !caller.may(scope) {
+            return Err(ApiError::Forbidden(format!(
+                "this key lacks the '{scope}' scope this operation needs"
+            )));
+        }
     }
+    request.extensions_mut().insert(caller);
+    Ok(next.run(request).await)
+}
+
+/// The scope an operation (method and route, as the OpenAPI document names it) needs: `read` for
+/// reading runs, events, crews and secret names; `kickoff` to start, cancel and delete runs;
+/// `approve` to decide tool calls and resume runs; `manage` to change crews and secrets and for
+/// everything about webhooks; `admin` for tenants and keys.
+pub fn required_scope(method: &Method, path: &str) -> Option<Scope> {
+    let path = path.strip_prefix("/v1")?;
+    let reads = method == Method::GET || method == Method::HEAD;
+    let scope = match path {
+        "/kickoffs" | "/kickoffs/batch" | "/runs/{id}/cancel" => Scope::Kickoff,
+        "/runs/{id}" if method == Method::DELETE => Scope::Kickoff,
+        "/runs/{id}/resume" | "/runs/{id}/tool-calls/{tool_call_id}/approval" => Scope::Approve,
+        p if p.starts_with("/keys") || p.starts_with("/tenants") => Scope::Admin,
+        p if p.starts_with("/webhooks") => Scope::Manage,
+        p if (p.starts_with("/crews") || p.starts_with("/secrets")) && !reads => Scope::Manage,
+        _ if reads => Scope::Read,
+        _ => return None,
+    };
+    Some(scope)
 }
 
 /// The `access_token` query parameter, accepted only on the event-stream routes: browsers'
@@ -53,7 +105,24 @@ fn bearer_token(value: &str) -> Option<&str> {
 
 #[cfg(test)]
 mod tests {
-    use super::bearer_token;
+    use super::{bearer_token, required_scope};
+    use crate::domain::Scope;
+    use axum::http::Method;
+
+    #[test]
+    fn operations_need_their_scopes() {
+        let scope = |method: Method, path: &str| required_scope(&method, path);
+        assert_eq!(scope(Method::GET, "/v1/runs/{id}"), Some(Scope::Read));
+        assert_eq!(scope(Method::DELETE, "/v1/runs/{id}"), Some(Scope::Kickoff));
+        assert_eq!(scope(Method::POST, "/v1/kickoffs"), Some(Scope::Kickoff));
+        assert_eq!(scope(Method::POST, "/v1/runs/{id}/resume"), Some(Scope::Approve));
+        assert_eq!(scope(Method::GET, "/v1/secrets"), Some(Scope::Read));
+        assert_eq!(scope(Method::PUT, "/v1/secrets/{name}"), Some(Scope::Manage));
+        assert_eq!(scope(Method::GET, "/v1/webhooks"), Some(Scope::Manage));
+        assert_eq!(scope(Method::POST, "/v1/keys"), Some(Scope::Admin));
+        assert_eq!(scope(Method::GET, "/v1/tenants"), Some(Scope::Admin));
+        assert_eq!(scope(Method::GET, "/healthz"), None);
+    }
 
     #[test]
     fn reads_bearer_tokens_only() {

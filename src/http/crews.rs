@@ -7,6 +7,7 @@ use serde::Serialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
+use super::auth::Authed;
 use super::error::{ApiError, ApiResult, Problem};
 use super::extract::{ApiJson, ApiPath};
 use super::wire::CrewBody;
@@ -34,11 +35,12 @@ use crate::service::UpsertOutcome;
 )]
 pub async fn put_crew(
     State(state): State<AppState>,
+    Authed(caller): Authed,
     ApiPath(name): ApiPath<String>,
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<(StatusCode, Json<CrewBody>)> {
     check_name(&name)?;
-    let (record, outcome) = state.services.register_crew(&name, body).await?;
+    let (record, outcome) = state.services.register_crew(&caller, &name, body).await?;
     let status = match outcome {
         UpsertOutcome::Created => StatusCode::CREATED,
         UpsertOutcome::Replaced => StatusCode::OK,
@@ -82,8 +84,8 @@ pub struct CrewList {
         (status = 200, body = CrewList),
         (status = 503, description = "The database is unavailable (retry later)", body = Problem, content_type = "application/problem+json"),
     ))]
-pub async fn list_crews(State(state): State<AppState>) -> ApiResult<Json<CrewList>> {
-    let crews = state.services.crews().await?;
+pub async fn list_crews(State(state): State<AppState>, Authed(caller): Authed) -> ApiResult<Json<CrewList>> {
+    let crews = state.services.crews(&caller).await?;
     Ok(Json(CrewList { crews: crews.into_iter().map(CrewBody::from).collect() }))
 }
 
@@ -99,9 +101,10 @@ pub async fn list_crews(State(state): State<AppState>) -> ApiResult<Json<CrewLis
 )]
 pub async fn get_crew(
     State(state): State<AppState>,
+    Authed(caller): Authed,
     ApiPath(name): ApiPath<String>,
 ) -> ApiResult<Json<CrewBody>> {
-    Ok(Json(state.services.crew(&name).await?.into()))
+    Ok(Json(state.services.crew(&caller, &name).await?.into()))
 }
 
 /// Delete a registered crew. Runs already started keep their snapshot of it.
@@ -116,9 +119,10 @@ pub async fn get_crew(
 )]
 pub async fn delete_crew(
     State(state): State<AppState>,
+    Authed(caller): Authed,
     ApiPath(name): ApiPath<String>,
 ) -> ApiResult<StatusCode> {
-    state.services.delete_crew(&name).await?;
+    state.services.delete_crew(&caller, &name).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -141,9 +145,10 @@ pub struct CrewInputs {
 )]
 pub async fn crew_inputs(
     State(state): State<AppState>,
+    Authed(caller): Authed,
     ApiPath(name): ApiPath<String>,
 ) -> ApiResult<Json<CrewInputs>> {
-    let record = state.services.crew(&name).await?;
+    let record = state.services.crew(&caller, &name).await?;
     Ok(Json(CrewInputs { inputs: required_inputs(&record.spec).into_iter().collect() }))
 }
 

@@ -30,6 +30,9 @@ pub enum ApiError {
     BadRequest(String),
     #[error("missing or invalid API key")]
     Unauthorized,
+    /// The key may not do this (the message names the scope it lacks).
+    #[error("{0}")]
+    Forbidden(String),
     #[error("{0}")]
     NotFound(String),
     #[error("method not allowed")]
@@ -93,6 +96,7 @@ impl ApiError {
             ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::Validation { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::NotImplemented(_) => StatusCode::NOT_IMPLEMENTED,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -102,6 +106,7 @@ impl ApiError {
         match self {
             ApiError::BadRequest(_) => "bad-request",
             ApiError::Unauthorized => "unauthorized",
+            ApiError::Forbidden(_) => "forbidden",
             ApiError::NotFound(_) => "not-found",
             ApiError::MethodNotAllowed => "method-not-allowed",
             ApiError::Conflict(_) => "conflict",

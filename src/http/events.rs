@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
+use super::auth::Authed;
 use super::error::{ApiError, ApiResult, Problem};
 use super::extract::{ApiPath, ApiQuery};
 use super::runs::bounded;
@@ -22,7 +23,7 @@ use super::wire::RunBody;
 use super::AppState;
 use crate::domain::{Event, RunId};
 use crate::events::deltas::LLM_DELTA;
-use crate::events::stream::{firehose, run_stream, FrameStream};
+use crate::events::stream::{firehose, run_stream, FirehoseFilter, FrameStream};
 use crate::events::wait_for_run;
 
 const DEFAULT_EVENTS: i64 = 100;
@@ -80,6 +81,7 @@ pub struct EventList {
 )]
 pub async fn run_events(
     State(state): State<AppState>,
+    Authed(caller): Authed,
     headers: HeaderMap,
     ApiPath(id): ApiPath<Uuid>,
     ApiQuery(query): ApiQuery<EventsQuery>,
@@ -87,7 +89,7 @@ pub async fn run_events(
     let id = RunId(id);
     let after = resume_point(&headers, query.after)?;
     if wants_event_stream(&headers) {
-        if !state.services.stream_has_more(id, after).await? {
+        if !state.services.stream_has_more(&caller, id, after).await? {
             // The run has ended and the client has its last event: 204 tells an EventSource to
             // stop reconnecting.
             return Ok(StatusCode::NO_CONTENT.into_response());
@@ -96,7 +98,7 @@ pub async fn run_events(
         return Ok(sse(frames, state.shutdown.clone()).into_response());
     }
     let limit = bounded(query.limit, DEFAULT_EVENTS, MAX_EVENTS, "limit")?;
-    let events = state.services.events(id, after, limit).await?;
+    let events = state.services.events(&caller, id, after, limit).await?;
     let next_after = events.last().map_or(after, |e| e.seq);
     Ok(Json(EventList { events, next_after }).into_response())
 }
@@ -165,13 +167,16 @@ pub struct FirehoseQuery {
 )]
 pub async fn all_events(
     State(state): State<AppState>,
+    Authed(caller): Authed,
     headers: HeaderMap,
     ApiQuery(query): ApiQuery<FirehoseQuery>,
 ) -> ApiResult<Response> {
     let after = resume_point(&headers, query.after)?;
     let resuming = query.after.is_some() || last_event_id(&headers).is_some();
     let from_end = query.from_now == Some(true) && !resuming;
-    let frames = firehose(state.store.clone(), &state.bus, (!from_end).then_some(after), query.crew);
+    // A tenant's key sees its own runs' events; an admin's, every tenant's.
+    let filter = FirehoseFilter { crew: query.crew, tenant: caller.visible_tenant().map(str::to_owned) };
+    let frames = firehose(state.store.clone(), &state.bus, (!from_end).then_some(after), filter);
     Ok(sse(frames, state.shutdown.clone()).into_response())
 }
 
@@ -197,6 +202,7 @@ pub struct WaitQuery {
 )]
 pub async fn wait_run(
     State(state): State<AppState>,
+    Authed(caller): Authed,
     ApiPath(id): ApiPath<Uuid>,
     ApiQuery(query): ApiQuery<WaitQuery>,
 ) -> ApiResult<Json<RunBody>> {
@@ -205,6 +211,7 @@ pub async fn wait_run(
         return Err(ApiError::BadRequest(format!("timeout_s must be between 0 and {MAX_WAIT_S}")));
     }
     let id = RunId(id);
+    state.services.visible_run(&caller, id).await?;
     let run = wait_for_run(&state.store, &state.bus, id, Duration::from_secs(timeout_s))
         .await
         .map_err(crate::service::ServiceError::from)?;

@@ -6,6 +6,7 @@ use axum::http::{header, HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 
+use super::auth::Authed;
 use super::error::{ApiError, ApiResult, Problem};
 use super::extract::ApiJson;
 use super::wire::RunBody;
@@ -40,11 +41,12 @@ const IDEMPOTENT_REPLAYED: HeaderName = HeaderName::from_static("idempotent-repl
 )]
 pub async fn create_kickoff(
     State(state): State<AppState>,
+    Authed(caller): Authed,
     headers: HeaderMap,
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<Response> {
     let key = idempotency_key(&headers)?;
-    let (status, run, replayed) = match state.services.kickoff(body, key).await? {
+    let (status, run, replayed) = match state.services.kickoff(&caller, body, key).await? {
         Kicked::Created(run) => (StatusCode::ACCEPTED, run, false),
         Kicked::Replayed(run) => (StatusCode::OK, run, true),
     };
@@ -97,11 +99,12 @@ pub struct RunBatch {
 )]
 pub async fn create_batch(
     State(state): State<AppState>,
+    Authed(caller): Authed,
     headers: HeaderMap,
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<Response> {
     let key = idempotency_key(&headers)?;
-    let (status, runs, replayed) = match state.services.kickoff_batch(body, key).await? {
+    let (status, runs, replayed) = match state.services.kickoff_batch(&caller, body, key).await? {
         Kicked::Created(runs) => (StatusCode::ACCEPTED, runs, false),
         Kicked::Replayed(runs) => (StatusCode::OK, runs, true),
     };

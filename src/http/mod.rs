@@ -2,6 +2,7 @@
 //! render its answer; extractors, problem+json errors (the one mapping of `ServiceError`),
 //! authentication, the wire types, and the OpenAPI document, built once with the one axum router.
 
+pub mod access;
 pub mod auth;
 pub mod crews;
 pub mod error;
@@ -49,6 +50,7 @@ pub use state::AppState;
         (name = "tools", description = "Built-in tools"),
         (name = "secrets", description = "Stored secrets crews reference in tool headers and queries"),
         (name = "webhooks", description = "Endpoints that receive run events, signed (Standard Webhooks), and their deliveries"),
+        (name = "access", description = "Tenants and API keys (admin)"),
         (name = "service", description = "Health, readiness and documentation"),
     )
 )]
@@ -90,6 +92,10 @@ fn v1_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(webhooks::rotate_webhook_secret))
         .routes(routes!(webhooks::list_deliveries))
         .routes(routes!(webhooks::retry_delivery))
+        .routes(routes!(access::create_tenant, access::list_tenants))
+        .routes(routes!(access::get_tenant))
+        .routes(routes!(access::create_key, access::list_keys))
+        .routes(routes!(access::revoke_key))
 }
 
 /// Routes open to anyone: health, readiness, documentation, the dashboard page.
@@ -115,17 +121,42 @@ fn routes_and_document() -> (Router<AppState>, OpenApiDoc) {
 }
 
 /// Declare on every operation the answers the layers around the handlers give: 401 from the API
-/// key check (`/v1`), 400/408/413/415 from reading a JSON body, and 503 when the database is out
-/// of reach or the connection cap is reached (only the health routes are served then).
+/// key check and 403 from its scope check (`/v1`, whose operations name their scope in
+/// `x-required-scope` and their description), 400/408/413/415 from reading a JSON body, and 503
+/// when the database is out of reach or the connection cap is reached (only the health routes are
+/// served then).
 fn add_edge_responses(document: &mut OpenApiDoc) {
+    use axum::http::Method;
+    use utoipa::openapi::extensions::ExtensionsBuilder;
     use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder};
     let problem = |description: &str| {
         let content = ContentBuilder::new().schema(Some(Ref::from_schema_name("Problem"))).build();
         ResponseBuilder::new().description(description).content("application/problem+json", content).build()
     };
     for (path, item) in document.paths.paths.iter_mut() {
-        let operations = [&mut item.get, &mut item.put, &mut item.post, &mut item.delete, &mut item.patch];
-        for operation in operations.into_iter().flatten() {
+        let operations = [
+            (Method::GET, &mut item.get),
+            (Method::PUT, &mut item.put),
+            (Method::POST, &mut item.post),
+            (Method::DELETE, &mut item.delete),
+            (Method::PATCH, &mut item.patch),
+        ];
+        for (method, operation) in operations {
+            let Some(operation) = operation else { continue };
+            if let Some(scope) = auth::required_scope(&method, path) {
+                let extension = ExtensionsBuilder::new().add("x-required-scope", scope.as_str()).build();
+                operation.extensions.get_or_insert_with(Default::default).merge(extension);
+                let note = format!("Needs a key with the `{scope}` scope (or `admin`).");
+                operation.description = Some(match operation.description.take() {
+                    Some(text) if !text.is_empty() => format!("{text}\n\n{note}"),
+                    _ => note,
+                });
+                operation
+                    .responses
+                    .responses
+                    .entry("403".to_owned())
+                    .or_insert_with(|| problem("The key lacks the scope this operation needs").into());
+            }
             let responses = &mut operation.responses.responses;
             let mut add = |status: &str, description: &str| {
                 responses.entry(status.to_owned()).or_insert_with(|| problem(description).into());

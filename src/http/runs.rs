@@ -8,6 +8,7 @@ use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
+use super::auth::Authed;
 use super::error::{ApiError, ApiResult, Problem};
 use super::extract::{ApiJson, ApiPath, ApiQuery};
 use super::wire::{MessageBody, RunBody, ToolCallBody};
@@ -28,8 +29,12 @@ const MAX_PAGE: i64 = 200;
         (status = 503, description = "The database is unavailable (retry later)", body = Problem, content_type = "application/problem+json"),
     )
 )]
-pub async fn get_run(State(state): State<AppState>, ApiPath(id): ApiPath<Uuid>) -> ApiResult<Json<RunBody>> {
-    Ok(Json(state.services.run(RunId(id)).await?.into()))
+pub async fn get_run(
+    State(state): State<AppState>,
+    Authed(caller): Authed,
+    ApiPath(id): ApiPath<Uuid>,
+) -> ApiResult<Json<RunBody>> {
+    Ok(Json(state.services.run(&caller, RunId(id)).await?.into()))
 }
 
 /// One task of a run, with its output whole (a run's own resource cuts long outputs).
@@ -45,9 +50,10 @@ pub async fn get_run(State(state): State<AppState>, ApiPath(id): ApiPath<Uuid>) 
 )]
 pub async fn get_task(
     State(state): State<AppState>,
+    Authed(caller): Authed,
     ApiPath((id, name)): ApiPath<(Uuid, String)>,
 ) -> ApiResult<Json<TaskRun>> {
-    Ok(Json(state.services.task(RunId(id), &name).await?))
+    Ok(Json(state.services.task(&caller, RunId(id), &name).await?))
 }
 
 /// Query of `GET /v1/runs`.
@@ -85,6 +91,7 @@ pub struct RunList {
 )]
 pub async fn list_runs(
     State(state): State<AppState>,
+    Authed(caller): Authed,
     ApiQuery(query): ApiQuery<RunsQuery>,
 ) -> ApiResult<Json<RunList>> {
     let limit = bounded(query.limit, DEFAULT_PAGE, MAX_PAGE, "limit")?;
@@ -94,7 +101,7 @@ pub async fn list_runs(
             Uuid::parse_str(&c).map(RunId).map_err(|_| ApiError::BadRequest(format!("invalid cursor '{c}'")))
         })
         .transpose()?;
-    let page = state.services.runs(query.status, before, limit).await?;
+    let page = state.services.runs(&caller, query.status, before, limit).await?;
     let next_cursor = page.next_before.map(|id| id.to_string());
     Ok(Json(RunList { runs: page.runs.into_iter().map(RunBody::from).collect(), next_cursor }))
 }
@@ -118,9 +125,10 @@ pub struct MessageList {
 )]
 pub async fn list_messages(
     State(state): State<AppState>,
+    Authed(caller): Authed,
     ApiPath(id): ApiPath<Uuid>,
 ) -> ApiResult<Json<MessageList>> {
-    let messages = state.services.messages(RunId(id)).await?;
+    let messages = state.services.messages(&caller, RunId(id)).await?;
     Ok(Json(MessageList { messages: messages.into_iter().map(MessageBody::from).collect() }))
 }
 
@@ -143,9 +151,10 @@ pub struct ToolCallList {
 )]
 pub async fn list_tool_calls(
     State(state): State<AppState>,
+    Authed(caller): Authed,
     ApiPath(id): ApiPath<Uuid>,
 ) -> ApiResult<Json<ToolCallList>> {
-    let tool_calls = state.services.tool_calls(RunId(id)).await?;
+    let tool_calls = state.services.tool_calls(&caller, RunId(id)).await?;
     Ok(Json(ToolCallList { tool_calls: tool_calls.into_iter().map(ToolCallBody::from).collect() }))
 }
 
@@ -176,9 +185,10 @@ pub(super) fn bounded(value: Option<i64>, default: i64, max: i64, name: &str) ->
 )]
 pub async fn cancel_run(
     State(state): State<AppState>,
+    Authed(caller): Authed,
     ApiPath(id): ApiPath<Uuid>,
 ) -> ApiResult<(StatusCode, Json<RunBody>)> {
-    let run = state.services.cancel(RunId(id)).await?;
+    let run = state.services.cancel(&caller, RunId(id)).await?;
     Ok((StatusCode::ACCEPTED, Json(run.into())))
 }
 
@@ -195,8 +205,12 @@ pub async fn cancel_run(
         (status = 503, description = "The database is unavailable (retry later)", body = Problem, content_type = "application/problem+json"),
     )
 )]
-pub async fn delete_run(State(state): State<AppState>, ApiPath(id): ApiPath<Uuid>) -> ApiResult<StatusCode> {
-    state.services.delete(RunId(id)).await?;
+pub async fn delete_run(
+    State(state): State<AppState>,
+    Authed(caller): Authed,
+    ApiPath(id): ApiPath<Uuid>,
+) -> ApiResult<StatusCode> {
+    state.services.delete(&caller, RunId(id)).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -275,10 +289,11 @@ impl ToSchema for ResumeRequest {}
 )]
 pub async fn resume_run(
     State(state): State<AppState>,
+    Authed(caller): Authed,
     ApiPath(id): ApiPath<Uuid>,
     ApiJson(request): ApiJson<ResumeRequest>,
 ) -> ApiResult<(StatusCode, Json<RunBody>)> {
-    let run = state.services.resume(RunId(id), request.approve, request.feedback.as_deref()).await?;
+    let run = state.services.resume(&caller, RunId(id), request.approve, request.feedback.as_deref()).await?;
     Ok((StatusCode::ACCEPTED, Json(run.into())))
 }
 
@@ -317,9 +332,10 @@ pub struct ApprovalRequest {
 )]
 pub async fn approve_tool_call(
     State(state): State<AppState>,
+    Authed(caller): Authed,
     ApiPath((id, call_id)): ApiPath<(Uuid, String)>,
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<Json<RunBody>> {
-    let run = state.services.decide_tool_call(RunId(id), &call_id, body).await?;
+    let run = state.services.decide_tool_call(&caller, RunId(id), &call_id, body).await?;
     Ok(Json(run.into()))
 }

@@ -9,6 +9,7 @@ use serde::Serialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
+use super::auth::Authed;
 use super::error::{ApiError, ApiResult, Problem};
 use super::extract::{ApiJson, ApiPath};
 use super::AppState;
@@ -63,11 +64,12 @@ pub struct SecretValue {
 )]
 pub async fn put_secret(
     State(state): State<AppState>,
+    Authed(caller): Authed,
     ApiPath(name): ApiPath<String>,
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<(StatusCode, Json<SecretRecord>)> {
     check_name(&name)?;
-    let (info, outcome) = state.services.put_secret(&name, body).await?;
+    let (info, outcome) = state.services.put_secret(&caller, &name, body).await?;
     let status = match outcome {
         UpsertOutcome::Created => StatusCode::CREATED,
         UpsertOutcome::Replaced => StatusCode::OK,
@@ -80,8 +82,11 @@ pub async fn put_secret(
         (status = 200, body = SecretList),
         (status = 501, description = "Secrets are not configured on this server (no AGENTD_SECRETS_KEY)", body = Problem, content_type = "application/problem+json"),
     ))]
-pub async fn list_secrets(State(state): State<AppState>) -> ApiResult<Json<SecretList>> {
-    let secrets = state.services.secrets().await?;
+pub async fn list_secrets(
+    State(state): State<AppState>,
+    Authed(caller): Authed,
+) -> ApiResult<Json<SecretList>> {
+    let secrets = state.services.secrets(&caller).await?;
     Ok(Json(SecretList { secrets: secrets.into_iter().map(SecretRecord::from).collect() }))
 }
 
@@ -98,10 +103,11 @@ pub async fn list_secrets(State(state): State<AppState>) -> ApiResult<Json<Secre
 )]
 pub async fn delete_secret(
     State(state): State<AppState>,
+    Authed(caller): Authed,
     ApiPath(name): ApiPath<String>,
 ) -> ApiResult<StatusCode> {
     check_name(&name)?;
-    state.services.delete_secret(&name).await?;
+    state.services.delete_secret(&caller, &name).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

@@ -10,6 +10,7 @@ use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
+use super::auth::Authed;
 use super::error::{ApiResult, Problem};
 use super::extract::{ApiJson, ApiPath, ApiQuery};
 use super::runs::bounded;
@@ -198,9 +199,10 @@ pub struct DeliveriesQuery {
 )]
 pub async fn create_webhook(
     State(state): State<AppState>,
+    Authed(caller): Authed,
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<(StatusCode, Json<WebhookWithSecret>)> {
-    let created = state.services.create_webhook(body).await?;
+    let created = state.services.create_webhook(&caller, body).await?;
     Ok((StatusCode::CREATED, Json(created.into())))
 }
 
@@ -216,9 +218,10 @@ pub async fn create_webhook(
 )]
 pub async fn list_webhooks(
     State(state): State<AppState>,
+    Authed(caller): Authed,
     ApiQuery(query): ApiQuery<WebhooksQuery>,
 ) -> ApiResult<Json<WebhookList>> {
-    let webhooks = state.services.webhooks(query.run_id.map(RunId)).await?;
+    let webhooks = state.services.webhooks(&caller, query.run_id.map(RunId)).await?;
     Ok(Json(WebhookList { webhooks: webhooks.into_iter().map(WebhookBody::from).collect() }))
 }
 
@@ -235,9 +238,10 @@ pub async fn list_webhooks(
 )]
 pub async fn get_webhook(
     State(state): State<AppState>,
+    Authed(caller): Authed,
     ApiPath(id): ApiPath<Uuid>,
 ) -> ApiResult<Json<WebhookBody>> {
-    Ok(Json(state.services.webhook(id).await?.into()))
+    Ok(Json(state.services.webhook(&caller, id).await?.into()))
 }
 
 /// Change an endpoint's `events`, `description`, or `enabled`.
@@ -254,10 +258,11 @@ pub async fn get_webhook(
 )]
 pub async fn update_webhook(
     State(state): State<AppState>,
+    Authed(caller): Authed,
     ApiPath(id): ApiPath<Uuid>,
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<Json<WebhookBody>> {
-    Ok(Json(state.services.update_webhook(id, body).await?.into()))
+    Ok(Json(state.services.update_webhook(&caller, id, body).await?.into()))
 }
 
 /// Remove an endpoint and its deliveries.
@@ -273,9 +278,10 @@ pub async fn update_webhook(
 )]
 pub async fn delete_webhook(
     State(state): State<AppState>,
+    Authed(caller): Authed,
     ApiPath(id): ApiPath<Uuid>,
 ) -> ApiResult<StatusCode> {
-    state.services.delete_webhook(id).await?;
+    state.services.delete_webhook(&caller, id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -297,9 +303,10 @@ pub async fn delete_webhook(
 )]
 pub async fn rotate_webhook_secret(
     State(state): State<AppState>,
+    Authed(caller): Authed,
     ApiPath(id): ApiPath<Uuid>,
 ) -> ApiResult<Json<WebhookWithSecret>> {
-    Ok(Json(state.services.rotate_webhook_secret(id).await?.into()))
+    Ok(Json(state.services.rotate_webhook_secret(&caller, id).await?.into()))
 }
 
 /// An endpoint's deliveries, newest first.
@@ -315,12 +322,13 @@ pub async fn rotate_webhook_secret(
 )]
 pub async fn list_deliveries(
     State(state): State<AppState>,
+    Authed(caller): Authed,
     ApiPath(id): ApiPath<Uuid>,
     ApiQuery(query): ApiQuery<DeliveriesQuery>,
 ) -> ApiResult<Json<DeliveryList>> {
     let limit = bounded(query.limit, DEFAULT_PAGE, MAX_PAGE, "limit")?;
     let before = query.cursor.map(|c| bounded(Some(c), 1, i64::MAX, "cursor")).transpose()?;
-    let page = state.services.deliveries(id, before, limit).await?;
+    let page = state.services.deliveries(&caller, id, before, limit).await?;
     Ok(Json(DeliveryList {
         deliveries: page.deliveries.into_iter().map(DeliveryBody::from).collect(),
         next_cursor: page.next_before,
@@ -341,8 +349,9 @@ pub async fn list_deliveries(
 )]
 pub async fn retry_delivery(
     State(state): State<AppState>,
+    Authed(caller): Authed,
     ApiPath((id, delivery)): ApiPath<(Uuid, i64)>,
 ) -> ApiResult<(StatusCode, Json<DeliveryBody>)> {
-    let delivery = state.services.retry_delivery(id, delivery).await?;
+    let delivery = state.services.retry_delivery(&caller, id, delivery).await?;
     Ok((StatusCode::ACCEPTED, Json(delivery.into())))
 }

@@ -9,7 +9,7 @@ use super::{invalid, no_run, ServiceError, ServiceResult, Services};
 use crate::domain::crew::McpToolRef;
 use crate::domain::schema::CompiledSchema;
 use crate::domain::validate::parse_json;
-use crate::domain::{FieldError, Run, RunId};
+use crate::domain::{Caller, FieldError, Run, RunId};
 use crate::engine::journal::Approval;
 use crate::store::{DecideOutcome, PendingCall};
 use crate::tools::builtin_tools;
@@ -30,7 +30,14 @@ struct DecisionBody {
 
 impl Services {
     /// Decide on the waiting call `call_id` of run `id`.
-    pub async fn decide_tool_call(&self, id: RunId, call_id: &str, body: Value) -> ServiceResult<Run> {
+    pub async fn decide_tool_call(
+        &self,
+        caller: &Caller,
+        id: RunId,
+        call_id: &str,
+        body: Value,
+    ) -> ServiceResult<Run> {
+        self.visible_run(caller, id).await?;
         let body: DecisionBody = parse_json(body).map_err(ServiceError::Invalid)?;
         let decision = match (body.approve, body.arguments) {
             (false, Some(_)) => return Err(invalid("arguments", "only an approval may give arguments")),

@@ -1,17 +1,22 @@
-//! Registered crews: specs stored by name (validated as a kickoff would validate them), listed,
+//! Registered crews: specs stored by tenant and name (validated as a kickoff would validate them), listed,
 //! read and deleted. Runs already started keep their own snapshot of a crew.
 
 use serde_json::Value;
 
 use super::{invalid, ServiceError, ServiceResult, Services};
 use crate::domain::validate::validate_crew;
-use crate::domain::CrewSpec;
+use crate::domain::{Caller, CrewSpec};
 use crate::store::{CrewRecord, UpsertOutcome};
 
 impl Services {
     /// Register `body` as the crew `name` (its `name` field may be left out), replacing any
     /// crew of that name.
-    pub async fn register_crew(&self, name: &str, body: Value) -> ServiceResult<(CrewRecord, UpsertOutcome)> {
+    pub async fn register_crew(
+        &self,
+        caller: &Caller,
+        name: &str,
+        body: Value,
+    ) -> ServiceResult<(CrewRecord, UpsertOutcome)> {
         let Value::Object(mut fields) = body else {
             return Err(invalid("", "a crew spec must be a JSON object"));
         };
@@ -28,20 +33,20 @@ impl Services {
         let spec = CrewSpec::from_json(Value::Object(fields)).map_err(ServiceError::Invalid)?;
         validate_crew(&spec, &self.validation).map_err(ServiceError::Invalid)?;
         self.check_secrets_usable(&spec, "")?;
-        Ok(self.store.upsert_crew(&spec).await?)
+        Ok(self.store.upsert_crew(&caller.tenant, &spec).await?)
     }
 
-    /// Every registered crew, by name.
-    pub async fn crews(&self) -> ServiceResult<Vec<CrewRecord>> {
-        Ok(self.store.list_crews().await?)
+    /// Every crew the caller's tenant registered, by name.
+    pub async fn crews(&self, caller: &Caller) -> ServiceResult<Vec<CrewRecord>> {
+        Ok(self.store.list_crews(&caller.tenant).await?)
     }
 
-    pub async fn crew(&self, name: &str) -> ServiceResult<CrewRecord> {
-        self.store.get_crew(name).await?.ok_or_else(|| no_crew(name))
+    pub async fn crew(&self, caller: &Caller, name: &str) -> ServiceResult<CrewRecord> {
+        self.store.get_crew(&caller.tenant, name).await?.ok_or_else(|| no_crew(name))
     }
 
-    pub async fn delete_crew(&self, name: &str) -> ServiceResult<()> {
-        match self.store.delete_crew(name).await? {
+    pub async fn delete_crew(&self, caller: &Caller, name: &str) -> ServiceResult<()> {
+        match self.store.delete_crew(&caller.tenant, name).await? {
             true => Ok(()),
             false => Err(no_crew(name)),
         }

@@ -12,7 +12,7 @@ use crate::domain::kickoff::{
 };
 use crate::domain::validate::parse_json;
 use crate::domain::validate::FieldError;
-use crate::domain::{CrewSpec, Run};
+use crate::domain::{Caller, CrewSpec, Run};
 use crate::store::{Created, IdempotencyKey, StoreError};
 
 /// What a kickoff did.
@@ -27,19 +27,25 @@ pub enum Kicked<T> {
 impl Services {
     /// Start a run of the crew `body` names or carries (`POST /v1/kickoffs`), once per
     /// `idempotency_key`.
-    pub async fn kickoff(&self, body: Value, idempotency_key: Option<&str>) -> ServiceResult<Kicked<Run>> {
-        let key = idempotency_key.map(|key| key_for(key, "kickoff", &body));
+    pub async fn kickoff(
+        &self,
+        caller: &Caller,
+        body: Value,
+        idempotency_key: Option<&str>,
+    ) -> ServiceResult<Kicked<Run>> {
+        let tenant = caller.tenant.as_str();
+        let key = idempotency_key.map(|key| key_for(tenant, key, "kickoff", &body));
         let created = match self.earlier(key.as_ref()).await? {
             Some(earlier) => earlier,
             None => {
                 let request: KickoffRequest = parse_json(body).map_err(ServiceError::Invalid)?;
-                let mut crew = self.resolve_crew(request.crew).await?;
+                let mut crew = self.resolve_crew(tenant, request.crew).await?;
                 crew.stream = request.stream.unwrap_or(crew.stream);
                 let budget = apply_budgets(&mut crew, request.max_tokens, request.max_cost_usd);
                 let (inputs, metadata) = (request.inputs, request.metadata);
-                let run = prepare_run(crew, inputs, metadata, request.timeout_s, &self.validation);
+                let run = prepare_run(crew, inputs, metadata, request.timeout_s, tenant, &self.validation);
                 let run = with_budget(budget, run).map_err(ServiceError::Invalid)?;
-                self.check_secrets_exist(&run.crew, "crew.").await?;
+                self.check_secrets_exist(tenant, &run.crew, "crew.").await?;
                 let mut runs = [run];
                 self.attach_webhooks(&request.webhooks, &mut runs).await?;
                 self.store.create_runs(&runs, key.as_ref()).await?
@@ -58,21 +64,24 @@ impl Services {
     /// covers the batch.
     pub async fn kickoff_batch(
         &self,
+        caller: &Caller,
         body: Value,
         idempotency_key: Option<&str>,
     ) -> ServiceResult<Kicked<Vec<Run>>> {
-        let key = idempotency_key.map(|key| key_for(key, "batch", &body));
+        let tenant = caller.tenant.as_str();
+        let key = idempotency_key.map(|key| key_for(tenant, key, "batch", &body));
         if let Some(earlier) = self.earlier(key.as_ref()).await? {
             return answer(earlier);
         }
         let request: BatchKickoffRequest = parse_json(body).map_err(ServiceError::Invalid)?;
-        let mut crew = self.resolve_crew(request.crew).await?;
+        let mut crew = self.resolve_crew(tenant, request.crew).await?;
         crew.stream = request.stream.unwrap_or(crew.stream);
         let budget = apply_budgets(&mut crew, request.max_tokens, request.max_cost_usd);
-        let runs = prepare_batch(crew, request.inputs, request.metadata, request.timeout_s, &self.validation);
+        let (inputs, metadata) = (request.inputs, request.metadata);
+        let runs = prepare_batch(crew, inputs, metadata, request.timeout_s, tenant, &self.validation);
         let mut runs: Vec<NewRun> = with_budget(budget, runs).map_err(ServiceError::Invalid)?;
         if let Some(first) = runs.first() {
-            self.check_secrets_exist(&first.crew, "crew.").await?;
+            self.check_secrets_exist(tenant, &first.crew, "crew.").await?;
         }
         self.attach_webhooks(&request.webhooks, &mut runs).await?;
         answer(self.store.create_runs(&runs, key.as_ref()).await?)
@@ -86,11 +95,11 @@ impl Services {
         }
     }
 
-    /// The crew a kickoff names or carries.
-    async fn resolve_crew(&self, crew: Value) -> ServiceResult<CrewSpec> {
+    /// The crew a kickoff names (one of its tenant's) or carries.
+    async fn resolve_crew(&self, tenant: &str, crew: Value) -> ServiceResult<CrewSpec> {
         match CrewRef::parse(crew).map_err(ServiceError::Invalid)? {
             CrewRef::Spec(spec) => Ok(*spec),
-            CrewRef::Name(name) => match self.store.get_crew(&name).await? {
+            CrewRef::Name(name) => match self.store.get_crew(tenant, &name).await? {
                 Some(record) => Ok(record.spec),
                 None => Err(ServiceError::NotFound(format!("no registered crew named '{name}'"))),
             },
@@ -100,8 +109,9 @@ impl Services {
 
 /// An idempotency key of a kickoff of `scope` (a key reused for another kind of kickoff is a
 /// conflict), with the fingerprint of its body.
-fn key_for(key: &str, scope: &'static str, body: &Value) -> IdempotencyKey {
-    IdempotencyKey { key: key.to_owned(), scope, fingerprint: request_fingerprint(body) }
+fn key_for(tenant: &str, key: &str, scope: &'static str, body: &Value) -> IdempotencyKey {
+    let fingerprint = request_fingerprint(body);
+    IdempotencyKey { tenant: tenant.to_owned(), key: key.to_owned(), scope, fingerprint }
 }
 
 fn answer(created: Created) -> ServiceResult<Kicked<Vec<Run>>> {

@@ -4,6 +4,7 @@
 //! HTTP edge maps to a problem document in one place (a database out of reach is a 503 there,
 //! whichever use case met it).
 
+mod access;
 mod approval;
 mod crews;
 mod kickoffs;
@@ -14,6 +15,7 @@ mod webhooks;
 
 use std::sync::Arc;
 
+pub use access::{issue_key, CreatedKey, KEY_CACHE_TTL};
 pub use kickoffs::Kicked;
 pub use ops::StoredGauges;
 pub use runs::{no_run, RunPage};
@@ -22,7 +24,8 @@ pub use webhooks::WithSecret;
 
 /// What the use cases answer with, from the store: the HTTP edge names them from here.
 pub use crate::store::{
-    CrewRecord, Delivery, Message, SecretInfo, ToolCall, ToolCallStatus, UpsertOutcome, WebhookEndpoint,
+    CrewRecord, Delivery, KeyRecord, Message, SecretInfo, TenantRecord, ToolCall, ToolCallStatus,
+    UpsertOutcome, WebhookEndpoint,
 };
 
 use crate::domain::{FieldError, ValidationContext};
@@ -39,6 +42,8 @@ pub struct Services {
     vault: Vault,
     /// How webhooks are signed and where they may go.
     webhook_settings: Arc<WebhookSettings>,
+    /// What this replica knows of API keys, for a second at a time.
+    keys: Arc<access::KeyCache>,
 }
 
 impl Services {
@@ -48,7 +53,8 @@ impl Services {
         vault: Vault,
         webhook_settings: Arc<WebhookSettings>,
     ) -> Self {
-        Self { store, validation: Arc::new(validation), vault, webhook_settings }
+        let keys = Arc::default();
+        Self { store, validation: Arc::new(validation), vault, webhook_settings, keys }
     }
 
     /// What crew specs are checked against: built-in tools, configured providers.

@@ -2,19 +2,31 @@
 //! (cancelling, resuming one that awaits a human's review).
 
 use super::{invalid, ServiceError, ServiceResult, Services};
-use crate::domain::{Event, Run, RunId, RunStatus, TaskRun};
+use crate::domain::{Caller, Event, Run, RunId, RunStatus, TaskRun};
 use crate::store::{CancelOutcome, Deleted, Message, ResumeOutcome, ToolCall};
 
 pub use crate::store::RunPage;
 
 impl Services {
-    pub async fn run(&self, id: RunId) -> ServiceResult<Run> {
-        self.store.get_run(id).await?.ok_or_else(|| no_run(id))
+    /// Run `id`, if the caller may see it (another tenant's run does not exist, to it).
+    pub async fn run(&self, caller: &Caller, id: RunId) -> ServiceResult<Run> {
+        match self.store.get_run(id).await? {
+            Some(run) if caller.sees(&run.tenant) => Ok(run),
+            _ => Err(no_run(id)),
+        }
+    }
+
+    /// Fail with "no such run" unless run `id` exists and the caller may see it.
+    pub async fn visible_run(&self, caller: &Caller, id: RunId) -> ServiceResult<()> {
+        match self.store.run_tenant(id).await? {
+            Some(tenant) if caller.sees(&tenant) => Ok(()),
+            _ => Err(no_run(id)),
+        }
     }
 
     /// Task `name` of run `id`, its output whole.
-    pub async fn task(&self, id: RunId, name: &str) -> ServiceResult<TaskRun> {
-        let run = self.run(id).await?;
+    pub async fn task(&self, caller: &Caller, id: RunId, name: &str) -> ServiceResult<TaskRun> {
+        let run = self.run(caller, id).await?;
         run.tasks
             .into_iter()
             .find(|task| task.name == name)
@@ -24,54 +36,51 @@ impl Services {
     /// Runs newest first, `limit` of them, older than the run `before` when given.
     pub async fn runs(
         &self,
+        caller: &Caller,
         status: Option<RunStatus>,
         before: Option<RunId>,
         limit: i64,
     ) -> ServiceResult<RunPage> {
-        Ok(self.store.list_runs(status, before, limit).await?)
+        Ok(self.store.list_runs(caller.visible_tenant(), status, before, limit).await?)
     }
 
     /// A run's messages in conversation order.
-    pub async fn messages(&self, id: RunId) -> ServiceResult<Vec<Message>> {
-        let messages = self.store.list_messages(id).await?;
-        self.ensure_run(id, messages.is_empty()).await?;
-        Ok(messages)
+    pub async fn messages(&self, caller: &Caller, id: RunId) -> ServiceResult<Vec<Message>> {
+        self.visible_run(caller, id).await?;
+        Ok(self.store.list_messages(id).await?)
     }
 
     /// A run's tool calls in the order they started.
-    pub async fn tool_calls(&self, id: RunId) -> ServiceResult<Vec<ToolCall>> {
-        let tool_calls = self.store.list_tool_calls(id).await?;
-        self.ensure_run(id, tool_calls.is_empty()).await?;
-        Ok(tool_calls)
+    pub async fn tool_calls(&self, caller: &Caller, id: RunId) -> ServiceResult<Vec<ToolCall>> {
+        self.visible_run(caller, id).await?;
+        Ok(self.store.list_tool_calls(id).await?)
     }
 
     /// Up to `limit` of a run's events after `after` (a `seq`).
-    pub async fn events(&self, id: RunId, after: i64, limit: i64) -> ServiceResult<Vec<Event>> {
-        let events = self.store.list_events(id, after, limit).await?;
-        self.ensure_run(id, events.is_empty()).await?;
-        Ok(events)
+    pub async fn events(
+        &self,
+        caller: &Caller,
+        id: RunId,
+        after: i64,
+        limit: i64,
+    ) -> ServiceResult<Vec<Event>> {
+        self.visible_run(caller, id).await?;
+        Ok(self.store.list_events(id, after, limit).await?)
     }
 
     /// Whether a stream of `id`'s events after `after` has anything to follow: `false` when the
     /// run has ended and `after` is at or past its terminal event.
-    pub async fn stream_has_more(&self, id: RunId, after: i64) -> ServiceResult<bool> {
+    pub async fn stream_has_more(&self, caller: &Caller, id: RunId, after: i64) -> ServiceResult<bool> {
+        self.visible_run(caller, id).await?;
         match self.store.run_progress(id).await? {
             None => Err(no_run(id)),
             Some((status, last)) => Ok(!(status.is_terminal() && after >= last)),
         }
     }
 
-    /// Fail with "no such run" unless the run exists. Asked only when a read found nothing, the
-    /// only case where the answer is ambiguous.
-    pub async fn ensure_run(&self, id: RunId, found_nothing: bool) -> ServiceResult<()> {
-        if found_nothing && !self.store.run_exists(id).await? {
-            return Err(no_run(id));
-        }
-        Ok(())
-    }
-
     /// Cancel a run: at once if it waits, else by its worker (the run says `cancelling`).
-    pub async fn cancel(&self, id: RunId) -> ServiceResult<Run> {
+    pub async fn cancel(&self, caller: &Caller, id: RunId) -> ServiceResult<Run> {
+        self.visible_run(caller, id).await?;
         match self.store.request_cancel(id).await? {
             CancelOutcome::NotFound => Err(no_run(id)),
             CancelOutcome::AlreadyFinished(run) => {
@@ -82,7 +91,8 @@ impl Services {
     }
 
     /// Remove a finished run with its journal and idempotency key.
-    pub async fn delete(&self, id: RunId) -> ServiceResult<()> {
+    pub async fn delete(&self, caller: &Caller, id: RunId) -> ServiceResult<()> {
+        self.visible_run(caller, id).await?;
         match self.store.delete_run(id).await? {
             Deleted::Deleted => Ok(()),
             Deleted::NotFound => Err(no_run(id)),
@@ -94,7 +104,14 @@ impl Services {
     }
 
     /// Approve the answer a run awaits review of, or reject it with `feedback` for the agent.
-    pub async fn resume(&self, id: RunId, approve: bool, feedback: Option<&str>) -> ServiceResult<Run> {
+    pub async fn resume(
+        &self,
+        caller: &Caller,
+        id: RunId,
+        approve: bool,
+        feedback: Option<&str>,
+    ) -> ServiceResult<Run> {
+        self.visible_run(caller, id).await?;
         let feedback = feedback.map(str::trim).filter(|f| !f.is_empty());
         if !approve && feedback.is_none() {
             return Err(invalid("feedback", "required to reject an answer"));

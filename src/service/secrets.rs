@@ -7,7 +7,7 @@ use serde_json::Value;
 use super::{invalid, ServiceError, ServiceResult, Services};
 use crate::domain::crew::SecretRef;
 use crate::domain::validate::{check_crew_name, parse_json};
-use crate::domain::{CrewSpec, FieldError};
+use crate::domain::{Caller, CrewSpec, FieldError};
 use crate::secrets::{SecretError, MAX_SECRET_BYTES};
 use crate::store::{SecretInfo, UpsertOutcome};
 
@@ -20,7 +20,12 @@ struct SecretBody {
 
 impl Services {
     /// Create or replace the secret `name` with the body's `value`.
-    pub async fn put_secret(&self, name: &str, body: Value) -> ServiceResult<(SecretInfo, UpsertOutcome)> {
+    pub async fn put_secret(
+        &self,
+        caller: &Caller,
+        name: &str,
+        body: Value,
+    ) -> ServiceResult<(SecretInfo, UpsertOutcome)> {
         self.secrets_configured()?;
         let body: SecretBody = parse_json(body).map_err(ServiceError::Invalid)?;
         if body.value.is_empty() {
@@ -29,16 +34,16 @@ impl Services {
         if body.value.len() > MAX_SECRET_BYTES {
             return Err(invalid("value", format!("must be at most {MAX_SECRET_BYTES} bytes")));
         }
-        Ok(self.vault.put(name, &body.value).await?)
+        Ok(self.vault.put(&caller.tenant, name, &body.value).await?)
     }
 
     /// Every secret's name and times (never a value).
-    pub async fn secrets(&self) -> ServiceResult<Vec<SecretInfo>> {
-        Ok(self.vault.list().await?)
+    pub async fn secrets(&self, caller: &Caller) -> ServiceResult<Vec<SecretInfo>> {
+        Ok(self.vault.list(&caller.tenant).await?)
     }
 
-    pub async fn delete_secret(&self, name: &str) -> ServiceResult<()> {
-        match self.vault.delete(name).await? {
+    pub async fn delete_secret(&self, caller: &Caller, name: &str) -> ServiceResult<()> {
+        match self.vault.delete(&caller.tenant, name).await? {
             true => Ok(()),
             false => Err(ServiceError::NotFound(format!("no secret named '{name}'"))),
         }
@@ -67,7 +72,13 @@ impl Services {
     }
 
     /// Every secret the crew of a kickoff references must exist.
-    pub(super) async fn check_secrets_exist(&self, crew: &CrewSpec, prefix: &str) -> ServiceResult<()> {
+    /// The tenant's secrets, that is: another tenant's secret of that name is missing here.
+    pub(super) async fn check_secrets_exist(
+        &self,
+        tenant: &str,
+        crew: &CrewSpec,
+        prefix: &str,
+    ) -> ServiceResult<()> {
         let refs = crew.secret_refs();
         self.usable(&refs, prefix)?;
         if refs.is_empty() {
@@ -76,7 +87,7 @@ impl Services {
         let mut names: Vec<String> = refs.iter().map(|(_, r)| r.secret.clone()).collect();
         names.sort();
         names.dedup();
-        let missing = self.vault.missing(&names).await?;
+        let missing = self.vault.missing(tenant, &names).await?;
         let errors: Vec<FieldError> = refs
             .into_iter()
             .filter(|(_, r)| missing.contains(&r.secret))

@@ -9,7 +9,7 @@ use uuid::Uuid;
 use super::{ServiceError, ServiceResult, Services};
 use crate::domain::kickoff::{every_event, KickoffWebhook, NewRun, RunWebhook};
 use crate::domain::validate::{check_crew_name, parse_json};
-use crate::domain::{FieldError, RunId};
+use crate::domain::{Caller, FieldError, RunId};
 use crate::store::{Delivery, DeliveryPage, EndpointPatch, NewEndpoint, WebhookEndpoint};
 use crate::webhooks::signing::new_salt;
 use crate::webhooks::{
@@ -50,7 +50,7 @@ pub struct WithSecret {
 
 impl Services {
     /// Register an endpoint; its secret is in the answer and nowhere else.
-    pub async fn create_webhook(&self, body: Value) -> ServiceResult<WithSecret> {
+    pub async fn create_webhook(&self, caller: &Caller, body: Value) -> ServiceResult<WithSecret> {
         let key = self.signing_key()?;
         let body: CreateBody = parse_json(body).map_err(ServiceError::Invalid)?;
         let mut errors = Vec::new();
@@ -79,25 +79,43 @@ impl Services {
             description: body.description,
             salt,
         };
-        let endpoint = self.store.create_webhook(&endpoint).await?;
+        let endpoint = self.store.create_webhook(&caller.tenant, &endpoint).await?;
         Ok(WithSecret { endpoint, secret })
     }
 
     /// Registered endpoints, or those of a run's kickoff.
-    pub async fn webhooks(&self, run: Option<RunId>) -> ServiceResult<Vec<WebhookEndpoint>> {
+    pub async fn webhooks(&self, caller: &Caller, run: Option<RunId>) -> ServiceResult<Vec<WebhookEndpoint>> {
         self.signing_key()?;
-        Ok(self.store.list_webhooks(run).await?)
+        if let Some(run) = run {
+            self.visible_run(caller, run).await?;
+        }
+        Ok(self.store.list_webhooks(caller.visible_tenant(), run).await?)
     }
 
-    pub async fn webhook(&self, id: Uuid) -> ServiceResult<WebhookEndpoint> {
+    pub async fn webhook(&self, caller: &Caller, id: Uuid) -> ServiceResult<WebhookEndpoint> {
         self.signing_key()?;
+        self.visible_webhook(caller, id).await?;
         self.store.get_webhook(id).await?.ok_or_else(|| no_webhook(id))
+    }
+
+    /// Fail with "no such webhook" unless endpoint `id` exists and the caller may see it.
+    async fn visible_webhook(&self, caller: &Caller, id: Uuid) -> ServiceResult<()> {
+        match self.store.webhook_tenant(id).await? {
+            Some(tenant) if caller.sees(&tenant) => Ok(()),
+            _ => Err(no_webhook(id)),
+        }
     }
 
     /// Change an endpoint's events, description or whether it is enabled (enabling one that
     /// was disabled resumes its deliveries where they stopped).
-    pub async fn update_webhook(&self, id: Uuid, body: Value) -> ServiceResult<WebhookEndpoint> {
+    pub async fn update_webhook(
+        &self,
+        caller: &Caller,
+        id: Uuid,
+        body: Value,
+    ) -> ServiceResult<WebhookEndpoint> {
         self.signing_key()?;
+        self.visible_webhook(caller, id).await?;
         let body: PatchBody = parse_json(body).map_err(ServiceError::Invalid)?;
         let mut errors = Vec::new();
         if let Some(Err(message)) = body.events.as_deref().map(check_patterns) {
@@ -114,8 +132,9 @@ impl Services {
         self.store.update_webhook(id, &patch).await?.ok_or_else(|| no_webhook(id))
     }
 
-    pub async fn delete_webhook(&self, id: Uuid) -> ServiceResult<()> {
+    pub async fn delete_webhook(&self, caller: &Caller, id: Uuid) -> ServiceResult<()> {
         self.signing_key()?;
+        self.visible_webhook(caller, id).await?;
         match self.store.delete_webhook(id).await? {
             true => Ok(()),
             false => Err(no_webhook(id)),
@@ -124,9 +143,9 @@ impl Services {
 
     /// A new secret for a registered endpoint; the previous one keeps signing alongside for the
     /// configured grace period.
-    pub async fn rotate_webhook_secret(&self, id: Uuid) -> ServiceResult<WithSecret> {
+    pub async fn rotate_webhook_secret(&self, caller: &Caller, id: Uuid) -> ServiceResult<WithSecret> {
         let key = self.signing_key()?;
-        let endpoint = self.webhook(id).await?;
+        let endpoint = self.webhook(caller, id).await?;
         if endpoint.run_id.is_some() {
             return Err(ServiceError::Conflict(
                 "a kickoff's webhook is signed with the server's secret (AGENTD_WEBHOOK_SECRET): it has no secret of its own to rotate".into(),
@@ -139,18 +158,21 @@ impl Services {
     }
 
     /// An endpoint's deliveries, newest first.
-    pub async fn deliveries(&self, id: Uuid, before: Option<i64>, limit: i64) -> ServiceResult<DeliveryPage> {
+    pub async fn deliveries(
+        &self,
+        caller: &Caller,
+        id: Uuid,
+        before: Option<i64>,
+        limit: i64,
+    ) -> ServiceResult<DeliveryPage> {
         self.signing_key()?;
-        let page = self.store.list_deliveries(id, before, limit).await?;
-        if page.deliveries.is_empty() {
-            self.webhook(id).await?;
-        }
-        Ok(page)
+        self.visible_webhook(caller, id).await?;
+        Ok(self.store.list_deliveries(id, before, limit).await?)
     }
 
     /// Send a delivery again (after the ones before it in its queue).
-    pub async fn retry_delivery(&self, id: Uuid, delivery: i64) -> ServiceResult<Delivery> {
-        let endpoint = self.webhook(id).await?;
+    pub async fn retry_delivery(&self, caller: &Caller, id: Uuid, delivery: i64) -> ServiceResult<Delivery> {
+        let endpoint = self.webhook(caller, id).await?;
         if !endpoint.enabled {
             return Err(ServiceError::Conflict(format!(
                 "webhook {id} is disabled ({}): enable it first (PATCH {{\"enabled\": true}})",

@@ -18,6 +18,8 @@ use crate::domain::{CrewSpec, EventData, RunId};
 #[derive(Debug, Clone, PartialEq)]
 pub struct ClaimedRun {
     pub id: RunId,
+    /// The tenant that owns it.
+    pub tenant: String,
     /// The attempt this claim started (1 for the first claim); every journal write carries it.
     pub attempt: i32,
     pub crew: CrewSpec,
@@ -35,6 +37,7 @@ pub struct ClaimedRun {
 /// A claimed row; the spec and inputs as JSON text, decoded straight into their types.
 struct ClaimRow {
     id: Uuid,
+    tenant: String,
     attempt: i32,
     crew_spec: String,
     inputs: String,
@@ -78,14 +81,14 @@ impl Store {
                      FROM next
                     WHERE runs.id = next.id
                 RETURNING runs.id, runs.attempt, runs.last_seq, runs.crew_spec, runs.inputs, runs.created_at,
-                          runs.started_at, runs.timeout_s, runs.paused_s
+                          runs.started_at, runs.timeout_s, runs.paused_s, runs.tenant
                ), started AS (
                    INSERT INTO events (run_id, seq, type, data)
                    SELECT id, last_seq, 'run.started', jsonb_build_object('attempt', attempt, 'worker', $1::text)
                      FROM claimed
                )
                SELECT id AS "id!", attempt AS "attempt!", crew_spec::text AS "crew_spec!", inputs::text AS "inputs!",
-                      created_at AS "created_at!", started_at, timeout_s, paused_s AS "paused_s!"
+                      created_at AS "created_at!", started_at, timeout_s, paused_s AS "paused_s!", tenant AS "tenant!"
                  FROM claimed"#,
             owner,
             lease.as_secs_f64(),
@@ -115,7 +118,7 @@ impl Store {
                       started_at = coalesce(started_at, now()), updated_at = now()
                 WHERE id = $1 AND status = 'queued'
             RETURNING id, attempt, crew_spec::text AS "crew_spec!", inputs::text AS "inputs!", created_at,
-                      started_at, timeout_s, paused_s"#,
+                      started_at, timeout_s, paused_s, tenant"#,
             id.0,
             owner,
             lease.as_secs_f64(),
@@ -151,6 +154,7 @@ fn claimed_run(row: ClaimRow) -> StoreResult<ClaimedRun> {
     let id = RunId(row.id);
     Ok(ClaimedRun {
         id,
+        tenant: row.tenant,
         attempt: row.attempt,
         crew: decode_text(&row.crew_spec, &format!("runs.crew_spec of run {id}"))?,
         inputs: decode_text(&row.inputs, &format!("runs.inputs of run {id}"))?,

@@ -1,4 +1,4 @@
-//! Registered crews: specs stored by name, so kickoffs can say `"crew": "<name>"`.
+//! Registered crews: specs stored by tenant and name, so kickoffs can say `"crew": "<name>"`.
 
 use chrono::{DateTime, Utc};
 
@@ -42,16 +42,21 @@ impl CrewRow {
 impl Store {
     /// Create or replace the crew named `spec.name`.
     #[tracing::instrument(skip_all, fields(crew = %spec.name), err)]
-    pub async fn upsert_crew(&self, spec: &CrewSpec) -> StoreResult<(CrewRecord, UpsertOutcome)> {
+    pub async fn upsert_crew(
+        &self,
+        tenant: &str,
+        spec: &CrewSpec,
+    ) -> StoreResult<(CrewRecord, UpsertOutcome)> {
         let json = serde_json::to_value(spec)
             .map_err(|e| super::StoreError::Corrupt(format!("crew spec does not serialize: {e}")))?;
         // `xmax = 0` holds for a freshly inserted row and not for one the upsert updated.
         let row = sqlx::query!(
-            r#"INSERT INTO crews (name, spec) VALUES ($1, $2)
-               ON CONFLICT (name) DO UPDATE SET spec = EXCLUDED.spec, updated_at = now()
+            r#"INSERT INTO crews (tenant, name, spec) VALUES ($3, $1, $2)
+               ON CONFLICT (tenant, name) DO UPDATE SET spec = EXCLUDED.spec, updated_at = now()
                RETURNING name, spec, created_at, updated_at, (xmax = 0) AS "inserted!""#,
             spec.name,
-            json
+            json,
+            tenant
         )
         .fetch_one(&self.pool)
         .await?;
@@ -66,12 +71,13 @@ impl Store {
         Ok((record, outcome))
     }
 
-    /// The crew with this name.
+    /// The tenant's crew with this name.
     #[tracing::instrument(skip_all, fields(crew = %name), err)]
-    pub async fn get_crew(&self, name: &str) -> StoreResult<Option<CrewRecord>> {
+    pub async fn get_crew(&self, tenant: &str, name: &str) -> StoreResult<Option<CrewRecord>> {
         let row = sqlx::query_as!(
             CrewRow,
-            "SELECT name, spec, created_at, updated_at FROM crews WHERE name = $1",
+            "SELECT name, spec, created_at, updated_at FROM crews WHERE tenant = $1 AND name = $2",
+            tenant,
             name
         )
         .fetch_optional(&self.pool)
@@ -79,20 +85,25 @@ impl Store {
         row.map(CrewRow::into_record).transpose()
     }
 
-    /// Every registered crew, by name.
+    /// Every crew the tenant registered, by name.
     #[tracing::instrument(skip_all, err)]
-    pub async fn list_crews(&self) -> StoreResult<Vec<CrewRecord>> {
-        let rows =
-            sqlx::query_as!(CrewRow, "SELECT name, spec, created_at, updated_at FROM crews ORDER BY name")
-                .fetch_all(&self.pool)
-                .await?;
+    pub async fn list_crews(&self, tenant: &str) -> StoreResult<Vec<CrewRecord>> {
+        let rows = sqlx::query_as!(
+            CrewRow,
+            "SELECT name, spec, created_at, updated_at FROM crews WHERE tenant = $1 ORDER BY name",
+            tenant
+        )
+        .fetch_all(&self.pool)
+        .await?;
         rows.into_iter().map(CrewRow::into_record).collect()
     }
 
     /// Remove a crew; `false` if there was none. Runs keep their own snapshot of the spec.
     #[tracing::instrument(skip_all, fields(crew = %name), err)]
-    pub async fn delete_crew(&self, name: &str) -> StoreResult<bool> {
-        let deleted = sqlx::query!("DELETE FROM crews WHERE name = $1", name).execute(&self.pool).await?;
+    pub async fn delete_crew(&self, tenant: &str, name: &str) -> StoreResult<bool> {
+        let deleted = sqlx::query!("DELETE FROM crews WHERE tenant = $1 AND name = $2", tenant, name)
+            .execute(&self.pool)
+            .await?;
         Ok(deleted.rows_affected() > 0)
     }
 }

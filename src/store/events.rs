@@ -84,10 +84,11 @@ impl EventRow {
     }
 }
 
-/// An event with its global id and its run's crew.
+/// An event with its global id and its run's crew and tenant.
 struct LoggedEventRow {
     id: i64,
     crew_name: String,
+    tenant: String,
     seq: i64,
     run_id: Uuid,
     event_type: String,
@@ -98,11 +99,20 @@ struct LoggedEventRow {
 }
 
 impl LoggedEventRow {
-    fn into_logged(self) -> StoreResult<(i64, String, Event)> {
-        let Self { id, crew_name, seq, run_id, event_type, at, task, agent, data } = self;
+    fn into_logged(self) -> StoreResult<LoggedEvent> {
+        let Self { id, crew_name, tenant, seq, run_id, event_type, at, task, agent, data } = self;
         let event = EventRow { seq, run_id, event_type, at, task, agent, data }.into_event()?;
-        Ok((id, crew_name, event))
+        Ok(LoggedEvent { id, crew: crew_name, tenant, event })
     }
+}
+
+/// An event with its global id, and its run's crew and tenant (what the firehose filters by).
+#[derive(Debug, Clone)]
+pub struct LoggedEvent {
+    pub id: i64,
+    pub crew: String,
+    pub tenant: String,
+    pub event: Event,
 }
 
 impl Store {
@@ -148,36 +158,38 @@ impl Store {
     }
 
     /// Every run's events with a global id above `after`, in id order, at most `limit`, optionally
-    /// only those of `crew`'s runs; each with its global id.
+    /// only those of `crew`'s runs and of `tenant`'s; each with its global id.
     #[tracing::instrument(skip_all, err)]
     pub async fn list_all_events(
         &self,
         after: i64,
         limit: i64,
         crew: Option<&str>,
+        tenant: Option<&str>,
     ) -> StoreResult<Vec<(i64, Event)>> {
         let rows = sqlx::query_as!(
             LoggedEventRow,
-            r#"SELECT e.id, r.crew_name, e.seq, e.run_id, e.type AS event_type, e.at, e.task, e.agent, e.data
+            r#"SELECT e.id, r.crew_name, r.tenant, e.seq, e.run_id, e.type AS event_type, e.at, e.task, e.agent, e.data
                FROM events e JOIN runs r ON r.id = e.run_id
-               WHERE e.id > $1 AND ($3::text IS NULL OR r.crew_name = $3)
+               WHERE e.id > $1 AND ($3::text IS NULL OR r.crew_name = $3) AND ($4::text IS NULL OR r.tenant = $4)
                ORDER BY e.id LIMIT $2"#,
             after,
             limit,
-            crew
+            crew,
+            tenant
         )
         .fetch_all(&self.pool)
         .await?;
-        rows.into_iter().map(|row| row.into_logged().map(|(id, _, event)| (id, event))).collect()
+        rows.into_iter().map(|row| row.into_logged().map(|logged| (logged.id, logged.event))).collect()
     }
 
-    /// The events with these global ids, in id order, each with its id and its run's crew (for the
-    /// listener, which is told ids at commit).
+    /// The events with these global ids, in id order, each with its id and its run's crew and
+    /// tenant (for the listener, which is told ids at commit).
     #[tracing::instrument(skip_all, fields(events = ids.len()), err)]
-    pub async fn events_by_id(&self, ids: &[i64]) -> StoreResult<Vec<(i64, String, Event)>> {
+    pub async fn events_by_id(&self, ids: &[i64]) -> StoreResult<Vec<LoggedEvent>> {
         let rows = sqlx::query_as!(
             LoggedEventRow,
-            r#"SELECT e.id, r.crew_name, e.seq, e.run_id, e.type AS event_type, e.at, e.task, e.agent, e.data
+            r#"SELECT e.id, r.crew_name, r.tenant, e.seq, e.run_id, e.type AS event_type, e.at, e.task, e.agent, e.data
                FROM events e JOIN runs r ON r.id = e.run_id
                WHERE e.id = ANY($1)
                ORDER BY e.id"#,

@@ -19,6 +19,7 @@ mod review;
 mod run_journal;
 mod runs;
 mod secrets;
+mod tenants;
 mod webhooks;
 
 use std::sync::{Arc, OnceLock};
@@ -31,6 +32,7 @@ use sqlx::PgPool;
 pub use approval::{DecideOutcome, PendingCall};
 pub use claim::ClaimedRun;
 pub use crews::{CrewRecord, UpsertOutcome};
+pub use events::LoggedEvent;
 use group::Group;
 pub use group::GroupStats;
 pub use journal::{Message, ToolCall, ToolCallStatus};
@@ -43,6 +45,7 @@ pub use review::ResumeOutcome;
 pub use run_journal::RunJournal;
 pub use runs::{Created, IdempotencyKey, RunPage};
 pub use secrets::{SealedSecret, SecretInfo};
+pub use tenants::{KeyCandidate, KeyRecord, NewKey, TenantRecord};
 pub use webhooks::{
     Delivered, Delivery, DeliveryPage, DeliveryTarget, EndpointPatch, FailedAttempt, LeasedQueue,
     NewEndpoint, OutboxGauges, PendingDelivery, WebhookEndpoint,

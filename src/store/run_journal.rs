@@ -20,12 +20,24 @@ pub struct RunJournal {
     store: Store,
     run_id: RunId,
     attempt: i32,
+    tenant: String,
 }
 
 impl Store {
-    /// The journal through which the worker holding `attempt` of `run_id` persists it.
+    /// The journal through which the worker holding `attempt` of `run_id` persists it (a run of
+    /// the `default` tenant; [`Store::claimed_journal`] knows a claimed run's).
     pub fn journal(&self, run_id: RunId, attempt: i32) -> RunJournal {
-        RunJournal { store: self.clone(), run_id, attempt }
+        RunJournal { store: self.clone(), run_id, attempt, tenant: crate::domain::DEFAULT_TENANT.to_owned() }
+    }
+
+    /// The journal of a claimed run's attempt.
+    pub fn claimed_journal(&self, claimed: &super::ClaimedRun) -> RunJournal {
+        RunJournal {
+            store: self.clone(),
+            run_id: claimed.id,
+            attempt: claimed.attempt,
+            tenant: claimed.tenant.clone(),
+        }
     }
 }
 
@@ -145,6 +157,10 @@ fn describe(e: &StoreError) -> String {
 impl Journal for RunJournal {
     fn run_id(&self) -> RunId {
         self.run_id
+    }
+
+    fn tenant(&self) -> &str {
+        &self.tenant
     }
 
     fn load(&self) -> JournalFuture<'_, Snapshot> {

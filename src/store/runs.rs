@@ -16,6 +16,8 @@ use crate::domain::{EventType, Run, RunId, RunStatus, TaskRun, Usage, UsageLine}
 /// An `Idempotency-Key` and the fingerprint of the request that carried it.
 #[derive(Debug, Clone)]
 pub struct IdempotencyKey {
+    /// Keys are the tenant's own: two tenants may use the same.
+    pub tenant: String,
     pub key: String,
     /// Which operation the key was used for (`kickoff`, …): a key reused elsewhere is a conflict.
     pub scope: &'static str,
@@ -46,6 +48,7 @@ pub struct RunPage {
 
 struct RunRow {
     id: Uuid,
+    tenant: String,
     status: String,
     crew_name: String,
     inputs: Value,
@@ -83,6 +86,7 @@ impl RunRow {
         let id = RunId(self.id);
         Ok(Run {
             id,
+            tenant: self.tenant,
             status: parse(&self.status)?,
             crew_name: self.crew_name,
             inputs: decode(self.inputs, "runs.inputs")?,
@@ -165,9 +169,10 @@ impl Store {
     pub async fn find_idempotent_runs(&self, key: &IdempotencyKey) -> StoreResult<Option<Created>> {
         let stored = sqlx::query!(
             r#"SELECT scope, request_hash, run_ids FROM idempotency_keys
-               WHERE key = $1 AND created_at >= now() - make_interval(hours => $2)"#,
+               WHERE tenant = $3 AND key = $1 AND created_at >= now() - make_interval(hours => $2)"#,
             key.key,
-            IDEMPOTENCY_TTL_HOURS
+            IDEMPOTENCY_TTL_HOURS,
+            key.tenant
         )
         .fetch_optional(&self.pool)
         .await?;
@@ -186,7 +191,7 @@ impl Store {
     async fn get_runs(&self, ids: &[Uuid]) -> StoreResult<Vec<Run>> {
         let rows = sqlx::query_as!(
             RunRow,
-            r#"SELECT id, status, crew_name, inputs, metadata, attempt, output, error, llm_calls,
+            r#"SELECT id, tenant, status, crew_name, inputs, metadata, attempt, output, error, llm_calls,
                       prompt_tokens, completion_tokens, cached_tokens, tool_calls, cost_usd, created_at, started_at, finished_at,
                       fake_llm
                FROM runs WHERE id = ANY($1)"#,
@@ -224,7 +229,7 @@ impl Store {
     pub async fn get_run(&self, id: RunId) -> StoreResult<Option<Run>> {
         // One statement (the tasks as a JSON array), so the run and its tasks are one snapshot.
         let row = sqlx::query!(
-            r#"SELECT id, status, crew_name, inputs, metadata, attempt, output, error, llm_calls,
+            r#"SELECT id, tenant, status, crew_name, inputs, metadata, attempt, output, error, llm_calls,
                       prompt_tokens, completion_tokens, cached_tokens, tool_calls, cost_usd, created_at, started_at, finished_at,
                       fake_llm,
                       (SELECT coalesce(jsonb_agg(jsonb_build_object(
@@ -248,6 +253,7 @@ impl Store {
         let tasks = tasks.into_iter().map(TaskRow::into_task).collect::<StoreResult<Vec<_>>>()?;
         let run = RunRow {
             id: row.id,
+            tenant: row.tenant,
             status: row.status,
             crew_name: row.crew_name,
             inputs: row.inputs,
@@ -271,10 +277,20 @@ impl Store {
         Ok(Some(run))
     }
 
-    /// Runs newest first, optionally of one status, strictly older than `before`.
+    /// The tenant of a run; `None` when there is no such run.
+    #[tracing::instrument(skip_all, fields(run_id = %id), err)]
+    pub async fn run_tenant(&self, id: RunId) -> StoreResult<Option<String>> {
+        Ok(sqlx::query_scalar!("SELECT tenant FROM runs WHERE id = $1", id.0)
+            .fetch_optional(&self.pool)
+            .await?)
+    }
+
+    /// Runs newest first (of `tenant`, or every tenant's), optionally of one status, strictly
+    /// older than `before`.
     #[tracing::instrument(skip_all, err)]
     pub async fn list_runs(
         &self,
+        tenant: Option<&str>,
         status: Option<RunStatus>,
         before: Option<RunId>,
         limit: i64,
@@ -286,13 +302,15 @@ impl Store {
             Some(status) => {
                 sqlx::query_as!(
                     RunRow,
-                    r#"SELECT id, status, crew_name, inputs, metadata, attempt, output, error, llm_calls,
+                    r#"SELECT id, tenant, status, crew_name, inputs, metadata, attempt, output, error, llm_calls,
                               prompt_tokens, completion_tokens, cached_tokens, tool_calls, cost_usd, created_at, started_at, finished_at,
                               fake_llm
-                       FROM runs WHERE status = $1 AND id < $2 ORDER BY id DESC LIMIT $3"#,
+                       FROM runs WHERE status = $1 AND id < $2 AND ($4::text IS NULL OR tenant = $4)
+                       ORDER BY id DESC LIMIT $3"#,
                     status.as_str(),
                     before,
-                    fetch
+                    fetch,
+                    tenant
                 )
                 .fetch_all(&self.pool)
                 .await?
@@ -300,12 +318,13 @@ impl Store {
             None => {
                 sqlx::query_as!(
                     RunRow,
-                    r#"SELECT id, status, crew_name, inputs, metadata, attempt, output, error, llm_calls,
+                    r#"SELECT id, tenant, status, crew_name, inputs, metadata, attempt, output, error, llm_calls,
                               prompt_tokens, completion_tokens, cached_tokens, tool_calls, cost_usd, created_at, started_at, finished_at,
                               fake_llm
-                       FROM runs WHERE id < $1 ORDER BY id DESC LIMIT $2"#,
+                       FROM runs WHERE id < $1 AND ($3::text IS NULL OR tenant = $3) ORDER BY id DESC LIMIT $2"#,
                     before,
-                    fetch
+                    fetch,
+                    tenant
                 )
                 .fetch_all(&self.pool)
                 .await?
@@ -360,9 +379,9 @@ async fn claim_idempotency_key(
     run_ids: &[Uuid],
 ) -> StoreResult<bool> {
     let claimed = sqlx::query_scalar!(
-        r#"INSERT INTO idempotency_keys (key, scope, request_hash, run_ids)
-           VALUES ($1, $2, $3, $4)
-           ON CONFLICT (key) DO UPDATE
+        r#"INSERT INTO idempotency_keys (tenant, key, scope, request_hash, run_ids)
+           VALUES ($6, $1, $2, $3, $4)
+           ON CONFLICT (tenant, key) DO UPDATE
               SET scope = EXCLUDED.scope, request_hash = EXCLUDED.request_hash,
                   run_ids = EXCLUDED.run_ids, created_at = now()
               WHERE idempotency_keys.created_at < now() - make_interval(hours => $5)
@@ -371,7 +390,8 @@ async fn claim_idempotency_key(
         key.scope,
         key.fingerprint,
         run_ids,
-        IDEMPOTENCY_TTL_HOURS
+        IDEMPOTENCY_TTL_HOURS,
+        key.tenant
     )
     .fetch_optional(&mut **tx)
     .await?;
@@ -381,6 +401,7 @@ async fn claim_idempotency_key(
 /// A run to store as queued, its crew spec, inputs and metadata serialised to JSON once.
 pub(super) struct QueuedRun {
     id: Uuid,
+    tenant: String,
     crew_name: String,
     spec: String,
     inputs: String,
@@ -398,6 +419,7 @@ impl QueuedRun {
     fn new(run: &NewRun, created_at: DateTime<Utc>) -> StoreResult<Self> {
         Ok(Self {
             id: run.id.0,
+            tenant: run.tenant.clone(),
             crew_name: run.crew.name.clone(),
             spec: to_json("crew spec", &run.crew)?,
             inputs: to_json("inputs", &run.inputs)?,
@@ -451,12 +473,13 @@ async fn insert_runs<R: std::borrow::Borrow<QueuedRun>>(
     runs: &[R],
 ) -> StoreResult<()> {
     let Some(first) = runs.first() else { return Ok(()) };
-    let (mut ids, mut names, mut specs, mut inputs) = (vec![], vec![], vec![], vec![]);
+    let (mut ids, mut tenants, mut names, mut specs, mut inputs) = (vec![], vec![], vec![], vec![], vec![]);
     let (mut metadata, mut timeouts, mut created, mut fakes) = (vec![], vec![], vec![], vec![]);
     let (mut task_runs, mut positions, mut task_names, mut agents) = (vec![], vec![], vec![], vec![]);
     for run in runs {
         let run = run.borrow();
         ids.push(run.id);
+        tenants.push(run.tenant.as_str());
         names.push(run.crew_name.as_str());
         specs.push(run.spec.as_str());
         inputs.push(run.inputs.as_str());
@@ -472,12 +495,12 @@ async fn insert_runs<R: std::borrow::Borrow<QueuedRun>>(
         }
     }
     sqlx::query!(
-        r#"INSERT INTO runs (id, crew_name, crew_spec, inputs, metadata, timeout_s, created_at, fake_llm, last_seq)
+        r#"INSERT INTO runs (id, crew_name, crew_spec, inputs, metadata, timeout_s, created_at, fake_llm, last_seq, tenant)
            SELECT r.id, r.crew_name, r.crew_spec::jsonb, r.inputs::jsonb, r.metadata::jsonb, r.timeout_s,
-                  r.created_at, r.fake_llm, 1
+                  r.created_at, r.fake_llm, 1, r.tenant
              FROM UNNEST($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::int4[],
-                         $7::timestamptz[], $8::bool[])
-                  AS r(id, crew_name, crew_spec, inputs, metadata, timeout_s, created_at, fake_llm)"#,
+                         $7::timestamptz[], $8::bool[], $9::text[])
+                  AS r(id, crew_name, crew_spec, inputs, metadata, timeout_s, created_at, fake_llm, tenant)"#,
         &ids,
         &names as &[&str],
         &specs as &[&str],
@@ -486,6 +509,7 @@ async fn insert_runs<R: std::borrow::Borrow<QueuedRun>>(
         &timeouts as &[Option<i32>],
         &created,
         &fakes,
+        &tenants as &[&str],
     )
     .execute(&mut **tx)
     .await?;

@@ -1,4 +1,4 @@
-//! Stored secrets: sealed values by name. The store keeps what [`crate::secrets`] sealed and never
+//! Stored secrets: sealed values by tenant and name. The store keeps what [`crate::secrets`] sealed and never
 //! sees a value in the clear.
 
 use chrono::{DateTime, Utc};
@@ -27,19 +27,21 @@ impl Store {
     #[tracing::instrument(skip_all, fields(secret = %name), err)]
     pub async fn put_secret(
         &self,
+        tenant: &str,
         name: &str,
         sealed: &SealedSecret,
     ) -> StoreResult<(SecretInfo, UpsertOutcome)> {
         let row = sqlx::query!(
-            r#"INSERT INTO secrets (name, key_id, nonce, ciphertext) VALUES ($1, $2, $3, $4)
-               ON CONFLICT (name) DO UPDATE
+            r#"INSERT INTO secrets (tenant, name, key_id, nonce, ciphertext) VALUES ($5, $1, $2, $3, $4)
+               ON CONFLICT (tenant, name) DO UPDATE
                  SET key_id = EXCLUDED.key_id, nonce = EXCLUDED.nonce,
                      ciphertext = EXCLUDED.ciphertext, updated_at = now()
                RETURNING name, created_at, updated_at, (xmax = 0) AS "inserted!""#,
             name,
             sealed.key_id,
             sealed.nonce,
-            sealed.ciphertext
+            sealed.ciphertext,
+            tenant
         )
         .fetch_one(&self.pool)
         .await?;
@@ -49,10 +51,11 @@ impl Store {
 
     /// The sealed value of `name`.
     #[tracing::instrument(skip_all, fields(secret = %name), err)]
-    pub async fn get_secret(&self, name: &str) -> StoreResult<Option<SealedSecret>> {
+    pub async fn get_secret(&self, tenant: &str, name: &str) -> StoreResult<Option<SealedSecret>> {
         let row = sqlx::query_as!(
             SealedSecret,
-            "SELECT key_id, nonce, ciphertext FROM secrets WHERE name = $1",
+            "SELECT key_id, nonce, ciphertext FROM secrets WHERE tenant = $1 AND name = $2",
+            tenant,
             name
         )
         .fetch_optional(&self.pool)
@@ -62,30 +65,39 @@ impl Store {
 
     /// Every secret's name and times, by name.
     #[tracing::instrument(skip_all, err)]
-    pub async fn list_secrets(&self) -> StoreResult<Vec<SecretInfo>> {
-        let rows =
-            sqlx::query_as!(SecretInfo, "SELECT name, created_at, updated_at FROM secrets ORDER BY name")
-                .fetch_all(&self.pool)
-                .await?;
+    pub async fn list_secrets(&self, tenant: &str) -> StoreResult<Vec<SecretInfo>> {
+        let rows = sqlx::query_as!(
+            SecretInfo,
+            "SELECT name, created_at, updated_at FROM secrets WHERE tenant = $1 ORDER BY name",
+            tenant
+        )
+        .fetch_all(&self.pool)
+        .await?;
         Ok(rows)
     }
 
     /// Those of `names` that are not stored, in the order given.
     #[tracing::instrument(skip_all, err)]
-    pub async fn missing_secrets(&self, names: &[String]) -> StoreResult<Vec<String>> {
+    pub async fn missing_secrets(&self, tenant: &str, names: &[String]) -> StoreResult<Vec<String>> {
         if names.is_empty() {
             return Ok(Vec::new());
         }
-        let found = sqlx::query_scalar!("SELECT name FROM secrets WHERE name = ANY($1)", names)
-            .fetch_all(&self.pool)
-            .await?;
+        let found = sqlx::query_scalar!(
+            "SELECT name FROM secrets WHERE tenant = $1 AND name = ANY($2)",
+            tenant,
+            names
+        )
+        .fetch_all(&self.pool)
+        .await?;
         Ok(names.iter().filter(|name| !found.contains(name)).cloned().collect())
     }
 
     /// Remove a secret; `false` if there was none.
     #[tracing::instrument(skip_all, fields(secret = %name), err)]
-    pub async fn delete_secret(&self, name: &str) -> StoreResult<bool> {
-        let deleted = sqlx::query!("DELETE FROM secrets WHERE name = $1", name).execute(&self.pool).await?;
+    pub async fn delete_secret(&self, tenant: &str, name: &str) -> StoreResult<bool> {
+        let deleted = sqlx::query!("DELETE FROM secrets WHERE tenant = $1 AND name = $2", tenant, name)
+            .execute(&self.pool)
+            .await?;
         Ok(deleted.rows_affected() > 0)
     }
 }

@@ -235,9 +235,10 @@ pub(super) async fn insert_run_webhooks(
     let urls: Vec<&str> = webhooks.iter().map(|(_, w)| w.url.as_str()).collect();
     let events: Vec<Value> = webhooks.iter().map(|(_, w)| Value::from(w.events.clone())).collect();
     sqlx::query!(
-        r#"INSERT INTO webhook_endpoints (id, url, events, run_id)
-           SELECT w.id, w.url, ARRAY(SELECT jsonb_array_elements_text(w.events)), w.run_id
-             FROM UNNEST($1::uuid[], $2::text[], $3::jsonb[], $4::uuid[]) AS w(id, url, events, run_id)"#,
+        r#"INSERT INTO webhook_endpoints (id, url, events, run_id, tenant)
+           SELECT w.id, w.url, ARRAY(SELECT jsonb_array_elements_text(w.events)), w.run_id, r.tenant
+             FROM UNNEST($1::uuid[], $2::text[], $3::jsonb[], $4::uuid[]) AS w(id, url, events, run_id)
+             JOIN runs AS r ON r.id = w.run_id"#,
         &ids,
         &urls as &[&str],
         &events,
@@ -251,11 +252,11 @@ pub(super) async fn insert_run_webhooks(
 impl Store {
     /// Register an endpoint.
     #[tracing::instrument(skip_all, fields(endpoint = %endpoint.id), err)]
-    pub async fn create_webhook(&self, endpoint: &NewEndpoint) -> StoreResult<WebhookEndpoint> {
+    pub async fn create_webhook(&self, tenant: &str, endpoint: &NewEndpoint) -> StoreResult<WebhookEndpoint> {
         let row = sqlx::query_as!(
             EndpointRow,
-            r#"INSERT INTO webhook_endpoints (id, url, events, crew, description, salt)
-               VALUES ($1, $2, $3, $4, $5, $6)
+            r#"INSERT INTO webhook_endpoints (id, url, events, crew, description, salt, tenant)
+               VALUES ($1, $2, $3, $4, $5, $6, $7)
                RETURNING id, url, events, crew, run_id, description, enabled, disabled_reason,
                          previous_until, created_at, updated_at"#,
             endpoint.id,
@@ -264,23 +265,37 @@ impl Store {
             endpoint.crew,
             endpoint.description,
             endpoint.salt,
+            tenant,
         )
         .fetch_one(&self.pool)
         .await?;
         Ok(row.into())
     }
 
-    /// Registered endpoints (oldest first), or a run's.
+    /// The tenant of an endpoint; `None` when there is no such endpoint.
+    #[tracing::instrument(skip_all, fields(endpoint = %id), err)]
+    pub async fn webhook_tenant(&self, id: Uuid) -> StoreResult<Option<String>> {
+        Ok(sqlx::query_scalar!("SELECT tenant FROM webhook_endpoints WHERE id = $1", id)
+            .fetch_optional(&self.pool)
+            .await?)
+    }
+
+    /// Registered endpoints (oldest first; of `tenant`, or every tenant's), or a run's.
     #[tracing::instrument(skip_all, err)]
-    pub async fn list_webhooks(&self, run: Option<RunId>) -> StoreResult<Vec<WebhookEndpoint>> {
+    pub async fn list_webhooks(
+        &self,
+        tenant: Option<&str>,
+        run: Option<RunId>,
+    ) -> StoreResult<Vec<WebhookEndpoint>> {
         let rows = sqlx::query_as!(
             EndpointRow,
             r#"SELECT id, url, events, crew, run_id, description, enabled, disabled_reason,
                       previous_until, created_at, updated_at
                  FROM webhook_endpoints
-                WHERE run_id IS NOT DISTINCT FROM $1
+                WHERE run_id IS NOT DISTINCT FROM $1 AND ($2::text IS NULL OR tenant = $2)
                 ORDER BY created_at, id"#,
             run.map(|r| r.0),
+            tenant,
         )
         .fetch_all(&self.pool)
         .await?;

@@ -16,8 +16,19 @@ pub trait SecretSource: Send + Sync {
     fn resolve<'a>(&'a self, name: &'a str) -> SecretFuture<'a>;
 }
 
+/// Where each tenant's secrets come from: a run's tools read its own tenant's only.
+pub trait SecretStore: Send + Sync {
+    fn for_tenant(&self, tenant: &str) -> std::sync::Arc<dyn SecretSource>;
+}
+
 /// No secrets: every reference fails (an engine without a vault, as in tests).
 pub struct NoSecrets;
+
+impl SecretStore for NoSecrets {
+    fn for_tenant(&self, _tenant: &str) -> std::sync::Arc<dyn SecretSource> {
+        std::sync::Arc::new(NoSecrets)
+    }
+}
 
 impl SecretSource for NoSecrets {
     fn resolve<'a>(&'a self, name: &'a str) -> SecretFuture<'a> {

@@ -25,7 +25,7 @@ pub(super) async fn execute(shared: &Arc<Shared>, run: ClaimedRun) {
     shared.active().insert(run.id, active.clone());
     let watchdog = tokio::spawn(watch(shared.clone(), active, run.attempt, run.id, deadline(shared, &run)));
     let _stop_watchdog = AbortOnDrop(watchdog);
-    let journal = shared.store.journal(run.id, run.attempt);
+    let journal = shared.store.claimed_journal(&run);
     let execution = AssertUnwindSafe(async {
         match run.attempt {
             // The first claim: nothing is journaled yet, so the journal need not be read.

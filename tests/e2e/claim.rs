@@ -127,7 +127,7 @@ async fn concurrent_claims_take_each_run_exactly_once(pool: PgPool) {
     assert!(all.iter().all(|(_, attempt)| *attempt == 1));
     let claimed: BTreeSet<RunId> = all.into_iter().map(|(id, _)| id).collect();
     assert_eq!(claimed, ids.into_iter().collect::<BTreeSet<_>>());
-    let queued = store.list_runs(Some(RunStatus::Queued), None, 100).await.expect("list");
+    let queued = store.list_runs(None, Some(RunStatus::Queued), None, 100).await.expect("list");
     assert!(queued.runs.is_empty());
 }
 

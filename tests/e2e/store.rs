@@ -54,7 +54,12 @@ async fn an_event_for_a_missing_run_is_an_error(pool: PgPool) {
 #[sqlx::test(migrator = "agentd::store::MIGRATOR")]
 async fn idempotency_keys_replay_or_conflict(pool: PgPool) {
     let store = Store::new(pool);
-    let key = IdempotencyKey { key: "k".into(), scope: "kickoff", fingerprint: vec![1, 2, 3] };
+    let key = IdempotencyKey {
+        tenant: "default".into(),
+        key: "k".into(),
+        scope: "kickoff",
+        fingerprint: vec![1, 2, 3],
+    };
     assert!(store.find_idempotent_runs(&key).await.expect("find").is_none());
     let first = new_run();
     assert!(matches!(
@@ -85,11 +90,11 @@ async fn list_runs_knows_the_last_page(pool: PgPool) {
     for _ in 0..3 {
         store.create_run(&new_run()).await.expect("create");
     }
-    let page = store.list_runs(None, None, 3).await.expect("list");
+    let page = store.list_runs(None, None, None, 3).await.expect("list");
     assert_eq!((page.runs.len(), page.next_before), (3, None));
-    let page = store.list_runs(None, None, 2).await.expect("list");
+    let page = store.list_runs(None, None, None, 2).await.expect("list");
     assert_eq!(page.next_before, Some(page.runs[1].id));
-    let rest = store.list_runs(None, page.next_before, 2).await.expect("list");
+    let rest = store.list_runs(None, None, page.next_before, 2).await.expect("list");
     assert_eq!((rest.runs.len(), rest.next_before), (1, None));
 }
 
@@ -97,14 +102,14 @@ async fn list_runs_knows_the_last_page(pool: PgPool) {
 async fn crews_upsert_reports_created_or_replaced(pool: PgPool) {
     let store = Store::new(pool);
     let mut spec = CrewSpec::from_json(sample_crew()).expect("spec");
-    let (_, outcome) = store.upsert_crew(&spec).await.expect("upsert");
+    let (_, outcome) = store.upsert_crew("default", &spec).await.expect("upsert");
     assert_eq!(outcome, UpsertOutcome::Created);
     spec.max_rpm = Some(10);
-    let (record, outcome) = store.upsert_crew(&spec).await.expect("upsert");
+    let (record, outcome) = store.upsert_crew("default", &spec).await.expect("upsert");
     assert_eq!((outcome, record.spec.max_rpm), (UpsertOutcome::Replaced, Some(10)));
-    assert_eq!(store.list_crews().await.expect("list").len(), 1);
-    assert!(store.delete_crew(&spec.name).await.expect("delete"));
-    assert!(!store.delete_crew(&spec.name).await.expect("delete"));
+    assert_eq!(store.list_crews("default").await.expect("list").len(), 1);
+    assert!(store.delete_crew("default", &spec.name).await.expect("delete"));
+    assert!(!store.delete_crew("default", &spec.name).await.expect("delete"));
 }
 
 #[sqlx::test(migrations = false)]
@@ -194,9 +199,11 @@ async fn the_outbox_has_a_delivery_exactly_for_each_committed_matching_event(poo
         description: String::new(),
         salt: vec![1; 32],
     };
-    let everything = store.create_webhook(&endpoint(&["*"], None)).await.expect("create");
-    let threads = store.create_webhook(&endpoint(&["agent.*", "run.queued"], None)).await.expect("create");
-    let elsewhere = store.create_webhook(&endpoint(&["*"], Some("another-crew"))).await.expect("create");
+    let everything = store.create_webhook("default", &endpoint(&["*"], None)).await.expect("create");
+    let threads =
+        store.create_webhook("default", &endpoint(&["agent.*", "run.queued"], None)).await.expect("create");
+    let elsewhere =
+        store.create_webhook("default", &endpoint(&["*"], Some("another-crew"))).await.expect("create");
     let run = new_run();
     store.create_run(&run).await.expect("create run");
     store.append_event(run.id, None, None, thought("kept")).await.expect("append");

@@ -182,7 +182,8 @@ pub fn new_run() -> NewRun {
     };
     let crew = CrewSpec::from_json(sample_crew()).expect("spec");
     let Value::Object(inputs) = sample_inputs() else { panic!("inputs") };
-    prepare_run(crew, inputs, Default::default(), None, &ctx).expect("valid run")
+    prepare_run(crew, inputs, Default::default(), None, agentd::domain::DEFAULT_TENANT, &ctx)
+        .expect("valid run")
 }
 
 /// An `agent.thought` event saying `text`.

@@ -37,6 +37,7 @@ impl Backend {
             Backend::Postgres(store) => {
                 let run = NewRun {
                     id: RunId::new(),
+                    tenant: crate::domain::DEFAULT_TENANT.into(),
                     crew: crew.clone(),
                     inputs: inputs.clone(),
                     metadata: Map::new(),

@@ -1,0 +1,167 @@
+//! Tenants, scopes and the caller: who is asking, on whose behalf, and what they may do.
+//!
+//! A tenant owns runs, crews, secrets, webhooks and idempotency keys; a caller acts for one
+//! tenant with the scopes of its key. Another tenant's resource is, to a caller, one that does not
+//! exist. `admin` is every scope, over every tenant.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+/// The tenant that owned everything before tenants existed, and that `AGENTD_API_KEYS` act for.
+pub const DEFAULT_TENANT: &str = "default";
+
+/// What a key may do.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, utoipa::ToSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Scope {
+    /// Runs, events, streams, `/wait`, crews and secret names.
+    Read,
+    /// Kickoffs, batches, cancelling and deleting runs.
+    Kickoff,
+    /// Deciding tool-call approvals and `/resume`.
+    Approve,
+    /// Crews, secrets and webhooks.
+    Manage,
+    /// Tenants, keys, and every tenant's resources.
+    Admin,
+}
+
+impl Scope {
+    pub const ALL: [Scope; 5] = [Scope::Read, Scope::Kickoff, Scope::Approve, Scope::Manage, Scope::Admin];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scope::Read => "read",
+            Scope::Kickoff => "kickoff",
+            Scope::Approve => "approve",
+            Scope::Manage => "manage",
+            Scope::Admin => "admin",
+        }
+    }
+
+    fn bit(self) -> u8 {
+        1 << (self as u8)
+    }
+}
+
+impl fmt::Display for Scope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Scope {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Scope::ALL
+            .into_iter()
+            .find(|scope| scope.as_str() == s)
+            .ok_or_else(|| format!("unknown scope '{s}': use read, kickoff, approve, manage or admin"))
+    }
+}
+
+/// A set of scopes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Scopes(u8);
+
+impl Scopes {
+    pub fn all() -> Self {
+        Scope::ALL.into_iter().collect()
+    }
+
+    pub fn contains(self, scope: Scope) -> bool {
+        self.0 & scope.bit() != 0
+    }
+
+    pub fn iter(self) -> impl Iterator<Item = Scope> {
+        Scope::ALL.into_iter().filter(move |s| self.contains(*s))
+    }
+}
+
+impl FromIterator<Scope> for Scopes {
+    fn from_iter<I: IntoIterator<Item = Scope>>(iter: I) -> Self {
+        Scopes(iter.into_iter().fold(0, |bits, scope| bits | scope.bit()))
+    }
+}
+
+/// Who is asking: the key (none for `AGENTD_API_KEYS` and an open API), its tenant and scopes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Caller {
+    pub key_id: Option<Uuid>,
+    pub tenant: String,
+    pub scopes: Scopes,
+}
+
+impl Caller {
+    /// An admin of `default`: a key of `AGENTD_API_KEYS`, or anyone when the API is open.
+    pub fn operator() -> Self {
+        Self { key_id: None, tenant: DEFAULT_TENANT.to_owned(), scopes: Scopes::all() }
+    }
+
+    /// May it do what `scope` covers? (`admin` covers everything.)
+    pub fn may(&self, scope: Scope) -> bool {
+        self.scopes.contains(scope) || self.scopes.contains(Scope::Admin)
+    }
+
+    pub fn is_admin(&self) -> bool {
+        self.scopes.contains(Scope::Admin)
+    }
+
+    /// May it see a resource of `tenant`?
+    pub fn sees(&self, tenant: &str) -> bool {
+        self.is_admin() || self.tenant == tenant
+    }
+
+    /// The tenant its lists are limited to (`None`: an admin sees every tenant's).
+    pub fn visible_tenant(&self) -> Option<&str> {
+        (!self.is_admin()).then_some(self.tenant.as_str())
+    }
+}
+
+/// A tenant's name: 1 to 63 lowercase letters, digits, `-` and `_`, starting with a letter or
+/// digit (the database checks the same).
+pub fn check_tenant_name(name: &str) -> Result<(), String> {
+    let mut chars = name.chars();
+    let first_ok = chars.next().is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
+    let rest_ok = chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
+    match first_ok && rest_ok && name.len() <= 63 {
+        true => Ok(()),
+        false => Err(format!(
+            "'{name}' is not a tenant name: 1 to 63 lowercase letters, digits, '-' and '_', starting with a letter or digit"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn admin_covers_every_scope_and_every_tenant() {
+        let reader = Caller { key_id: None, tenant: "a".into(), scopes: [Scope::Read].into_iter().collect() };
+        assert!(reader.may(Scope::Read) && !reader.may(Scope::Kickoff) && !reader.may(Scope::Admin));
+        assert!(reader.sees("a") && !reader.sees("b"));
+        assert_eq!(reader.visible_tenant(), Some("a"));
+        let admin = Caller { scopes: [Scope::Admin].into_iter().collect(), ..reader };
+        assert!(Scope::ALL.iter().all(|s| admin.may(*s)) && admin.sees("b"));
+        assert_eq!(admin.visible_tenant(), None);
+        assert_eq!(Scopes::all().iter().count(), 5);
+        assert_eq!("manage".parse::<Scope>(), Ok(Scope::Manage));
+        assert!("root".parse::<Scope>().is_err());
+    }
+
+    #[test]
+    fn tenant_names_are_checked() {
+        for good in ["default", "team-a", "t_1", "9"] {
+            assert!(check_tenant_name(good).is_ok(), "{good}");
+        }
+        for bad in ["", "Team", "-a", "a b", "a/b", &"x".repeat(64)] {
+            assert!(check_tenant_name(bad).is_err(), "{bad}");
+        }
+    }
+}

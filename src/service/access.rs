@@ -1,0 +1,268 @@
+//! Tenants and API keys: creating them (admin), listing and revoking keys, and knowing the caller
+//! of a request from the key it presents.
+//!
+//! A key is `agd_` and 43 characters of base64url (32 random bytes); only its SHA-256 digest and
+//! its first [`PREFIX_LEN`] characters are stored. A presented key is looked up by its prefix and
+//! compared by digest in constant time. What a key stands for is cached for [`KEY_CACHE_TTL`]
+//! on each replica, so a revocation takes effect everywhere within about a second.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use chrono::{DateTime, Utc};
+use ring::rand::{SecureRandom, SystemRandom};
+use serde::Deserialize;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+use uuid::Uuid;
+
+use super::{invalid, ServiceError, ServiceResult, Services};
+use crate::domain::tenant::check_tenant_name;
+use crate::domain::validate::parse_json;
+use crate::domain::{Caller, FieldError, Scope, Scopes};
+use crate::store::{KeyRecord, NewKey, Store, StoreError, TenantRecord};
+
+/// How long a replica trusts what it read about a key (and whether any key exists).
+pub const KEY_CACHE_TTL: Duration = Duration::from_secs(1);
+/// The characters of a key kept to find it (`agd_` and 8 more; not secret).
+pub const PREFIX_LEN: usize = 12;
+/// Keys a replica remembers at once (a flood of made-up keys cannot grow it beyond this).
+const KEY_CACHE_CAPACITY: usize = 10_000;
+const KEY_PREFIX: &str = "agd_";
+
+/// What a replica remembers of keys: digest → the caller it stands for (or none) and when read.
+#[derive(Default)]
+pub struct KeyCache {
+    keys: Mutex<HashMap<[u8; 32], (Option<Caller>, Instant)>>,
+    any: Mutex<Option<(bool, Instant)>>,
+}
+
+/// The body of `POST /v1/keys`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct KeyBody {
+    tenant: String,
+    name: String,
+    scopes: Vec<String>,
+    #[serde(default)]
+    expires_at: Option<DateTime<Utc>>,
+}
+
+/// The body of `POST /v1/tenants`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TenantBody {
+    name: String,
+}
+
+/// A new key: its record and, this once, its text.
+#[derive(Debug)]
+pub struct CreatedKey {
+    pub record: KeyRecord,
+    pub key: String,
+}
+
+impl Services {
+    /// The caller a presented key stands for; `None` for a key that is unknown, revoked or expired.
+    pub async fn authenticate(&self, token: &str) -> ServiceResult<Option<Caller>> {
+        let digest: [u8; 32] = Sha256::digest(token.as_bytes()).into();
+        if let Some(caller) = self.keys.cached(&digest) {
+            return Ok(caller);
+        }
+        let caller = match token.get(..PREFIX_LEN).filter(|_| token.starts_with(KEY_PREFIX)) {
+            Some(prefix) => {
+                let candidates = self.store.key_candidates(prefix).await?;
+                let now = Utc::now();
+                candidates
+                    .into_iter()
+                    .filter(|c| c.expires_at.is_none_or(|at| at > now))
+                    .find(|c| bool::from(c.digest.as_slice().ct_eq(&digest)))
+                    .map(|c| {
+                        let store = self.store.clone();
+                        let id = c.id;
+                        tokio::spawn(async move {
+                            if let Err(error) = store.touch_key(id).await {
+                                tracing::debug!(%error, key = %id, "could not note a key's use");
+                            }
+                        });
+                        Caller { key_id: Some(c.id), tenant: c.tenant, scopes: parse_scopes(&c.scopes) }
+                    })
+            }
+            None => None,
+        };
+        self.keys.remember(digest, caller.clone());
+        Ok(caller)
+    }
+
+    /// Is any key stored? (Cached like keys.)
+    pub async fn keys_exist(&self) -> ServiceResult<bool> {
+        if let Some(any) = self.keys.cached_any() {
+            return Ok(any);
+        }
+        let any = self.store.has_keys().await?;
+        self.keys.remember_any(any);
+        Ok(any)
+    }
+
+    /// Create a key for a tenant (`POST /v1/keys`, admin).
+    pub async fn create_key(&self, body: Value) -> ServiceResult<CreatedKey> {
+        let body: KeyBody = parse_json(body).map_err(ServiceError::Invalid)?;
+        let mut errors = Vec::new();
+        let scopes: Vec<Scope> = body
+            .scopes
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| {
+                s.parse().map_err(|e| errors.push(FieldError::new(format!("scopes[{i}]"), e))).ok()
+            })
+            .collect();
+        if body.scopes.is_empty() {
+            errors.push(FieldError::new(
+                "scopes",
+                "give at least one of read, kickoff, approve, manage, admin",
+            ));
+        }
+        if body.name.trim().is_empty() || body.name.len() > 200 {
+            errors.push(FieldError::new("name", "must be 1 to 200 characters"));
+        }
+        if body.expires_at.is_some_and(|at| at <= Utc::now()) {
+            errors.push(FieldError::new("expires_at", "must be in the future"));
+        }
+        if let Err(message) = check_tenant_name(&body.tenant) {
+            errors.push(FieldError::new("tenant", message));
+        } else if self.store.get_tenant(&body.tenant).await?.is_none() {
+            errors.push(FieldError::new(
+                "tenant",
+                format!("no tenant named '{}' (POST /v1/tenants)", body.tenant),
+            ));
+        }
+        if !errors.is_empty() {
+            return Err(ServiceError::Invalid(errors));
+        }
+        self.issue_key(&body.tenant, body.name.trim(), &scopes, body.expires_at).await
+    }
+
+    /// Make and store a key.
+    pub async fn issue_key(
+        &self,
+        tenant: &str,
+        name: &str,
+        scopes: &[Scope],
+        expires_at: Option<DateTime<Utc>>,
+    ) -> ServiceResult<CreatedKey> {
+        let created = issue_key(&self.store, tenant, name, scopes, expires_at).await?;
+        self.keys.forget_any();
+        Ok(created)
+    }
+
+    /// Live keys: every tenant's for an admin.
+    pub async fn keys(&self, caller: &Caller) -> ServiceResult<Vec<KeyRecord>> {
+        Ok(self.store.list_keys(caller.visible_tenant()).await?)
+    }
+
+    /// Revoke a key (on every replica within [`KEY_CACHE_TTL`]).
+    pub async fn revoke_key(&self, caller: &Caller, id: Uuid) -> ServiceResult<()> {
+        match self.store.revoke_key(id, caller.visible_tenant()).await? {
+            true => {
+                self.keys.forget_all();
+                Ok(())
+            }
+            false => Err(ServiceError::NotFound(format!("no key with id {id}"))),
+        }
+    }
+
+    /// Create a tenant (`POST /v1/tenants`, admin).
+    pub async fn create_tenant(&self, body: Value) -> ServiceResult<TenantRecord> {
+        let body: TenantBody = parse_json(body).map_err(ServiceError::Invalid)?;
+        check_tenant_name(&body.name).map_err(|message| invalid("name", message))?;
+        self.store
+            .create_tenant(&body.name)
+            .await?
+            .ok_or_else(|| ServiceError::Conflict(format!("a tenant named '{}' exists", body.name)))
+    }
+
+    pub async fn tenants(&self) -> ServiceResult<Vec<TenantRecord>> {
+        Ok(self.store.list_tenants().await?)
+    }
+
+    pub async fn tenant(&self, name: &str) -> ServiceResult<TenantRecord> {
+        self.store
+            .get_tenant(name)
+            .await?
+            .ok_or_else(|| ServiceError::NotFound(format!("no tenant named '{name}'")))
+    }
+}
+
+/// Make a key for `tenant` (which must exist) and store its digest: the use case behind
+/// `POST /v1/keys` and `agentd keys create`.
+pub async fn issue_key(
+    store: &Store,
+    tenant: &str,
+    name: &str,
+    scopes: &[Scope],
+    expires_at: Option<DateTime<Utc>>,
+) -> ServiceResult<CreatedKey> {
+    let mut random = [0u8; 32];
+    SystemRandom::new()
+        .fill(&mut random)
+        .map_err(|_| ServiceError::Internal(StoreError::Corrupt("no randomness for a key".into())))?;
+    let key = format!("{KEY_PREFIX}{}", base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(random));
+    let mut names: Vec<String> = scopes.iter().map(|s| s.as_str().to_owned()).collect();
+    names.sort();
+    names.dedup();
+    let new = NewKey {
+        id: Uuid::now_v7(),
+        tenant: tenant.to_owned(),
+        name: name.to_owned(),
+        prefix: key[..PREFIX_LEN].to_owned(),
+        digest: Sha256::digest(key.as_bytes()).to_vec(),
+        scopes: names,
+        expires_at,
+    };
+    let record = store.create_key(&new).await?;
+    Ok(CreatedKey { record, key })
+}
+
+/// Stored scope names as a set (a name this version does not know grants nothing).
+fn parse_scopes(names: &[String]) -> Scopes {
+    names.iter().filter_map(|name| name.parse().ok()).collect()
+}
+
+impl KeyCache {
+    fn cached(&self, digest: &[u8; 32]) -> Option<Option<Caller>> {
+        let keys = self.keys.lock().unwrap_or_else(|e| e.into_inner());
+        keys.get(digest).filter(|(_, at)| at.elapsed() < KEY_CACHE_TTL).map(|(caller, _)| caller.clone())
+    }
+
+    fn remember(&self, digest: [u8; 32], caller: Option<Caller>) {
+        let mut keys = self.keys.lock().unwrap_or_else(|e| e.into_inner());
+        if keys.len() >= KEY_CACHE_CAPACITY {
+            keys.retain(|_, (_, at)| at.elapsed() < KEY_CACHE_TTL);
+            if keys.len() >= KEY_CACHE_CAPACITY {
+                keys.clear();
+            }
+        }
+        keys.insert(digest, (caller, Instant::now()));
+    }
+
+    fn forget_all(&self) {
+        self.keys.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        self.forget_any();
+    }
+
+    fn cached_any(&self) -> Option<bool> {
+        let any = self.any.lock().unwrap_or_else(|e| e.into_inner());
+        any.filter(|(_, at)| at.elapsed() < KEY_CACHE_TTL).map(|(any, _)| any)
+    }
+
+    fn remember_any(&self, any: bool) {
+        *self.any.lock().unwrap_or_else(|e| e.into_inner()) = Some((any, Instant::now()));
+    }
+
+    fn forget_any(&self) {
+        *self.any.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    }
+}
