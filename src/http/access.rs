@@ -94,7 +94,7 @@ pub struct ApiKeyList {
 #[allow(dead_code)] // The schema of what the service reads.
 pub struct NewApiKey {
     /// The tenant the key acts for.
-    #[schema(example = "team-a")]
+    #[schema(example = "default")]
     tenant: String,
     /// What the key is for (shown in lists).
     #[schema(min_length = 1, max_length = 200, example = "billing service")]

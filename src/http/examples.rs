@@ -42,6 +42,8 @@ pub fn add(document: &mut OpenApiDoc) {
         ),
         ("/v1/crews/{name}", crew()),
         ("/v1/secrets/{name}", json!({"value": "sk-example-0123456789"})),
+        ("/v1/tenants", json!({"name": "team-a"})),
+        ("/v1/keys", json!({"tenant": "default", "name": "billing service", "scopes": ["read", "kickoff"]})),
     ];
     for (path, example) in examples {
         let Some(item) = document.paths.paths.get_mut(path) else { continue };

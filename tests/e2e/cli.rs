@@ -5,6 +5,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use reqwest::StatusCode;
 use serde_json::{json, Value};
 use sqlx::PgPool;
 
@@ -113,6 +114,61 @@ async fn migrate_command_applies_the_schema(pool: PgPool) {
     assert!(status.success());
     let ready = agentd::store::Store::new(pool).check_ready().await.expect("ready check");
     assert!(ready);
+}
+
+/// `agentd keys create` bootstraps a key into the database without any other key; `serve` then
+/// requires keys, holds this one to its tenant and scopes, and neither process logs it.
+#[sqlx::test(migrations = false)]
+async fn keys_create_bootstraps_a_scoped_key_that_no_log_shows(pool: PgPool) {
+    let url = child_database_url(&pool).await;
+    let output = Command::new(BIN)
+        .args(["keys", "create", "--tenant", "team-a", "--scope", "read,kickoff", "--name", "ci"])
+        .env("DATABASE_URL", &url)
+        .env("RUST_LOG", "info")
+        .output()
+        .expect("run agentd keys create");
+    let (stdout, stderr) = (String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    assert!(output.status.success(), "{stderr}");
+    let key = stdout.trim().to_owned();
+    assert!(key.starts_with("agd_") && key.len() == 47, "{stdout}");
+    assert!(stderr.contains("tenant created") && !stderr.contains(&key[12..]), "{stderr}");
+    let bad = Command::new(BIN)
+        .args(["keys", "create", "--tenant", "Team A", "--scope", "read"])
+        .env("DATABASE_URL", &url)
+        .output()
+        .expect("run agentd keys create");
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("is not a tenant name"));
+
+    let agentd = Agentd::start(&url, &[("AGENTD_FAKE_LLM", "true")]);
+    let client = reqwest::Client::new();
+    let get = |path: &str, key: Option<&str>| {
+        let request = client.get(format!("{}{path}", agentd.base));
+        match key {
+            Some(key) => request.bearer_auth(key),
+            None => request,
+        }
+        .send()
+    };
+    assert_eq!(get("/v1/runs", None).await.expect("GET").status(), StatusCode::UNAUTHORIZED);
+    assert_eq!(get("/v1/runs", Some(&key)).await.expect("GET").status(), StatusCode::OK);
+    assert_eq!(get("/v1/keys", Some(&key)).await.expect("GET").status(), StatusCode::FORBIDDEN);
+    let crew = json!({"name": "c", "agents": [{"name": "a", "role": "r", "goal": "g", "backstory": "b"}],
+                      "tasks": [{"name": "t", "description": "d", "expected_output": "o", "agent": "a"}]});
+    let kicked = client
+        .post(format!("{}/v1/kickoffs", agentd.base))
+        .bearer_auth(&key)
+        .json(&json!({"crew": crew}))
+        .send()
+        .await
+        .expect("POST");
+    assert_eq!(kicked.status(), StatusCode::ACCEPTED);
+    let run: Value = kicked.json().await.expect("run");
+    assert_eq!(run["tenant"], "team-a");
+    let (status, lines) = agentd.stop("-TERM").await;
+    assert!(status.success());
+    let logs = lines.join("\n");
+    assert!(!logs.contains(&key) && !logs.contains(&key[12..]), "a key in the log:\n{logs}");
 }
 
 /// A running `agentd serve` child process, killed when dropped.

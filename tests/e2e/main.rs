@@ -20,5 +20,6 @@ mod shared_budget;
 mod store;
 mod streaming;
 mod support;
+mod tenants;
 mod webhooks;
 mod worker;

@@ -73,6 +73,11 @@ impl TestApp {
         Self { base: format!("http://{addr}"), client, api_key: None }
     }
 
+    /// The same server, asked with `key` (`None`: with no key).
+    pub fn as_key(&self, key: Option<&str>) -> TestApp {
+        TestApp { base: self.base.clone(), client: self.client.clone(), api_key: key.map(str::to_owned) }
+    }
+
     pub fn request(&self, method: Method, path: &str) -> RequestBuilder {
         let builder = self.client.request(method, format!("{}{path}", self.base));
         match &self.api_key {

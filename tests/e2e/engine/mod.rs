@@ -15,6 +15,7 @@ mod provider;
 mod retention;
 mod secrets;
 mod spend;
+mod tenancy;
 
 use std::time::Duration;
 
@@ -94,7 +95,7 @@ impl Harness {
         let id = RunId(Uuid::parse_str(queued["id"].as_str().expect("id")).expect("uuid"));
         let claimed = self.store.claim_run(id, "e2e-worker", LEASE).await.expect("claim").expect("queued");
         let engine = crate::support::engine_for(&self.config, &self.store);
-        let journal = self.store.journal(claimed.id, claimed.attempt);
+        let journal = self.store.claimed_journal(&claimed);
         let result = engine.run(&claimed.crew, &claimed.inputs, &journal, &CancellationToken::new()).await;
 
         let get = |path: String| async move { expect_json(self.app.get(&path).await, StatusCode::OK).await };

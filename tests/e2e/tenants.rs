@@ -1,0 +1,313 @@
+//! Tenants and scoped keys over HTTP: a matrix generated from the OpenAPI document (every `/v1`
+//! operation: no key → 401, a key without the operation's scope → 403, another tenant's key → 404
+//! on a path naming a resource and nothing of it in a list), the firehose, revocation seen by a
+//! second replica, and keys kept only as digests.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use agentd::config::ApiKeys;
+use agentd::webhooks::SigningKey;
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+use sqlx::PgPool;
+
+use crate::support::{
+    database_text, expect_json, expect_problem, sample_crew, sample_inputs, test_config, TestApp,
+};
+
+const ROOT: &str = "root-key-of-the-operator";
+const WEBHOOK_SECRET: &str = "whsec_KioqKioqKioqKioqKioqKioqKioqKioqKioqKio=";
+/// The crew A registers (B's runs use the sample crew, under another name).
+const A_CREW: &str = "a-private-crew";
+const NON_ADMIN: [&str; 4] = ["read", "kickoff", "approve", "manage"];
+
+/// A server with an operator key, secrets and webhooks, answering for `root`.
+async fn server(pool: PgPool) -> TestApp {
+    let mut config = test_config();
+    config.api_keys = ApiKeys::parse(ROOT);
+    config.secrets_key = Some(crate::secrets::test_key());
+    config.webhooks.key = Some(SigningKey::parse(WEBHOOK_SECRET).expect("signing key"));
+    TestApp::spawn_with(pool, config).await.as_key(Some(ROOT))
+}
+
+/// Create tenant `name` (as the operator).
+async fn tenant(root: &TestApp, name: &str) {
+    expect_json(root.post_json("/v1/tenants", &json!({"name": name})).await, StatusCode::CREATED).await;
+}
+
+/// A new key of `tenant` with `scopes`: (its text, its id).
+async fn key(root: &TestApp, tenant: &str, scopes: &[&str]) -> (String, String) {
+    let body = json!({"tenant": tenant, "name": format!("{tenant} {scopes:?}"), "scopes": scopes});
+    let created = expect_json(root.post_json("/v1/keys", &body).await, StatusCode::CREATED).await;
+    let text = created["key"].as_str().expect("key").to_owned();
+    assert!(text.starts_with("agd_") && text.len() >= 4 + 43, "{created}");
+    assert_eq!(created["prefix"].as_str(), Some(&text[..12]));
+    (text, created["id"].as_str().expect("id").to_owned())
+}
+
+/// What tenant A owns, to be named in paths.
+struct Owned {
+    run: String,
+    webhook: String,
+    key_id: String,
+}
+
+/// A body each operation accepts (what the server checks before or after the tenant is a
+/// separate question: these pass validation).
+fn body_of(method: &Method, path: &str) -> Option<Value> {
+    let kickoff = json!({"crew": sample_crew(), "inputs": sample_inputs()});
+    Some(match (method.as_str(), path) {
+        ("POST", "/v1/kickoffs") => kickoff,
+        ("POST", "/v1/kickoffs/batch") => json!({"crew": sample_crew(), "inputs": [sample_inputs()]}),
+        ("PUT", "/v1/crews/{name}") => sample_crew(),
+        ("PUT", "/v1/secrets/{name}") => json!({"value": "s3cret"}),
+        ("POST", "/v1/webhooks") => json!({"url": "https://93.184.215.14/hook", "events": ["*"]}),
+        ("PATCH", "/v1/webhooks/{id}") => json!({"enabled": true}),
+        ("POST", "/v1/runs/{id}/resume") | ("POST", "/v1/runs/{id}/tool-calls/{tool_call_id}/approval") => {
+            json!({"approve": true})
+        }
+        ("POST", "/v1/tenants") => json!({"name": "team-z"}),
+        ("POST", "/v1/keys") => json!({"tenant": "team-a", "name": "k", "scopes": ["read"]}),
+        _ => return None,
+    })
+}
+
+/// `path` with A's resources in its parameters.
+fn concrete(path: &str, owned: &Owned) -> String {
+    let crew = A_CREW.to_owned();
+    let id = if path.starts_with("/v1/webhooks") {
+        owned.webhook.clone()
+    } else if path.starts_with("/v1/keys") {
+        owned.key_id.clone()
+    } else {
+        owned.run.clone()
+    };
+    let name = match path {
+        p if p.starts_with("/v1/crews") => crew,
+        p if p.starts_with("/v1/secrets") => "a_secret".to_owned(),
+        p if p.starts_with("/v1/tenants") => "team-a".to_owned(),
+        _ => "research".to_owned(),
+    };
+    path.replace("{id}", &id)
+        .replace("{name}", &name)
+        .replace("{tool_call_id}", "call-1")
+        .replace("{delivery_id}", "1")
+}
+
+async fn send(app: &TestApp, method: &Method, path: &str, body: Option<&Value>) -> reqwest::Response {
+    let request = app.request(method.clone(), path);
+    let request = match body {
+        Some(body) => request.json(body),
+        None => request,
+    };
+    request.send().await.expect("request")
+}
+
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn the_openapi_matrix_keeps_tenants_apart_and_holds_keys_to_their_scopes(pool: PgPool) {
+    let root = server(pool).await;
+    tenant(&root, "team-a").await;
+    tenant(&root, "team-b").await;
+    let (a_key, a_key_id) = key(&root, "team-a", &NON_ADMIN).await;
+    let (b_key, _) = key(&root, "team-b", &NON_ADMIN).await;
+    let a = root.as_key(Some(&a_key));
+    let b = root.as_key(Some(&b_key));
+    // A key of A lacking each scope in turn (and `admin`, which A's full key lacks too).
+    let mut lacking: BTreeMap<&str, TestApp> = BTreeMap::new();
+    for scope in NON_ADMIN {
+        let others: Vec<&str> = NON_ADMIN.into_iter().filter(|s| *s != scope).collect();
+        lacking.insert(scope, root.as_key(Some(&key(&root, "team-a", &others).await.0)));
+    }
+    lacking.insert("admin", root.as_key(Some(&a_key)));
+
+    // What A owns: a run, a crew, a secret, a webhook. B has a run of its own.
+    let run = a.kickoff(&sample_crew(), sample_inputs()).await;
+    b.kickoff(&sample_crew(), sample_inputs()).await;
+    let crew_name = A_CREW.to_owned();
+    let mut a_crew = sample_crew();
+    a_crew["name"] = json!(A_CREW);
+    expect_json(a.put_json(&format!("/v1/crews/{crew_name}"), &a_crew).await, StatusCode::CREATED).await;
+    expect_json(a.put_json("/v1/secrets/a_secret", &json!({"value": "A-ONLY"})).await, StatusCode::CREATED)
+        .await;
+    let hook = json!({"url": "https://93.184.215.14/hook", "events": ["*"]});
+    let webhook = expect_json(a.post_json("/v1/webhooks", &hook).await, StatusCode::CREATED).await;
+    let owned = Owned {
+        run: run["id"].as_str().expect("id").to_owned(),
+        webhook: webhook["id"].as_str().expect("id").to_owned(),
+        key_id: a_key_id,
+    };
+    let mine = [owned.run.as_str(), owned.webhook.as_str(), crew_name.as_str(), "a_secret"];
+
+    let document = expect_json(root.get("/openapi.json").await, StatusCode::OK).await;
+    let mut cases = BTreeMap::<&str, usize>::new();
+    let mut operations = 0;
+    for (path, item) in document["paths"].as_object().expect("paths") {
+        if !path.starts_with("/v1/") {
+            continue;
+        }
+        for (method, operation) in item.as_object().expect("item") {
+            let Ok(method) = method.to_uppercase().parse::<Method>() else { continue };
+            operations += 1;
+            let scope =
+                operation["x-required-scope"].as_str().unwrap_or_else(|| panic!("{method} {path}: no scope"));
+            assert!(operation["responses"]["403"].is_object(), "{method} {path}: no 403 declared");
+            let url = concrete(path, &owned);
+            let body = body_of(&method, path);
+            let what = format!("{method} {url}");
+
+            // No key: 401.
+            let response = send(&root.as_key(None), &method, &url, body.as_ref()).await;
+            assert_eq!(response.status(), StatusCode::UNAUTHORIZED, "{what} without a key");
+            *cases.entry("401 without a key").or_default() += 1;
+
+            // A key without the scope: 403 naming it.
+            let response = send(&lacking[scope], &method, &url, body.as_ref()).await;
+            let problem = expect_problem(response, StatusCode::FORBIDDEN).await;
+            assert_eq!(problem["type"], "/problems/forbidden", "{what}");
+            assert!(problem["detail"].as_str().is_some_and(|d| d.contains(scope)), "{what}: {problem}");
+            *cases.entry("403 without the scope").or_default() += 1;
+
+            if scope == "admin" || path == "/v1/events" {
+                continue; // Admin sees every tenant; the firehose is a stream (below).
+            }
+            let names_a_resource = path.contains('{') && path != "/v1/tools";
+            if names_a_resource && method != Method::PUT {
+                // Another tenant's resource is one that does not exist.
+                let response = send(&b, &method, &url, body.as_ref()).await;
+                expect_problem(response, StatusCode::NOT_FOUND).await;
+                *cases.entry("404 for another tenant's resource").or_default() += 1;
+            } else if method == Method::GET {
+                // A list shows none of another tenant's.
+                let text = send(&b, &method, &url, None).await.text().await.expect("body");
+                for owned in mine {
+                    assert!(!text.contains(owned), "{what} shows A's {owned} to B: {text}");
+                }
+                let own = send(&a, &method, &url, None).await.text().await.expect("body");
+                assert!(
+                    mine.iter().any(|m| own.contains(m)) || path == "/v1/tools",
+                    "{what}: A sees its own: {own}"
+                );
+                *cases.entry("lists without another tenant's").or_default() += 1;
+            }
+        }
+    }
+    assert!(operations >= 37, "{operations} operations");
+    eprintln!("matrix: {operations} operations, cases {cases:?}");
+
+    // Nothing B did reached A's: everything is still there.
+    let crew = expect_json(a.get(&format!("/v1/crews/{crew_name}")).await, StatusCode::OK).await;
+    assert_eq!(crew["spec"]["name"], crew_name);
+    let secrets = expect_json(a.get("/v1/secrets").await, StatusCode::OK).await;
+    assert_eq!(secrets["secrets"].as_array().map(Vec::len), Some(1), "{secrets}");
+    let still = expect_json(a.get(&format!("/v1/runs/{}", owned.run)).await, StatusCode::OK).await;
+    assert_eq!((still["status"].as_str(), still["tenant"].as_str()), (Some("queued"), Some("team-a")));
+    expect_json(a.get(&format!("/v1/webhooks/{}", owned.webhook)).await, StatusCode::OK).await;
+    // The operator sees both tenants' runs.
+    let all = expect_json(root.get("/v1/runs").await, StatusCode::OK).await;
+    let tenants: Vec<&str> =
+        all["runs"].as_array().expect("runs").iter().filter_map(|r| r["tenant"].as_str()).collect();
+    assert!(tenants.contains(&"team-a") && tenants.contains(&"team-b"), "{tenants:?}");
+}
+
+/// B's firehose carries B's runs' events and none of A's.
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn the_firehose_shows_a_tenant_its_own_runs_only(pool: PgPool) {
+    let root = server(pool).await;
+    tenant(&root, "team-a").await;
+    tenant(&root, "team-b").await;
+    let a = root.as_key(Some(&key(&root, "team-a", &["read", "kickoff"]).await.0));
+    let b = root.as_key(Some(&key(&root, "team-b", &["read", "kickoff"]).await.0));
+    let a_run = a.kickoff(&sample_crew(), sample_inputs()).await["id"].as_str().expect("id").to_owned();
+    let b_run = b.kickoff(&sample_crew(), sample_inputs()).await["id"].as_str().expect("id").to_owned();
+    let a_later = a.kickoff(&sample_crew(), sample_inputs()).await["id"].as_str().expect("id").to_owned();
+
+    let stream = |app: &TestApp| {
+        app.request(Method::GET, "/v1/events?after=0").header("accept", "text/event-stream").send()
+    };
+    let mut response = stream(&b).await.expect("stream");
+    assert_eq!(response.status(), StatusCode::OK);
+    let mut text = String::new();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !text.contains(&b_run) {
+        let chunk =
+            tokio::time::timeout_at(deadline.into(), response.chunk()).await.expect("B's run in time");
+        text.push_str(&String::from_utf8_lossy(&chunk.expect("chunk").expect("open")));
+    }
+    assert!(!text.contains(&a_run) && !text.contains(&a_later), "{text}");
+    // The operator's firehose has both.
+    let mut response = stream(&root).await.expect("stream");
+    let mut all = String::new();
+    while !(all.contains(&a_run) && all.contains(&b_run)) {
+        let chunk = tokio::time::timeout_at(deadline.into(), response.chunk()).await.expect("both in time");
+        all.push_str(&String::from_utf8_lossy(&chunk.expect("chunk").expect("open")));
+    }
+}
+
+/// A revoked key is refused by the replica that revoked it at once and by another replica within
+/// about a second (each trusts what it read of a key for a second).
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn a_revoked_key_is_refused_on_every_replica_within_about_a_second(pool: PgPool) {
+    let first = server(pool.clone()).await;
+    let second = server(pool).await;
+    tenant(&first, "team-a").await;
+    let (text, id) = key(&first, "team-a", &["read"]).await;
+    let on_second = second.as_key(Some(&text));
+    assert_eq!(on_second.get("/v1/runs").await.status(), StatusCode::OK);
+    assert_eq!(first.as_key(Some(&text)).get("/v1/runs").await.status(), StatusCode::OK);
+    let keys = expect_json(first.get("/v1/keys").await, StatusCode::OK).await;
+    assert!(
+        keys["keys"].as_array().expect("keys").iter().any(|k| k["id"] == id && k.get("key").is_none()),
+        "{keys}"
+    );
+
+    assert_eq!(first.delete(&format!("/v1/keys/{id}")).await.status(), StatusCode::NO_CONTENT);
+    let revoked = Instant::now();
+    assert_eq!(first.as_key(Some(&text)).get("/v1/runs").await.status(), StatusCode::UNAUTHORIZED);
+    loop {
+        let status = on_second.get("/v1/runs").await.status();
+        if status == StatusCode::UNAUTHORIZED {
+            break;
+        }
+        assert_eq!(status, StatusCode::OK);
+        assert!(revoked.elapsed() < Duration::from_secs(2), "the second replica still takes the key");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    eprintln!("revocation seen by the second replica after {:?}", revoked.elapsed());
+    expect_problem(first.delete(&format!("/v1/keys/{id}")).await, StatusCode::NOT_FOUND).await;
+}
+
+/// Keys are stored as digests only; bad key requests are clear errors.
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn keys_are_stored_as_digests_and_bad_requests_are_clear(pool: PgPool) {
+    let root = server(pool.clone()).await;
+    tenant(&root, "team-a").await;
+    let (text, _) = key(&root, "team-a", &["read", "manage"]).await;
+    let stored = database_text(&pool).await;
+    assert!(!stored.contains(&text) && !stored.contains(&text[12..]), "a key is in the database");
+    assert!(!stored.contains(ROOT));
+
+    let problem = expect_problem(
+        root.post_json("/v1/keys", &json!({"tenant": "team-x", "name": "", "scopes": ["root"]})).await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+    )
+    .await;
+    let fields: Vec<&str> =
+        problem["errors"].as_array().expect("errors").iter().filter_map(|e| e["field"].as_str()).collect();
+    assert_eq!(fields, ["scopes[0]", "name", "tenant"], "{problem}");
+    expect_problem(
+        root.post_json("/v1/tenants", &json!({"name": "Team A"})).await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+    )
+    .await;
+    expect_problem(root.post_json("/v1/tenants", &json!({"name": "team-a"})).await, StatusCode::CONFLICT)
+        .await;
+    let tenants = expect_json(root.get("/v1/tenants").await, StatusCode::OK).await;
+    let names: Vec<&str> =
+        tenants["tenants"].as_array().expect("tenants").iter().filter_map(|t| t["name"].as_str()).collect();
+    assert_eq!(names, ["default", "team-a"]);
+    expect_problem(root.get("/v1/tenants/team-q").await, StatusCode::NOT_FOUND).await;
+    // A made-up key of the right shape is a 401 like any other.
+    let fake = format!("agd_{}", "A".repeat(43));
+    assert_eq!(root.as_key(Some(&fake)).get("/v1/runs").await.status(), StatusCode::UNAUTHORIZED);
+}
