@@ -33,10 +33,13 @@ pub const PREFIX_LEN: usize = 12;
 const KEY_CACHE_CAPACITY: usize = 10_000;
 const KEY_PREFIX: &str = "agd_";
 
-/// What a replica remembers of keys: digest → the caller it stands for (or none) and when read.
+/// What a key's digest stood for (a caller, or none) and when that was read.
+type Remembered = (Option<Caller>, Instant);
+
+/// What a replica remembers of keys, by digest.
 #[derive(Default)]
 pub struct KeyCache {
-    keys: Mutex<HashMap<[u8; 32], (Option<Caller>, Instant)>>,
+    keys: Mutex<HashMap<[u8; 32], Remembered>>,
     any: Mutex<Option<(bool, Instant)>>,
 }
 

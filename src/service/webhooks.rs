@@ -86,8 +86,12 @@ impl Services {
     /// Registered endpoints, or those of a run's kickoff.
     pub async fn webhooks(&self, caller: &Caller, run: Option<RunId>) -> ServiceResult<Vec<WebhookEndpoint>> {
         self.signing_key()?;
+        // A run the caller may not see has, to it, no webhooks (as a run that does not exist).
         if let Some(run) = run {
-            self.visible_run(caller, run).await?;
+            let visible = self.store.run_tenant(run).await?.is_some_and(|tenant| caller.sees(&tenant));
+            if !visible {
+                return Ok(Vec::new());
+            }
         }
         Ok(self.store.list_webhooks(caller.visible_tenant(), run).await?)
     }

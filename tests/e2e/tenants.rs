@@ -195,6 +195,10 @@ async fn the_openapi_matrix_keeps_tenants_apart_and_holds_keys_to_their_scopes(p
     assert!(operations >= 37, "{operations} operations");
     eprintln!("matrix: {operations} operations, cases {cases:?}");
 
+    // A run B may not see has, to B, no webhooks (as a run that does not exist).
+    let hooks = expect_json(b.get(&format!("/v1/webhooks?run_id={}", owned.run)).await, StatusCode::OK).await;
+    assert_eq!(hooks["webhooks"], json!([]), "{hooks}");
+
     // Nothing B did reached A's: everything is still there.
     let crew = expect_json(a.get(&format!("/v1/crews/{crew_name}")).await, StatusCode::OK).await;
     assert_eq!(crew["spec"]["name"], crew_name);
