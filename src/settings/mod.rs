@@ -295,9 +295,13 @@ pub const SETTINGS: &[Setting] = &[
     )
     .switch(),
     Setting::new("bind", "Address the API listens on"),
-    Setting::new("api_keys", "Comma-separated bearer keys for /v1/*; with none the API is open (the log says so)")
-        .secret()
-        .unset("none: the API is open"),
+    Setting::new(
+        "api_keys",
+        "Comma-separated bearer keys for /v1/*, each an admin key of the default tenant; with none (and no key \
+         stored with agentd keys create or POST /v1/keys) the API is open (the log says so)",
+    )
+    .secret()
+    .unset("none: the API is open unless keys are stored"),
     Setting::new("default_model", "The model (`<provider>/<model>`) of agents that name none"),
     Setting::new(
         "max_connections",
