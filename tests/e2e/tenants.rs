@@ -315,3 +315,58 @@ async fn keys_are_stored_as_digests_and_bad_requests_are_clear(pool: PgPool) {
     let fake = format!("agd_{}", "A".repeat(43));
     assert_eq!(root.as_key(Some(&fake)).get("/v1/runs").await.status(), StatusCode::UNAUTHORIZED);
 }
+
+/// Names and keys are per tenant: the same crew name, secret name and Idempotency-Key in two
+/// tenants are two things; a registered endpoint gets deliveries of its own tenant's runs only.
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn names_idempotency_keys_and_webhook_deliveries_are_per_tenant(pool: PgPool) {
+    let root = server(pool).await;
+    tenant(&root, "team-a").await;
+    tenant(&root, "team-b").await;
+    let a = root.as_key(Some(&key(&root, "team-a", &NON_ADMIN).await.0));
+    let b = root.as_key(Some(&key(&root, "team-b", &NON_ADMIN).await.0));
+    let hook = json!({"url": "https://93.184.215.14/hook", "events": ["run.queued"]});
+    let endpoint = expect_json(a.post_json("/v1/webhooks", &hook).await, StatusCode::CREATED).await;
+    let endpoint = endpoint["id"].as_str().expect("id").to_owned();
+
+    let mut runs = Vec::new();
+    for (client, topic) in [(&a, "tides"), (&b, "orbits")] {
+        // The same crew name: a crew of each tenant.
+        let mut crew = sample_crew();
+        crew["name"] = json!("research");
+        expect_json(client.put_json("/v1/crews/research", &crew).await, StatusCode::CREATED).await;
+        expect_json(
+            client.put_json("/v1/secrets/token", &json!({"value": topic})).await,
+            StatusCode::CREATED,
+        )
+        .await;
+        // The same Idempotency-Key with different bodies: no conflict across tenants.
+        let body = json!({"crew": "research", "inputs": {"topic": topic, "audience": "engineers"}});
+        let response = client
+            .request(Method::POST, "/v1/kickoffs")
+            .header("Idempotency-Key", "same-key")
+            .json(&body)
+            .send()
+            .await
+            .expect("kickoff");
+        let run = expect_json(response, StatusCode::ACCEPTED).await;
+        runs.push(run["id"].as_str().expect("id").to_owned());
+        let again = client
+            .request(Method::POST, "/v1/kickoffs")
+            .header("Idempotency-Key", "same-key")
+            .json(&body)
+            .send()
+            .await
+            .expect("replay");
+        assert_eq!(expect_json(again, StatusCode::OK).await["id"], run["id"], "replayed within the tenant");
+    }
+    let (a_run, b_run) = (&runs[0], &runs[1]);
+    let crews = expect_json(a.get("/v1/crews").await, StatusCode::OK).await;
+    assert_eq!(crews["crews"].as_array().map(Vec::len), Some(1), "{crews}");
+
+    // A's endpoint took A's run.queued and not B's.
+    let deliveries =
+        expect_json(a.get(&format!("/v1/webhooks/{endpoint}/deliveries")).await, StatusCode::OK).await;
+    let text = deliveries.to_string();
+    assert!(text.contains(a_run.as_str()) && !text.contains(b_run.as_str()), "{deliveries}");
+}
