@@ -268,13 +268,19 @@ async fn a_revoked_key_is_refused_on_every_replica_within_about_a_second(pool: P
     assert_eq!(first.delete(&format!("/v1/keys/{id}")).await.status(), StatusCode::NO_CONTENT);
     let revoked = Instant::now();
     assert_eq!(first.as_key(Some(&text)).get("/v1/runs").await.status(), StatusCode::UNAUTHORIZED);
+    // The second replica trusted what it read of the key (before the revocation) for at most a
+    // second: a request sent later than that is refused, however slowly it is served.
     loop {
+        let sent = revoked.elapsed();
         let status = on_second.get("/v1/runs").await.status();
         if status == StatusCode::UNAUTHORIZED {
             break;
         }
         assert_eq!(status, StatusCode::OK);
-        assert!(revoked.elapsed() < Duration::from_secs(2), "the second replica still takes the key");
+        assert!(
+            sent < Duration::from_millis(1200),
+            "a request sent {sent:?} after the revocation was served"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     eprintln!("revocation seen by the second replica after {:?}", revoked.elapsed());
