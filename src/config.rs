@@ -161,18 +161,8 @@ impl Config {
                 key: "fake_llm",
                 message: format!("the built-in script: {e}"),
             })?;
-            let openai = ProviderConfig {
-                name: DEFAULT_PROVIDER.into(),
-                kind: ProviderKind::Fake { script: Arc::new(demo), bind: None },
-                base_url: String::new(),
-                api_key: None,
-                rpm: None,
-                tpm: None,
-                native_tools: true,
-                structured_outputs: true,
-                prices: BTreeMap::new(),
-            };
-            providers.insert(openai.name.clone(), openai);
+            let kind = ProviderKind::Fake { script: Arc::new(demo), bind: None };
+            providers.insert(DEFAULT_PROVIDER.into(), default_provider(kind, String::new(), None));
         }
         let setting = |key: &'static str| move |e: String| ConfigError::Setting { key, message: e };
         let secs = std::time::Duration::from_secs;
@@ -258,17 +248,8 @@ pub fn providers(
     env: impl Fn(&str) -> Option<String>,
 ) -> Result<BTreeMap<String, ProviderConfig>, ConfigError> {
     let mut providers = BTreeMap::new();
-    let openai = ProviderConfig {
-        name: DEFAULT_PROVIDER.into(),
-        kind: ProviderKind::OpenAi,
-        base_url: env("OPENAI_BASE_URL").unwrap_or_else(|| OPENAI_BASE_URL.into()),
-        api_key: env("OPENAI_API_KEY").map(Secret::new),
-        rpm: None,
-        tpm: None,
-        native_tools: true,
-        structured_outputs: true,
-        prices: BTreeMap::new(),
-    };
+    let base_url = env("OPENAI_BASE_URL").unwrap_or_else(|| OPENAI_BASE_URL.into());
+    let openai = default_provider(ProviderKind::OpenAi, base_url, env("OPENAI_API_KEY").map(Secret::new));
     providers.insert(openai.name.clone(), openai);
     for (name, p) in &settings.providers {
         if name.is_empty() || name.contains('/') {
@@ -299,6 +280,22 @@ pub fn providers(
         providers.insert(name.clone(), provider);
     }
     Ok(providers)
+}
+
+/// The default provider (`openai`) served by `kind`: no budgets or prices, native tools and
+/// structured outputs on.
+fn default_provider(kind: ProviderKind, base_url: String, api_key: Option<Secret>) -> ProviderConfig {
+    ProviderConfig {
+        name: DEFAULT_PROVIDER.into(),
+        kind,
+        base_url,
+        api_key,
+        rpm: None,
+        tpm: None,
+        native_tools: true,
+        structured_outputs: true,
+        prices: BTreeMap::new(),
+    }
 }
 
 /// A provider's kind and base URL: an `openai` one needs a URL; a `fake` one a script,
