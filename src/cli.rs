@@ -300,12 +300,21 @@ async fn create_key(args: KeysCreateArgs) -> Result<(), BoxError> {
     };
     let store = crate::app::connect(&Secret::new(url), 2)?;
     crate::app::migrate_when_up(&store, Duration::from_secs(60)).await?;
-    if store.create_tenant(&args.tenant).await?.is_some() {
+    // Recorded as made by no key, like a change through a key of AGENTD_API_KEYS.
+    let audit = crate::store::Audit::new(
+        None,
+        &args.tenant,
+        "tenant.create",
+        &format!("/v1/tenants/{}", args.tenant),
+    );
+    if store.create_tenant(&args.tenant, &crate::domain::Quotas::default(), &audit).await?.is_some() {
         tracing::info!(tenant = %args.tenant, "tenant created");
     }
-    let created = crate::service::issue_key(&store, &args.tenant, &args.name, &args.scopes, args.expires_at)
-        .await
-        .map_err(|e| e.to_string())?;
+    let audit = crate::store::Audit::new(None, &args.tenant, "key.create", "/v1/keys");
+    let created =
+        crate::service::issue_key(&store, &args.tenant, &args.name, &args.scopes, args.expires_at, &audit)
+            .await
+            .map_err(|e| e.to_string())?;
     tracing::info!(key = %created.record.id, tenant = %args.tenant, prefix = %created.record.prefix, "key created");
     println!("{}", created.key);
     Ok(())

@@ -56,6 +56,8 @@ pub struct Pass {
     pub rows: u64,
     /// Transactions that removed runs.
     pub batches: u32,
+    /// Audit records removed.
+    pub audit: u64,
 }
 
 /// Remove batches while full ones come back (or until `shutdown`).
@@ -85,6 +87,25 @@ pub async fn prune_all(
             }
         }
         tokio::time::sleep(settings.pause).await;
+    }
+    // The audit log is kept as long as runs are.
+    while !shutdown.is_cancelled() {
+        match store.prune_audit(chrono::Utc::now() - keep, settings.batch).await {
+            Ok(removed) => {
+                pass.audit += removed;
+                if removed < settings.batch as u64 {
+                    break;
+                }
+            }
+            Err(error) => {
+                tracing::warn!(%error, "retention: pruning the audit log failed; trying again later");
+                break;
+            }
+        }
+        tokio::time::sleep(settings.pause).await;
+    }
+    if pass.audit > 0 {
+        tracing::info!(records = pass.audit, "retention: removed old audit records");
     }
     if pass.runs > 0 {
         tracing::info!(

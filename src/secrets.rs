@@ -11,7 +11,7 @@ use ring::aead::{Aad, LessSafeKey, Nonce, UnboundKey, AES_256_GCM, NONCE_LEN};
 use ring::rand::{SecureRandom, SystemRandom};
 use sha2::{Digest, Sha256};
 
-use crate::store::{SealedSecret, SecretInfo, Store, StoreError, UpsertOutcome};
+use crate::store::{Audit, SealedSecret, SecretInfo, Store, StoreError, UpsertOutcome};
 use crate::tools::secrets::{SecretFuture, SecretSource, SecretStore};
 
 /// The longest secret value, in bytes.
@@ -131,9 +131,10 @@ impl Vault {
         tenant: &str,
         name: &str,
         value: &str,
+        audit: &Audit,
     ) -> Result<(SecretInfo, UpsertOutcome), SecretError> {
         let sealed = self.key()?.seal(name, value).map_err(StoreError::Corrupt)?;
-        Ok(self.store.put_secret(tenant, name, &sealed).await?)
+        Ok(self.store.put_secret(tenant, name, &sealed, audit).await?)
     }
 
     /// Every secret's name and times, of the tenant.
@@ -143,9 +144,9 @@ impl Vault {
     }
 
     /// Remove the tenant's secret; `false` if there was none.
-    pub async fn delete(&self, tenant: &str, name: &str) -> Result<bool, SecretError> {
+    pub async fn delete(&self, tenant: &str, name: &str, audit: &Audit) -> Result<bool, SecretError> {
         self.key()?;
-        Ok(self.store.delete_secret(tenant, name).await?)
+        Ok(self.store.delete_secret(tenant, name, audit).await?)
     }
 
     /// Those of `names` that the tenant does not have.

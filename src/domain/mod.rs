@@ -20,5 +20,5 @@ pub use event::{Event, EventData, EventType};
 pub use ids::RunId;
 pub use limits::{CrewLimits, RunLimits};
 pub use run::{ErrorKind, Run, RunError, RunStatus, TaskOutput, TaskRun, TaskStatus, Usage, UsageLine};
-pub use tenant::{Caller, Scope, Scopes, DEFAULT_TENANT};
+pub use tenant::{Caller, QuotaPatch, Quotas, Scope, Scopes, DEFAULT_TENANT};
 pub use validate::{FieldError, ValidationContext};

@@ -123,6 +123,81 @@ impl Caller {
     }
 }
 
+/// A tenant's quotas; `None` is no limit.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct Quotas {
+    /// Runs executing at once across the cluster; more stay queued until one ends.
+    #[schema(minimum = 0)]
+    pub max_running: Option<u32>,
+    /// Runs queued at once; a kickoff beyond it is refused (429 `/problems/quota`).
+    #[schema(minimum = 0)]
+    pub max_queued: Option<u32>,
+    /// Prompt and completion tokens per UTC day: a kickoff once it is spent is refused (429), a
+    /// run that crosses it fails with `error.kind = "budget"`.
+    #[schema(minimum = 0)]
+    pub max_tokens_per_day: Option<u64>,
+    /// US dollars per UTC day (from the providers' prices), enforced as `max_tokens_per_day`.
+    #[schema(minimum = 0.0)]
+    pub max_cost_usd_per_day: Option<f64>,
+}
+
+impl Quotas {
+    /// Has it a daily spend cap (which the journal then keeps a daily ledger for)?
+    pub fn caps_spend(&self) -> bool {
+        self.max_tokens_per_day.is_some() || self.max_cost_usd_per_day.is_some()
+    }
+
+    /// Does any quota bind at kickoff?
+    pub fn binds_kickoffs(&self) -> bool {
+        self.max_queued.is_some() || self.caps_spend()
+    }
+}
+
+/// A change of quotas: an absent field stays as it is, `null` lifts the limit.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QuotaPatch {
+    #[serde(default, deserialize_with = "present")]
+    pub max_running: Option<Option<u32>>,
+    #[serde(default, deserialize_with = "present")]
+    pub max_queued: Option<Option<u32>>,
+    #[serde(default, deserialize_with = "present")]
+    pub max_tokens_per_day: Option<Option<u64>>,
+    #[serde(default, deserialize_with = "present")]
+    pub max_cost_usd_per_day: Option<Option<f64>>,
+}
+
+impl QuotaPatch {
+    /// `quotas` with this change made.
+    pub fn apply(self, quotas: Quotas) -> Quotas {
+        Quotas {
+            max_running: self.max_running.unwrap_or(quotas.max_running),
+            max_queued: self.max_queued.unwrap_or(quotas.max_queued),
+            max_tokens_per_day: self.max_tokens_per_day.unwrap_or(quotas.max_tokens_per_day),
+            max_cost_usd_per_day: self.max_cost_usd_per_day.unwrap_or(quotas.max_cost_usd_per_day),
+        }
+    }
+
+    /// The cost cap, if set, must be a finite amount of dollars, not negative.
+    pub fn check(&self) -> Result<(), String> {
+        match self.max_cost_usd_per_day {
+            Some(Some(cap)) if !cap.is_finite() || cap < 0.0 => {
+                Err(format!("max_cost_usd_per_day must be a non-negative amount, not {cap}"))
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+/// A field that is present (its value, `null` included), as distinct from one that is absent.
+fn present<'de, D, T>(deserializer: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(deserializer).map(Some)
+}
+
 /// A tenant's name: 1 to 63 lowercase letters, digits, `-` and `_`, starting with a letter or
 /// digit (the database checks the same).
 pub fn check_tenant_name(name: &str) -> Result<(), String> {
@@ -153,6 +228,24 @@ mod tests {
         assert_eq!(Scopes::all().iter().count(), 5);
         assert_eq!("manage".parse::<Scope>(), Ok(Scope::Manage));
         assert!("root".parse::<Scope>().is_err());
+    }
+
+    #[test]
+    fn a_quota_patch_keeps_what_it_omits_and_lifts_what_it_nulls() {
+        let before = Quotas { max_running: Some(2), max_queued: Some(10), ..Quotas::default() };
+        let patch: QuotaPatch =
+            serde_json::from_value(serde_json::json!({"max_queued": null, "max_tokens_per_day": 500}))
+                .unwrap();
+        let after = patch.apply(before);
+        assert_eq!(after.max_running, Some(2));
+        assert_eq!(after.max_queued, None);
+        assert_eq!(after.max_tokens_per_day, Some(500));
+        assert!(after.caps_spend() && after.binds_kickoffs());
+        assert!(serde_json::from_value::<QuotaPatch>(serde_json::json!({"max_runing": 1})).is_err());
+        assert!(serde_json::from_value::<QuotaPatch>(serde_json::json!({"max_running": -1})).is_err());
+        let negative: QuotaPatch =
+            serde_json::from_value(serde_json::json!({"max_cost_usd_per_day": -1.0})).unwrap();
+        assert!(negative.check().is_err());
     }
 
     #[test]

@@ -37,6 +37,7 @@ use super::journal::{JournalError, Step, ToolCallOutcome};
 use super::toolbox::{Runner, ToolEntry};
 use super::{Context, EngineError, LiveDelta, RunDeltas};
 use crate::domain::event::{CallPurpose, LlmFinished, LlmStarted, RunThrottled, TokenUsage};
+use crate::domain::ErrorKind;
 use crate::domain::EventData;
 use crate::llm::TokenUsage as CallUsage;
 use crate::llm::{
@@ -192,16 +193,37 @@ impl Context<'_> {
         }
         let label = model.label();
         let capped = self.budget.is_capped();
+        let day_caps = self.journal.day_caps();
         let tpm = model.budget.as_ref().filter(|b| b.tpm.is_some());
         // Estimated only where a budget needs it (a cap, or a provider's tokens per minute).
-        let estimate = if capped || tpm.is_some() { request.estimated_prompt_tokens() } else { 0 };
-        if capped {
-            let cost = model
+        let estimate =
+            if capped || tpm.is_some() || day_caps.is_some() { request.estimated_prompt_tokens() } else { 0 };
+        let estimated_cost = || {
+            model
                 .price
                 .as_ref()
-                .map_or(0.0, |p| p.cost(&CallUsage { prompt_tokens: estimate, ..CallUsage::default() }));
-            self.budget.check_spend(estimate, cost)?;
+                .map_or(0.0, |p| p.cost(&CallUsage { prompt_tokens: estimate, ..CallUsage::default() }))
+        };
+        if capped {
+            self.budget.check_spend(estimate, estimated_cost())?;
         }
+        // The tenant's daily caps: what it has spent today (committed), what this run has not
+        // committed yet, and this call.
+        let day_spent = match day_caps {
+            Some(caps) => {
+                let (tokens, cost_usd) = self.journal.spent_today().await.map_err(EngineError::Journal)?;
+                let unsaved = u64::try_from(pending.usage.prompt_tokens + pending.usage.completion_tokens);
+                let before = (tokens + unsaved.unwrap_or(0), cost_usd + pending.usage.cost_usd);
+                caps.check(
+                    before.0 + estimate,
+                    before.1 + estimated_cost(),
+                    "the next model call would take",
+                )
+                .map_err(|message| EngineError::failed(ErrorKind::Budget, message))?;
+                Some((caps, before))
+            }
+            None => None,
+        };
         self.throttle(limits, model, estimate, task, agent, pending).await?;
         let (iteration, why) = purpose.describe();
         let data = LlmStarted { model: label.clone(), iteration, purpose: why };
@@ -260,6 +282,11 @@ impl Context<'_> {
         };
         pending.event(Some(task), Some(agent), EventData::LlmFinished(data));
         self.budget.spend(usage.prompt_tokens + usage.completion_tokens, cost.unwrap_or(0.0))?;
+        if let Some((caps, (tokens, cost_usd))) = day_spent {
+            let used = usage.prompt_tokens + usage.completion_tokens;
+            caps.check(tokens + used, cost_usd + cost.unwrap_or(0.0), "a model call took")
+                .map_err(|message| EngineError::failed(ErrorKind::Budget, message))?;
+        }
         self.budget.check_reply(reply_bytes(&response))?;
         Ok(response)
     }

@@ -403,6 +403,31 @@ impl Snapshot {
     }
 }
 
+/// A tenant's daily spend caps (`max_tokens_per_day`, `max_cost_usd_per_day`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DayCaps {
+    pub max_tokens: Option<u64>,
+    pub max_cost_usd: Option<f64>,
+}
+
+impl DayCaps {
+    /// The run fails (`budget`) if the tenant's spend today would be `tokens` and `cost_usd`
+    /// over a cap; `call` says which call, as the message begins it.
+    pub fn check(&self, tokens: u64, cost_usd: f64, call: &str) -> Result<(), String> {
+        if let Some(max) = self.max_tokens.filter(|max| tokens > *max) {
+            return Err(format!(
+                "the tenant is over its daily token cap: {call} its spend today to {tokens} tokens, over max_tokens_per_day = {max}"
+            ));
+        }
+        if let Some(max) = self.max_cost_usd.filter(|max| cost_usd > *max) {
+            return Err(format!(
+                "the tenant is over its daily cost cap: {call} its spend today to ${cost_usd:.6}, over max_cost_usd_per_day = ${max}"
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// Where the engine persists a run.
 pub trait Journal: Send + Sync {
     /// The run this journal is of.
@@ -410,6 +435,14 @@ pub trait Journal: Send + Sync {
     /// The tenant that owns the run (its tools read this tenant's secrets only).
     fn tenant(&self) -> &str {
         crate::domain::DEFAULT_TENANT
+    }
+    /// The owning tenant's daily spend caps, if it has any.
+    fn day_caps(&self) -> Option<DayCaps> {
+        None
+    }
+    /// What the owning tenant has spent today (UTC), tokens and US dollars, as committed.
+    fn spent_today(&self) -> JournalFuture<'_, (u64, f64)> {
+        Box::pin(async { Ok((0, 0.0)) })
     }
     /// Everything journaled so far.
     fn load(&self) -> JournalFuture<'_, Snapshot>;

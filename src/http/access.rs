@@ -1,4 +1,4 @@
-//! Tenants and API keys (`admin`): `POST/GET /v1/tenants`, `GET /v1/tenants/{name}`,
+//! Tenants and API keys (`admin`): `POST/GET /v1/tenants`, `GET/PATCH /v1/tenants/{name}`,
 //! `POST/GET /v1/keys`, `DELETE /v1/keys/{id}`. A key's text is answered once, when it is made.
 
 use axum::extract::State;
@@ -10,23 +10,40 @@ use serde_json::Value;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use super::auth::Authed;
+use super::auth::{Audited, Authed};
 use super::error::{ApiResult, Problem};
 use super::extract::{ApiJson, ApiPath};
 use super::AppState;
-use crate::domain::Scope;
+use crate::domain::{Quotas, Scope};
 use crate::service::{KeyRecord, TenantRecord};
 
-/// A tenant: the owner of runs, crews, secrets and webhooks.
+/// A tenant: the owner of runs, crews, secrets and webhooks, and its quotas.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Tenant {
     pub name: String,
     pub created_at: DateTime<Utc>,
+    pub quotas: Quotas,
+    /// What it has running and queued now, and has spent today (only in `GET /v1/tenants/{name}`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usage: Option<TenantUsage>,
+}
+
+/// A tenant's runs in flight and its spend of the UTC day.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TenantUsage {
+    /// Runs executing now (`running`, `cancelling`), counted against `max_running`.
+    pub running: i64,
+    /// Runs queued now, counted against `max_queued`.
+    pub queued: i64,
+    /// Tokens spent today (UTC), counted while the tenant has a daily cap.
+    pub tokens_today: i64,
+    /// US dollars spent today (UTC), counted while the tenant has a daily cap.
+    pub cost_usd_today: f64,
 }
 
 impl From<TenantRecord> for Tenant {
     fn from(record: TenantRecord) -> Self {
-        Self { name: record.name, created_at: record.created_at }
+        Self { name: record.name, created_at: record.created_at, quotas: record.quotas, usage: None }
     }
 }
 
@@ -36,13 +53,40 @@ pub struct TenantList {
     pub tenants: Vec<Tenant>,
 }
 
-/// The body of `POST /v1/tenants`.
+/// The body of `POST /v1/tenants`: a name, and quotas if any (omitted: no limit).
 #[derive(Debug, ToSchema)]
 #[allow(dead_code)] // The schema of what the service reads.
 pub struct NewTenant {
     /// 1 to 63 lowercase letters, digits, `-` and `_`, starting with a letter or digit.
     #[schema(min_length = 1, max_length = 63, pattern = "^[a-z0-9][a-z0-9_-]*$", example = "team-a")]
     name: String,
+    #[schema(minimum = 0)]
+    max_running: Option<u32>,
+    #[schema(minimum = 0)]
+    max_queued: Option<u32>,
+    #[schema(minimum = 0)]
+    max_tokens_per_day: Option<u64>,
+    #[schema(minimum = 0.0)]
+    max_cost_usd_per_day: Option<f64>,
+}
+
+/// The body of `PATCH /v1/tenants/{name}`: the quotas to change; an omitted one stays as it is,
+/// `null` lifts it.
+#[derive(Debug, ToSchema)]
+#[allow(dead_code)] // The schema of what the service reads.
+pub struct TenantPatch {
+    /// Runs executing at once across the cluster.
+    #[schema(minimum = 0)]
+    max_running: Option<u32>,
+    /// Runs queued at once; kickoffs beyond it are 429.
+    #[schema(minimum = 0)]
+    max_queued: Option<u32>,
+    /// Tokens per UTC day.
+    #[schema(minimum = 0)]
+    max_tokens_per_day: Option<u64>,
+    /// US dollars per UTC day.
+    #[schema(minimum = 0.0)]
+    max_cost_usd_per_day: Option<f64>,
 }
 
 /// An API key, without its text.
@@ -118,9 +162,30 @@ pub struct NewApiKey {
 )]
 pub async fn create_tenant(
     State(state): State<AppState>,
+    Audited(audit): Audited,
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<(StatusCode, Json<Tenant>)> {
-    Ok((StatusCode::CREATED, Json(state.services.create_tenant(body).await?.into())))
+    Ok((StatusCode::CREATED, Json(state.services.create_tenant(body, &audit).await?.into())))
+}
+
+/// Change a tenant's quotas.
+#[utoipa::path(
+    patch, path = "/tenants/{name}", tag = "access",
+    params(("name" = String, Path, description = "Tenant name")),
+    request_body = TenantPatch,
+    responses(
+        (status = 200, description = "The tenant with its new quotas", body = Tenant),
+        (status = 404, description = "No such tenant", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid quotas", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn update_tenant(
+    State(state): State<AppState>,
+    Audited(audit): Audited,
+    ApiPath(name): ApiPath<String>,
+    ApiJson(body): ApiJson<Value>,
+) -> ApiResult<Json<Tenant>> {
+    Ok(Json(state.services.update_tenant(&name, body, &audit).await?.into()))
 }
 
 /// Every tenant.
@@ -143,7 +208,14 @@ pub async fn get_tenant(
     State(state): State<AppState>,
     ApiPath(name): ApiPath<String>,
 ) -> ApiResult<Json<Tenant>> {
-    Ok(Json(state.services.tenant(&name).await?.into()))
+    let (record, load) = state.services.tenant(&name).await?;
+    let usage = TenantUsage {
+        running: load.running,
+        queued: load.queued,
+        tokens_today: load.tokens_today,
+        cost_usd_today: load.cost_usd_today,
+    };
+    Ok(Json(Tenant { usage: Some(usage), ..record.into() }))
 }
 
 /// Create an API key for a tenant; the answer holds the key, once.
@@ -157,9 +229,10 @@ pub async fn get_tenant(
 )]
 pub async fn create_key(
     State(state): State<AppState>,
+    Audited(audit): Audited,
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<(StatusCode, Json<CreatedApiKey>)> {
-    let created = state.services.create_key(body).await?;
+    let created = state.services.create_key(body, &audit).await?;
     Ok((StatusCode::CREATED, Json(CreatedApiKey { record: created.record.into(), key: created.key })))
 }
 
@@ -183,8 +256,9 @@ pub async fn list_keys(State(state): State<AppState>, Authed(caller): Authed) ->
 pub async fn revoke_key(
     State(state): State<AppState>,
     Authed(caller): Authed,
+    Audited(audit): Audited,
     ApiPath(id): ApiPath<Uuid>,
 ) -> ApiResult<StatusCode> {
-    state.services.revoke_key(&caller, id).await?;
+    state.services.revoke_key(&caller, id, &audit).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -7,9 +7,12 @@ use axum::http::{header, Method};
 use axum::middleware::Next;
 use axum::response::Response;
 
+use std::sync::Arc;
+
 use super::error::ApiError;
 use super::AppState;
 use crate::domain::{Caller, Scope};
+use crate::store::{Audit, Outcome};
 
 /// The prefix of every route that needs a key (including unknown ones, which must not reveal
 /// whether they exist).
@@ -24,6 +27,27 @@ impl<S: Send + Sync> FromRequestParts<S> for Authed {
 
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
         parts.extensions.get::<Caller>().cloned().map(Authed).ok_or(ApiError::Unauthorized)
+    }
+}
+
+/// The change an audited request makes (see [`audited_action`]), resolved by
+/// [`require_api_key`]: the handler hands it to its use case, whose store write records it in
+/// the change's own transaction.
+#[derive(Debug, Clone)]
+pub struct Audited(pub Arc<Audit>);
+
+impl<S: Send + Sync> FromRequestParts<S> for Audited {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        match parts.extensions.get::<Arc<Audit>>() {
+            Some(audit) => Ok(Audited(audit.clone())),
+            None => Err(ApiError::Internal(format!(
+                "{} {} is not an audited route",
+                parts.method,
+                parts.uri.path()
+            ))),
+        }
     }
 }
 
@@ -52,15 +76,68 @@ pub async fn require_api_key(
         }
     };
     let operation = request.extensions().get::<MatchedPath>().map(|path| path.as_str().to_owned());
+    let audit = operation
+        .as_deref()
+        .and_then(|path| audited_action(request.method(), path))
+        .map(|action| Arc::new(Audit::new(caller.key_id, &caller.tenant, &action, request.uri().path())));
     if let Some(scope) = operation.and_then(|path| required_scope(request.method(), &path)) {
         if !caller.may(scope) {
+            if let Some(audit) = &audit {
+                record_refusal(&state, audit, Outcome::Denied).await;
+            }
             return Err(ApiError::Forbidden(format!(
                 "this key lacks the '{scope}' scope this operation needs"
             )));
         }
     }
     request.extensions_mut().insert(caller);
-    Ok(next.run(request).await)
+    let Some(audit) = audit else { return Ok(next.run(request).await) };
+    request.extensions_mut().insert(audit.clone());
+    let response = next.run(request).await;
+    match Outcome::of_status(response.status().as_u16()) {
+        Outcome::Succeeded if audit.is_recorded() => {}
+        Outcome::Succeeded => {
+            // A use case that changed something without recording it: a bug, made visible.
+            tracing::error!(action = %audit.action, "a change was not audited by its use case; recorded after it");
+            record_refusal(&state, &audit, Outcome::Succeeded).await;
+        }
+        outcome => record_refusal(&state, &audit, outcome).await,
+    }
+    Ok(response)
+}
+
+/// Record an audited request that changed nothing (or was not recorded with its change); a
+/// failure to record is logged, not answered (the request's own answer stands).
+async fn record_refusal(state: &AppState, audit: &Audit, outcome: Outcome) {
+    if let Err(error) = state.services.record_refusal(audit, outcome).await {
+        tracing::warn!(%error, action = %audit.action, "could not record an audited request");
+    }
+}
+
+/// The audit action of an operation that changes something (`secret.put`, `run.cancel`,
+/// `key.delete`...): the resource kind, then the operation's own last path segment or what its
+/// method does. Reads are not audited, nor kickoffs (a run is its own record).
+pub fn audited_action(method: &Method, path: &str) -> Option<String> {
+    if [Method::GET, Method::HEAD, Method::OPTIONS].contains(method) {
+        return None;
+    }
+    let path = path.strip_prefix("/v1/")?;
+    if path.starts_with("kickoffs") {
+        return None;
+    }
+    let segments: Vec<&str> = path.split('/').collect();
+    let kind = segments.first()?.trim_end_matches('s');
+    let verb = match segments.last() {
+        Some(last) if segments.len() > 1 && !last.starts_with('{') => (*last).to_owned(),
+        _ => match *method {
+            Method::POST => "create".to_owned(),
+            Method::PUT => "put".to_owned(),
+            Method::PATCH => "update".to_owned(),
+            Method::DELETE => "delete".to_owned(),
+            _ => method.as_str().to_ascii_lowercase(),
+        },
+    };
+    Some(format!("{kind}.{verb}"))
 }
 
 /// The scope an operation (method and route, as the OpenAPI document names it) needs: `read` for
@@ -74,6 +151,7 @@ pub fn required_scope(method: &Method, path: &str) -> Option<Scope> {
         "/kickoffs" | "/kickoffs/batch" | "/runs/{id}/cancel" => Scope::Kickoff,
         "/runs/{id}" if method == Method::DELETE => Scope::Kickoff,
         "/runs/{id}/resume" | "/runs/{id}/tool-calls/{tool_call_id}/approval" => Scope::Approve,
+        "/audit" => Scope::Manage,
         p if p.starts_with("/keys") || p.starts_with("/tenants") => Scope::Admin,
         p if p.starts_with("/webhooks") => Scope::Manage,
         p if (p.starts_with("/crews") || p.starts_with("/secrets")) && !reads => Scope::Manage,
@@ -122,6 +200,24 @@ mod tests {
         assert_eq!(scope(Method::POST, "/v1/keys"), Some(Scope::Admin));
         assert_eq!(scope(Method::GET, "/v1/tenants"), Some(Scope::Admin));
         assert_eq!(scope(Method::GET, "/healthz"), None);
+    }
+
+    #[test]
+    fn changes_are_audited_by_kind_and_verb() {
+        use super::audited_action;
+        let action = |method: Method, path: &str| audited_action(&method, path);
+        assert_eq!(action(Method::PUT, "/v1/secrets/{name}").as_deref(), Some("secret.put"));
+        assert_eq!(action(Method::DELETE, "/v1/keys/{id}").as_deref(), Some("key.delete"));
+        assert_eq!(action(Method::PATCH, "/v1/tenants/{name}").as_deref(), Some("tenant.update"));
+        assert_eq!(action(Method::POST, "/v1/runs/{id}/cancel").as_deref(), Some("run.cancel"));
+        assert_eq!(
+            action(Method::POST, "/v1/runs/{id}/tool-calls/{tool_call_id}/approval").as_deref(),
+            Some("run.approval")
+        );
+        assert_eq!(action(Method::POST, "/v1/webhooks").as_deref(), Some("webhook.create"));
+        assert_eq!(action(Method::POST, "/v1/kickoffs"), None);
+        assert_eq!(action(Method::GET, "/v1/secrets"), None);
+        assert_eq!(action(Method::GET, "/v1/audit"), None);
     }
 
     #[test]

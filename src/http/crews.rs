@@ -7,7 +7,7 @@ use serde::Serialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
-use super::auth::Authed;
+use super::auth::{Audited, Authed};
 use super::error::{ApiError, ApiResult, Problem};
 use super::extract::{ApiJson, ApiPath};
 use super::wire::CrewBody;
@@ -36,11 +36,12 @@ use crate::service::UpsertOutcome;
 pub async fn put_crew(
     State(state): State<AppState>,
     Authed(caller): Authed,
+    Audited(audit): Audited,
     ApiPath(name): ApiPath<String>,
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<(StatusCode, Json<CrewBody>)> {
     check_name(&name)?;
-    let (record, outcome) = state.services.register_crew(&caller, &name, body).await?;
+    let (record, outcome) = state.services.register_crew(&caller, &name, body, &audit).await?;
     let status = match outcome {
         UpsertOutcome::Created => StatusCode::CREATED,
         UpsertOutcome::Replaced => StatusCode::OK,
@@ -120,9 +121,10 @@ pub async fn get_crew(
 pub async fn delete_crew(
     State(state): State<AppState>,
     Authed(caller): Authed,
+    Audited(audit): Audited,
     ApiPath(name): ApiPath<String>,
 ) -> ApiResult<StatusCode> {
-    state.services.delete_crew(&caller, &name).await?;
+    state.services.delete_crew(&caller, &name, &audit).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

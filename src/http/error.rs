@@ -49,6 +49,9 @@ pub enum ApiError {
     Validation { detail: String, errors: Vec<FieldError> },
     #[error("{0}")]
     Unavailable(String),
+    /// A tenant's quota refuses the request until `retry_after_s` has passed.
+    #[error("{message}")]
+    Quota { message: String, retry_after_s: u64 },
     #[error("{0}")]
     NotImplemented(String),
     #[error("internal error")]
@@ -64,6 +67,9 @@ impl From<ServiceError> for ApiError {
             ServiceError::Conflict(message) => ApiError::Conflict(message),
             ServiceError::NotConfigured(message) => ApiError::NotImplemented(message),
             ServiceError::Invalid(errors) => ApiError::validation(errors),
+            ServiceError::Quota { message, retry_after } => {
+                ApiError::Quota { message, retry_after_s: retry_after.as_secs().max(1) }
+            }
             ServiceError::Unavailable(cause) => {
                 tracing::warn!(error = %cause, "request failed: the database is unavailable");
                 ApiError::Unavailable("the database is unavailable; retry later".into())
@@ -97,6 +103,7 @@ impl ApiError {
             ApiError::Validation { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
+            ApiError::Quota { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::NotImplemented(_) => StatusCode::NOT_IMPLEMENTED,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -115,6 +122,7 @@ impl ApiError {
             ApiError::UnsupportedMediaType(_) => "unsupported-media-type",
             ApiError::Validation { .. } => "validation",
             ApiError::Unavailable(_) => "unavailable",
+            ApiError::Quota { .. } => "quota",
             ApiError::NotImplemented(_) => "not-configured",
             ApiError::Internal(_) => "internal",
         }
@@ -129,12 +137,21 @@ impl IntoResponse for ApiError {
         }
         let title = status.canonical_reason().unwrap_or("Error").to_owned();
         let detail = self.to_string();
+        let retry_after = match &self {
+            ApiError::Quota { retry_after_s, .. } => Some(*retry_after_s),
+            _ => None,
+        };
         let type_ = format!("/problems/{}", self.slug());
         let errors = match self {
             ApiError::Validation { errors, .. } => errors,
             _ => Vec::new(),
         };
-        problem_response(Problem { type_, title, status: status.as_u16(), detail, errors })
+        let mut response =
+            problem_response(Problem { type_, title, status: status.as_u16(), detail, errors });
+        if let Some(seconds) = retry_after {
+            response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+        }
+        response
     }
 }
 

@@ -3,6 +3,7 @@
 //! authentication, the wire types, and the OpenAPI document, built once with the one axum router.
 
 pub mod access;
+pub mod audit;
 pub mod auth;
 pub mod crews;
 pub mod error;
@@ -93,7 +94,8 @@ fn v1_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(webhooks::list_deliveries))
         .routes(routes!(webhooks::retry_delivery))
         .routes(routes!(access::create_tenant, access::list_tenants))
-        .routes(routes!(access::get_tenant))
+        .routes(routes!(access::get_tenant, access::update_tenant))
+        .routes(routes!(audit::list_audit))
         .routes(routes!(access::create_key, access::list_keys))
         .routes(routes!(access::revoke_key))
 }

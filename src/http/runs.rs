@@ -8,7 +8,7 @@ use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
-use super::auth::Authed;
+use super::auth::{Audited, Authed};
 use super::error::{ApiError, ApiResult, Problem};
 use super::extract::{ApiJson, ApiPath, ApiQuery};
 use super::wire::{MessageBody, RunBody, ToolCallBody};
@@ -186,9 +186,10 @@ pub(super) fn bounded(value: Option<i64>, default: i64, max: i64, name: &str) ->
 pub async fn cancel_run(
     State(state): State<AppState>,
     Authed(caller): Authed,
+    Audited(audit): Audited,
     ApiPath(id): ApiPath<Uuid>,
 ) -> ApiResult<(StatusCode, Json<RunBody>)> {
-    let run = state.services.cancel(&caller, RunId(id)).await?;
+    let run = state.services.cancel(&caller, RunId(id), &audit).await?;
     Ok((StatusCode::ACCEPTED, Json(run.into())))
 }
 
@@ -208,9 +209,10 @@ pub async fn cancel_run(
 pub async fn delete_run(
     State(state): State<AppState>,
     Authed(caller): Authed,
+    Audited(audit): Audited,
     ApiPath(id): ApiPath<Uuid>,
 ) -> ApiResult<StatusCode> {
-    state.services.delete(&caller, RunId(id)).await?;
+    state.services.delete(&caller, RunId(id), &audit).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -290,10 +292,14 @@ impl ToSchema for ResumeRequest {}
 pub async fn resume_run(
     State(state): State<AppState>,
     Authed(caller): Authed,
+    Audited(audit): Audited,
     ApiPath(id): ApiPath<Uuid>,
     ApiJson(request): ApiJson<ResumeRequest>,
 ) -> ApiResult<(StatusCode, Json<RunBody>)> {
-    let run = state.services.resume(&caller, RunId(id), request.approve, request.feedback.as_deref()).await?;
+    let run = state
+        .services
+        .resume(&caller, RunId(id), request.approve, request.feedback.as_deref(), &audit)
+        .await?;
     Ok((StatusCode::ACCEPTED, Json(run.into())))
 }
 
@@ -333,9 +339,10 @@ pub struct ApprovalRequest {
 pub async fn approve_tool_call(
     State(state): State<AppState>,
     Authed(caller): Authed,
+    Audited(audit): Audited,
     ApiPath((id, call_id)): ApiPath<(Uuid, String)>,
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<Json<RunBody>> {
-    let run = state.services.decide_tool_call(&caller, RunId(id), &call_id, body).await?;
+    let run = state.services.decide_tool_call(&caller, RunId(id), &call_id, body, &audit).await?;
     Ok(Json(run.into()))
 }

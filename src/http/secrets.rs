@@ -9,7 +9,7 @@ use serde::Serialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
-use super::auth::Authed;
+use super::auth::{Audited, Authed};
 use super::error::{ApiError, ApiResult, Problem};
 use super::extract::{ApiJson, ApiPath};
 use super::AppState;
@@ -65,11 +65,12 @@ pub struct SecretValue {
 pub async fn put_secret(
     State(state): State<AppState>,
     Authed(caller): Authed,
+    Audited(audit): Audited,
     ApiPath(name): ApiPath<String>,
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<(StatusCode, Json<SecretRecord>)> {
     check_name(&name)?;
-    let (info, outcome) = state.services.put_secret(&caller, &name, body).await?;
+    let (info, outcome) = state.services.put_secret(&caller, &name, body, &audit).await?;
     let status = match outcome {
         UpsertOutcome::Created => StatusCode::CREATED,
         UpsertOutcome::Replaced => StatusCode::OK,
@@ -104,10 +105,11 @@ pub async fn list_secrets(
 pub async fn delete_secret(
     State(state): State<AppState>,
     Authed(caller): Authed,
+    Audited(audit): Audited,
     ApiPath(name): ApiPath<String>,
 ) -> ApiResult<StatusCode> {
     check_name(&name)?;
-    state.services.delete_secret(&caller, &name).await?;
+    state.services.delete_secret(&caller, &name, &audit).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

@@ -10,7 +10,7 @@ use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
-use super::auth::Authed;
+use super::auth::{Audited, Authed};
 use super::error::{ApiResult, Problem};
 use super::extract::{ApiJson, ApiPath, ApiQuery};
 use super::runs::bounded;
@@ -200,9 +200,10 @@ pub struct DeliveriesQuery {
 pub async fn create_webhook(
     State(state): State<AppState>,
     Authed(caller): Authed,
+    Audited(audit): Audited,
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<(StatusCode, Json<WebhookWithSecret>)> {
-    let created = state.services.create_webhook(&caller, body).await?;
+    let created = state.services.create_webhook(&caller, body, &audit).await?;
     Ok((StatusCode::CREATED, Json(created.into())))
 }
 
@@ -259,10 +260,11 @@ pub async fn get_webhook(
 pub async fn update_webhook(
     State(state): State<AppState>,
     Authed(caller): Authed,
+    Audited(audit): Audited,
     ApiPath(id): ApiPath<Uuid>,
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<Json<WebhookBody>> {
-    Ok(Json(state.services.update_webhook(&caller, id, body).await?.into()))
+    Ok(Json(state.services.update_webhook(&caller, id, body, &audit).await?.into()))
 }
 
 /// Remove an endpoint and its deliveries.
@@ -279,9 +281,10 @@ pub async fn update_webhook(
 pub async fn delete_webhook(
     State(state): State<AppState>,
     Authed(caller): Authed,
+    Audited(audit): Audited,
     ApiPath(id): ApiPath<Uuid>,
 ) -> ApiResult<StatusCode> {
-    state.services.delete_webhook(&caller, id).await?;
+    state.services.delete_webhook(&caller, id, &audit).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -304,9 +307,10 @@ pub async fn delete_webhook(
 pub async fn rotate_webhook_secret(
     State(state): State<AppState>,
     Authed(caller): Authed,
+    Audited(audit): Audited,
     ApiPath(id): ApiPath<Uuid>,
 ) -> ApiResult<Json<WebhookWithSecret>> {
-    Ok(Json(state.services.rotate_webhook_secret(&caller, id).await?.into()))
+    Ok(Json(state.services.rotate_webhook_secret(&caller, id, &audit).await?.into()))
 }
 
 /// An endpoint's deliveries, newest first.
@@ -350,8 +354,9 @@ pub async fn list_deliveries(
 pub async fn retry_delivery(
     State(state): State<AppState>,
     Authed(caller): Authed,
+    Audited(audit): Audited,
     ApiPath((id, delivery)): ApiPath<(Uuid, i64)>,
 ) -> ApiResult<(StatusCode, Json<DeliveryBody>)> {
-    let delivery = state.services.retry_delivery(&caller, id, delivery).await?;
+    let delivery = state.services.retry_delivery(&caller, id, delivery, &audit).await?;
     Ok((StatusCode::ACCEPTED, Json(delivery.into())))
 }

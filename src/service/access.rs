@@ -22,8 +22,10 @@ use uuid::Uuid;
 use super::{invalid, ServiceError, ServiceResult, Services};
 use crate::domain::tenant::check_tenant_name;
 use crate::domain::validate::parse_json;
-use crate::domain::{Caller, FieldError, Scope, Scopes};
-use crate::store::{KeyRecord, NewKey, Store, StoreError, TenantRecord};
+use crate::domain::{Caller, FieldError, QuotaPatch, Quotas, Scope, Scopes};
+use crate::store::{
+    Audit, AuditFilter, AuditRecord, KeyRecord, NewKey, Outcome, Store, StoreError, TenantLoad, TenantRecord,
+};
 
 /// How long a replica trusts what it read about a key (and whether any key exists).
 pub const KEY_CACHE_TTL: Duration = Duration::from_secs(1);
@@ -54,12 +56,33 @@ struct KeyBody {
     expires_at: Option<DateTime<Utc>>,
 }
 
-/// The body of `POST /v1/tenants`.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct TenantBody {
-    name: String,
+/// What a replica knows of tenants' quotas, for [`KEY_CACHE_TTL`] at a time.
+#[derive(Default)]
+pub struct QuotaCache {
+    tenants: Mutex<HashMap<String, (Quotas, Instant)>>,
 }
+
+impl QuotaCache {
+    fn cached(&self, tenant: &str) -> Option<Quotas> {
+        let tenants = self.tenants.lock().unwrap_or_else(|e| e.into_inner());
+        tenants.get(tenant).filter(|(_, at)| at.elapsed() < KEY_CACHE_TTL).map(|(quotas, _)| *quotas)
+    }
+
+    fn remember(&self, tenant: &str, quotas: Quotas) {
+        let mut tenants = self.tenants.lock().unwrap_or_else(|e| e.into_inner());
+        if tenants.len() >= KEY_CACHE_CAPACITY {
+            tenants.clear();
+        }
+        tenants.insert(tenant.to_owned(), (quotas, Instant::now()));
+    }
+
+    fn forget(&self, tenant: &str) {
+        self.tenants.lock().unwrap_or_else(|e| e.into_inner()).remove(tenant);
+    }
+}
+
+/// How long a kickoff refused for a full queue is told to wait (the queue drains as runs start).
+const QUEUE_FULL_RETRY: Duration = Duration::from_secs(5);
 
 /// A new key: its record and, this once, its text.
 #[derive(Debug)]
@@ -111,7 +134,7 @@ impl Services {
     }
 
     /// Create a key for a tenant (`POST /v1/keys`, admin).
-    pub async fn create_key(&self, body: Value) -> ServiceResult<CreatedKey> {
+    pub async fn create_key(&self, body: Value, audit: &Audit) -> ServiceResult<CreatedKey> {
         let body: KeyBody = parse_json(body).map_err(ServiceError::Invalid)?;
         let mut errors = Vec::new();
         let scopes: Vec<Scope> = body
@@ -145,7 +168,7 @@ impl Services {
         if !errors.is_empty() {
             return Err(ServiceError::Invalid(errors));
         }
-        self.issue_key(&body.tenant, body.name.trim(), &scopes, body.expires_at).await
+        self.issue_key(&body.tenant, body.name.trim(), &scopes, body.expires_at, audit).await
     }
 
     /// Make and store a key.
@@ -155,8 +178,9 @@ impl Services {
         name: &str,
         scopes: &[Scope],
         expires_at: Option<DateTime<Utc>>,
+        audit: &Audit,
     ) -> ServiceResult<CreatedKey> {
-        let created = issue_key(&self.store, tenant, name, scopes, expires_at).await?;
+        let created = issue_key(&self.store, tenant, name, scopes, expires_at, audit).await?;
         self.keys.forget_any();
         Ok(created)
     }
@@ -167,8 +191,8 @@ impl Services {
     }
 
     /// Revoke a key (on every replica within [`KEY_CACHE_TTL`]).
-    pub async fn revoke_key(&self, caller: &Caller, id: Uuid) -> ServiceResult<()> {
-        match self.store.revoke_key(id, caller.visible_tenant()).await? {
+    pub async fn revoke_key(&self, caller: &Caller, id: Uuid, audit: &Audit) -> ServiceResult<()> {
+        match self.store.revoke_key(id, caller.visible_tenant(), audit).await? {
             true => {
                 self.keys.forget_all();
                 Ok(())
@@ -177,26 +201,113 @@ impl Services {
         }
     }
 
-    /// Create a tenant (`POST /v1/tenants`, admin).
-    pub async fn create_tenant(&self, body: Value) -> ServiceResult<TenantRecord> {
-        let body: TenantBody = parse_json(body).map_err(ServiceError::Invalid)?;
-        check_tenant_name(&body.name).map_err(|message| invalid("name", message))?;
+    /// Create a tenant, with quotas if the body sets any (`POST /v1/tenants`, admin).
+    pub async fn create_tenant(&self, body: Value, audit: &Audit) -> ServiceResult<TenantRecord> {
+        // A name and, optionally, the quotas a PATCH sets.
+        let Value::Object(mut fields) = body else {
+            return Err(invalid("", "the body must be a JSON object with a 'name'"));
+        };
+        let name = match fields.remove("name") {
+            Some(Value::String(name)) => name,
+            Some(_) => return Err(invalid("name", "must be a string")),
+            None => return Err(invalid("name", "is required")),
+        };
+        check_tenant_name(&name).map_err(|message| invalid("name", message))?;
+        let patch: QuotaPatch = parse_json(Value::Object(fields)).map_err(ServiceError::Invalid)?;
+        patch.check().map_err(|message| invalid("max_cost_usd_per_day", message))?;
+        let quotas = patch.apply(Quotas::default());
         self.store
-            .create_tenant(&body.name)
+            .create_tenant(&name, &quotas, audit)
             .await?
-            .ok_or_else(|| ServiceError::Conflict(format!("a tenant named '{}' exists", body.name)))
+            .ok_or_else(|| ServiceError::Conflict(format!("a tenant named '{name}' exists")))
+    }
+
+    /// Change a tenant's quotas (`PATCH /v1/tenants/{name}`, admin); every replica applies them
+    /// to kickoffs within [`KEY_CACHE_TTL`], and to claims at once.
+    pub async fn update_tenant(&self, name: &str, body: Value, audit: &Audit) -> ServiceResult<TenantRecord> {
+        let patch: QuotaPatch = parse_json(body).map_err(ServiceError::Invalid)?;
+        patch.check().map_err(|message| invalid("max_cost_usd_per_day", message))?;
+        let updated = self.store.update_tenant_quotas(name, &patch, audit).await?;
+        self.quotas.forget(name);
+        updated.ok_or_else(|| ServiceError::NotFound(format!("no tenant named '{name}'")))
     }
 
     pub async fn tenants(&self) -> ServiceResult<Vec<TenantRecord>> {
         Ok(self.store.list_tenants().await?)
     }
 
-    pub async fn tenant(&self, name: &str) -> ServiceResult<TenantRecord> {
-        self.store
+    /// A tenant, with what it has running and queued and has spent today.
+    pub async fn tenant(&self, name: &str) -> ServiceResult<(TenantRecord, TenantLoad)> {
+        let record = self
+            .store
             .get_tenant(name)
             .await?
-            .ok_or_else(|| ServiceError::NotFound(format!("no tenant named '{name}'")))
+            .ok_or_else(|| ServiceError::NotFound(format!("no tenant named '{name}'")))?;
+        Ok((record, self.store.tenant_load(name).await?))
     }
+
+    /// A tenant's quotas as this replica knows them (read at most once a second).
+    async fn quotas_of(&self, tenant: &str) -> ServiceResult<Quotas> {
+        if let Some(quotas) = self.quotas.cached(tenant) {
+            return Ok(quotas);
+        }
+        let quotas = self.store.get_tenant(tenant).await?.map(|t| t.quotas).unwrap_or_default();
+        self.quotas.remember(tenant, quotas);
+        Ok(quotas)
+    }
+
+    /// May `tenant` queue `runs` more runs? Not past its `max_queued`, nor once it has spent
+    /// today's token or cost cap (429 with when to retry). A tenant without such quotas costs no
+    /// query beyond a cached read of its quotas.
+    pub(super) async fn admit(&self, tenant: &str, runs: usize) -> ServiceResult<()> {
+        let quotas = self.quotas_of(tenant).await?;
+        if !quotas.binds_kickoffs() {
+            return Ok(());
+        }
+        if let Some(max) = quotas.max_queued {
+            let queued = self.store.queued_runs(tenant).await?;
+            if queued.saturating_add(runs as i64) > i64::from(max) {
+                return Err(ServiceError::Quota {
+                    message: format!(
+                        "tenant '{tenant}' has {queued} runs queued and may queue {max} (max_queued); {runs} more would exceed it"
+                    ),
+                    retry_after: QUEUE_FULL_RETRY,
+                });
+            }
+        }
+        if quotas.caps_spend() {
+            let (tokens, cost_usd) = self.store.spent_today(tenant).await?;
+            let over = match (quotas.max_tokens_per_day, quotas.max_cost_usd_per_day) {
+                (Some(max), _) if tokens >= max => {
+                    Some(format!("{tokens} tokens today, max_tokens_per_day = {max}"))
+                }
+                (_, Some(max)) if cost_usd >= max => {
+                    Some(format!("${cost_usd:.6} today, max_cost_usd_per_day = ${max}"))
+                }
+                _ => None,
+            };
+            if let Some(spent) = over {
+                return Err(ServiceError::Quota {
+                    message: format!("tenant '{tenant}' has spent its daily cap: {spent} (UTC day)"),
+                    retry_after: until_utc_midnight(Utc::now()),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Record an audited request that changed nothing (refused or failed).
+    pub async fn record_refusal(&self, audit: &Audit, outcome: Outcome) -> ServiceResult<()> {
+        Ok(self.store.record_refusal(audit, outcome).await?)
+    }
+}
+
+/// The time from `now` to the next midnight, UTC (when daily caps start again).
+fn until_utc_midnight(now: DateTime<Utc>) -> Duration {
+    let tomorrow = now.date_naive().succ_opt().and_then(|d| d.and_hms_opt(0, 0, 0));
+    tomorrow.map_or(Duration::from_secs(3600), |midnight| {
+        (midnight.and_utc() - now).to_std().unwrap_or(Duration::from_secs(1))
+    })
 }
 
 /// Make a key for `tenant` (which must exist) and store its digest: the use case behind
@@ -207,6 +318,7 @@ pub async fn issue_key(
     name: &str,
     scopes: &[Scope],
     expires_at: Option<DateTime<Utc>>,
+    audit: &Audit,
 ) -> ServiceResult<CreatedKey> {
     let mut random = [0u8; 32];
     SystemRandom::new()
@@ -225,7 +337,7 @@ pub async fn issue_key(
         scopes: names,
         expires_at,
     };
-    let record = store.create_key(&new).await?;
+    let record = store.create_key(&new, audit).await?;
     Ok(CreatedKey { record, key })
 }
 
@@ -267,5 +379,34 @@ impl KeyCache {
 
     fn forget_any(&self) {
         *self.any.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::until_utc_midnight;
+    use chrono::{TimeZone, Utc};
+    use std::time::Duration;
+
+    #[test]
+    fn daily_caps_start_again_at_utc_midnight() {
+        let now = Utc.with_ymd_and_hms(2026, 12, 31, 23, 59, 30).unwrap();
+        assert_eq!(until_utc_midnight(now), Duration::from_secs(30));
+        let morning = Utc.with_ymd_and_hms(2026, 3, 1, 6, 0, 0).unwrap();
+        assert_eq!(until_utc_midnight(morning), Duration::from_secs(18 * 3600));
+    }
+}
+
+impl Services {
+    /// Audit records (`GET /v1/audit`): every tenant's for an admin, else the caller's tenant's
+    /// only (a filter naming another tenant finds nothing).
+    pub async fn audit(&self, caller: &Caller, mut filter: AuditFilter) -> ServiceResult<Vec<AuditRecord>> {
+        if let Some(own) = caller.visible_tenant() {
+            if filter.tenant.as_deref().is_some_and(|asked| asked != own) {
+                return Ok(Vec::new());
+            }
+            filter.tenant = Some(own.to_owned());
+        }
+        Ok(self.store.list_audit(&filter).await?)
     }
 }

@@ -11,7 +11,7 @@ use crate::domain::schema::CompiledSchema;
 use crate::domain::validate::parse_json;
 use crate::domain::{Caller, FieldError, Run, RunId};
 use crate::engine::journal::Approval;
-use crate::store::{DecideOutcome, PendingCall};
+use crate::store::{Audit, DecideOutcome, PendingCall};
 use crate::tools::builtin_tools;
 use crate::tools::mcp::{discovery_key, McpToolInfo};
 
@@ -36,6 +36,7 @@ impl Services {
         id: RunId,
         call_id: &str,
         body: Value,
+        audit: &Audit,
     ) -> ServiceResult<Run> {
         self.visible_run(caller, id).await?;
         let body: DecisionBody = parse_json(body).map_err(ServiceError::Invalid)?;
@@ -60,7 +61,7 @@ impl Services {
                 Approval::Approved { arguments: arguments.map(Value::Object) }
             }
         };
-        match self.store.decide_tool_call(id, call_id, &decision).await? {
+        match self.store.decide_tool_call(id, call_id, &decision, audit).await? {
             DecideOutcome::NotFound => match self.store.get_run(id).await? {
                 None => Err(no_run(id)),
                 Some(_) => Err(no_call(id, call_id)),

@@ -6,7 +6,7 @@ use serde_json::Value;
 use super::{invalid, ServiceError, ServiceResult, Services};
 use crate::domain::validate::validate_crew;
 use crate::domain::{Caller, CrewSpec};
-use crate::store::{CrewRecord, UpsertOutcome};
+use crate::store::{Audit, CrewRecord, UpsertOutcome};
 
 impl Services {
     /// Register `body` as the crew `name` (its `name` field may be left out), replacing any
@@ -16,6 +16,7 @@ impl Services {
         caller: &Caller,
         name: &str,
         body: Value,
+        audit: &Audit,
     ) -> ServiceResult<(CrewRecord, UpsertOutcome)> {
         let Value::Object(mut fields) = body else {
             return Err(invalid("", "a crew spec must be a JSON object"));
@@ -33,7 +34,7 @@ impl Services {
         let spec = CrewSpec::from_json(Value::Object(fields)).map_err(ServiceError::Invalid)?;
         validate_crew(&spec, &self.validation).map_err(ServiceError::Invalid)?;
         self.check_secrets_usable(&spec, "")?;
-        Ok(self.store.upsert_crew(&caller.tenant, &spec).await?)
+        Ok(self.store.upsert_crew(&caller.tenant, &spec, audit).await?)
     }
 
     /// Every crew the caller's tenant registered, by name.
@@ -45,8 +46,8 @@ impl Services {
         self.store.get_crew(&caller.tenant, name).await?.ok_or_else(|| no_crew(name))
     }
 
-    pub async fn delete_crew(&self, caller: &Caller, name: &str) -> ServiceResult<()> {
-        match self.store.delete_crew(&caller.tenant, name).await? {
+    pub async fn delete_crew(&self, caller: &Caller, name: &str, audit: &Audit) -> ServiceResult<()> {
+        match self.store.delete_crew(&caller.tenant, name, audit).await? {
             true => Ok(()),
             false => Err(no_crew(name)),
         }

@@ -46,6 +46,7 @@ impl Services {
                 let run = prepare_run(crew, inputs, metadata, request.timeout_s, tenant, &self.validation);
                 let run = with_budget(budget, run).map_err(ServiceError::Invalid)?;
                 self.check_secrets_exist(tenant, &run.crew, "crew.").await?;
+                self.admit(tenant, 1).await?;
                 let mut runs = [run];
                 self.attach_webhooks(&request.webhooks, &mut runs).await?;
                 self.store.create_runs(&runs, key.as_ref()).await?
@@ -83,6 +84,7 @@ impl Services {
         if let Some(first) = runs.first() {
             self.check_secrets_exist(tenant, &first.crew, "crew.").await?;
         }
+        self.admit(tenant, runs.len()).await?;
         self.attach_webhooks(&request.webhooks, &mut runs).await?;
         answer(self.store.create_runs(&runs, key.as_ref()).await?)
     }

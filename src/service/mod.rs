@@ -44,6 +44,8 @@ pub struct Services {
     webhook_settings: Arc<WebhookSettings>,
     /// What this replica knows of API keys, for a second at a time.
     keys: Arc<access::KeyCache>,
+    /// What this replica knows of tenants' quotas, for a second at a time.
+    quotas: Arc<access::QuotaCache>,
 }
 
 impl Services {
@@ -53,8 +55,8 @@ impl Services {
         vault: Vault,
         webhook_settings: Arc<WebhookSettings>,
     ) -> Self {
-        let keys = Arc::default();
-        Self { store, validation: Arc::new(validation), vault, webhook_settings, keys }
+        let (keys, quotas) = (Arc::default(), Arc::default());
+        Self { store, validation: Arc::new(validation), vault, webhook_settings, keys, quotas }
     }
 
     /// What crew specs are checked against: built-in tools, configured providers.
@@ -75,6 +77,9 @@ pub enum ServiceError {
     /// The request is well formed but breaks the rules, field by field.
     #[error("the request is invalid")]
     Invalid(Vec<FieldError>),
+    /// A quota of the caller's tenant refuses it; it may be retried after `retry_after`.
+    #[error("{message}")]
+    Quota { message: String, retry_after: std::time::Duration },
     /// The server is not set up for what the request asks (secrets without a key).
     #[error("{0}")]
     NotConfigured(String),

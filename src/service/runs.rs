@@ -3,7 +3,7 @@
 
 use super::{invalid, ServiceError, ServiceResult, Services};
 use crate::domain::{Caller, Event, Run, RunId, RunStatus, TaskRun};
-use crate::store::{CancelOutcome, Deleted, Message, ResumeOutcome, ToolCall};
+use crate::store::{Audit, CancelOutcome, Deleted, Message, ResumeOutcome, ToolCall};
 
 pub use crate::store::RunPage;
 
@@ -99,9 +99,9 @@ impl Services {
     }
 
     /// Cancel a run: at once if it waits, else by its worker (the run says `cancelling`).
-    pub async fn cancel(&self, caller: &Caller, id: RunId) -> ServiceResult<Run> {
+    pub async fn cancel(&self, caller: &Caller, id: RunId, audit: &Audit) -> ServiceResult<Run> {
         self.visible_run(caller, id).await?;
-        match self.store.request_cancel(id).await? {
+        match self.store.request_cancel(id, audit).await? {
             CancelOutcome::NotFound => Err(no_run(id)),
             CancelOutcome::AlreadyFinished(run) => {
                 Err(ServiceError::Conflict(format!("the run has already ended ({})", run.status.as_str())))
@@ -111,9 +111,9 @@ impl Services {
     }
 
     /// Remove a finished run with its journal and idempotency key.
-    pub async fn delete(&self, caller: &Caller, id: RunId) -> ServiceResult<()> {
+    pub async fn delete(&self, caller: &Caller, id: RunId, audit: &Audit) -> ServiceResult<()> {
         self.visible_run(caller, id).await?;
-        match self.store.delete_run(id).await? {
+        match self.store.delete_run(id, audit).await? {
             Deleted::Deleted => Ok(()),
             Deleted::NotFound => Err(no_run(id)),
             Deleted::Live(status) => Err(ServiceError::Conflict(format!(
@@ -130,13 +130,14 @@ impl Services {
         id: RunId,
         approve: bool,
         feedback: Option<&str>,
+        audit: &Audit,
     ) -> ServiceResult<Run> {
         self.visible_run(caller, id).await?;
         let feedback = feedback.map(str::trim).filter(|f| !f.is_empty());
         if !approve && feedback.is_none() {
             return Err(invalid("feedback", "required to reject an answer"));
         }
-        match self.store.resume_run(id, approve, feedback).await? {
+        match self.store.resume_run(id, approve, feedback, audit).await? {
             ResumeOutcome::NotFound => Err(no_run(id)),
             ResumeOutcome::NotAwaiting(status) => {
                 Err(ServiceError::Conflict(format!("the run is not awaiting input ({})", status.as_str())))

@@ -9,7 +9,7 @@ use crate::domain::crew::SecretRef;
 use crate::domain::validate::{check_crew_name, parse_json};
 use crate::domain::{Caller, CrewSpec, FieldError};
 use crate::secrets::{SecretError, MAX_SECRET_BYTES};
-use crate::store::{SecretInfo, UpsertOutcome};
+use crate::store::{Audit, SecretInfo, UpsertOutcome};
 
 /// The body of `PUT /v1/secrets/{name}`.
 #[derive(Debug, Deserialize)]
@@ -25,6 +25,7 @@ impl Services {
         caller: &Caller,
         name: &str,
         body: Value,
+        audit: &Audit,
     ) -> ServiceResult<(SecretInfo, UpsertOutcome)> {
         self.secrets_configured()?;
         let body: SecretBody = parse_json(body).map_err(ServiceError::Invalid)?;
@@ -34,7 +35,7 @@ impl Services {
         if body.value.len() > MAX_SECRET_BYTES {
             return Err(invalid("value", format!("must be at most {MAX_SECRET_BYTES} bytes")));
         }
-        Ok(self.vault.put(&caller.tenant, name, &body.value).await?)
+        Ok(self.vault.put(&caller.tenant, name, &body.value, audit).await?)
     }
 
     /// Every secret's name and times (never a value).
@@ -42,8 +43,8 @@ impl Services {
         Ok(self.vault.list(&caller.tenant).await?)
     }
 
-    pub async fn delete_secret(&self, caller: &Caller, name: &str) -> ServiceResult<()> {
-        match self.vault.delete(&caller.tenant, name).await? {
+    pub async fn delete_secret(&self, caller: &Caller, name: &str, audit: &Audit) -> ServiceResult<()> {
+        match self.vault.delete(&caller.tenant, name, audit).await? {
             true => Ok(()),
             false => Err(ServiceError::NotFound(format!("no secret named '{name}'"))),
         }

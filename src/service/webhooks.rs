@@ -10,7 +10,7 @@ use super::{ServiceError, ServiceResult, Services};
 use crate::domain::kickoff::{every_event, KickoffWebhook, NewRun, RunWebhook};
 use crate::domain::validate::{check_crew_name, parse_json};
 use crate::domain::{Caller, FieldError, RunId};
-use crate::store::{Delivery, DeliveryPage, EndpointPatch, NewEndpoint, WebhookEndpoint};
+use crate::store::{Audit, Delivery, DeliveryPage, EndpointPatch, NewEndpoint, WebhookEndpoint};
 use crate::webhooks::signing::new_salt;
 use crate::webhooks::{
     check_patterns, SigningKey, MAX_DESCRIPTION_BYTES, MAX_KICKOFF_WEBHOOKS, MAX_URL_BYTES,
@@ -50,7 +50,12 @@ pub struct WithSecret {
 
 impl Services {
     /// Register an endpoint; its secret is in the answer and nowhere else.
-    pub async fn create_webhook(&self, caller: &Caller, body: Value) -> ServiceResult<WithSecret> {
+    pub async fn create_webhook(
+        &self,
+        caller: &Caller,
+        body: Value,
+        audit: &Audit,
+    ) -> ServiceResult<WithSecret> {
         let key = self.signing_key()?;
         let body: CreateBody = parse_json(body).map_err(ServiceError::Invalid)?;
         let mut errors = Vec::new();
@@ -79,7 +84,7 @@ impl Services {
             description: body.description,
             salt,
         };
-        let endpoint = self.store.create_webhook(&caller.tenant, &endpoint).await?;
+        let endpoint = self.store.create_webhook(&caller.tenant, &endpoint, audit).await?;
         Ok(WithSecret { endpoint, secret })
     }
 
@@ -121,6 +126,7 @@ impl Services {
         caller: &Caller,
         id: Uuid,
         body: Value,
+        audit: &Audit,
     ) -> ServiceResult<WebhookEndpoint> {
         self.signing_key()?;
         self.visible_webhook(caller, id).await?;
@@ -137,13 +143,13 @@ impl Services {
         }
         let patch =
             EndpointPatch { events: body.events, enabled: body.enabled, description: body.description };
-        self.store.update_webhook(id, &patch).await?.ok_or_else(|| no_webhook(id))
+        self.store.update_webhook(id, &patch, audit).await?.ok_or_else(|| no_webhook(id))
     }
 
-    pub async fn delete_webhook(&self, caller: &Caller, id: Uuid) -> ServiceResult<()> {
+    pub async fn delete_webhook(&self, caller: &Caller, id: Uuid, audit: &Audit) -> ServiceResult<()> {
         self.signing_key()?;
         self.visible_webhook(caller, id).await?;
-        match self.store.delete_webhook(id).await? {
+        match self.store.delete_webhook(id, audit).await? {
             true => Ok(()),
             false => Err(no_webhook(id)),
         }
@@ -151,7 +157,12 @@ impl Services {
 
     /// A new secret for a registered endpoint; the previous one keeps signing alongside for the
     /// configured grace period.
-    pub async fn rotate_webhook_secret(&self, caller: &Caller, id: Uuid) -> ServiceResult<WithSecret> {
+    pub async fn rotate_webhook_secret(
+        &self,
+        caller: &Caller,
+        id: Uuid,
+        audit: &Audit,
+    ) -> ServiceResult<WithSecret> {
         let key = self.signing_key()?;
         let endpoint = self.webhook(caller, id).await?;
         if endpoint.run_id.is_some() {
@@ -161,7 +172,8 @@ impl Services {
         }
         let salt = new_salt().map_err(|e| ServiceError::Internal(crate::store::StoreError::Corrupt(e)))?;
         let grace = self.webhook_settings.rotation_grace;
-        let endpoint = self.store.rotate_webhook(id, &salt, grace).await?.ok_or_else(|| no_webhook(id))?;
+        let endpoint =
+            self.store.rotate_webhook(id, &salt, grace, audit).await?.ok_or_else(|| no_webhook(id))?;
         Ok(WithSecret { endpoint, secret: key.endpoint_secret(Some(&salt)).to_whsec() })
     }
 
@@ -183,7 +195,13 @@ impl Services {
     }
 
     /// Send a delivery again (after the ones before it in its queue).
-    pub async fn retry_delivery(&self, caller: &Caller, id: Uuid, delivery: i64) -> ServiceResult<Delivery> {
+    pub async fn retry_delivery(
+        &self,
+        caller: &Caller,
+        id: Uuid,
+        delivery: i64,
+        audit: &Audit,
+    ) -> ServiceResult<Delivery> {
         let endpoint = self.webhook(caller, id).await?;
         if !endpoint.enabled {
             return Err(ServiceError::Conflict(format!(
@@ -192,7 +210,7 @@ impl Services {
             )));
         }
         self.store
-            .retry_delivery(id, delivery)
+            .retry_delivery(id, delivery, audit)
             .await?
             .ok_or_else(|| ServiceError::NotFound(format!("webhook {id} has no delivery {delivery}")))
     }

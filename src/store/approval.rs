@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::events::append_event_tx;
 use super::listen::{notify, RUNS_CHANNEL};
-use super::{decode, parse, Store, StoreResult};
+use super::{decode, parse, Audit, Owner, Store, StoreResult};
 use crate::domain::event::{ToolRejected, ToolStarted};
 use crate::domain::{CrewSpec, EventData, Run, RunId, RunStatus};
 use crate::engine::journal::Approval;
@@ -72,6 +72,7 @@ impl Store {
         id: RunId,
         call_id: &str,
         decision: &Approval,
+        audit: &Audit,
     ) -> StoreResult<DecideOutcome> {
         let mut tx = self.pool.begin().await?;
         let run = sqlx::query!("SELECT status FROM runs WHERE id = $1 FOR UPDATE", id.0)
@@ -122,6 +123,7 @@ impl Store {
             super::pause::requeue(&mut tx, id).await?;
             notify(&mut tx, RUNS_CHANNEL, id).await?;
         }
+        audit.record_for(&mut tx, Owner::Run(id.0)).await?;
         tx.commit().await?;
         match self.get_run(id).await? {
             Some(run) => Ok(DecideOutcome::Decided(Box::new(run))),

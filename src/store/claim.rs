@@ -1,4 +1,4 @@
-//! The queue claim: a worker takes the oldest queued run (or one named run) for a new attempt,
+//! The queue claim: a worker takes queued runs, fairly between tenants (or one named run) for a new attempt,
 //! becoming its lease holder, and the run's `run.started` event is logged in the same transaction.
 //! The claimed attempt is what the worker's [`RunJournal`](super::RunJournal) is fenced by.
 
@@ -12,7 +12,7 @@ use uuid::Uuid;
 use super::events::append_event_tx;
 use super::{decode_text, Store, StoreResult};
 use crate::domain::event::RunStarted;
-use crate::domain::{CrewSpec, EventData, RunId};
+use crate::domain::{CrewSpec, EventData, Quotas, RunId};
 
 /// A run a worker now holds the lease of, with what it needs to execute it.
 #[derive(Debug, Clone, PartialEq)]
@@ -32,6 +32,8 @@ pub struct ClaimedRun {
     pub timeout: Option<Duration>,
     /// Time spent awaiting human input, which the time limit does not count.
     pub paused: Duration,
+    /// The tenant's quotas that bind a run once claimed (its daily caps; `max_running`).
+    pub quotas: Quotas,
 }
 
 /// A claimed row; the spec and inputs as JSON text, decoded straight into their types.
@@ -45,20 +47,25 @@ struct ClaimRow {
     started_at: Option<DateTime<Utc>>,
     timeout_s: Option<i32>,
     paused_s: f64,
+    max_running: Option<i32>,
+    max_tokens_per_day: Option<i64>,
+    max_cost_usd_per_day: Option<f64>,
 }
 
 impl Store {
-    /// Claim the oldest queued run for `owner` for `lease`: it becomes `running` with its attempt
+    /// Claim the next queued run for `owner` for `lease`: it becomes `running` with its attempt
     /// bumped and `run.started` logged, atomically. Runs other transactions are claiming are
     /// skipped (`SKIP LOCKED`), so concurrent claimers never take the same run. `None` when no run
-    /// is queued.
+    /// is queued (or every queued run's tenant is at its `max_running`).
     pub async fn claim_next_run(&self, owner: &str, lease: Duration) -> StoreResult<Option<ClaimedRun>> {
         self.claim_next_runs(owner, lease, 1).await?.into_iter().next().transpose()
     }
 
-    /// Claim up to `limit` of the oldest queued runs at once (one statement), as
-    /// [`Store::claim_next_run`] claims one; each claimed run, or why it cannot be read, oldest
-    /// first.
+    /// Claim up to `limit` queued runs at once (one statement, `agentd_claim_runs`), as
+    /// [`Store::claim_next_run`] claims one: fairly between tenants (each tenant with queued runs
+    /// gets an equal share of the batch, its oldest runs first; a backlog of one tenant does not
+    /// hold back another's runs) and within each tenant's `max_running`, exactly across replicas.
+    /// Each claimed run, or why it cannot be read, oldest first.
     #[tracing::instrument(skip_all, fields(owner = %owner, limit), err)]
     pub async fn claim_next_runs(
         &self,
@@ -68,31 +75,13 @@ impl Store {
     ) -> StoreResult<Vec<StoreResult<ClaimedRun>>> {
         let mut rows = sqlx::query_as!(
             ClaimRow,
-            r#"WITH next AS (
-                   SELECT id FROM runs WHERE status = 'queued'
-                   ORDER BY created_at, id
-                   FOR UPDATE SKIP LOCKED LIMIT $3
-               ), claimed AS (
-                   UPDATE runs
-                      SET status = 'running', attempt = runs.attempt + 1, lease_owner = $1,
-                          lease_expires_at = now() + make_interval(secs => $2),
-                          started_at = coalesce(runs.started_at, now()), updated_at = now(),
-                          last_seq = runs.last_seq + 1
-                     FROM next
-                    WHERE runs.id = next.id
-                RETURNING runs.id, runs.attempt, runs.last_seq, runs.crew_spec, runs.inputs, runs.created_at,
-                          runs.started_at, runs.timeout_s, runs.paused_s, runs.tenant
-               ), started AS (
-                   INSERT INTO events (run_id, seq, type, data)
-                   SELECT id, last_seq, 'run.started', jsonb_build_object('attempt', attempt, 'worker', $1::text)
-                     FROM claimed
-               )
-               SELECT id AS "id!", attempt AS "attempt!", crew_spec::text AS "crew_spec!", inputs::text AS "inputs!",
-                      created_at AS "created_at!", started_at, timeout_s, paused_s AS "paused_s!", tenant AS "tenant!"
-                 FROM claimed"#,
+            r#"SELECT id AS "id!", tenant AS "tenant!", attempt AS "attempt!", crew_spec AS "crew_spec!",
+                      inputs AS "inputs!", created_at AS "created_at!", started_at, timeout_s,
+                      paused_s AS "paused_s!", max_running, max_tokens_per_day, max_cost_usd_per_day
+                 FROM agentd_claim_runs($1, $2, $3)"#,
             owner,
             lease.as_secs_f64(),
-            limit,
+            i32::try_from(limit).unwrap_or(i32::MAX),
         )
         .fetch_all(&self.pool)
         .await?;
@@ -118,7 +107,10 @@ impl Store {
                       started_at = coalesce(started_at, now()), updated_at = now()
                 WHERE id = $1 AND status = 'queued'
             RETURNING id, attempt, crew_spec::text AS "crew_spec!", inputs::text AS "inputs!", created_at,
-                      started_at, timeout_s, paused_s, tenant"#,
+                      started_at, timeout_s, paused_s, tenant,
+                      (SELECT max_running FROM tenants WHERE name = runs.tenant),
+                      (SELECT max_tokens_per_day FROM tenants WHERE name = runs.tenant),
+                      (SELECT max_cost_usd_per_day FROM tenants WHERE name = runs.tenant)"#,
             id.0,
             owner,
             lease.as_secs_f64(),
@@ -162,5 +154,11 @@ fn claimed_run(row: ClaimRow) -> StoreResult<ClaimedRun> {
         started_at: row.started_at.unwrap_or_else(Utc::now),
         timeout: row.timeout_s.and_then(|s| u64::try_from(s).ok()).map(Duration::from_secs),
         paused: Duration::try_from_secs_f64(row.paused_s).unwrap_or_default(),
+        quotas: Quotas {
+            max_running: row.max_running.and_then(|n| u32::try_from(n).ok()),
+            max_queued: None,
+            max_tokens_per_day: row.max_tokens_per_day.and_then(|n| u64::try_from(n).ok()),
+            max_cost_usd_per_day: row.max_cost_usd_per_day,
+        },
     })
 }

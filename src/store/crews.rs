@@ -2,7 +2,7 @@
 
 use chrono::{DateTime, Utc};
 
-use super::{decode, Store, StoreResult};
+use super::{decode, Audit, Store, StoreResult};
 use crate::domain::CrewSpec;
 
 /// A registered crew.
@@ -46,9 +46,11 @@ impl Store {
         &self,
         tenant: &str,
         spec: &CrewSpec,
+        audit: &Audit,
     ) -> StoreResult<(CrewRecord, UpsertOutcome)> {
         let json = serde_json::to_value(spec)
             .map_err(|e| super::StoreError::Corrupt(format!("crew spec does not serialize: {e}")))?;
+        let mut tx = self.pool.begin().await?;
         // `xmax = 0` holds for a freshly inserted row and not for one the upsert updated.
         let row = sqlx::query!(
             r#"INSERT INTO crews (tenant, name, spec) VALUES ($3, $1, $2)
@@ -58,8 +60,10 @@ impl Store {
             json,
             tenant
         )
-        .fetch_one(&self.pool)
+        .fetch_one(&mut *tx)
         .await?;
+        audit.record_in(&mut *tx, tenant, None).await?;
+        tx.commit().await?;
         let outcome = if row.inserted { UpsertOutcome::Created } else { UpsertOutcome::Replaced };
         let record = CrewRow {
             name: row.name,
@@ -100,10 +104,17 @@ impl Store {
 
     /// Remove a crew; `false` if there was none. Runs keep their own snapshot of the spec.
     #[tracing::instrument(skip_all, fields(crew = %name), err)]
-    pub async fn delete_crew(&self, tenant: &str, name: &str) -> StoreResult<bool> {
+    pub async fn delete_crew(&self, tenant: &str, name: &str, audit: &Audit) -> StoreResult<bool> {
+        let mut tx = self.pool.begin().await?;
         let deleted = sqlx::query!("DELETE FROM crews WHERE tenant = $1 AND name = $2", tenant, name)
-            .execute(&self.pool)
+            .execute(&mut *tx)
             .await?;
-        Ok(deleted.rows_affected() > 0)
+        if deleted.rows_affected() == 0 {
+            tx.rollback().await?;
+            return Ok(false);
+        }
+        audit.record_in(&mut *tx, tenant, None).await?;
+        tx.commit().await?;
+        Ok(true)
     }
 }

@@ -12,7 +12,7 @@ use uuid::Uuid;
 use super::events::append_event_tx;
 use super::group::{Failure, GroupWrite};
 use super::listen::{notify, CANCEL_CHANNEL, RUNS_CHANNEL};
-use super::{parse, Store, StoreError, StoreResult};
+use super::{parse, Audit, Owner, Store, StoreError, StoreResult};
 use crate::domain::event::{Empty, RunFailed};
 use crate::domain::{ErrorKind, EventData, Run, RunError, RunId, RunStatus};
 
@@ -127,7 +127,7 @@ impl Store {
     /// Cancel a run: at once if it is queued or awaiting input, else ask its worker (the run
     /// becomes `cancelling` and the worker is told over `agentd_cancel`).
     #[tracing::instrument(skip_all, fields(run_id = %id), err)]
-    pub async fn request_cancel(&self, id: RunId) -> StoreResult<CancelOutcome> {
+    pub async fn request_cancel(&self, id: RunId, audit: &Audit) -> StoreResult<CancelOutcome> {
         let mut tx = self.pool.begin().await?;
         let status = sqlx::query_scalar!("SELECT status FROM runs WHERE id = $1 FOR UPDATE", id.0)
             .fetch_optional(&mut *tx)
@@ -146,6 +146,9 @@ impl Store {
                 notify(&mut tx, CANCEL_CHANNEL, id).await?;
             }
             _ => {}
+        }
+        if !finished {
+            audit.record_for(&mut tx, Owner::Run(id.0)).await?;
         }
         tx.commit().await?;
         let run = self.get_run(id).await?;

@@ -5,6 +5,7 @@
 //! domain types.
 
 mod approval;
+mod audit;
 mod claim;
 mod crews;
 mod events;
@@ -30,6 +31,7 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::PgPool;
 
 pub use approval::{DecideOutcome, PendingCall};
+pub use audit::{Audit, AuditFilter, AuditRecord, Outcome, Owner};
 pub use claim::ClaimedRun;
 pub use crews::{CrewRecord, UpsertOutcome};
 pub use events::LoggedEvent;
@@ -45,7 +47,7 @@ pub use review::ResumeOutcome;
 pub use run_journal::RunJournal;
 pub use runs::{Created, IdempotencyKey, RunPage};
 pub use secrets::{SealedSecret, SecretInfo};
-pub use tenants::{KeyCandidate, KeyRecord, NewKey, TenantRecord};
+pub use tenants::{KeyCandidate, KeyRecord, NewKey, TenantLoad, TenantRecord};
 pub use webhooks::{
     Delivered, Delivery, DeliveryPage, DeliveryTarget, EndpointPatch, FailedAttempt, LeasedQueue,
     NewEndpoint, OutboxGauges, PendingDelivery, WebhookEndpoint,

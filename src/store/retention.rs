@@ -12,7 +12,7 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::runs::IDEMPOTENCY_TTL_HOURS;
-use super::{Store, StoreResult};
+use super::{Audit, Owner, Store, StoreResult};
 use crate::domain::{RunId, RunStatus};
 
 /// The advisory lock key the pruning replica holds ("agentd-prune").
@@ -39,7 +39,7 @@ pub struct Pruned {
 
 impl Store {
     /// Remove a finished run with its journal and idempotency key.
-    pub async fn delete_run(&self, id: RunId) -> StoreResult<Deleted> {
+    pub async fn delete_run(&self, id: RunId, audit: &Audit) -> StoreResult<Deleted> {
         let mut tx = self.pool.begin().await?;
         let status = sqlx::query_scalar!("SELECT status FROM runs WHERE id = $1 FOR UPDATE", id.0)
             .fetch_optional(&mut *tx)
@@ -49,6 +49,7 @@ impl Store {
         if !status.is_terminal() {
             return Ok(Deleted::Live(status));
         }
+        audit.record_for(&mut tx, Owner::Run(id.0)).await?;
         remove_runs(&mut tx, &[id.0]).await?;
         tx.commit().await?;
         Ok(Deleted::Deleted)

@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::events::append_event_tx;
 use super::listen::{notify, RUNS_CHANNEL};
-use super::{parse, Store, StoreError, StoreResult};
+use super::{parse, Audit, Owner, Store, StoreError, StoreResult};
 use crate::domain::event::{RunResumed, TaskCompleted};
 use crate::domain::{EventData, Run, RunId, RunStatus};
 
@@ -34,6 +34,7 @@ impl Store {
         id: RunId,
         approve: bool,
         feedback: Option<&str>,
+        audit: &Audit,
     ) -> StoreResult<ResumeOutcome> {
         let mut tx = self.pool.begin().await?;
         let run = sqlx::query!("SELECT status, attempt FROM runs WHERE id = $1 FOR UPDATE", id.0)
@@ -93,6 +94,7 @@ impl Store {
         append_event_tx(&mut tx, id, Some(&task.name), task.agent.as_deref(), EventData::RunResumed(data))
             .await?;
         notify(&mut tx, RUNS_CHANNEL, id).await?;
+        audit.record_for(&mut tx, Owner::Run(id.0)).await?;
         tx.commit().await?;
         match self.get_run(id).await? {
             Some(run) => Ok(ResumeOutcome::Resumed(Box::new(run))),

@@ -12,7 +12,7 @@ use sqlx::PgPool;
 use super::group::{Failure, GroupWrite};
 use super::{Store, StoreError};
 use crate::domain::RunId;
-use crate::engine::journal::{Journal, JournalError, JournalFuture, Snapshot, Step};
+use crate::engine::journal::{DayCaps, Journal, JournalError, JournalFuture, Snapshot, Step};
 
 /// The journal of one attempt of a run (from [`Store::journal`]).
 #[derive(Debug, Clone)]
@@ -21,13 +21,16 @@ pub struct RunJournal {
     run_id: RunId,
     attempt: i32,
     tenant: String,
+    /// The tenant's daily caps, as the claim read them.
+    caps: Option<DayCaps>,
 }
 
 impl Store {
     /// The journal through which the worker holding `attempt` of `run_id` persists it (a run of
     /// the `default` tenant; [`Store::claimed_journal`] knows a claimed run's).
     pub fn journal(&self, run_id: RunId, attempt: i32) -> RunJournal {
-        RunJournal { store: self.clone(), run_id, attempt, tenant: crate::domain::DEFAULT_TENANT.to_owned() }
+        let tenant = crate::domain::DEFAULT_TENANT.to_owned();
+        RunJournal { store: self.clone(), run_id, attempt, tenant, caps: None }
     }
 
     /// The journal of a claimed run's attempt.
@@ -37,6 +40,10 @@ impl Store {
             run_id: claimed.id,
             attempt: claimed.attempt,
             tenant: claimed.tenant.clone(),
+            caps: claimed.quotas.caps_spend().then_some(DayCaps {
+                max_tokens: claimed.quotas.max_tokens_per_day,
+                max_cost_usd: claimed.quotas.max_cost_usd_per_day,
+            }),
         }
     }
 }
@@ -161,6 +168,19 @@ impl Journal for RunJournal {
 
     fn tenant(&self) -> &str {
         &self.tenant
+    }
+
+    fn day_caps(&self) -> Option<DayCaps> {
+        self.caps
+    }
+
+    fn spent_today(&self) -> JournalFuture<'_, (u64, f64)> {
+        Box::pin(async move {
+            self.store
+                .spent_today(&self.tenant)
+                .await
+                .map_err(|e| JournalError::Storage(format!("the tenant's spend today: {}", describe(&e))))
+        })
     }
 
     fn load(&self) -> JournalFuture<'_, Snapshot> {

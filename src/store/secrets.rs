@@ -3,7 +3,7 @@
 
 use chrono::{DateTime, Utc};
 
-use super::{Store, StoreResult, UpsertOutcome};
+use super::{Audit, Store, StoreResult, UpsertOutcome};
 
 /// A secret as it is stored: sealed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,7 +30,9 @@ impl Store {
         tenant: &str,
         name: &str,
         sealed: &SealedSecret,
+        audit: &Audit,
     ) -> StoreResult<(SecretInfo, UpsertOutcome)> {
+        let mut tx = self.pool.begin().await?;
         let row = sqlx::query!(
             r#"INSERT INTO secrets (tenant, name, key_id, nonce, ciphertext) VALUES ($5, $1, $2, $3, $4)
                ON CONFLICT (tenant, name) DO UPDATE
@@ -43,8 +45,10 @@ impl Store {
             sealed.ciphertext,
             tenant
         )
-        .fetch_one(&self.pool)
+        .fetch_one(&mut *tx)
         .await?;
+        audit.record_in(&mut *tx, tenant, None).await?;
+        tx.commit().await?;
         let outcome = if row.inserted { UpsertOutcome::Created } else { UpsertOutcome::Replaced };
         Ok((SecretInfo { name: row.name, created_at: row.created_at, updated_at: row.updated_at }, outcome))
     }
@@ -94,10 +98,17 @@ impl Store {
 
     /// Remove a secret; `false` if there was none.
     #[tracing::instrument(skip_all, fields(secret = %name), err)]
-    pub async fn delete_secret(&self, tenant: &str, name: &str) -> StoreResult<bool> {
+    pub async fn delete_secret(&self, tenant: &str, name: &str, audit: &Audit) -> StoreResult<bool> {
+        let mut tx = self.pool.begin().await?;
         let deleted = sqlx::query!("DELETE FROM secrets WHERE tenant = $1 AND name = $2", tenant, name)
-            .execute(&self.pool)
+            .execute(&mut *tx)
             .await?;
-        Ok(deleted.rows_affected() > 0)
+        if deleted.rows_affected() == 0 {
+            tx.rollback().await?;
+            return Ok(false);
+        }
+        audit.record_in(&mut *tx, tenant, None).await?;
+        tx.commit().await?;
+        Ok(true)
     }
 }

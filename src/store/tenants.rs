@@ -4,13 +4,55 @@
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
+use super::audit::Audit;
 use super::{Store, StoreResult};
+use crate::domain::{QuotaPatch, Quotas};
 
-/// A tenant.
+/// A tenant and its quotas.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TenantRecord {
     pub name: String,
     pub created_at: DateTime<Utc>,
+    pub quotas: Quotas,
+}
+
+/// What a tenant has in the queue and in flight, and spent today (UTC; counted while it has a
+/// daily cap).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct TenantLoad {
+    pub running: i64,
+    pub queued: i64,
+    pub tokens_today: i64,
+    pub cost_usd_today: f64,
+}
+
+struct TenantRow {
+    name: String,
+    created_at: DateTime<Utc>,
+    max_running: Option<i32>,
+    max_queued: Option<i32>,
+    max_tokens_per_day: Option<i64>,
+    max_cost_usd_per_day: Option<f64>,
+}
+
+impl From<TenantRow> for TenantRecord {
+    fn from(row: TenantRow) -> Self {
+        let quotas = Quotas {
+            max_running: row.max_running.and_then(|n| u32::try_from(n).ok()),
+            max_queued: row.max_queued.and_then(|n| u32::try_from(n).ok()),
+            max_tokens_per_day: row.max_tokens_per_day.and_then(|n| u64::try_from(n).ok()),
+            max_cost_usd_per_day: row.max_cost_usd_per_day,
+        };
+        Self { name: row.name, created_at: row.created_at, quotas }
+    }
+}
+
+fn db_count(n: Option<u32>) -> Option<i32> {
+    n.map(|n| i32::try_from(n).unwrap_or(i32::MAX))
+}
+
+fn db_tokens(n: Option<u64>) -> Option<i64> {
+    n.map(|n| i64::try_from(n).unwrap_or(i64::MAX))
 }
 
 /// An API key as it may be shown: never its text.
@@ -50,39 +92,167 @@ pub struct KeyCandidate {
 }
 
 impl Store {
-    /// Create a tenant; `false` when one of that name exists.
+    /// Create a tenant with its quotas; `None` when one of that name exists.
     #[tracing::instrument(skip_all, fields(tenant = %name), err)]
-    pub async fn create_tenant(&self, name: &str) -> StoreResult<Option<TenantRecord>> {
+    pub async fn create_tenant(
+        &self,
+        name: &str,
+        quotas: &Quotas,
+        audit: &Audit,
+    ) -> StoreResult<Option<TenantRecord>> {
+        let mut tx = self.pool.begin().await?;
         let row = sqlx::query_as!(
-            TenantRecord,
-            "INSERT INTO tenants (name) VALUES ($1) ON CONFLICT (name) DO NOTHING RETURNING name, created_at",
-            name
+            TenantRow,
+            r#"INSERT INTO tenants (name, max_running, max_queued, max_tokens_per_day, max_cost_usd_per_day)
+               VALUES ($1, $2, $3, $4, $5) ON CONFLICT (name) DO NOTHING
+               RETURNING name, created_at, max_running, max_queued, max_tokens_per_day, max_cost_usd_per_day"#,
+            name,
+            db_count(quotas.max_running),
+            db_count(quotas.max_queued),
+            db_tokens(quotas.max_tokens_per_day),
+            quotas.max_cost_usd_per_day,
         )
-        .fetch_optional(&self.pool)
+        .fetch_optional(&mut *tx)
         .await?;
-        Ok(row)
+        if row.is_some() {
+            audit.record_in(&mut *tx, name, None).await?;
+        }
+        tx.commit().await?;
+        Ok(row.map(TenantRecord::from))
+    }
+
+    /// Change a tenant's quotas (absent fields stay, `null` lifts a limit); `None` when there is
+    /// no such tenant. A daily cap set now starts from what the tenant's runs spent today.
+    #[tracing::instrument(skip_all, fields(tenant = %name), err)]
+    pub async fn update_tenant_quotas(
+        &self,
+        name: &str,
+        patch: &QuotaPatch,
+        audit: &Audit,
+    ) -> StoreResult<Option<TenantRecord>> {
+        let mut tx = self.pool.begin().await?;
+        let row = sqlx::query_as!(
+            TenantRow,
+            r#"UPDATE tenants
+                  SET max_running = CASE WHEN $2 THEN $3 ELSE max_running END,
+                      max_queued = CASE WHEN $4 THEN $5 ELSE max_queued END,
+                      max_tokens_per_day = CASE WHEN $6 THEN $7 ELSE max_tokens_per_day END,
+                      max_cost_usd_per_day = CASE WHEN $8 THEN $9 ELSE max_cost_usd_per_day END
+                WHERE name = $1
+            RETURNING name, created_at, max_running, max_queued, max_tokens_per_day, max_cost_usd_per_day"#,
+            name,
+            patch.max_running.is_some(),
+            db_count(patch.max_running.flatten()),
+            patch.max_queued.is_some(),
+            db_count(patch.max_queued.flatten()),
+            patch.max_tokens_per_day.is_some(),
+            db_tokens(patch.max_tokens_per_day.flatten()),
+            patch.max_cost_usd_per_day.is_some(),
+            patch.max_cost_usd_per_day.flatten(),
+        )
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some(row) = row else {
+            tx.rollback().await?;
+            return Ok(None);
+        };
+        let record = TenantRecord::from(row);
+        if record.quotas.caps_spend() {
+            // Runs of today (ids are UUIDv7: time-ordered) that the ledger has not counted.
+            sqlx::query!(
+                r#"INSERT INTO tenant_spend (tenant, day, tokens, cost_usd)
+                   SELECT $1, (now() AT TIME ZONE 'UTC')::date,
+                          coalesce(sum(prompt_tokens + completion_tokens), 0)::int8, coalesce(sum(cost_usd), 0)
+                     FROM runs
+                    WHERE tenant = $1 AND created_at >= (now() AT TIME ZONE 'UTC')::date::timestamp AT TIME ZONE 'UTC'
+                   ON CONFLICT (tenant, day) DO NOTHING"#,
+                name
+            )
+            .execute(&mut *tx)
+            .await?;
+        }
+        audit.record_in(&mut *tx, name, None).await?;
+        tx.commit().await?;
+        Ok(Some(record))
     }
 
     /// Every tenant, by name.
     #[tracing::instrument(skip_all, err)]
     pub async fn list_tenants(&self) -> StoreResult<Vec<TenantRecord>> {
-        Ok(sqlx::query_as!(TenantRecord, "SELECT name, created_at FROM tenants ORDER BY name")
-            .fetch_all(&self.pool)
-            .await?)
+        let rows = sqlx::query_as!(
+            TenantRow,
+            r#"SELECT name, created_at, max_running, max_queued, max_tokens_per_day, max_cost_usd_per_day
+                 FROM tenants ORDER BY name"#
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.into_iter().map(TenantRecord::from).collect())
     }
 
     /// The tenant of this name.
     #[tracing::instrument(skip_all, fields(tenant = %name), err)]
     pub async fn get_tenant(&self, name: &str) -> StoreResult<Option<TenantRecord>> {
-        Ok(sqlx::query_as!(TenantRecord, "SELECT name, created_at FROM tenants WHERE name = $1", name)
-            .fetch_optional(&self.pool)
-            .await?)
+        let row = sqlx::query_as!(
+            TenantRow,
+            r#"SELECT name, created_at, max_running, max_queued, max_tokens_per_day, max_cost_usd_per_day
+                 FROM tenants WHERE name = $1"#,
+            name
+        )
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(row.map(TenantRecord::from))
+    }
+
+    /// What a tenant has running and queued, and its ledger's spend today.
+    #[tracing::instrument(skip_all, fields(tenant = %name), err)]
+    pub async fn tenant_load(&self, name: &str) -> StoreResult<TenantLoad> {
+        let row = sqlx::query!(
+            r#"SELECT (SELECT count(*) FROM runs WHERE tenant = $1 AND status IN ('running', 'cancelling')) AS "running!",
+                      (SELECT count(*) FROM runs WHERE tenant = $1 AND status = 'queued') AS "queued!",
+                      coalesce(s.tokens, 0) AS "tokens!", coalesce(s.cost_usd, 0) AS "cost_usd!"
+                 FROM (SELECT 1) AS one
+                 LEFT JOIN tenant_spend AS s ON s.tenant = $1 AND s.day = (now() AT TIME ZONE 'UTC')::date"#,
+            name
+        )
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(TenantLoad {
+            running: row.running,
+            queued: row.queued,
+            tokens_today: row.tokens,
+            cost_usd_today: row.cost_usd,
+        })
+    }
+
+    /// A tenant's queued runs.
+    #[tracing::instrument(skip_all, fields(tenant = %name), err)]
+    pub async fn queued_runs(&self, name: &str) -> StoreResult<i64> {
+        Ok(sqlx::query_scalar!(
+            r#"SELECT count(*) AS "n!" FROM runs WHERE tenant = $1 AND status = 'queued'"#,
+            name
+        )
+        .fetch_one(&self.pool)
+        .await?)
+    }
+
+    /// What a tenant's ledger says it spent today (UTC): tokens and US dollars.
+    #[tracing::instrument(skip_all, fields(tenant = %name), err)]
+    pub async fn spent_today(&self, name: &str) -> StoreResult<(u64, f64)> {
+        let row = sqlx::query!(
+            r#"SELECT tokens, cost_usd FROM tenant_spend
+                WHERE tenant = $1 AND day = (now() AT TIME ZONE 'UTC')::date"#,
+            name
+        )
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(row.map_or((0, 0.0), |r| (u64::try_from(r.tokens).unwrap_or(0), r.cost_usd)))
     }
 
     /// Store a key (its digest).
     #[tracing::instrument(skip_all, fields(key = %key.id, tenant = %key.tenant), err)]
-    pub async fn create_key(&self, key: &NewKey) -> StoreResult<KeyRecord> {
-        Ok(sqlx::query_as!(
+    pub async fn create_key(&self, key: &NewKey, audit: &Audit) -> StoreResult<KeyRecord> {
+        let mut tx = self.pool.begin().await?;
+        let record = sqlx::query_as!(
             KeyRecord,
             r#"INSERT INTO api_keys (id, tenant, name, prefix, digest, scopes, expires_at)
                VALUES ($1, $2, $3, $4, $5, $6, $7)
@@ -95,8 +265,11 @@ impl Store {
             &key.scopes,
             key.expires_at,
         )
-        .fetch_one(&self.pool)
-        .await?)
+        .fetch_one(&mut *tx)
+        .await?;
+        audit.record_in(&mut *tx, &key.tenant, Some(&format!("/v1/keys/{}", key.id))).await?;
+        tx.commit().await?;
+        Ok(record)
     }
 
     /// Keys not revoked (of `tenant`, or every tenant's), oldest first.
@@ -115,16 +288,22 @@ impl Store {
 
     /// Revoke a key (of `tenant`, or any tenant's); `false` when there is no such live key.
     #[tracing::instrument(skip_all, fields(key = %id), err)]
-    pub async fn revoke_key(&self, id: Uuid, tenant: Option<&str>) -> StoreResult<bool> {
-        let revoked = sqlx::query!(
+    pub async fn revoke_key(&self, id: Uuid, tenant: Option<&str>, audit: &Audit) -> StoreResult<bool> {
+        let mut tx = self.pool.begin().await?;
+        let revoked = sqlx::query_scalar!(
             r#"UPDATE api_keys SET revoked_at = now()
-                WHERE id = $1 AND revoked_at IS NULL AND ($2::text IS NULL OR tenant = $2)"#,
+                WHERE id = $1 AND revoked_at IS NULL AND ($2::text IS NULL OR tenant = $2)
+            RETURNING tenant"#,
             id,
             tenant
         )
-        .execute(&self.pool)
+        .fetch_optional(&mut *tx)
         .await?;
-        Ok(revoked.rows_affected() > 0)
+        if let Some(owner) = &revoked {
+            audit.record_in(&mut *tx, owner, None).await?;
+        }
+        tx.commit().await?;
+        Ok(revoked.is_some())
     }
 
     /// The live keys whose text starts with `prefix`.

@@ -8,7 +8,7 @@ use serde_json::Value;
 use sqlx::{Postgres, Transaction};
 use uuid::Uuid;
 
-use super::{parse, Store, StoreResult};
+use super::{parse, Audit, Owner, Store, StoreResult};
 use crate::domain::kickoff::RunWebhook;
 use crate::domain::{Event, RunId};
 
@@ -252,7 +252,13 @@ pub(super) async fn insert_run_webhooks(
 impl Store {
     /// Register an endpoint.
     #[tracing::instrument(skip_all, fields(endpoint = %endpoint.id), err)]
-    pub async fn create_webhook(&self, tenant: &str, endpoint: &NewEndpoint) -> StoreResult<WebhookEndpoint> {
+    pub async fn create_webhook(
+        &self,
+        tenant: &str,
+        endpoint: &NewEndpoint,
+        audit: &Audit,
+    ) -> StoreResult<WebhookEndpoint> {
+        let mut tx = self.pool.begin().await?;
         let row = sqlx::query_as!(
             EndpointRow,
             r#"INSERT INTO webhook_endpoints (id, url, events, crew, description, salt, tenant)
@@ -267,8 +273,10 @@ impl Store {
             endpoint.salt,
             tenant,
         )
-        .fetch_one(&self.pool)
+        .fetch_one(&mut *tx)
         .await?;
+        audit.record_in(&mut *tx, tenant, Some(&format!("/v1/webhooks/{}", endpoint.id))).await?;
+        tx.commit().await?;
         Ok(row.into())
     }
 
@@ -323,6 +331,7 @@ impl Store {
         &self,
         id: Uuid,
         patch: &EndpointPatch,
+        audit: &Audit,
     ) -> StoreResult<Option<WebhookEndpoint>> {
         let mut tx = self.pool.begin().await?;
         let row = sqlx::query_as!(
@@ -350,16 +359,27 @@ impl Store {
                 .execute(&mut *tx)
                 .await?;
         }
+        if row.is_some() {
+            audit.record_for(&mut *tx, Owner::Webhook(id)).await?;
+        }
         tx.commit().await?;
         Ok(row.map(WebhookEndpoint::from))
     }
 
     /// Remove an endpoint with its deliveries; `false` if there was none.
     #[tracing::instrument(skip_all, fields(endpoint = %id), err)]
-    pub async fn delete_webhook(&self, id: Uuid) -> StoreResult<bool> {
-        let done =
-            sqlx::query!("DELETE FROM webhook_endpoints WHERE id = $1", id).execute(&self.pool).await?;
-        Ok(done.rows_affected() > 0)
+    pub async fn delete_webhook(&self, id: Uuid, audit: &Audit) -> StoreResult<bool> {
+        let mut tx = self.pool.begin().await?;
+        let owner = sqlx::query_scalar!("DELETE FROM webhook_endpoints WHERE id = $1 RETURNING tenant", id)
+            .fetch_optional(&mut *tx)
+            .await?;
+        let Some(owner) = owner else {
+            tx.rollback().await?;
+            return Ok(false);
+        };
+        audit.record_in(&mut *tx, &owner, None).await?;
+        tx.commit().await?;
+        Ok(true)
     }
 
     /// Give a registered endpoint a new salt, the current one signing too for `grace`.
@@ -369,7 +389,9 @@ impl Store {
         id: Uuid,
         salt: &[u8],
         grace: Duration,
+        audit: &Audit,
     ) -> StoreResult<Option<WebhookEndpoint>> {
+        let mut tx = self.pool.begin().await?;
         let row = sqlx::query_as!(
             EndpointRow,
             r#"UPDATE webhook_endpoints
@@ -381,8 +403,12 @@ impl Store {
             salt,
             interval(grace),
         )
-        .fetch_optional(&self.pool)
+        .fetch_optional(&mut *tx)
         .await?;
+        if row.is_some() {
+            audit.record_for(&mut *tx, Owner::Webhook(id)).await?;
+        }
+        tx.commit().await?;
         Ok(row.map(WebhookEndpoint::from))
     }
 
@@ -417,7 +443,12 @@ impl Store {
     /// Send a delivery again as soon as its queue allows (a failed or delivered one is pending
     /// again); `None` if the endpoint has no such delivery.
     #[tracing::instrument(skip_all, fields(endpoint = %endpoint, delivery = id), err)]
-    pub async fn retry_delivery(&self, endpoint: Uuid, id: i64) -> StoreResult<Option<Delivery>> {
+    pub async fn retry_delivery(
+        &self,
+        endpoint: Uuid,
+        id: i64,
+        audit: &Audit,
+    ) -> StoreResult<Option<Delivery>> {
         let mut tx = self.pool.begin().await?;
         let Some(before) = sqlx::query!(
             "SELECT run_id, status FROM webhook_deliveries WHERE id = $1 AND endpoint_id = $2 FOR UPDATE",
@@ -456,6 +487,7 @@ impl Store {
         )
         .fetch_one(&mut *tx)
         .await?;
+        audit.record_for(&mut *tx, Owner::Webhook(endpoint)).await?;
         tx.commit().await?;
         Ok(Some(row.into()))
     }

@@ -237,9 +237,18 @@ fn start_run(
         shared.engine.metrics().observe_claim(waited);
     }
     let shared = shared.clone();
+    // A run of a tenant with max_running frees one of its slots when it ends, which a claimer on
+    // any replica may be waiting for: announce it.
+    let (capped, id) = (run.quotas.max_running.is_some(), run.id);
     tracker.spawn(async move {
         execute::execute(&shared, run).await;
         drop(permit);
+        if capped {
+            let announced = shared.store.notify_all(crate::store::RUNS_CHANNEL, &[id.to_string()]).await;
+            if let Err(error) = announced {
+                tracing::warn!(%error, "could not announce a tenant's freed slot; claimers poll");
+            }
+        }
     });
 }
 

@@ -102,14 +102,14 @@ async fn list_runs_knows_the_last_page(pool: PgPool) {
 async fn crews_upsert_reports_created_or_replaced(pool: PgPool) {
     let store = Store::new(pool);
     let mut spec = CrewSpec::from_json(sample_crew()).expect("spec");
-    let (_, outcome) = store.upsert_crew("default", &spec).await.expect("upsert");
+    let (_, outcome) = store.upsert_crew("default", &spec, &audit()).await.expect("upsert");
     assert_eq!(outcome, UpsertOutcome::Created);
     spec.max_rpm = Some(10);
-    let (record, outcome) = store.upsert_crew("default", &spec).await.expect("upsert");
+    let (record, outcome) = store.upsert_crew("default", &spec, &audit()).await.expect("upsert");
     assert_eq!((outcome, record.spec.max_rpm), (UpsertOutcome::Replaced, Some(10)));
     assert_eq!(store.list_crews("default").await.expect("list").len(), 1);
-    assert!(store.delete_crew("default", &spec.name).await.expect("delete"));
-    assert!(!store.delete_crew("default", &spec.name).await.expect("delete"));
+    assert!(store.delete_crew("default", &spec.name, &audit()).await.expect("delete"));
+    assert!(!store.delete_crew("default", &spec.name, &audit()).await.expect("delete"));
 }
 
 #[sqlx::test(migrations = false)]
@@ -199,11 +199,16 @@ async fn the_outbox_has_a_delivery_exactly_for_each_committed_matching_event(poo
         description: String::new(),
         salt: vec![1; 32],
     };
-    let everything = store.create_webhook("default", &endpoint(&["*"], None)).await.expect("create");
-    let threads =
-        store.create_webhook("default", &endpoint(&["agent.*", "run.queued"], None)).await.expect("create");
-    let elsewhere =
-        store.create_webhook("default", &endpoint(&["*"], Some("another-crew"))).await.expect("create");
+    let everything =
+        store.create_webhook("default", &endpoint(&["*"], None), &audit()).await.expect("create");
+    let threads = store
+        .create_webhook("default", &endpoint(&["agent.*", "run.queued"], None), &audit())
+        .await
+        .expect("create");
+    let elsewhere = store
+        .create_webhook("default", &endpoint(&["*"], Some("another-crew")), &audit())
+        .await
+        .expect("create");
     let run = new_run();
     store.create_run(&run).await.expect("create run");
     store.append_event(run.id, None, None, thought("kept")).await.expect("append");
@@ -239,10 +244,16 @@ async fn the_outbox_has_a_delivery_exactly_for_each_committed_matching_event(poo
         .update_webhook(
             threads.id,
             &agentd::store::EndpointPatch { events: Some(vec!["tool.*".into()]), ..Default::default() },
+            &audit(),
         )
         .await
         .expect("patch");
     store.append_event(run.id, None, None, thought("again")).await.expect("append");
     assert_eq!(count(threads.id).await, (vec![1, 2], Some(2)), "no longer matching");
     assert_eq!(count(everything.id).await, (vec![1, 2, 3], Some(3)));
+}
+
+/// What a change made straight through the store is recorded as.
+fn audit() -> agentd::store::Audit {
+    agentd::store::Audit::new(None, "default", "test.change", "/test")
 }

@@ -409,7 +409,19 @@ pub(super) async fn runs_and_events(tx: &mut Tx<'_>, live: &[Live<'_>]) -> Write
                       AS u(id, llm_calls, prompt_tokens, completion_tokens, tool_calls, status, output, error,
                            events, cached_tokens, cost_usd)
                 WHERE r.id = u.id AND r.id = ANY($1)
-            RETURNING r.id, r.last_seq - u.events AS base
+            RETURNING r.id, r.last_seq - u.events AS base, r.tenant,
+                      u.prompt_tokens + u.completion_tokens AS tokens, u.cost_usd AS cost
+           ),
+           -- The daily ledger of a tenant with a daily cap (no other tenant's commit touches it).
+           ledger AS (
+               INSERT INTO tenant_spend AS s (tenant, day, tokens, cost_usd)
+               SELECT c.tenant, (now() AT TIME ZONE 'UTC')::date, sum(c.tokens)::int8, sum(c.cost)
+                 FROM changed AS c JOIN tenants AS t ON t.name = c.tenant
+                WHERE (c.tokens > 0 OR c.cost > 0)
+                  AND (t.max_tokens_per_day IS NOT NULL OR t.max_cost_usd_per_day IS NOT NULL)
+                GROUP BY c.tenant
+               ON CONFLICT (tenant, day) DO UPDATE
+                  SET tokens = s.tokens + excluded.tokens, cost_usd = s.cost_usd + excluded.cost_usd
            ),
            spent AS (
                INSERT INTO run_usage AS s (run_id, task, agent, model, llm_calls, prompt_tokens, completion_tokens,

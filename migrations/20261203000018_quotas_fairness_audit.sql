@@ -1,0 +1,141 @@
+-- Tenant quotas, claims that are fair between tenants, and the audit log.
+
+-- Quotas: NULL is no limit.
+ALTER TABLE tenants
+    ADD COLUMN max_running integer CHECK (max_running >= 0),
+    ADD COLUMN max_queued integer CHECK (max_queued >= 0),
+    ADD COLUMN max_tokens_per_day int8 CHECK (max_tokens_per_day >= 0),
+    ADD COLUMN max_cost_usd_per_day float8 CHECK (max_cost_usd_per_day >= 0);
+
+-- What a tenant with a daily cap spent per UTC day. Written by the journal's commits of that
+-- tenant's runs only while it has a cap (an uncapped tenant's runs never touch a shared row);
+-- seeded from its runs of the day when a cap is set.
+CREATE TABLE tenant_spend (
+    tenant   text NOT NULL,
+    day      date NOT NULL,
+    tokens   int8 NOT NULL DEFAULT 0,
+    cost_usd float8 NOT NULL DEFAULT 0,
+    PRIMARY KEY (tenant, day)
+);
+
+-- The queue, per tenant: the claim takes each tenant's oldest runs in turn. It replaces the one
+-- global order (runs_queued_idx), which served one tenant's backlog before anyone else's runs.
+CREATE INDEX runs_queued_tenant ON runs (tenant, created_at, id) WHERE status = 'queued';
+DROP INDEX runs_queued_idx;
+-- Runs executing per tenant, counted against max_running.
+CREATE INDEX runs_running_tenant ON runs (tenant) WHERE status IN ('running', 'cancelling');
+
+-- Claim up to `wanted` queued runs for `claimer`, fairly between tenants: every tenant with
+-- queued runs gets an equal share of the batch (its oldest runs), within its room under
+-- max_running; what the shares leave of the batch goes to the oldest runs of the tenants that
+-- have more. Claims of tenants with max_running take turns cluster-wide (an advisory lock per
+-- tenant, in name order) and count their running runs in a snapshot taken after the turn, so
+-- the cap holds across replicas. Each claimed run becomes `running` with its attempt bumped and
+-- `run.started` logged. One tenant without a cap costs what the plain oldest-first claim did.
+CREATE FUNCTION agentd_claim_runs(claimer text, lease float8, wanted integer)
+RETURNS TABLE (id uuid, tenant text, attempt integer, crew_spec text, inputs text,
+               created_at timestamptz, started_at timestamptz, timeout_s integer, paused_s float8,
+               max_running integer, max_tokens_per_day int8, max_cost_usd_per_day float8)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+    first_tenant text;
+    queued text[];
+    rooms integer[];
+    capped text;
+    share integer;
+    picked uuid[];
+    taken integer;
+BEGIN
+    SELECT r.tenant INTO first_tenant FROM runs AS r WHERE r.status = 'queued' ORDER BY r.tenant LIMIT 1;
+    IF first_tenant IS NULL OR wanted < 1 THEN
+        RETURN;
+    END IF;
+    -- Every tenant with queued runs: one index probe each (a loose index scan).
+    WITH RECURSIVE t(name) AS (
+        SELECT first_tenant
+        UNION ALL
+        SELECT (SELECT r.tenant FROM runs AS r
+                 WHERE r.status = 'queued' AND r.tenant > t.name ORDER BY r.tenant LIMIT 1)
+          FROM t WHERE t.name IS NOT NULL
+    )
+    SELECT array_agg(t.name ORDER BY t.name) INTO queued FROM t WHERE t.name IS NOT NULL;
+    FOR capped IN SELECT n.name FROM tenants AS n
+                   WHERE n.name = ANY (queued) AND n.max_running IS NOT NULL ORDER BY n.name LOOP
+        PERFORM pg_advisory_xact_lock(hashtextextended('agentd.tenant.running:' || capped, 0));
+    END LOOP;
+    -- A new statement: its snapshot sees the claims of the turns before ours.
+    SELECT array_agg(CASE WHEN n.max_running IS NULL THEN wanted
+                          ELSE least(wanted, greatest(n.max_running - (
+                                   SELECT count(*) FROM runs AS r
+                                    WHERE r.tenant = q.name AND r.status IN ('running', 'cancelling')), 0))::integer
+                     END ORDER BY q.ord)
+      INTO rooms
+      FROM unnest(queued) WITH ORDINALITY AS q(name, ord) LEFT JOIN tenants AS n ON n.name = q.name;
+    share := greatest(ceil(wanted::numeric / array_length(queued, 1))::integer, 1);
+    -- The shares: each tenant's oldest runs, in turn (every tenant's first, then every second...).
+    SELECT array_agg(s.id ORDER BY s.rank, s.created_at, s.id) INTO picked
+      FROM (SELECT c.id, c.created_at,
+                   row_number() OVER (PARTITION BY q.name ORDER BY c.created_at, c.id) AS rank
+              FROM unnest(queued, rooms) AS q(name, room),
+                   LATERAL (SELECT r.id, r.created_at FROM runs AS r
+                             WHERE r.status = 'queued' AND r.tenant = q.name
+                             ORDER BY r.created_at, r.id
+                             LIMIT least(q.room, share)
+                             FOR UPDATE SKIP LOCKED) AS c
+             WHERE q.room > 0) AS s;
+    picked := coalesce(picked[1:wanted], '{}');
+    taken := cardinality(picked);
+    -- The rest of the batch: the oldest runs of the tenants with room beyond their share.
+    IF taken < wanted THEN
+        picked := picked || coalesce((
+            SELECT array_agg(f.id ORDER BY f.created_at, f.id)
+              FROM (SELECT c.id, c.created_at
+                      FROM unnest(queued, rooms) AS q(name, room),
+                           LATERAL (SELECT r.id, r.created_at FROM runs AS r
+                                     WHERE r.status = 'queued' AND r.tenant = q.name AND r.id <> ALL (picked)
+                                     ORDER BY r.created_at, r.id
+                                     LIMIT least(q.room - share, wanted - taken)
+                                     FOR UPDATE SKIP LOCKED) AS c
+                     WHERE q.room > share
+                     ORDER BY c.created_at, c.id
+                     LIMIT wanted - taken) AS f), '{}');
+    END IF;
+    IF cardinality(picked) = 0 THEN
+        RETURN;
+    END IF;
+    RETURN QUERY
+    WITH claimed AS (
+        UPDATE runs AS r
+           SET status = 'running', attempt = r.attempt + 1, lease_owner = claimer,
+               lease_expires_at = now() + make_interval(secs => lease),
+               started_at = coalesce(r.started_at, now()), updated_at = now(),
+               last_seq = r.last_seq + 1
+         WHERE r.id = ANY (picked)
+        RETURNING r.id, r.tenant, r.attempt, r.last_seq, r.crew_spec, r.inputs, r.created_at,
+                  r.started_at, r.timeout_s, r.paused_s
+    ), started AS (
+        INSERT INTO events (run_id, seq, type, data)
+        SELECT c.id, c.last_seq, 'run.started', jsonb_build_object('attempt', c.attempt, 'worker', claimer)
+          FROM claimed AS c
+    )
+    SELECT c.id, c.tenant, c.attempt, c.crew_spec::text, c.inputs::text, c.created_at, c.started_at,
+           c.timeout_s, c.paused_s, n.max_running, n.max_tokens_per_day, n.max_cost_usd_per_day
+      FROM claimed AS c LEFT JOIN tenants AS n ON n.name = c.tenant;
+END
+$$;
+
+-- The audit log: every change made through the API, with who made it (the key's id; NULL for
+-- the keys of AGENTD_API_KEYS and an open API), the tenant whose resource it is, and how it ended.
+-- A change that succeeded is recorded in its own transaction; a refused one after the refusal.
+CREATE TABLE audit_log (
+    id       uuid PRIMARY KEY,
+    at       timestamptz NOT NULL DEFAULT now(),
+    tenant   text NOT NULL,
+    key_id   uuid,
+    action   text NOT NULL,
+    resource text NOT NULL,
+    outcome  text NOT NULL CHECK (outcome IN
+               ('succeeded', 'denied', 'not_found', 'conflict', 'invalid', 'refused', 'failed'))
+);
+CREATE INDEX audit_log_tenant ON audit_log (tenant, id DESC);
