@@ -14,7 +14,10 @@
 //! `INFLIGHT_BATCH` (1,000) runs per request), `dbcost` (committed transactions and rows written
 //! per run, from `pg_stat_database`), `webhooks` (not in the default set: a registered endpoint
 //! taking every event, `WEBHOOK_RUNS` (1,000) runs from 64 clients, a receiver in this process:
-//! deliveries per second and commit-to-delivery p50/p99). The fan-out scenario is
+//! deliveries per second and commit-to-delivery p50/p99), `fairness` (not in the default set:
+//! tenant A queues `FAIRNESS_BACKLOG` (2,000) runs against a 200 ms model on `FAIRNESS_SLOTS` (20)
+//! slots, then tenant B kicks off 20; B's wait from kickoff to `run.started`, p50 and p99, and
+//! how much of A's backlog was still queued when B's last run started). The fan-out scenario is
 //! `examples/sse_fanout.rs`.
 //! `KEEP_DATABASE=1` keeps each scenario's database for a look afterwards. `PRUNE_BACKLOG=<runs>`
 //! seeds that many finished runs 40 days old and runs agentd with `AGENTD_RETENTION_DAYS=30`,
@@ -75,9 +78,12 @@ async fn bench() -> Result<(), BoxError> {
     let wanted: Vec<String> = std::env::args().skip(1).collect();
     let run = |name: &str| wanted.is_empty() || wanted.iter().any(|w| w == name);
     let mut rows = Vec::new();
-    for scenario in ["latency", "throughput", "inflight", "inflight_batch", "dbcost", "webhooks"] {
-        // The webhook scenario only when asked for: the others are the before/after guard.
-        if (scenario != "webhooks" && run(scenario)) || wanted.iter().any(|w| w == scenario) {
+    for scenario in ["latency", "throughput", "inflight", "inflight_batch", "dbcost", "webhooks", "fairness"]
+    {
+        // The webhook and fairness scenarios only when asked for: the others are the
+        // before/after guard.
+        let on_request = ["webhooks", "fairness"].contains(&scenario);
+        if (!on_request && run(scenario)) || wanted.iter().any(|w| w == scenario) {
             let bench = Bench::start(&admin_url, scenario).await?;
             let result = bench.scenario(scenario).await;
             bench.stop(&admin_url).await?;
@@ -167,7 +173,14 @@ impl Bench {
             .env(AGENTD_ROLE, "1")
             .env("DATABASE_URL", &url)
             .env("AGENTD_BIND", bind.to_string())
-            .env("AGENTD_WORKERS", setting("SLOTS", 10_000).to_string())
+            .env(
+                "AGENTD_WORKERS",
+                match scenario {
+                    "fairness" => setting("FAIRNESS_SLOTS", 20),
+                    _ => setting("SLOTS", 10_000),
+                }
+                .to_string(),
+            )
             .env("AGENTD_DB_MAX_CONNECTIONS", setting("DB_CONNECTIONS", 32).to_string())
             .env("OPENAI_BASE_URL", fake.base_url())
             .env(
@@ -286,6 +299,7 @@ impl Bench {
             // The same runs kicked off by the batch endpoint, 1,000 per request.
             "inflight_batch" => self.inflight(setting("INFLIGHT_BATCH", 1000)).await,
             "webhooks" => self.webhooks().await,
+            "fairness" => self.fairness().await,
             _ => self.db_cost().await,
         }
     }
@@ -674,6 +688,115 @@ fn crew() -> Value {
     json!({"name": "bench", "agents": [{"name": "a", "role": "Calculator", "goal": "Compute", "backstory": "Exact.",
                                         "tools": ["calculator"]}],
            "tasks": [{"name": "t", "description": "What is 6*7?", "expected_output": "A number", "agent": "a"}]})
+}
+
+impl Bench {
+    /// Tenant A queues `FAIRNESS_BACKLOG` (2,000) runs against a 200 ms model (two calls a run)
+    /// on `FAIRNESS_SLOTS` (20) slots; once A's first runs are executing, tenant B kicks off 20,
+    /// one request each. B's wait from kickoff to `run.started` (the run's `created_at` to its
+    /// `started_at`, both the database's clock): p50, p99 and max, and how many of A's runs
+    /// were still queued when B's last one started.
+    async fn fairness(&self) -> Result<Vec<Row>, BoxError> {
+        self.model(Duration::from_millis(200));
+        let client = &self.handle.client;
+        let base = &self.handle.base;
+        // The API is open until a key is stored: the first key is the harness's admin key.
+        for tenant in ["team-a", "team-b"] {
+            client
+                .post(format!("{base}/v1/tenants"))
+                .json(&json!({"name": tenant}))
+                .send()
+                .await?
+                .error_for_status()?;
+        }
+        let admin = self.key(None, "default", "admin").await?;
+        let a = self.key(Some(&admin), "team-a", "kickoff").await?;
+        let b = self.key(Some(&admin), "team-b", "kickoff").await?;
+        let backlog = setting("FAIRNESS_BACKLOG", 2000);
+        let mut left = backlog;
+        while left > 0 {
+            let size = left.min(1000);
+            let body = json!({"crew": crew(), "inputs": vec![json!({}); size]});
+            let url = format!("{base}/v1/kickoffs/batch");
+            client.post(url).bearer_auth(&a).json(&body).send().await?.error_for_status()?;
+            left -= size;
+        }
+        // A's runs are executing (its backlog queued behind them) before B arrives.
+        while self
+            .count("SELECT count(*) FROM runs WHERE tenant = 'team-a' AND started_at IS NOT NULL")
+            .await?
+            == 0
+        {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let b_runs = 20;
+        for _ in 0..b_runs {
+            let url = format!("{base}/v1/kickoffs");
+            let body = json!({"crew": crew(), "inputs": {}});
+            client.post(url).bearer_auth(&b).json(&body).send().await?.error_for_status()?;
+        }
+        let deadline = Instant::now() + Duration::from_secs(600);
+        while self
+            .count("SELECT count(*) FROM runs WHERE tenant = 'team-b' AND started_at IS NOT NULL")
+            .await?
+            < b_runs
+        {
+            if Instant::now() > deadline {
+                return Err("tenant B's runs did not all start within 10 minutes".into());
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let a_queued =
+            self.count("SELECT count(*) FROM runs WHERE tenant = 'team-a' AND status = 'queued'").await?;
+        let waits: Vec<f64> = sqlx::query_scalar(
+            "SELECT extract(epoch FROM started_at - created_at)::float8 * 1000 FROM runs
+              WHERE tenant = 'team-b' ORDER BY 1",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        let at = |q: f64| waits[((waits.len() - 1) as f64 * q).round() as usize];
+        eprintln!("fairness: {a_queued} of A's {backlog} runs still queued when B's last run started");
+        Ok(vec![
+            Row {
+                scenario: "fairness",
+                metric: "B's wait p50".into(),
+                value: at(0.5),
+                unit: "ms",
+                target: "≪ 1,000 ms",
+            },
+            Row {
+                scenario: "fairness",
+                metric: "B's wait p99".into(),
+                value: at(0.99),
+                unit: "ms",
+                target: "",
+            },
+            Row {
+                scenario: "fairness",
+                metric: "A's runs still queued".into(),
+                value: a_queued as f64,
+                unit: "runs",
+                target: "",
+            },
+        ])
+    }
+
+    /// A new key of `tenant` with `scope` (made with `admin`, or on the open API).
+    async fn key(&self, admin: Option<&str>, tenant: &str, scope: &str) -> Result<String, BoxError> {
+        let body = json!({"tenant": tenant, "name": "loadgen", "scopes": [scope]});
+        let request = self.handle.client.post(format!("{}/v1/keys", self.handle.base)).json(&body);
+        let request = match admin {
+            Some(admin) => request.bearer_auth(admin),
+            None => request,
+        };
+        let created: Value = request.send().await?.error_for_status()?.json().await?;
+        Ok(created["key"].as_str().ok_or("no key in the answer")?.to_owned())
+    }
+
+    async fn count(&self, sql: &str) -> Result<i64, BoxError> {
+        Ok(sqlx::query_scalar(sql).fetch_one(&self.pool).await?)
+    }
 }
 
 /// Committed transactions, rows inserted and rows updated in `database` so far. Each session

@@ -27,8 +27,9 @@ CREATE INDEX runs_running_tenant ON runs (tenant) WHERE status IN ('running', 'c
 
 -- Claim up to `wanted` queued runs for `claimer`, fairly between tenants: every tenant with
 -- queued runs gets an equal share of the batch (its oldest runs), within its room under
--- max_running; what the shares leave of the batch goes to the oldest runs of the tenants that
--- have more. Claims of tenants with max_running take turns cluster-wide (an advisory lock per
+-- max_running, and the tenants running the fewest runs go first (so a claim of one slot goes to
+-- the tenant with the least in flight); what the shares leave of the batch goes to the oldest
+-- runs of the tenants that have more. Claims of tenants with max_running take turns cluster-wide (an advisory lock per
 -- tenant, in name order) and count their running runs in a snapshot taken after the turn, so
 -- the cap holds across replicas. Each claimed run becomes `running` with its attempt bumped and
 -- `run.started` logged. One tenant without a cap costs what the plain oldest-first claim did.
@@ -42,6 +43,7 @@ DECLARE
     first_tenant text;
     queued text[];
     rooms integer[];
+    runnings integer[];
     capped text;
     share integer;
     picked uuid[];
@@ -64,20 +66,26 @@ BEGIN
                    WHERE n.name = ANY (queued) AND n.max_running IS NOT NULL ORDER BY n.name LOOP
         PERFORM pg_advisory_xact_lock(hashtextextended('agentd.tenant.running:' || capped, 0));
     END LOOP;
-    -- A new statement: its snapshot sees the claims of the turns before ours.
-    SELECT array_agg(CASE WHEN n.max_running IS NULL THEN wanted
-                          ELSE least(wanted, greatest(n.max_running - (
-                                   SELECT count(*) FROM runs AS r
-                                    WHERE r.tenant = q.name AND r.status IN ('running', 'cancelling')), 0))::integer
-                     END ORDER BY q.ord)
-      INTO rooms
-      FROM unnest(queued) WITH ORDINALITY AS q(name, ord) LEFT JOIN tenants AS n ON n.name = q.name;
-    share := greatest(ceil(wanted::numeric / array_length(queued, 1))::integer, 1);
-    -- The shares: each tenant's oldest runs, in turn (every tenant's first, then every second...).
-    SELECT array_agg(s.id ORDER BY s.rank, s.created_at, s.id) INTO picked
+    -- A new statement: its snapshot sees the claims of the turns before ours. With more than
+    -- one tenant queued (or a cap), count what each has running: the fewer, the sooner.
+    SELECT array_agg(x.running ORDER BY x.ord),
+           array_agg(CASE WHEN x.max_running IS NULL THEN wanted
+                          ELSE least(wanted, greatest(x.max_running - x.running, 0))::integer END ORDER BY x.ord)
+      INTO runnings, rooms
+      FROM (SELECT q.ord, n.max_running,
+                   CASE WHEN cardinality(queued) > 1 OR n.max_running IS NOT NULL
+                        THEN (SELECT count(*) FROM runs AS r
+                               WHERE r.tenant = q.name AND r.status IN ('running', 'cancelling'))::integer
+                        ELSE 0 END AS running
+              FROM unnest(queued) WITH ORDINALITY AS q(name, ord)
+              LEFT JOIN tenants AS n ON n.name = q.name) AS x;
+    share := greatest(ceil(wanted::numeric / cardinality(queued))::integer, 1);
+    -- The shares: each tenant's oldest runs, taken in turns that start with the tenants running
+    -- the fewest (a tenant running 3 has its first queued run placed as another's fourth).
+    SELECT array_agg(s.id ORDER BY s.turn, s.created_at, s.id) INTO picked
       FROM (SELECT c.id, c.created_at,
-                   row_number() OVER (PARTITION BY q.name ORDER BY c.created_at, c.id) AS rank
-              FROM unnest(queued, rooms) AS q(name, room),
+                   q.running + row_number() OVER (PARTITION BY q.name ORDER BY c.created_at, c.id) AS turn
+              FROM unnest(queued, rooms, runnings) AS q(name, room, running),
                    LATERAL (SELECT r.id, r.created_at FROM runs AS r
                              WHERE r.status = 'queued' AND r.tenant = q.name
                              ORDER BY r.created_at, r.id

@@ -115,7 +115,7 @@ impl Store {
         .fetch_optional(&mut *tx)
         .await?;
         if row.is_some() {
-            audit.record_in(&mut *tx, name, None).await?;
+            audit.record_in(&mut *tx, name, Some(&format!("/v1/tenants/{name}"))).await?;
         }
         tx.commit().await?;
         Ok(row.map(TenantRecord::from))

@@ -1,6 +1,7 @@
 //! End-to-end tests: the real router on a real port against a fresh database per test
 //! (`#[sqlx::test]`), driven over HTTP as a client would. One test binary, many modules.
 
+mod audit;
 mod claim;
 mod cli;
 mod connections;
@@ -12,6 +13,7 @@ mod fake_llm;
 mod fakes;
 mod journal;
 mod kickoffs;
+mod quotas;
 mod runs;
 mod schemas;
 mod secrets;

@@ -1,0 +1,264 @@
+//! Tenant quotas and fair claims over HTTP against the real server and workers: `max_queued`
+//! refuses kickoffs (429 with `Retry-After`), `max_running` holds across two worker pools, a run
+//! that crosses its tenant's daily token cap fails with `budget` and later kickoffs are 429 until
+//! midnight UTC, and one tenant's backlog does not hold back another's runs.
+
+use std::time::{Duration, Instant};
+
+use agentd::config::{ApiKeys, Config};
+use agentd::fake_llm::{FakeLlm, FakeReply};
+use chrono::{DateTime, Utc};
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+use sqlx::PgPool;
+
+use crate::support::{expect_json, expect_problem, sample_crew, sample_inputs, test_config, TestApp};
+use crate::worker::{fake_config, fast_settings, start_workers, wait_for};
+
+const ROOT: &str = "root-key-of-the-operator";
+
+async fn server(pool: PgPool, config: Config) -> TestApp {
+    let config = Config { api_keys: ApiKeys::parse(ROOT), ..config };
+    TestApp::spawn_with(pool, config).await.as_key(Some(ROOT))
+}
+
+/// Create a tenant with `body` (its name and quotas) and a key of it that may read and kick off.
+async fn tenant_with_key(root: &TestApp, body: Value) -> TestApp {
+    let created = expect_json(root.post_json("/v1/tenants", &body).await, StatusCode::CREATED).await;
+    let name = created["name"].as_str().expect("name").to_owned();
+    let key = json!({"tenant": name, "name": "runner", "scopes": ["read", "kickoff"]});
+    let key = expect_json(root.post_json("/v1/keys", &key).await, StatusCode::CREATED).await;
+    root.as_key(Some(key["key"].as_str().expect("key")))
+}
+
+/// A crew of one agent and one task (one model call when the model answers at once).
+fn one_task_crew() -> Value {
+    json!({
+        "name": "one",
+        "agents": [{"name": "a", "role": "Writer", "goal": "Write", "backstory": "Brief."}],
+        "tasks": [{"name": "t", "description": "Say something about {topic}.", "expected_output": "A line",
+                   "agent": "a"}]
+    })
+}
+
+async fn kickoff(app: &TestApp, body: &Value) -> reqwest::Response {
+    app.post_json("/v1/kickoffs", body).await
+}
+
+fn retry_after(response: &reqwest::Response) -> u64 {
+    let value = response.headers().get("retry-after").expect("a Retry-After header");
+    value.to_str().expect("ascii").parse().expect("seconds")
+}
+
+async fn tenant_state(root: &TestApp, name: &str) -> Value {
+    expect_json(root.get(&format!("/v1/tenants/{name}")).await, StatusCode::OK).await
+}
+
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn max_queued_refuses_kickoffs_beyond_it_with_retry_after(pool: PgPool) {
+    // No workers: kickoffs stay queued.
+    let root = server(pool, test_config()).await;
+    let a = tenant_with_key(&root, json!({"name": "team-a", "max_queued": 2})).await;
+    let b = tenant_with_key(&root, json!({"name": "team-b"})).await;
+    let body = json!({"crew": sample_crew(), "inputs": sample_inputs()});
+    let first = a
+        .request(Method::POST, "/v1/kickoffs")
+        .header("idempotency-key", "first")
+        .json(&body)
+        .send()
+        .await
+        .expect("kickoff");
+    let first = expect_json(first, StatusCode::ACCEPTED).await;
+    expect_json(kickoff(&a, &body).await, StatusCode::ACCEPTED).await;
+
+    let refused = kickoff(&a, &body).await;
+    let wait = retry_after(&refused);
+    assert!((1..=60).contains(&wait), "Retry-After {wait}");
+    let problem = expect_problem(refused, StatusCode::TOO_MANY_REQUESTS).await;
+    assert_eq!(problem["type"], "/problems/quota", "{problem}");
+    assert!(problem["detail"].as_str().is_some_and(|d| d.contains("max_queued")), "{problem}");
+    let batch = json!({"crew": sample_crew(), "inputs": [sample_inputs(), sample_inputs()]});
+    expect_problem(a.post_json("/v1/kickoffs/batch", &batch).await, StatusCode::TOO_MANY_REQUESTS).await;
+    // A replayed kickoff queues nothing: it is answered, not refused.
+    let replay = a
+        .request(Method::POST, "/v1/kickoffs")
+        .header("idempotency-key", "first")
+        .json(&body)
+        .send()
+        .await
+        .expect("replay");
+    assert!(replay.status().is_success(), "{}", replay.status());
+    assert_eq!(replay.json::<Value>().await.expect("json")["id"], first["id"]);
+    // Another tenant's queue is its own.
+    expect_json(kickoff(&b, &body).await, StatusCode::ACCEPTED).await;
+
+    let state = tenant_state(&root, "team-a").await;
+    assert_eq!(state["quotas"]["max_queued"], 2, "{state}");
+    assert_eq!((state["usage"]["queued"].as_i64(), state["usage"]["running"].as_i64()), (Some(2), Some(0)));
+
+    // Bad changes are refused, field by field; a missing tenant is a 404.
+    let patch = |name: &str, body: Value| {
+        root.request(Method::PATCH, &format!("/v1/tenants/{name}")).json(&body).send()
+    };
+    expect_problem(
+        patch("team-a", json!({"max_queue": 3})).await.expect("patch"),
+        StatusCode::UNPROCESSABLE_ENTITY,
+    )
+    .await;
+    expect_problem(
+        patch("team-a", json!({"max_queued": -1})).await.expect("patch"),
+        StatusCode::UNPROCESSABLE_ENTITY,
+    )
+    .await;
+    expect_problem(patch("team-z", json!({"max_queued": 3})).await.expect("patch"), StatusCode::NOT_FOUND)
+        .await;
+    // Lifting the limit lets kickoffs in again at once (on this replica; others within a second).
+    let lifted =
+        expect_json(patch("team-a", json!({"max_queued": null})).await.expect("patch"), StatusCode::OK).await;
+    assert_eq!(lifted["quotas"]["max_queued"], Value::Null, "{lifted}");
+    expect_json(kickoff(&a, &body).await, StatusCode::ACCEPTED).await;
+}
+
+/// Two worker pools (two replicas' worth of slots) never run more of a tenant's runs at once than
+/// its `max_running`: the runs of a tenant capped at one do not overlap, while another tenant's
+/// run alongside them.
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn max_running_holds_across_worker_pools(pool: PgPool) {
+    let fake = FakeLlm::start().await.expect("fake");
+    fake.set_default(Some(FakeReply::text("done").with_delay(Duration::from_millis(150))));
+    let config = fake_config(&fake);
+    let root = server(pool.clone(), config.clone()).await;
+    let first = start_workers(&pool, &config, fast_settings(4, Duration::from_secs(5)));
+    let second = start_workers(&pool, &config, fast_settings(4, Duration::from_secs(5)));
+    let a = tenant_with_key(&root, json!({"name": "team-a", "max_running": 1})).await;
+    let b = tenant_with_key(&root, json!({"name": "team-b"})).await;
+    let body = json!({"crew": one_task_crew(), "inputs": [{"topic": "x"}, {"topic": "y"}, {"topic": "z"}, {"topic": "w"}]});
+    let a_runs = expect_json(a.post_json("/v1/kickoffs/batch", &body).await, StatusCode::ACCEPTED).await;
+    let b_runs = expect_json(b.post_json("/v1/kickoffs/batch", &body).await, StatusCode::ACCEPTED).await;
+    let ids = |runs: &Value| -> Vec<String> {
+        runs["runs"]
+            .as_array()
+            .expect("runs")
+            .iter()
+            .map(|r| r["id"].as_str().expect("id").to_owned())
+            .collect()
+    };
+    let mut most_running = 0;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let state = tenant_state(&root, "team-a").await;
+        most_running = most_running.max(state["usage"]["running"].as_i64().expect("running"));
+        if state["usage"]["queued"] == 0 && state["usage"]["running"] == 0 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "team-a's runs never finished: {state}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(most_running, 1, "team-a ran more than max_running at once");
+    let mut spans = Vec::new();
+    for id in ids(&a_runs) {
+        let run = wait_for(&a, &id, &["completed", "failed"]).await;
+        assert_eq!(run["status"], "completed", "{run}");
+        let at = |field: &str| run[field].as_str().expect(field).parse::<DateTime<Utc>>().expect("time");
+        spans.push((at("started_at"), at("finished_at")));
+    }
+    spans.sort();
+    for pair in spans.windows(2) {
+        assert!(pair[1].0 >= pair[0].1, "team-a's runs overlapped: {pair:?}");
+    }
+    for id in ids(&b_runs) {
+        assert_eq!(wait_for(&b, &id, &["completed", "failed"]).await["status"], "completed");
+    }
+    first.shutdown().await;
+    second.shutdown().await;
+}
+
+/// A run whose model call takes its tenant over the daily token cap fails with `budget`; the
+/// tenant's next kickoff is refused until midnight UTC; another tenant is not affected; raising
+/// the cap lets kickoffs in again.
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn a_daily_token_cap_fails_the_run_that_crosses_it_and_refuses_kickoffs(pool: PgPool) {
+    let fake = FakeLlm::start().await.expect("fake");
+    fake.set_default(Some(FakeReply::ok(json!({
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "a long answer"}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5000}
+    }))));
+    let config = fake_config(&fake);
+    let root = server(pool.clone(), config.clone()).await;
+    let workers = start_workers(&pool, &config, fast_settings(2, Duration::from_secs(5)));
+    let a = tenant_with_key(&root, json!({"name": "team-a", "max_tokens_per_day": 1000})).await;
+    let b = tenant_with_key(&root, json!({"name": "team-b"})).await;
+    let body = json!({"crew": one_task_crew(), "inputs": {"topic": "caps"}});
+
+    let run = expect_json(kickoff(&a, &body).await, StatusCode::ACCEPTED).await;
+    let run = wait_for(&a, run["id"].as_str().expect("id"), &["completed", "failed"]).await;
+    assert_eq!(
+        (run["status"].as_str(), run["error"]["kind"].as_str()),
+        (Some("failed"), Some("budget")),
+        "{run}"
+    );
+    let message = run["error"]["message"].as_str().expect("message");
+    assert!(message.contains("max_tokens_per_day = 1000"), "{message}");
+    assert_eq!(run["usage"]["completion_tokens"], 5000, "the call's usage is kept: {run}");
+    let state = tenant_state(&root, "team-a").await;
+    assert_eq!(state["usage"]["tokens_today"], 5010, "{state}");
+
+    let refused = kickoff(&a, &body).await;
+    let wait = retry_after(&refused);
+    let midnight =
+        (Utc::now().date_naive() + chrono::Days::new(1)).and_hms_opt(0, 0, 0).expect("midnight").and_utc();
+    let to_midnight = (midnight - Utc::now()).num_seconds().max(1) as u64;
+    assert!(wait.abs_diff(to_midnight) <= 5, "Retry-After {wait} s, midnight in {to_midnight} s");
+    let problem = expect_problem(refused, StatusCode::TOO_MANY_REQUESTS).await;
+    assert!(problem["detail"].as_str().is_some_and(|d| d.contains("max_tokens_per_day")), "{problem}");
+
+    let other = expect_json(kickoff(&b, &body).await, StatusCode::ACCEPTED).await;
+    let other = wait_for(&b, other["id"].as_str().expect("id"), &["completed", "failed"]).await;
+    assert_eq!(other["status"], "completed", "{other}");
+    let untouched = tenant_state(&root, "team-b").await;
+    assert_eq!(untouched["usage"]["tokens_today"], 0, "an uncapped tenant keeps no ledger: {untouched}");
+
+    let raised = json!({"max_tokens_per_day": 1_000_000});
+    let response =
+        root.request(Method::PATCH, "/v1/tenants/team-a").json(&raised).send().await.expect("patch");
+    expect_json(response, StatusCode::OK).await;
+    let again = expect_json(kickoff(&a, &body).await, StatusCode::ACCEPTED).await;
+    let again = wait_for(&a, again["id"].as_str().expect("id"), &["completed", "failed"]).await;
+    assert_eq!(again["status"], "completed", "{again}");
+    assert_eq!(tenant_state(&root, "team-a").await["usage"]["tokens_today"], 10_020);
+    workers.shutdown().await;
+}
+
+/// Tenant A's backlog of forty runs does not hold back tenant B's two: B's runs are claimed as
+/// soon as slots free up, while most of A's are still queued (first come, first served would have
+/// started all of A's before any of B's).
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn a_backlog_of_one_tenant_does_not_hold_back_another(pool: PgPool) {
+    let fake = FakeLlm::start().await.expect("fake");
+    fake.set_default(Some(FakeReply::text("done").with_delay(Duration::from_millis(150))));
+    let config = fake_config(&fake);
+    let root = server(pool.clone(), config.clone()).await;
+    let a = tenant_with_key(&root, json!({"name": "team-a"})).await;
+    let b = tenant_with_key(&root, json!({"name": "team-b"})).await;
+    let inputs: Vec<Value> = (0..40).map(|i| json!({"topic": format!("t{i}")})).collect();
+    let backlog = json!({"crew": one_task_crew(), "inputs": inputs});
+    expect_json(a.post_json("/v1/kickoffs/batch", &backlog).await, StatusCode::ACCEPTED).await;
+    let workers = start_workers(&pool, &config, fast_settings(2, Duration::from_secs(5)));
+    // A's runs fill both slots...
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while tenant_state(&root, "team-a").await["usage"]["running"] != 2 {
+        assert!(Instant::now() < deadline, "team-a's runs never started");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // ...then B kicks off two.
+    let body = json!({"crew": one_task_crew(), "inputs": [{"topic": "b1"}, {"topic": "b2"}]});
+    let b_runs = expect_json(b.post_json("/v1/kickoffs/batch", &body).await, StatusCode::ACCEPTED).await;
+    for run in b_runs["runs"].as_array().expect("runs") {
+        let done = wait_for(&b, run["id"].as_str().expect("id"), &["completed", "failed"]).await;
+        assert_eq!(done["status"], "completed", "{done}");
+    }
+    let a_state = tenant_state(&root, "team-a").await;
+    let queued = a_state["usage"]["queued"].as_i64().expect("queued");
+    assert!(queued >= 25, "B's runs waited for A's backlog: only {queued} of A's 40 are still queued");
+    workers.shutdown().await;
+}
