@@ -262,3 +262,21 @@ pub async fn revoke_key(
     state.services.revoke_key(&caller, id, &audit).await?;
     Ok(StatusCode::NO_CONTENT)
 }
+
+/// Who the caller is: its tenant, its key's scopes and id.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct WhoAmI {
+    /// The tenant the key acts for.
+    pub tenant: String,
+    /// What the key may do (`admin` covers everything, over every tenant).
+    pub scopes: Vec<Scope>,
+    /// The key's id; `null` for a key of `AGENTD_API_KEYS` or an open API.
+    pub key_id: Option<Uuid>,
+}
+
+/// The caller's tenant and scopes (for a client such as the dashboard to offer what the key may
+/// do).
+#[utoipa::path(get, path = "/whoami", tag = "access", responses((status = 200, body = WhoAmI)))]
+pub async fn whoami(Authed(caller): Authed) -> Json<WhoAmI> {
+    Json(WhoAmI { tenant: caller.tenant, scopes: caller.scopes.iter().collect(), key_id: caller.key_id })
+}

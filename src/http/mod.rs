@@ -98,6 +98,7 @@ fn v1_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(audit::list_audit))
         .routes(routes!(access::create_key, access::list_keys))
         .routes(routes!(access::revoke_key))
+        .routes(routes!(access::whoami))
 }
 
 /// Routes open to anyone: health, readiness, documentation, the dashboard page.

@@ -321,6 +321,38 @@ try {
     await page.getByRole("button", { name: "Reset example" }).click();
   });
 
+  await step("a read key watches runs but is offered no Approve, Reject or Kick off", async () => {
+    const made = await fetch(`${base}/v1/keys`, {
+      method: "POST",
+      headers: { Authorization: `Bearer ${apiKey}`, "Content-Type": "application/json" },
+      body: JSON.stringify({ tenant: "default", name: "dashboard reader", scopes: ["read"] }),
+    });
+    check(made.status === 201, `creating a read key answered ${made.status}`);
+    const reader = (await made.json()).key;
+    const useKey = async (key, shown) => {
+      await page.getByTestId("api-key").fill(key);
+      await page.getByTestId("api-key-save").click();
+      await page.getByTestId("caller").filter({ hasText: shown }).waitFor()
+        .catch(() => { throw new Error(`the page did not say the key is ${shown}`); });
+    };
+    const { id } = await kickoffGated();
+    await useKey(reader, /^default · read$/);
+    const waiting = page.getByTestId("approval-readonly");
+    await waiting.waitFor({ timeout: WAIT * 2 }).catch(() => { throw new Error("a read key does not see the waiting call"); });
+    check((await waiting.getByTestId("approval-arguments").textContent()).includes("6*7"), "the waiting call's arguments are not shown");
+    check(await page.getByTestId("approval-approve").count() === 0, "a read key is offered Approve");
+    check(await page.getByTestId("approval-reject").count() === 0, "a read key is offered Reject");
+    check(await page.getByTestId("kickoff-submit").isDisabled(), "a read key is offered Kick off");
+    check(await page.getByTestId("run-cancel").count() === 0, "a read key is offered Cancel");
+    // The operator's key decides it.
+    await useKey(apiKey, /admin/);
+    const approval = page.getByTestId("approval");
+    await approval.waitFor({ timeout: WAIT * 2 }).catch(() => { throw new Error("the operator's key is not offered the decision"); });
+    await approval.getByTestId("approval-approve").click();
+    await waitForRowStatus(id, "completed");
+    await page.getByRole("button", { name: "Reset example" }).click();
+  });
+
   if (pidFile) {
     await step("the timeline survives a server restart in the middle of a run", async () => {
       const second = await kickoff();

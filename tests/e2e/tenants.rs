@@ -185,7 +185,7 @@ async fn the_openapi_matrix_keeps_tenants_apart_and_holds_keys_to_their_scopes(p
                 }
                 let own = send(&a, &method, &url, None).await.text().await.expect("body");
                 assert!(
-                    mine.iter().any(|m| own.contains(m)) || path == "/v1/tools",
+                    mine.iter().any(|m| own.contains(m)) || path == "/v1/tools" || path == "/v1/whoami",
                     "{what}: A sees its own: {own}"
                 );
                 *cases.entry("lists without another tenant's").or_default() += 1;
@@ -375,4 +375,20 @@ async fn names_idempotency_keys_and_webhook_deliveries_are_per_tenant(pool: PgPo
         expect_json(a.get(&format!("/v1/webhooks/{endpoint}/deliveries")).await, StatusCode::OK).await;
     let text = deliveries.to_string();
     assert!(text.contains(a_run.as_str()) && !text.contains(b_run.as_str()), "{deliveries}");
+}
+
+/// `GET /v1/whoami` names the key's tenant, scopes and id (the operator's key has no id).
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn whoami_names_the_keys_tenant_and_scopes(pool: PgPool) {
+    let root = server(pool).await;
+    tenant(&root, "team-a").await;
+    let (text, id) = key(&root, "team-a", &["read", "approve"]).await;
+    let me = expect_json(root.as_key(Some(&text)).get("/v1/whoami").await, StatusCode::OK).await;
+    assert_eq!(me, json!({"tenant": "team-a", "scopes": ["read", "approve"], "key_id": id}));
+    let operator = expect_json(root.get("/v1/whoami").await, StatusCode::OK).await;
+    assert_eq!(operator["tenant"], "default");
+    assert_eq!(operator["key_id"], Value::Null);
+    assert_eq!(operator["scopes"].as_array().map(Vec::len), Some(5), "{operator}");
+    let (kickoff_only, _) = key(&root, "team-a", &["kickoff"]).await;
+    expect_problem(root.as_key(Some(&kickoff_only)).get("/v1/whoami").await, StatusCode::FORBIDDEN).await;
 }
