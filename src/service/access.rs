@@ -382,6 +382,20 @@ impl KeyCache {
     }
 }
 
+impl Services {
+    /// Audit records (`GET /v1/audit`): every tenant's for an admin, else the caller's tenant's
+    /// only (a filter naming another tenant finds nothing).
+    pub async fn audit(&self, caller: &Caller, mut filter: AuditFilter) -> ServiceResult<Vec<AuditRecord>> {
+        if let Some(own) = caller.visible_tenant() {
+            if filter.tenant.as_deref().is_some_and(|asked| asked != own) {
+                return Ok(Vec::new());
+            }
+            filter.tenant = Some(own.to_owned());
+        }
+        Ok(self.store.list_audit(&filter).await?)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::until_utc_midnight;
@@ -394,19 +408,5 @@ mod tests {
         assert_eq!(until_utc_midnight(now), Duration::from_secs(30));
         let morning = Utc.with_ymd_and_hms(2026, 3, 1, 6, 0, 0).unwrap();
         assert_eq!(until_utc_midnight(morning), Duration::from_secs(18 * 3600));
-    }
-}
-
-impl Services {
-    /// Audit records (`GET /v1/audit`): every tenant's for an admin, else the caller's tenant's
-    /// only (a filter naming another tenant finds nothing).
-    pub async fn audit(&self, caller: &Caller, mut filter: AuditFilter) -> ServiceResult<Vec<AuditRecord>> {
-        if let Some(own) = caller.visible_tenant() {
-            if filter.tenant.as_deref().is_some_and(|asked| asked != own) {
-                return Ok(Vec::new());
-            }
-            filter.tenant = Some(own.to_owned());
-        }
-        Ok(self.store.list_audit(&filter).await?)
     }
 }

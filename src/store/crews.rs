@@ -62,7 +62,7 @@ impl Store {
         )
         .fetch_one(&mut *tx)
         .await?;
-        audit.record_in(&mut *tx, tenant, None).await?;
+        audit.record_in(&mut tx, tenant, None).await?;
         tx.commit().await?;
         let outcome = if row.inserted { UpsertOutcome::Created } else { UpsertOutcome::Replaced };
         let record = CrewRow {
@@ -113,7 +113,7 @@ impl Store {
             tx.rollback().await?;
             return Ok(false);
         }
-        audit.record_in(&mut *tx, tenant, None).await?;
+        audit.record_in(&mut tx, tenant, None).await?;
         tx.commit().await?;
         Ok(true)
     }

@@ -47,7 +47,7 @@ impl Store {
         )
         .fetch_one(&mut *tx)
         .await?;
-        audit.record_in(&mut *tx, tenant, None).await?;
+        audit.record_in(&mut tx, tenant, None).await?;
         tx.commit().await?;
         let outcome = if row.inserted { UpsertOutcome::Created } else { UpsertOutcome::Replaced };
         Ok((SecretInfo { name: row.name, created_at: row.created_at, updated_at: row.updated_at }, outcome))
@@ -107,7 +107,7 @@ impl Store {
             tx.rollback().await?;
             return Ok(false);
         }
-        audit.record_in(&mut *tx, tenant, None).await?;
+        audit.record_in(&mut tx, tenant, None).await?;
         tx.commit().await?;
         Ok(true)
     }

@@ -115,7 +115,7 @@ impl Store {
         .fetch_optional(&mut *tx)
         .await?;
         if row.is_some() {
-            audit.record_in(&mut *tx, name, Some(&format!("/v1/tenants/{name}"))).await?;
+            audit.record_in(&mut tx, name, Some(&format!("/v1/tenants/{name}"))).await?;
         }
         tx.commit().await?;
         Ok(row.map(TenantRecord::from))
@@ -171,7 +171,7 @@ impl Store {
             .execute(&mut *tx)
             .await?;
         }
-        audit.record_in(&mut *tx, name, None).await?;
+        audit.record_in(&mut tx, name, None).await?;
         tx.commit().await?;
         Ok(Some(record))
     }
@@ -267,7 +267,7 @@ impl Store {
         )
         .fetch_one(&mut *tx)
         .await?;
-        audit.record_in(&mut *tx, &key.tenant, Some(&format!("/v1/keys/{}", key.id))).await?;
+        audit.record_in(&mut tx, &key.tenant, Some(&format!("/v1/keys/{}", key.id))).await?;
         tx.commit().await?;
         Ok(record)
     }
@@ -300,7 +300,7 @@ impl Store {
         .fetch_optional(&mut *tx)
         .await?;
         if let Some(owner) = &revoked {
-            audit.record_in(&mut *tx, owner, None).await?;
+            audit.record_in(&mut tx, owner, None).await?;
         }
         tx.commit().await?;
         Ok(revoked.is_some())

@@ -275,7 +275,7 @@ impl Store {
         )
         .fetch_one(&mut *tx)
         .await?;
-        audit.record_in(&mut *tx, tenant, Some(&format!("/v1/webhooks/{}", endpoint.id))).await?;
+        audit.record_in(&mut tx, tenant, Some(&format!("/v1/webhooks/{}", endpoint.id))).await?;
         tx.commit().await?;
         Ok(row.into())
     }
@@ -360,7 +360,7 @@ impl Store {
                 .await?;
         }
         if row.is_some() {
-            audit.record_for(&mut *tx, Owner::Webhook(id)).await?;
+            audit.record_for(&mut tx, Owner::Webhook(id)).await?;
         }
         tx.commit().await?;
         Ok(row.map(WebhookEndpoint::from))
@@ -377,7 +377,7 @@ impl Store {
             tx.rollback().await?;
             return Ok(false);
         };
-        audit.record_in(&mut *tx, &owner, None).await?;
+        audit.record_in(&mut tx, &owner, None).await?;
         tx.commit().await?;
         Ok(true)
     }
@@ -406,7 +406,7 @@ impl Store {
         .fetch_optional(&mut *tx)
         .await?;
         if row.is_some() {
-            audit.record_for(&mut *tx, Owner::Webhook(id)).await?;
+            audit.record_for(&mut tx, Owner::Webhook(id)).await?;
         }
         tx.commit().await?;
         Ok(row.map(WebhookEndpoint::from))
@@ -487,7 +487,7 @@ impl Store {
         )
         .fetch_one(&mut *tx)
         .await?;
-        audit.record_for(&mut *tx, Owner::Webhook(endpoint)).await?;
+        audit.record_for(&mut tx, Owner::Webhook(endpoint)).await?;
         tx.commit().await?;
         Ok(Some(row.into()))
     }
