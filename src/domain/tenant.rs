@@ -127,14 +127,14 @@ impl Caller {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Quotas {
     /// Runs executing at once across the cluster; more stay queued until one ends.
-    #[schema(minimum = 0)]
+    #[schema(minimum = 0, maximum = 2147483647)]
     pub max_running: Option<u32>,
     /// Runs queued at once; a kickoff beyond it is refused (429 `/problems/quota`).
-    #[schema(minimum = 0)]
+    #[schema(minimum = 0, maximum = 2147483647)]
     pub max_queued: Option<u32>,
     /// Prompt and completion tokens per UTC day: a kickoff once it is spent is refused (429), a
     /// run that crosses it fails with `error.kind = "budget"`.
-    #[schema(minimum = 0)]
+    #[schema(minimum = 0, maximum = 9223372036854775807_i64)]
     pub max_tokens_per_day: Option<u64>,
     /// US dollars per UTC day (from the providers' prices), enforced as `max_tokens_per_day`.
     #[schema(minimum = 0.0)]
@@ -152,6 +152,11 @@ impl Quotas {
         self.max_queued.is_some() || self.caps_spend()
     }
 }
+
+/// The largest `max_running` and `max_queued` (the database keeps them as `integer`).
+pub const MAX_COUNT: u32 = i32::MAX as u32;
+/// The largest `max_tokens_per_day` (the database keeps it as `bigint`).
+pub const MAX_TOKENS: u64 = i64::MAX as u64;
 
 /// A change of quotas: an absent field stays as it is, `null` lifts the limit.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Deserialize)]
@@ -178,11 +183,21 @@ impl QuotaPatch {
         }
     }
 
-    /// The cost cap, if set, must be a finite amount of dollars, not negative.
-    pub fn check(&self) -> Result<(), String> {
+    /// Each quota must fit what the database keeps: counts up to 2^31 - 1, tokens up to 2^63 - 1,
+    /// dollars a finite amount, none negative. The first field at fault and why.
+    pub fn check(&self) -> Result<(), (&'static str, String)> {
+        let counts = [("max_running", self.max_running), ("max_queued", self.max_queued)];
+        for (field, value) in counts {
+            if let Some(Some(n)) = value.filter(|v| v.is_some_and(|n| n > MAX_COUNT)) {
+                return Err((field, format!("must be at most {MAX_COUNT}, not {n}")));
+            }
+        }
+        if let Some(Some(n)) = self.max_tokens_per_day.filter(|v| v.is_some_and(|n| n > MAX_TOKENS)) {
+            return Err(("max_tokens_per_day", format!("must be at most {MAX_TOKENS}, not {n}")));
+        }
         match self.max_cost_usd_per_day {
             Some(Some(cap)) if !cap.is_finite() || cap < 0.0 => {
-                Err(format!("max_cost_usd_per_day must be a non-negative amount, not {cap}"))
+                Err(("max_cost_usd_per_day", format!("must be a non-negative amount, not {cap}")))
             }
             _ => Ok(()),
         }
@@ -245,7 +260,13 @@ mod tests {
         assert!(serde_json::from_value::<QuotaPatch>(serde_json::json!({"max_running": -1})).is_err());
         let negative: QuotaPatch =
             serde_json::from_value(serde_json::json!({"max_cost_usd_per_day": -1.0})).unwrap();
-        assert!(negative.check().is_err());
+        assert_eq!(negative.check().map_err(|e| e.0), Err("max_cost_usd_per_day"));
+        let huge: QuotaPatch =
+            serde_json::from_value(serde_json::json!({"max_queued": 3_000_000_000u64})).unwrap();
+        assert_eq!(huge.check().map_err(|e| e.0), Err("max_queued"));
+        let fits: QuotaPatch =
+            serde_json::from_value(serde_json::json!({"max_running": 2147483647})).unwrap();
+        assert!(fits.check().is_ok());
     }
 
     #[test]

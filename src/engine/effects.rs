@@ -33,7 +33,7 @@ use std::time::{Duration, Instant};
 use futures_util::future::join_all;
 use serde_json::Value;
 
-use super::journal::{JournalError, Step, ToolCallOutcome};
+use super::journal::{DayCaps, JournalError, Step, ToolCallOutcome};
 use super::toolbox::{Runner, ToolEntry};
 use super::{Context, EngineError, LiveDelta, RunDeltas};
 use crate::domain::event::{CallPurpose, LlmFinished, LlmStarted, RunThrottled, TokenUsage};
@@ -208,19 +208,14 @@ impl Context<'_> {
             self.budget.check_spend(estimate, estimated_cost())?;
         }
         // The tenant's daily caps: what it has spent today (committed), what this run has not
-        // committed yet, and this call.
+        // committed yet, and this call. Boxed: the future of a call for a tenant without caps
+        // stays as small as it was.
         let day_spent = match day_caps {
             Some(caps) => {
-                let (tokens, cost_usd) = self.journal.spent_today().await.map_err(EngineError::Journal)?;
-                let unsaved = u64::try_from(pending.usage.prompt_tokens + pending.usage.completion_tokens);
-                let before = (tokens + unsaved.unwrap_or(0), cost_usd + pending.usage.cost_usd);
-                caps.check(
-                    before.0 + estimate,
-                    before.1 + estimated_cost(),
-                    "the next model call would take",
-                )
-                .map_err(|message| EngineError::failed(ErrorKind::Budget, message))?;
-                Some((caps, before))
+                let usage = &pending.usage;
+                let unsaved = (usage.prompt_tokens + usage.completion_tokens, usage.cost_usd);
+                let next = (estimate, estimated_cost());
+                Some(Box::pin(self.spent_today(caps, unsaved, next)).await?)
             }
             None => None,
         };
@@ -282,13 +277,35 @@ impl Context<'_> {
         };
         pending.event(Some(task), Some(agent), EventData::LlmFinished(data));
         self.budget.spend(usage.prompt_tokens + usage.completion_tokens, cost.unwrap_or(0.0))?;
-        if let Some((caps, (tokens, cost_usd))) = day_spent {
+        if let Some(spent) = day_spent {
             let used = usage.prompt_tokens + usage.completion_tokens;
-            caps.check(tokens + used, cost_usd + cost.unwrap_or(0.0), "a model call took")
+            let after = (spent.tokens + used, spent.cost_usd + cost.unwrap_or(0.0));
+            spent
+                .caps
+                .check(after.0, after.1, "a model call took")
                 .map_err(|message| EngineError::failed(ErrorKind::Budget, message))?;
         }
         self.budget.check_reply(reply_bytes(&response))?;
         Ok(response)
+    }
+
+    /// What the run's tenant has spent today before a call (committed, and `unsaved` by this run:
+    /// tokens and dollars), checked with the call's estimate `next` against its daily caps.
+    async fn spent_today(
+        &self,
+        caps: DayCaps,
+        unsaved: (i64, f64),
+        next: (u64, f64),
+    ) -> Result<Box<DaySpent>, EngineError> {
+        let (tokens, cost_usd) = self.journal.spent_today().await.map_err(EngineError::Journal)?;
+        let spent = DaySpent {
+            caps,
+            tokens: tokens + u64::try_from(unsaved.0).unwrap_or(0),
+            cost_usd: cost_usd + unsaved.1,
+        };
+        caps.check(spent.tokens + next.0, spent.cost_usd + next.1, "the next model call would take")
+            .map_err(|message| EngineError::failed(ErrorKind::Budget, message))?;
+        Ok(Box::new(spent))
     }
 
     /// Wait for a slot under every limit (this replica's gates, then the provider's budget shared
@@ -332,6 +349,13 @@ impl Context<'_> {
         self.commit(pending).await?;
         self.guarded(tokio::time::sleep_until(start)).await.ok_or(EngineError::Cancelled)
     }
+}
+
+/// A tenant's daily caps and what it had spent before a call.
+struct DaySpent {
+    caps: DayCaps,
+    tokens: u64,
+    cost_usd: f64,
 }
 
 /// Book a call of about `estimate` tokens on the provider's shared schedules, not before `after`

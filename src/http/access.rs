@@ -60,11 +60,11 @@ pub struct NewTenant {
     /// 1 to 63 lowercase letters, digits, `-` and `_`, starting with a letter or digit.
     #[schema(min_length = 1, max_length = 63, pattern = "^[a-z0-9][a-z0-9_-]*$", example = "team-a")]
     name: String,
-    #[schema(minimum = 0)]
+    #[schema(minimum = 0, maximum = 2147483647)]
     max_running: Option<u32>,
-    #[schema(minimum = 0)]
+    #[schema(minimum = 0, maximum = 2147483647)]
     max_queued: Option<u32>,
-    #[schema(minimum = 0)]
+    #[schema(minimum = 0, maximum = 9223372036854775807_i64)]
     max_tokens_per_day: Option<u64>,
     #[schema(minimum = 0.0)]
     max_cost_usd_per_day: Option<f64>,
@@ -76,13 +76,13 @@ pub struct NewTenant {
 #[allow(dead_code)] // The schema of what the service reads.
 pub struct TenantPatch {
     /// Runs executing at once across the cluster.
-    #[schema(minimum = 0)]
+    #[schema(minimum = 0, maximum = 2147483647)]
     max_running: Option<u32>,
     /// Runs queued at once; kickoffs beyond it are 429.
-    #[schema(minimum = 0)]
+    #[schema(minimum = 0, maximum = 2147483647)]
     max_queued: Option<u32>,
     /// Tokens per UTC day.
-    #[schema(minimum = 0)]
+    #[schema(minimum = 0, maximum = 9223372036854775807_i64)]
     max_tokens_per_day: Option<u64>,
     /// US dollars per UTC day.
     #[schema(minimum = 0.0)]

@@ -1,13 +1,13 @@
 //! Bearer-token authentication of `/v1/*`: who the caller is (its tenant and scopes) and whether
 //! its key may do what it asks.
 
+use std::sync::Arc;
+
 use axum::extract::{FromRequestParts, MatchedPath, Request, State};
 use axum::http::request::Parts;
 use axum::http::{header, Method};
 use axum::middleware::Next;
 use axum::response::Response;
-
-use std::sync::Arc;
 
 use super::error::ApiError;
 use super::AppState;

@@ -214,7 +214,7 @@ impl Services {
         };
         check_tenant_name(&name).map_err(|message| invalid("name", message))?;
         let patch: QuotaPatch = parse_json(Value::Object(fields)).map_err(ServiceError::Invalid)?;
-        patch.check().map_err(|message| invalid("max_cost_usd_per_day", message))?;
+        patch.check().map_err(|(field, message)| invalid(field, message))?;
         let quotas = patch.apply(Quotas::default());
         self.store
             .create_tenant(&name, &quotas, audit)
@@ -226,7 +226,7 @@ impl Services {
     /// to kickoffs within [`KEY_CACHE_TTL`], and to claims at once.
     pub async fn update_tenant(&self, name: &str, body: Value, audit: &Audit) -> ServiceResult<TenantRecord> {
         let patch: QuotaPatch = parse_json(body).map_err(ServiceError::Invalid)?;
-        patch.check().map_err(|message| invalid("max_cost_usd_per_day", message))?;
+        patch.check().map_err(|(field, message)| invalid(field, message))?;
         let updated = self.store.update_tenant_quotas(name, &patch, audit).await?;
         self.quotas.forget(name);
         updated.ok_or_else(|| ServiceError::NotFound(format!("no tenant named '{name}'")))
