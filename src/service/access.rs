@@ -225,6 +225,9 @@ impl Services {
     /// Change a tenant's quotas (`PATCH /v1/tenants/{name}`, admin); every replica applies them
     /// to kickoffs within [`KEY_CACHE_TTL`], and to claims at once.
     pub async fn update_tenant(&self, name: &str, body: Value, audit: &Audit) -> ServiceResult<TenantRecord> {
+        if !body.is_object() {
+            return Err(invalid("", "the body must be a JSON object of quotas"));
+        }
         let patch: QuotaPatch = parse_json(body).map_err(ServiceError::Invalid)?;
         patch.check().map_err(|(field, message)| invalid(field, message))?;
         let updated = self.store.update_tenant_quotas(name, &patch, audit).await?;

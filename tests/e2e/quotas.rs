@@ -110,6 +110,9 @@ async fn max_queued_refuses_kickoffs_beyond_it_with_retry_after(pool: PgPool) {
         StatusCode::UNPROCESSABLE_ENTITY,
     )
     .await;
+    for bad in [json!([null, null]), json!({"max_running": 3_000_000_000u64})] {
+        expect_problem(patch("team-a", bad).await.expect("patch"), StatusCode::UNPROCESSABLE_ENTITY).await;
+    }
     expect_problem(patch("team-z", json!({"max_queued": 3})).await.expect("patch"), StatusCode::NOT_FOUND)
         .await;
     // Lifting the limit lets kickoffs in again at once (on this replica; others within a second).
