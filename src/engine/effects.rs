@@ -193,30 +193,22 @@ impl Context<'_> {
         }
         let label = model.label();
         let capped = self.budget.is_capped();
-        let day_caps = self.journal.day_caps();
         let tpm = model.budget.as_ref().filter(|b| b.tpm.is_some());
-        // Estimated only where a budget needs it (a cap, or a provider's tokens per minute).
-        let estimate =
-            if capped || tpm.is_some() || day_caps.is_some() { request.estimated_prompt_tokens() } else { 0 };
-        let estimated_cost = || {
-            model
-                .price
-                .as_ref()
-                .map_or(0.0, |p| p.cost(&CallUsage { prompt_tokens: estimate, ..CallUsage::default() }))
+        // Estimated only where a budget needs it (a cap, a provider's tokens per minute, the
+        // tenant's daily cap).
+        let estimate = if capped || tpm.is_some() || self.journal.day_caps().is_some() {
+            request.estimated_prompt_tokens()
+        } else {
+            0
         };
         if capped {
-            self.budget.check_spend(estimate, estimated_cost())?;
+            self.budget.check_spend(estimate, prompt_cost(model, estimate))?;
         }
         // The tenant's daily caps: what it has spent today (committed), what this run has not
         // committed yet, and this call. Boxed: the future of a call for a tenant without caps
         // stays as small as it was.
-        let day_spent = match day_caps {
-            Some(caps) => {
-                let usage = &pending.usage;
-                let unsaved = (usage.prompt_tokens + usage.completion_tokens, usage.cost_usd);
-                let next = (estimate, estimated_cost());
-                Some(Box::pin(self.spent_today(caps, unsaved, next)).await?)
-            }
+        let day_spent = match self.journal.day_caps() {
+            Some(caps) => Some(Box::pin(self.spent_today(caps, &pending.usage, model, estimate)).await?),
             None => None,
         };
         self.throttle(limits, model, estimate, task, agent, pending).await?;
@@ -289,21 +281,21 @@ impl Context<'_> {
         Ok(response)
     }
 
-    /// What the run's tenant has spent today before a call (committed, and `unsaved` by this run:
-    /// tokens and dollars), checked with the call's estimate `next` against its daily caps.
+    /// What the run's tenant has spent today before a call (committed, and `unsaved` by this
+    /// run), checked with the call's `estimate` of prompt tokens against its daily caps.
     async fn spent_today(
         &self,
         caps: DayCaps,
-        unsaved: (i64, f64),
-        next: (u64, f64),
+        unsaved: &super::journal::UsageDelta,
+        model: &ResolvedModel,
+        estimate: u64,
     ) -> Result<Box<DaySpent>, EngineError> {
+        let unsaved_tokens = u64::try_from(unsaved.prompt_tokens + unsaved.completion_tokens).unwrap_or(0);
+        let unsaved_cost = unsaved.cost_usd;
         let (tokens, cost_usd) = self.journal.spent_today().await.map_err(EngineError::Journal)?;
-        let spent = DaySpent {
-            caps,
-            tokens: tokens + u64::try_from(unsaved.0).unwrap_or(0),
-            cost_usd: cost_usd + unsaved.1,
-        };
-        caps.check(spent.tokens + next.0, spent.cost_usd + next.1, "the next model call would take")
+        let spent = DaySpent { caps, tokens: tokens + unsaved_tokens, cost_usd: cost_usd + unsaved_cost };
+        let next = (spent.tokens + estimate, spent.cost_usd + prompt_cost(model, estimate));
+        caps.check(next.0, next.1, "the next model call would take")
             .map_err(|message| EngineError::failed(ErrorKind::Budget, message))?;
         Ok(Box::new(spent))
     }
@@ -349,6 +341,11 @@ impl Context<'_> {
         self.commit(pending).await?;
         self.guarded(tokio::time::sleep_until(start)).await.ok_or(EngineError::Cancelled)
     }
+}
+
+/// What `tokens` of prompt cost on `model` (nothing for an unpriced model).
+fn prompt_cost(model: &ResolvedModel, tokens: u64) -> f64 {
+    model.price.as_ref().map_or(0.0, |p| p.cost(&CallUsage { prompt_tokens: tokens, ..CallUsage::default() }))
 }
 
 /// A tenant's daily caps and what it had spent before a call.

@@ -47,6 +47,19 @@ pub(super) async fn execute(shared: &Arc<Shared>, run: ClaimedRun) {
     }
     let reason = *reason.lock().unwrap_or_else(|p| p.into_inner());
     conclude(shared, &run, result, reason).await;
+    if run.quotas.max_running.is_some() {
+        // One of the tenant's slots is free, which a claimer on any replica may be waiting for.
+        // (Boxed: the future of a run of an uncapped tenant stays as small as it was.)
+        Box::pin(announce_freed_slot(shared, run.id)).await;
+    }
+}
+
+/// Wake the claimers of every replica (`agentd_runs`); a failure leaves them to their polling.
+async fn announce_freed_slot(shared: &Shared, id: RunId) {
+    let announced = shared.store.notify_all(crate::store::RUNS_CHANNEL, &[id.to_string()]).await;
+    if let Err(error) = announced {
+        tracing::warn!(%error, "could not announce a tenant's freed slot; claimers poll");
+    }
 }
 
 /// How long the run may still take.

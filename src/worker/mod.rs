@@ -237,19 +237,9 @@ fn start_run(
         shared.engine.metrics().observe_claim(waited);
     }
     let shared = shared.clone();
-    // A run of a tenant with max_running frees one of its slots when it ends, which a claimer on
-    // any replica may be waiting for: announce it.
-    // (Boxed: the task of a run of an uncapped tenant stays as small as it was.)
-    let announce = run.quotas.max_running.map(|_| Box::new(run.id.to_string()));
     tracker.spawn(async move {
         execute::execute(&shared, run).await;
         drop(permit);
-        if let Some(id) = announce {
-            let announced = Box::pin(shared.store.notify_all(crate::store::RUNS_CHANNEL, &[*id])).await;
-            if let Err(error) = announced {
-                tracing::warn!(%error, "could not announce a tenant's freed slot; claimers poll");
-            }
-        }
     });
 }
 
