@@ -83,7 +83,7 @@ pub async fn require_api_key(
     if let Some(scope) = operation.and_then(|path| required_scope(request.method(), &path)) {
         if !caller.may(scope) {
             if let Some(audit) = &audit {
-                record_refusal(&state, audit, Outcome::Denied).await;
+                Box::pin(record_refusal(&state, audit, Outcome::Denied)).await;
             }
             return Err(ApiError::Forbidden(format!(
                 "this key lacks the '{scope}' scope this operation needs"
@@ -91,19 +91,29 @@ pub async fn require_api_key(
         }
     }
     request.extensions_mut().insert(caller);
-    let Some(audit) = audit else { return Ok(next.run(request).await) };
-    request.extensions_mut().insert(audit.clone());
+    if let Some(audit) = &audit {
+        request.extensions_mut().insert(audit.clone());
+    }
     let response = next.run(request).await;
-    match Outcome::of_status(response.status().as_u16()) {
+    if let Some(audit) = audit {
+        // Boxed: a request that is not audited (every read, every kickoff, the long polls)
+        // carries nothing of the audit while it is served.
+        Box::pin(audit_outcome(&state, &audit, response.status().as_u16())).await;
+    }
+    Ok(response)
+}
+
+/// Record how an audited request ended, unless its use case recorded the change it made.
+async fn audit_outcome(state: &AppState, audit: &Audit, status: u16) {
+    match Outcome::of_status(status) {
         Outcome::Succeeded if audit.is_recorded() => {}
         Outcome::Succeeded => {
             // A use case that changed something without recording it: a bug, made visible.
             tracing::error!(action = %audit.action, "a change was not audited by its use case; recorded after it");
-            record_refusal(&state, &audit, Outcome::Succeeded).await;
+            record_refusal(state, audit, Outcome::Succeeded).await;
         }
-        outcome => record_refusal(&state, &audit, outcome).await,
+        outcome => record_refusal(state, audit, outcome).await,
     }
-    Ok(response)
 }
 
 /// Record an audited request that changed nothing (or was not recorded with its change); a
