@@ -32,8 +32,9 @@ pub struct ClaimedRun {
     pub timeout: Option<Duration>,
     /// Time spent awaiting human input, which the time limit does not count.
     pub paused: Duration,
-    /// The tenant's quotas that bind a run once claimed (its daily caps; `max_running`).
-    pub quotas: Quotas,
+    /// The tenant's quotas that bind a run once claimed (its daily caps; `max_running`); `None`
+    /// for a tenant without them (boxed: such a run carries nothing more than before quotas).
+    pub quotas: Option<Box<Quotas>>,
 }
 
 /// A claimed row; the spec and inputs as JSON text, decoded straight into their types.
@@ -141,9 +142,21 @@ async fn finish_claim(
     claimed_run(row).map(Some)
 }
 
+/// A claimed row's quotas, if its tenant has any that bind a claimed run.
+fn quotas(row: &ClaimRow) -> Option<Box<Quotas>> {
+    let quotas = Quotas {
+        max_running: row.max_running.and_then(|n| u32::try_from(n).ok()),
+        max_queued: None,
+        max_tokens_per_day: row.max_tokens_per_day.and_then(|n| u64::try_from(n).ok()),
+        max_cost_usd_per_day: row.max_cost_usd_per_day,
+    };
+    (quotas.max_running.is_some() || quotas.caps_spend()).then(|| Box::new(quotas))
+}
+
 /// Read a claimed row (after its claim is committed; see [`finish_claim`]).
 fn claimed_run(row: ClaimRow) -> StoreResult<ClaimedRun> {
     let id = RunId(row.id);
+    let quotas = quotas(&row);
     Ok(ClaimedRun {
         id,
         tenant: row.tenant,
@@ -154,11 +167,6 @@ fn claimed_run(row: ClaimRow) -> StoreResult<ClaimedRun> {
         started_at: row.started_at.unwrap_or_else(Utc::now),
         timeout: row.timeout_s.and_then(|s| u64::try_from(s).ok()).map(Duration::from_secs),
         paused: Duration::try_from_secs_f64(row.paused_s).unwrap_or_default(),
-        quotas: Quotas {
-            max_running: row.max_running.and_then(|n| u32::try_from(n).ok()),
-            max_queued: None,
-            max_tokens_per_day: row.max_tokens_per_day.and_then(|n| u64::try_from(n).ok()),
-            max_cost_usd_per_day: row.max_cost_usd_per_day,
-        },
+        quotas,
     })
 }

@@ -21,8 +21,9 @@ pub struct RunJournal {
     run_id: RunId,
     attempt: i32,
     tenant: String,
-    /// The tenant's daily caps, as the claim read them.
-    caps: Option<DayCaps>,
+    /// The tenant's daily caps, as the claim read them (boxed: a run of a tenant without caps
+    /// carries nothing more).
+    caps: Option<Box<DayCaps>>,
 }
 
 impl Store {
@@ -40,9 +41,8 @@ impl Store {
             run_id: claimed.id,
             attempt: claimed.attempt,
             tenant: claimed.tenant.clone(),
-            caps: claimed.quotas.caps_spend().then_some(DayCaps {
-                max_tokens: claimed.quotas.max_tokens_per_day,
-                max_cost_usd: claimed.quotas.max_cost_usd_per_day,
+            caps: claimed.quotas.as_ref().filter(|q| q.caps_spend()).map(|q| {
+                Box::new(DayCaps { max_tokens: q.max_tokens_per_day, max_cost_usd: q.max_cost_usd_per_day })
             }),
         }
     }
@@ -171,7 +171,7 @@ impl Journal for RunJournal {
     }
 
     fn day_caps(&self) -> Option<DayCaps> {
-        self.caps
+        self.caps.as_deref().copied()
     }
 
     fn spent_today(&self) -> JournalFuture<'_, (u64, f64)> {

@@ -47,7 +47,7 @@ pub(super) async fn execute(shared: &Arc<Shared>, run: ClaimedRun) {
     }
     let reason = *reason.lock().unwrap_or_else(|p| p.into_inner());
     conclude(shared, &run, result, reason).await;
-    if run.quotas.max_running.is_some() {
+    if run.quotas.as_ref().is_some_and(|q| q.max_running.is_some()) {
         // One of the tenant's slots is free, which a claimer on any replica may be waiting for.
         // (Boxed: the future of a run of an uncapped tenant stays as small as it was.)
         Box::pin(announce_freed_slot(shared, run.id)).await;
