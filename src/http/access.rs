@@ -168,6 +168,41 @@ pub async fn create_tenant(
     Ok((StatusCode::CREATED, Json(state.services.create_tenant(body, &audit).await?.into())))
 }
 
+/// The body of `PATCH /v1/tenants`: the tenant's name and the quotas to change.
+#[derive(Debug, ToSchema)]
+#[allow(dead_code)] // The schema of what the service reads.
+pub struct NamedTenantPatch {
+    /// The tenant to change.
+    #[schema(example = "team-a")]
+    name: String,
+    #[schema(minimum = 0, maximum = 2147483647)]
+    max_running: Option<u32>,
+    #[schema(minimum = 0, maximum = 2147483647)]
+    max_queued: Option<u32>,
+    #[schema(minimum = 0, maximum = 9223372036854775807_i64)]
+    max_tokens_per_day: Option<u64>,
+    #[schema(minimum = 0.0)]
+    max_cost_usd_per_day: Option<f64>,
+}
+
+/// Change the quotas of the tenant the body names (as `PATCH /v1/tenants/{name}`).
+#[utoipa::path(
+    patch, path = "/tenants", tag = "access",
+    request_body = NamedTenantPatch,
+    responses(
+        (status = 200, description = "The tenant with its new quotas", body = Tenant),
+        (status = 404, description = "No such tenant", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "No name, or invalid quotas", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn update_named_tenant(
+    State(state): State<AppState>,
+    Audited(audit): Audited,
+    ApiJson(body): ApiJson<Value>,
+) -> ApiResult<Json<Tenant>> {
+    Ok(Json(state.services.update_named_tenant(body, &audit).await?.into()))
+}
+
 /// Change a tenant's quotas.
 #[utoipa::path(
     patch, path = "/tenants/{name}", tag = "access",

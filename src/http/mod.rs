@@ -93,7 +93,7 @@ fn v1_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(webhooks::rotate_webhook_secret))
         .routes(routes!(webhooks::list_deliveries))
         .routes(routes!(webhooks::retry_delivery))
-        .routes(routes!(access::create_tenant, access::list_tenants))
+        .routes(routes!(access::create_tenant, access::list_tenants, access::update_named_tenant))
         .routes(routes!(access::get_tenant, access::update_tenant))
         .routes(routes!(audit::list_audit))
         .routes(routes!(access::create_key, access::list_keys))

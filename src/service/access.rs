@@ -235,6 +235,20 @@ impl Services {
         updated.ok_or_else(|| ServiceError::NotFound(format!("no tenant named '{name}'")))
     }
 
+    /// Change the quotas of the tenant the body names (`PATCH /v1/tenants`: `{"name", ...}`),
+    /// as [`Services::update_tenant`] does.
+    pub async fn update_named_tenant(&self, body: Value, audit: &Audit) -> ServiceResult<TenantRecord> {
+        let Value::Object(mut fields) = body else {
+            return Err(invalid("", "the body must be a JSON object with a 'name' and the quotas to change"));
+        };
+        let name = match fields.remove("name") {
+            Some(Value::String(name)) => name,
+            Some(_) => return Err(invalid("name", "must be a string")),
+            None => return Err(invalid("name", "is required (or PATCH /v1/tenants/{name})")),
+        };
+        self.update_tenant(&name, Value::Object(fields), audit).await
+    }
+
     pub async fn tenants(&self) -> ServiceResult<Vec<TenantRecord>> {
         Ok(self.store.list_tenants().await?)
     }

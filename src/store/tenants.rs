@@ -157,6 +157,7 @@ impl Store {
             return Ok(None);
         };
         let record = TenantRecord::from(row);
+        let resource = format!("/v1/tenants/{name}");
         if record.quotas.caps_spend() {
             // Runs of today (ids are UUIDv7: time-ordered) that the ledger has not counted.
             sqlx::query!(
@@ -171,7 +172,7 @@ impl Store {
             .execute(&mut *tx)
             .await?;
         }
-        audit.record_in(&mut tx, name, None).await?;
+        audit.record_in(&mut tx, name, Some(&resource)).await?;
         tx.commit().await?;
         Ok(Some(record))
     }

@@ -115,6 +115,14 @@ async fn max_queued_refuses_kickoffs_beyond_it_with_retry_after(pool: PgPool) {
     }
     expect_problem(patch("team-z", json!({"max_queued": 3})).await.expect("patch"), StatusCode::NOT_FOUND)
         .await;
+    // The same change through PATCH /v1/tenants, the tenant named in the body.
+    let named = json!({"name": "team-a", "max_queued": 2});
+    let response = root.request(Method::PATCH, "/v1/tenants").json(&named).send().await.expect("patch");
+    assert_eq!(expect_json(response, StatusCode::OK).await["quotas"]["max_queued"], 2);
+    let unnamed = root.request(Method::PATCH, "/v1/tenants").json(&json!({"max_queued": 2})).send();
+    expect_problem(unnamed.await.expect("patch"), StatusCode::UNPROCESSABLE_ENTITY).await;
+    let missing = root.request(Method::PATCH, "/v1/tenants").json(&json!({"name": "team-z"})).send();
+    expect_problem(missing.await.expect("patch"), StatusCode::NOT_FOUND).await;
     // Lifting the limit lets kickoffs in again at once (on this replica; others within a second).
     let lifted =
         expect_json(patch("team-a", json!({"max_queued": null})).await.expect("patch"), StatusCode::OK).await;

@@ -68,6 +68,7 @@ fn body_of(method: &Method, path: &str) -> Option<Value> {
             json!({"approve": true})
         }
         ("POST", "/v1/tenants") => json!({"name": "team-z"}),
+        ("PATCH", "/v1/tenants") => json!({"name": "team-a", "max_queued": 100}),
         ("POST", "/v1/keys") => json!({"tenant": "team-a", "name": "k", "scopes": ["read"]}),
         _ => return None,
     })
