@@ -123,7 +123,7 @@ impl Caller {
     }
 }
 
-/// A tenant's quotas; `None` is no limit.
+/// A tenant's quotas; `null` is no limit.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Quotas {
     /// Runs executing at once across the cluster; more stay queued until one ends.

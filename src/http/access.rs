@@ -5,7 +5,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 use chrono::{DateTime, Utc};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 use uuid::Uuid;
@@ -53,40 +53,16 @@ pub struct TenantList {
     pub tenants: Vec<Tenant>,
 }
 
-/// The body of `POST /v1/tenants`: a name, and quotas if any (omitted: no limit).
-#[derive(Debug, ToSchema)]
+/// The body of `POST /v1/tenants` (a new tenant, with quotas if any; omitted: no limit) and of
+/// `PATCH /v1/tenants` (the tenant to change, with the quotas to change).
+#[derive(Debug, Deserialize, ToSchema)]
 #[allow(dead_code)] // The schema of what the service reads.
-pub struct NewTenant {
+pub struct NamedQuotas {
     /// 1 to 63 lowercase letters, digits, `-` and `_`, starting with a letter or digit.
     #[schema(min_length = 1, max_length = 63, pattern = "^[a-z0-9][a-z0-9_-]*$", example = "team-a")]
     name: String,
-    #[schema(minimum = 0, maximum = 2147483647)]
-    max_running: Option<u32>,
-    #[schema(minimum = 0, maximum = 2147483647)]
-    max_queued: Option<u32>,
-    #[schema(minimum = 0, maximum = 9223372036854775807_i64)]
-    max_tokens_per_day: Option<u64>,
-    #[schema(minimum = 0.0)]
-    max_cost_usd_per_day: Option<f64>,
-}
-
-/// The body of `PATCH /v1/tenants/{name}`: the quotas to change; an omitted one stays as it is,
-/// `null` lifts it.
-#[derive(Debug, ToSchema)]
-#[allow(dead_code)] // The schema of what the service reads.
-pub struct TenantPatch {
-    /// Runs executing at once across the cluster.
-    #[schema(minimum = 0, maximum = 2147483647)]
-    max_running: Option<u32>,
-    /// Runs queued at once; kickoffs beyond it are 429.
-    #[schema(minimum = 0, maximum = 2147483647)]
-    max_queued: Option<u32>,
-    /// Tokens per UTC day.
-    #[schema(minimum = 0, maximum = 9223372036854775807_i64)]
-    max_tokens_per_day: Option<u64>,
-    /// US dollars per UTC day.
-    #[schema(minimum = 0.0)]
-    max_cost_usd_per_day: Option<f64>,
+    #[serde(flatten)]
+    quotas: Quotas,
 }
 
 /// An API key, without its text.
@@ -153,7 +129,7 @@ pub struct NewApiKey {
 /// Create a tenant.
 #[utoipa::path(
     post, path = "/tenants", tag = "access",
-    request_body = NewTenant,
+    request_body = NamedQuotas,
     responses(
         (status = 201, description = "Created", body = Tenant),
         (status = 409, description = "A tenant of that name exists", body = Problem, content_type = "application/problem+json"),
@@ -168,27 +144,10 @@ pub async fn create_tenant(
     Ok((StatusCode::CREATED, Json(state.services.create_tenant(body, &audit).await?.into())))
 }
 
-/// The body of `PATCH /v1/tenants`: the tenant's name and the quotas to change.
-#[derive(Debug, ToSchema)]
-#[allow(dead_code)] // The schema of what the service reads.
-pub struct NamedTenantPatch {
-    /// The tenant to change.
-    #[schema(example = "team-a")]
-    name: String,
-    #[schema(minimum = 0, maximum = 2147483647)]
-    max_running: Option<u32>,
-    #[schema(minimum = 0, maximum = 2147483647)]
-    max_queued: Option<u32>,
-    #[schema(minimum = 0, maximum = 9223372036854775807_i64)]
-    max_tokens_per_day: Option<u64>,
-    #[schema(minimum = 0.0)]
-    max_cost_usd_per_day: Option<f64>,
-}
-
 /// Change the quotas of the tenant the body names (as `PATCH /v1/tenants/{name}`).
 #[utoipa::path(
     patch, path = "/tenants", tag = "access",
-    request_body = NamedTenantPatch,
+    request_body = NamedQuotas,
     responses(
         (status = 200, description = "The tenant with its new quotas", body = Tenant),
         (status = 404, description = "No such tenant", body = Problem, content_type = "application/problem+json"),
@@ -207,7 +166,7 @@ pub async fn update_named_tenant(
 #[utoipa::path(
     patch, path = "/tenants/{name}", tag = "access",
     params(("name" = String, Path, description = "Tenant name")),
-    request_body = TenantPatch,
+    request_body(content = Quotas, description = "The quotas to change: an omitted one stays as it is, `null` lifts it"),
     responses(
         (status = 200, description = "The tenant with its new quotas", body = Tenant),
         (status = 404, description = "No such tenant", body = Problem, content_type = "application/problem+json"),
