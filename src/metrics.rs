@@ -40,7 +40,7 @@ const WEBHOOK_LAG: &str = "agentd_webhook_delivery_lag_seconds";
 const RECORDED: [(&str, &str, &str); 10] = [
     (CLAIM_LATENCY, "histogram", "Time from kickoff to a run's first claim."),
     (LLM_LATENCY, "histogram", "LLM call latency by provider and model."),
-    (LLM_TOKENS, "counter", "LLM tokens by provider, model and kind (prompt, completion; cached: the part of prompt read from the provider's cache)."),
+    (LLM_TOKENS, "counter", "LLM tokens by provider, model and kind (prompt, completion; cached: the part of prompt read from the provider's cache; estimated: the part of prompt and completion agentd counted because the provider sent no usage)."),
     (TOOL_LATENCY, "histogram", "Tool call latency by tool."),
     (MCP_CALLS, "counter", "MCP tools/call requests by server, tool and outcome (ok, tool_error, error)."),
     (MCP_LATENCY, "histogram", "MCP tools/call latency by server and tool."),
@@ -152,8 +152,13 @@ impl Metrics {
             ("prompt", usage.prompt_tokens),
             ("completion", usage.completion_tokens),
             ("cached", usage.cached_tokens),
+            // Of prompt and completion: counted by agentd (the provider sent none).
+            ("estimated", if usage.estimated { usage.prompt_tokens + usage.completion_tokens } else { 0 }),
         ];
         for (kind, tokens) in counts {
+            if kind == "estimated" && tokens == 0 {
+                continue;
+            }
             let mut labels = labels();
             labels.push(Label::new("kind", kind));
             self.recorder.register_counter(&Key::from_parts(LLM_TOKENS, labels), &METADATA).increment(tokens);
@@ -304,6 +309,7 @@ mod tests {
             prompt_tokens: prompt,
             completion_tokens: completion,
             cached_tokens: cached,
+            estimated: false,
         };
         metrics.observe_llm("openai", "gpt\"x", Duration::from_millis(30), &usage(10, 5, 4), Some(0.25));
         metrics.observe_llm("openai", "gpt\"x", Duration::from_millis(300), &usage(1, 1, 0), Some(0.5));

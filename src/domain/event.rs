@@ -181,6 +181,10 @@ pub struct TokenUsage {
     pub completion_tokens: u64,
     /// Input tokens read from the provider's prompt cache (part of `prompt_tokens`).
     pub cached_tokens: u64,
+    /// The provider sent no usage for the call: the counts are agentd's estimate (absent when
+    /// they are the provider's).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub estimated: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]

@@ -168,6 +168,10 @@ pub struct Usage {
     /// Input tokens read from the providers' prompt caches (part of `prompt_tokens`).
     #[serde(default)]
     pub cached_tokens: i64,
+    /// Of `prompt_tokens` and `completion_tokens`, those agentd estimated because the provider
+    /// sent no usage for the call (0: every figure is the provider's).
+    #[serde(default)]
+    pub estimated_tokens: i64,
     pub tool_calls: i64,
     /// US dollars, at the prices configured for the run's models (unpriced models add 0).
     #[serde(default)]

@@ -249,6 +249,9 @@ impl Context<'_> {
         pending.usage.prompt_tokens += usage.prompt_tokens as i64;
         pending.usage.completion_tokens += usage.completion_tokens as i64;
         pending.usage.cached_tokens += usage.cached_tokens as i64;
+        if usage.estimated {
+            pending.usage.estimated_tokens += (usage.prompt_tokens + usage.completion_tokens) as i64;
+        }
         pending.usage.cost_usd += cost.unwrap_or(0.0);
         let line = pending.spend_on(task, agent, &label);
         line.prompt_tokens += usage.prompt_tokens as i64;
@@ -261,6 +264,7 @@ impl Context<'_> {
                 prompt_tokens: usage.prompt_tokens,
                 completion_tokens: usage.completion_tokens,
                 cached_tokens: usage.cached_tokens,
+                estimated: usage.estimated,
             },
             cost_usd: cost,
             duration_ms: elapsed.as_millis() as u64,

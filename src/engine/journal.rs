@@ -144,6 +144,8 @@ pub struct UsageDelta {
     pub prompt_tokens: i64,
     pub completion_tokens: i64,
     pub cached_tokens: i64,
+    /// Of the prompt and completion tokens, those estimated (the provider sent no usage).
+    pub estimated_tokens: i64,
     pub tool_calls: i64,
     /// US dollars, for calls to priced models.
     pub cost_usd: f64,
@@ -155,6 +157,7 @@ impl UsageDelta {
         self.prompt_tokens += other.prompt_tokens;
         self.completion_tokens += other.completion_tokens;
         self.cached_tokens += other.cached_tokens;
+        self.estimated_tokens += other.estimated_tokens;
         self.tool_calls += other.tool_calls;
         self.cost_usd += other.cost_usd;
     }

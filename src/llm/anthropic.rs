@@ -99,7 +99,12 @@ impl AnthropicClient {
         })?;
         let body = bytes::Bytes::from(body);
         let forced = forced_tool(request);
-        self.transport.with_retries(|attempt| self.attempt(&body, request, forced.as_deref(), attempt)).await
+        let mut response = self
+            .transport
+            .with_retries(|attempt| self.attempt(&body, request, forced.as_deref(), attempt))
+            .await?;
+        super::estimate::complete_usage(request, &mut response).await;
+        Ok(response)
     }
 
     async fn attempt(
@@ -301,15 +306,21 @@ fn finish_reason(stop_reason: &str) -> String {
 }
 
 /// `usage`: the input counts separately what was read from and written to the cache.
-fn read_usage(usage: &Value, into: &mut TokenUsage) {
+/// Nothing is recorded from a `usage` without counts (the reply's usage stays unreported).
+fn read_usage(usage: &Value, into: &mut Option<TokenUsage>) {
     let count = |name: &str| usage.get(name).and_then(Value::as_u64);
     let (input, created, read) =
         (count("input_tokens"), count("cache_creation_input_tokens"), count("cache_read_input_tokens"));
+    let output = count("output_tokens");
+    if input.is_none() && created.is_none() && read.is_none() && output.is_none() {
+        return;
+    }
+    let into = into.get_or_insert_with(TokenUsage::default);
     if input.is_some() || created.is_some() || read.is_some() {
         into.prompt_tokens = input.unwrap_or(0) + created.unwrap_or(0) + read.unwrap_or(0);
         into.cached_tokens = read.unwrap_or(0);
     }
-    if let Some(output) = count("output_tokens") {
+    if let Some(output) = output {
         into.completion_tokens = output;
     }
 }
@@ -353,7 +364,8 @@ struct Assembled {
     content: Option<String>,
     calls: Vec<(String, String, String)>,
     stop_reason: Option<String>,
-    usage: TokenUsage,
+    /// `None` until the provider sends counts.
+    usage: Option<TokenUsage>,
 }
 
 impl Assembled {
@@ -383,7 +395,8 @@ impl Assembled {
             .filter(|(_, name, _)| !name.is_empty())
             .map(|(id, name, arguments)| ToolCallRequest { id, name, arguments })
             .collect();
-        ChatResponse { content: self.content, tool_calls, finish_reason, usage: self.usage }
+        let usage = self.usage.unwrap_or_else(TokenUsage::unreported);
+        ChatResponse { content: self.content, tool_calls, finish_reason, usage }
     }
 }
 
@@ -592,7 +605,7 @@ mod tests {
         assert_eq!(response.finish_reason.as_deref(), Some("stop"));
         assert_eq!(
             response.usage,
-            TokenUsage { prompt_tokens: 127, completion_tokens: 4, cached_tokens: 100 }
+            TokenUsage { prompt_tokens: 127, completion_tokens: 4, cached_tokens: 100, estimated: false }
         );
     }
 

@@ -41,7 +41,12 @@ mod tests {
     #[test]
     fn cost_prices_fresh_cached_and_output_tokens_apart() {
         let price = Price { input: 3.0, output: 15.0, cached_input: Some(0.3) };
-        let usage = TokenUsage { prompt_tokens: 1_200, completion_tokens: 400, cached_tokens: 1_000 };
+        let usage = TokenUsage {
+            prompt_tokens: 1_200,
+            completion_tokens: 400,
+            cached_tokens: 1_000,
+            estimated: false,
+        };
         // 200 × 3 + 1000 × 0.3 + 400 × 15 = 600 + 300 + 6000 = 6900 per million.
         assert!((price.cost(&usage) - 0.0069).abs() < 1e-12);
         let uncached = Price { cached_input: None, ..price };

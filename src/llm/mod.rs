@@ -4,6 +4,7 @@
 
 mod anthropic;
 mod cost;
+pub mod estimate;
 mod openai;
 mod registry;
 mod retry;

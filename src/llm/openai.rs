@@ -94,7 +94,10 @@ impl OpenAiClient {
     async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
         let body = request_body(request)?;
         let url = self.url(&request.model);
-        self.transport.with_retries(|attempt| self.attempt(&url, &body, request, attempt)).await
+        let mut response =
+            self.transport.with_retries(|attempt| self.attempt(&url, &body, request, attempt)).await?;
+        super::estimate::complete_usage(request, &mut response).await;
+        Ok(response)
     }
 
     async fn attempt(
@@ -105,12 +108,30 @@ impl OpenAiClient {
         attempt: u32,
     ) -> Result<ChatResponse, Attempt> {
         let timeout = self.transport.policy().request_timeout;
+        let response = self.send(url, body.clone(), timeout).await?;
+        if let (true, true, Some(sink)) = (response.status().is_success(), is_event_stream(&response), &request.deltas)
+        {
+            if let Some(answer) = read_stream(response, sink, attempt, &request.stop, timeout).await? {
+                return Ok(answer);
+            }
+            // A stream that closed without a single event: the server failed after answering
+            // 200 (llama.cpp's server does, for a prompt over its context window). Asked without
+            // streaming, it answers with its error (or the reply).
+            let unstreamed = request_body(&ChatRequest { deltas: None, ..request.clone() }).map_err(Attempt::fatal)?;
+            let response = self.send(url, unstreamed, timeout).await?;
+            return read_answer(response, timeout).await;
+        }
+        read_answer(response, timeout).await
+    }
+
+    /// POST `body` to `url` with the key.
+    async fn send(&self, url: &str, body: Bytes, timeout: Duration) -> Result<reqwest::Response, Attempt> {
         let mut builder = self
             .transport
             .http
             .post(url)
             .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .body(body.clone())
+            .body(body)
             .timeout(timeout);
         if let Some(key) = &self.transport.api_key {
             builder = match self.endpoint {
@@ -118,18 +139,19 @@ impl OpenAiClient {
                 Endpoint::Azure { .. } => builder.header("api-key", key.expose()),
             };
         }
-        let response = builder.send().await.map_err(|e| transport_failure(e, timeout))?;
-        let status = response.status();
-        let retry_after = parse_retry_after(response.headers(), SystemTime::now());
-        if let (true, true, Some(sink)) = (status.is_success(), is_event_stream(&response), &request.deltas) {
-            return read_stream(response, sink, attempt, &request.stop, timeout).await;
-        }
-        let text = response.text().await.map_err(|e| transport_failure(e, timeout))?;
-        if status.is_success() {
-            return parse_response(&text).map_err(Attempt::fatal);
-        }
-        Err(Transport::failed(status, &text, retry_after))
+        builder.send().await.map_err(|e| transport_failure(e, timeout))
     }
+}
+
+/// Read a whole (not streamed) answer: the completion, or the provider's error.
+async fn read_answer(response: reqwest::Response, timeout: Duration) -> Result<ChatResponse, Attempt> {
+    let status = response.status();
+    let retry_after = parse_retry_after(response.headers(), SystemTime::now());
+    let text = response.text().await.map_err(|e| transport_failure(e, timeout))?;
+    if status.is_success() {
+        return parse_response(&text).map_err(Attempt::fatal);
+    }
+    Err(Transport::failed(status, &text, retry_after))
 }
 
 /// Is the answer a stream of server-sent events?
@@ -301,16 +323,18 @@ const MAX_STREAM_BYTES: usize = 64 * 1024 * 1024;
 /// arrives and assembled with the tool calls (by index), the finish reason and the usage. The
 /// text stops at the first stop sequence even if the provider goes on (the rest is not read), so
 /// ReAct's stop words hold for providers that ignore `stop`. A stream that ends before its
-/// finish reason or `[DONE]` was cut: a transient failure, retried like a lost connection.
+/// finish reason or `[DONE]` was cut: a transient failure, retried like a lost connection. One
+/// that ends without any event is `None`.
 async fn read_stream(
     mut response: reqwest::Response,
     sink: &DeltaSink,
     attempt: u32,
     stop: &[String],
     timeout: Duration,
-) -> Result<ChatResponse, Attempt> {
+) -> Result<Option<ChatResponse>, Attempt> {
     let mut reader = crate::sse::SseReader::default();
     let mut answer = StreamedAnswer::default();
+    let mut any = false;
     loop {
         let chunk = match response.chunk().await {
             Ok(Some(chunk)) => chunk,
@@ -322,13 +346,17 @@ async fn read_stream(
             transient: false,
         })?;
         for data in events {
+            any = true;
             if answer.take(&data, sink, attempt, stop)? {
-                return Ok(answer.finish(sink, attempt));
+                return Ok(Some(answer.finish(sink, attempt)));
             }
         }
     }
     if answer.finish_reason.is_some() {
-        return Ok(answer.finish(sink, attempt));
+        return Ok(Some(answer.finish(sink, attempt)));
+    }
+    if !any {
+        return Ok(None);
     }
     let message = "the provider's stream ended before the answer did (cut mid-reply)";
     Err(Attempt { error: LlmError::new(LlmErrorKind::Other, message), transient: true })
@@ -341,7 +369,9 @@ struct StreamedAnswer {
     /// Tool calls by index: id, name, arguments so far.
     calls: Vec<(Option<String>, String, String)>,
     finish_reason: Option<String>,
-    usage: TokenUsage,
+    /// `None` until a chunk carries it (some servers never send it; a stream cut at a stop
+    /// sequence is not read to it).
+    usage: Option<TokenUsage>,
     /// The text stopped at a stop sequence: later text is dropped.
     stopped: bool,
     /// Bytes of `content` handed to the sink (the rest may begin a stop sequence).
@@ -365,7 +395,7 @@ impl StreamedAnswer {
             return Err(Attempt { error: LlmError::new(kind, message), transient: false });
         }
         if let Some(usage) = chunk.get("usage").filter(|u| !u.is_null()) {
-            self.usage = read_usage(usage);
+            self.usage = Some(read_usage(usage));
         }
         let Some(choice) = chunk.pointer("/choices/0") else { return Ok(false) };
         if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
@@ -456,7 +486,7 @@ impl StreamedAnswer {
             content: self.content,
             tool_calls,
             finish_reason: self.finish_reason,
-            usage: self.usage,
+            usage: self.usage.unwrap_or_else(TokenUsage::unreported),
         }
     }
 }
@@ -489,7 +519,7 @@ fn parse_response(text: &str) -> Result<ChatResponse, LlmError> {
         content: message.get("content").and_then(Value::as_str).map(str::to_owned),
         tool_calls,
         finish_reason: choice.get("finish_reason").and_then(Value::as_str).map(str::to_owned),
-        usage: body.get("usage").map(read_usage).unwrap_or_default(),
+        usage: body.get("usage").filter(|u| !u.is_null()).map_or_else(TokenUsage::unreported, read_usage),
     })
 }
 
@@ -501,6 +531,7 @@ fn read_usage(usage: &Value) -> TokenUsage {
         prompt_tokens: count("/prompt_tokens"),
         completion_tokens: count("/completion_tokens"),
         cached_tokens: count("/prompt_tokens_details/cached_tokens"),
+        estimated: false,
     }
 }
 

@@ -83,7 +83,10 @@ async fn sends_the_openai_shape_and_reads_tool_calls() {
     ]}, "finish_reason": "tool_calls"}], "usage": {"prompt_tokens": 5, "completion_tokens": 7}});
     let (base, script) = serve(vec![ok(reply)]).await;
     let response = client(&base, fast_policy()).chat(&request()).await.expect("chat");
-    assert_eq!(response.usage, TokenUsage { prompt_tokens: 5, completion_tokens: 7, cached_tokens: 0 });
+    assert_eq!(
+        response.usage,
+        TokenUsage { prompt_tokens: 5, completion_tokens: 7, cached_tokens: 0, estimated: false }
+    );
     assert_eq!(response.finish_reason.as_deref(), Some("tool_calls"));
     assert_eq!(response.tool_calls[0].arguments, "{\"expression\": \"1+1\"}");
     assert_eq!(
@@ -308,7 +311,10 @@ async fn a_streamed_answer_is_handed_over_as_it_arrives_and_assembled() {
         ("call_9", "{\"expression\": \"6*7 + 1000000\"}")
     );
     assert_eq!(response.finish_reason.as_deref(), Some("tool_calls"));
-    assert_eq!(response.usage, TokenUsage { prompt_tokens: 21, completion_tokens: 13, cached_tokens: 0 });
+    assert_eq!(
+        response.usage,
+        TokenUsage { prompt_tokens: 21, completion_tokens: 13, cached_tokens: 0, estimated: false }
+    );
     let body = &script.requests()[0];
     assert_eq!(
         (body["stream"].clone(), body["stream_options"].clone()),

@@ -110,11 +110,17 @@ impl Transport {
     }
 
     /// A failed answer: its error, classified, with the wait the provider asked for; 408, 409,
-    /// 429 and 5xx (Anthropic's 529 among them) are worth another attempt.
+    /// 429 and 5xx (Anthropic's 529 among them) are worth another attempt, unless the error says
+    /// the request itself is refused (llama.cpp's server answers 500 to a `response_format` it
+    /// does not know: the same request would fail again).
     pub fn failed(status: StatusCode, text: &str, retry_after: Option<Duration>) -> Attempt {
         let (code, message) = provider_error(text);
         let kind = classify(status, code.as_deref(), &message);
-        let transient = matches!(status.as_u16(), 408 | 409 | 429) || status.is_server_error();
+        let refused = matches!(
+            kind,
+            LlmErrorKind::ContextWindowExceeded | LlmErrorKind::SchemaUnsupported | LlmErrorKind::ToolsUnsupported
+        );
+        let transient = (matches!(status.as_u16(), 408 | 409 | 429) || status.is_server_error()) && !refused;
         let mut error = LlmError::new(kind, format!("provider answered {status}: {message}"));
         error.retry_after = retry_after;
         Attempt { error, transient }
@@ -178,6 +184,10 @@ pub(crate) fn classify(status: StatusCode, code: Option<&str>, message: &str) ->
                 "not available",
                 "not allowed",
                 "invalid",
+                // A server validating the request: llama.cpp's "Input should be 'text' or
+                // 'json_object'" for a `json_schema` response format.
+                "validation error",
+                "input should be",
             ])
     };
     match status.as_u16() {

@@ -118,7 +118,7 @@ pub struct ChatRequest {
 }
 
 /// Tokens counted for an image before the provider counts them.
-const IMAGE_TOKENS: u64 = 800;
+pub(super) const IMAGE_TOKENS: u64 = 800;
 
 impl ChatRequest {
     /// About how many input tokens the request holds (four bytes a token, a fixed count per
@@ -227,6 +227,16 @@ pub struct TokenUsage {
     /// Input tokens read from the provider's prompt cache (part of `prompt_tokens`).
     #[serde(default)]
     pub cached_tokens: u64,
+    /// The provider sent no usage: the counts are agentd's estimate (see `llm::estimate`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub estimated: bool,
+}
+
+impl TokenUsage {
+    /// The usage of a reply that came without any: to be estimated from the request and reply.
+    pub fn unreported() -> Self {
+        Self { estimated: true, ..Self::default() }
+    }
 }
 
 /// What the model answered.

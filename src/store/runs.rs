@@ -60,6 +60,7 @@ struct RunRow {
     prompt_tokens: i64,
     completion_tokens: i64,
     cached_tokens: i64,
+    estimated_tokens: i64,
     tool_calls: i64,
     cost_usd: f64,
     created_at: DateTime<Utc>,
@@ -103,6 +104,7 @@ impl RunRow {
                 prompt_tokens: self.prompt_tokens,
                 completion_tokens: self.completion_tokens,
                 cached_tokens: self.cached_tokens,
+                estimated_tokens: self.estimated_tokens,
                 tool_calls: self.tool_calls,
                 cost_usd: self.cost_usd,
             },
@@ -192,7 +194,7 @@ impl Store {
         let rows = sqlx::query_as!(
             RunRow,
             r#"SELECT id, tenant, status, crew_name, inputs, metadata, attempt, output, error, llm_calls,
-                      prompt_tokens, completion_tokens, cached_tokens, tool_calls, cost_usd, created_at, started_at, finished_at,
+                      prompt_tokens, completion_tokens, cached_tokens, estimated_tokens, tool_calls, cost_usd, created_at, started_at, finished_at,
                       fake_llm
                FROM runs WHERE id = ANY($1)"#,
             ids
@@ -230,7 +232,7 @@ impl Store {
         // One statement (the tasks as a JSON array), so the run and its tasks are one snapshot.
         let row = sqlx::query!(
             r#"SELECT id, tenant, status, crew_name, inputs, metadata, attempt, output, error, llm_calls,
-                      prompt_tokens, completion_tokens, cached_tokens, tool_calls, cost_usd, created_at, started_at, finished_at,
+                      prompt_tokens, completion_tokens, cached_tokens, estimated_tokens, tool_calls, cost_usd, created_at, started_at, finished_at,
                       fake_llm,
                       (SELECT coalesce(jsonb_agg(jsonb_build_object(
                                   'name', t.name, 'agent', t.agent, 'status', t.status, 'output', t.output,
@@ -265,6 +267,7 @@ impl Store {
             prompt_tokens: row.prompt_tokens,
             completion_tokens: row.completion_tokens,
             cached_tokens: row.cached_tokens,
+            estimated_tokens: row.estimated_tokens,
             tool_calls: row.tool_calls,
             cost_usd: row.cost_usd,
             created_at: row.created_at,
@@ -303,7 +306,7 @@ impl Store {
                 sqlx::query_as!(
                     RunRow,
                     r#"SELECT id, tenant, status, crew_name, inputs, metadata, attempt, output, error, llm_calls,
-                              prompt_tokens, completion_tokens, cached_tokens, tool_calls, cost_usd, created_at, started_at, finished_at,
+                              prompt_tokens, completion_tokens, cached_tokens, estimated_tokens, tool_calls, cost_usd, created_at, started_at, finished_at,
                               fake_llm
                        FROM runs WHERE status = $1 AND id < $2 AND ($4::text IS NULL OR tenant = $4)
                        ORDER BY id DESC LIMIT $3"#,
@@ -319,7 +322,7 @@ impl Store {
                 sqlx::query_as!(
                     RunRow,
                     r#"SELECT id, tenant, status, crew_name, inputs, metadata, attempt, output, error, llm_calls,
-                              prompt_tokens, completion_tokens, cached_tokens, tool_calls, cost_usd, created_at, started_at, finished_at,
+                              prompt_tokens, completion_tokens, cached_tokens, estimated_tokens, tool_calls, cost_usd, created_at, started_at, finished_at,
                               fake_llm
                        FROM runs WHERE id < $1 AND ($3::text IS NULL OR tenant = $3) ORDER BY id DESC LIMIT $2"#,
                     before,

@@ -97,7 +97,7 @@ fn llm_step() -> Step {
     step.event(Some("research"), Some("researcher"), EventData::TaskStarted(started));
     let finished = LlmFinished {
         model: "openai/gpt-4o-mini".into(),
-        usage: TokenUsage { prompt_tokens: 120, completion_tokens: 30, cached_tokens: 0 },
+        usage: TokenUsage { prompt_tokens: 120, completion_tokens: 30, cached_tokens: 0, estimated: false },
         cost_usd: None,
         duration_ms: 150,
         iteration: Some(1),

@@ -107,6 +107,14 @@ impl FakeReply {
         self
     }
 
+    /// Send no usage, streamed or not (as llama.cpp's server streams, and some servers answer).
+    pub fn without_usage(mut self) -> Self {
+        if let Some(body) = self.body.as_object_mut() {
+            body.remove("usage");
+        }
+        self
+    }
+
     /// Cut a streamed answer after `chunks` chunks.
     pub fn cut_after(mut self, chunks: usize) -> Self {
         self.cut_after = Some(chunks);

@@ -1,7 +1,7 @@
 //! Streamed answers (`"stream": true`): a completion cut into OpenAI's `chat.completion.chunk`
 //! server-sent events: the role, the content word by word, each tool call's name then its
 //! arguments in pieces, the finish reason, the usage when `stream_options.include_usage` asks for
-//! it, and `data: [DONE]`.
+//! it (and the reply has one), and `data: [DONE]`.
 
 use std::time::Duration;
 
@@ -45,10 +45,11 @@ pub fn events(completion: &Value, include_usage: bool) -> Option<Vec<String>> {
     }
     let finish = choice.get("finish_reason").cloned().unwrap_or_else(|| json!("stop"));
     events.push(chunk(json!([{"index": 0, "delta": {}, "finish_reason": finish}])));
-    if include_usage {
+    // A reply without usage (as llama.cpp's server streams) sends none even when asked.
+    if let Some(usage) = completion.get("usage").filter(|u| include_usage && !u.is_null()) {
         let mut body = head.clone();
         body["choices"] = json!([]);
-        body["usage"] = completion["usage"].clone();
+        body["usage"] = usage.clone();
         events.push(format!("data: {body}\n\n"));
     }
     events.push("data: [DONE]\n\n".to_owned());

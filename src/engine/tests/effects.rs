@@ -278,6 +278,7 @@ async fn usage_counts_planner_guardrail_and_summary_tokens(backend: Backend) {
         prompt_tokens: prompt,
         completion_tokens: completion,
         cached_tokens: 0,
+        estimated: false,
     };
     let with_usage = |reply: Reply, prompt, completion| {
         reply.map(|r| ChatResponse { usage: usage(prompt, completion), ..r })

@@ -133,6 +133,7 @@ impl Subject {
                     prompt_tokens: usage.prompt_tokens,
                     completion_tokens: usage.completion_tokens,
                     cached_tokens: usage.cached_tokens,
+                    estimated_tokens: usage.estimated_tokens,
                     tool_calls: usage.tool_calls,
                     cost_usd: usage.cost_usd,
                 }

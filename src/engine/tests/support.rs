@@ -74,7 +74,7 @@ pub(super) fn text(content: &str) -> Reply {
         content: Some(content.to_owned()),
         tool_calls: Vec::new(),
         finish_reason: Some("stop".into()),
-        usage: TokenUsage { prompt_tokens: 10, completion_tokens: 5, cached_tokens: 0 },
+        usage: TokenUsage { prompt_tokens: 10, completion_tokens: 5, cached_tokens: 0, estimated: false },
     })
 }
 

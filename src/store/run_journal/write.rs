@@ -340,7 +340,7 @@ fn fold_task_changes(changes: &[TaskChange]) -> Result<Vec<TaskUpdate<'_>>, Comm
 pub(super) async fn runs_and_events(tx: &mut Tx<'_>, live: &[Live<'_>]) -> WriteResult {
     let (mut runs, mut llm_calls, mut prompt_tokens, mut completion_tokens) =
         (vec![], vec![], vec![], vec![]);
-    let (mut cached_tokens, mut costs) = (vec![], vec![]);
+    let (mut cached_tokens, mut estimated_tokens, mut costs) = (vec![], vec![], vec![]);
     let mut spend: Vec<(Uuid, UsageLine)> = Vec::new();
     let (mut tool_calls, mut statuses, mut outputs, mut errors, mut counts) =
         (vec![], vec![], vec![], vec![], vec![]);
@@ -360,6 +360,7 @@ pub(super) async fn runs_and_events(tx: &mut Tx<'_>, live: &[Live<'_>]) -> Write
         completion_tokens.push(step.usage.completion_tokens);
         tool_calls.push(step.usage.tool_calls);
         cached_tokens.push(step.usage.cached_tokens);
+        estimated_tokens.push(step.usage.estimated_tokens);
         costs.push(step.usage.cost_usd);
         for line in &step.spend {
             // One row per key and statement: lines of one key in two steps are added up.
@@ -389,6 +390,7 @@ pub(super) async fn runs_and_events(tx: &mut Tx<'_>, live: &[Live<'_>]) -> Write
                       completion_tokens = r.completion_tokens + u.completion_tokens,
                       tool_calls = r.tool_calls + u.tool_calls,
                       cached_tokens = r.cached_tokens + u.cached_tokens, cost_usd = r.cost_usd + u.cost_usd,
+                      estimated_tokens = r.estimated_tokens + u.estimated_tokens,
                       -- A cancellation requested meanwhile wins over a pause for human input.
                       status = CASE WHEN r.status = 'cancelling' AND u.status = 'awaiting_input' THEN r.status
                                     ELSE coalesce(u.status, r.status) END,
@@ -405,9 +407,9 @@ pub(super) async fn runs_and_events(tx: &mut Tx<'_>, live: &[Live<'_>]) -> Write
                       last_seq = r.last_seq + u.events,
                       updated_at = now()
                  FROM UNNEST($1::uuid[], $2::int8[], $3::int8[], $4::int8[], $5::int8[], $6::text[], $7::jsonb[],
-                             $8::jsonb[], $9::int8[], $16::int8[], $17::float8[])
+                             $8::jsonb[], $9::int8[], $16::int8[], $17::float8[], $27::int8[])
                       AS u(id, llm_calls, prompt_tokens, completion_tokens, tool_calls, status, output, error,
-                           events, cached_tokens, cost_usd)
+                           events, cached_tokens, cost_usd, estimated_tokens)
                 WHERE r.id = u.id AND r.id = ANY($1)
             RETURNING r.id, r.last_seq - u.events AS base, r.tenant,
                       u.prompt_tokens + u.completion_tokens AS tokens, u.cost_usd AS cost
@@ -467,6 +469,7 @@ pub(super) async fn runs_and_events(tx: &mut Tx<'_>, live: &[Live<'_>]) -> Write
         &spend.iter().map(|(_, l)| l.completion_tokens).collect::<Vec<i64>>(),
         &spend.iter().map(|(_, l)| l.cached_tokens).collect::<Vec<i64>>(),
         &spend.iter().map(|(_, l)| l.cost_usd).collect::<Vec<f64>>(),
+        &estimated_tokens,
     )
     .execute(&mut **tx)
     .await?;

@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use super::request::Request;
-use super::spec::{ErrorSpec, ReactSpec, ReplySpec, ToolCallSpec};
+use super::spec::{ErrorSpec, ReactSpec, ReplySpec, ToolCallSpec, UsageField};
 use super::FakeReply;
 
 /// The longest delay a reply may ask for.
@@ -19,7 +19,8 @@ pub(super) struct ReplyTemplate {
     kind: ReplyKind,
     delay: Duration,
     chunk_delay: Duration,
-    usage: (u32, u32),
+    /// Prompt and completion tokens reported; `None`: no usage at all.
+    usage: Option<(u32, u32)>,
     headers: Vec<(String, String)>,
 }
 
@@ -131,7 +132,11 @@ impl ReplyTemplate {
             (_, _, Some(react), _) => build_react(react, groups).map_err(|e| format!(".react{e}"))?,
             (_, _, _, Some(error)) => build_error(error, groups).map_err(|e| format!(".error{e}"))?,
         };
-        let usage = spec.usage.map_or((10, 5), |u| (u.prompt_tokens, u.completion_tokens));
+        let usage = match spec.usage {
+            None | Some(UsageField::Sent(true)) => Some((10, 5)),
+            Some(UsageField::Sent(false)) => None,
+            Some(UsageField::Counts(u)) => Some((u.prompt_tokens, u.completion_tokens)),
+        };
         Ok(Self {
             kind,
             delay: Duration::from_millis(spec.delay_ms),
@@ -142,10 +147,12 @@ impl ReplyTemplate {
     }
 
     pub(super) fn render(&self, ctx: &Ctx<'_, '_>) -> Result<FakeReply, String> {
-        let usage = json!({
-            "prompt_tokens": self.usage.0,
-            "completion_tokens": self.usage.1,
-            "total_tokens": u64::from(self.usage.0) + u64::from(self.usage.1),
+        let usage = self.usage.map(|(prompt, completion)| {
+            json!({
+                "prompt_tokens": prompt,
+                "completion_tokens": completion,
+                "total_tokens": u64::from(prompt) + u64::from(completion),
+            })
         });
         let (status, body) = match &self.kind {
             ReplyKind::Message { text, calls } => {
@@ -177,17 +184,20 @@ impl ReplyTemplate {
 }
 
 /// A chat completion as OpenAI sends it, with an id of its own.
-fn completion(ctx: &Ctx<'_, '_>, message: Value, finish_reason: &str, usage: Value) -> Value {
+fn completion(ctx: &Ctx<'_, '_>, message: Value, finish_reason: &str, usage: Option<Value>) -> Value {
     let created =
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    json!({
+    let mut body = json!({
         "id": format!("chatcmpl-fake-{}", ctx.ids.fetch_add(1, Ordering::Relaxed) + 1),
         "object": "chat.completion",
         "created": created,
         "model": ctx.request.model,
         "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
-        "usage": usage,
-    })
+    });
+    if let Some(usage) = usage {
+        body["usage"] = usage;
+    }
+    body
 }
 
 fn build_react(spec: ReactSpec, groups: usize) -> Result<ReplyKind, String> {

@@ -122,7 +122,7 @@ pub(super) struct ReplySpec {
     pub(super) delay_ms: u64,
     #[serde(default)]
     pub(super) chunk_delay_ms: u64,
-    pub(super) usage: Option<UsageSpec>,
+    pub(super) usage: Option<UsageField>,
     #[serde(default)]
     pub(super) headers: BTreeMap<String, String>,
 }
@@ -153,6 +153,14 @@ pub(super) struct ErrorSpec {
     pub(super) kind: Option<String>,
     pub(super) code: Option<String>,
     pub(super) body: Option<Value>,
+}
+
+/// `usage`: the counts to report, or `false` to report none (as llama.cpp's server streams).
+#[derive(Deserialize)]
+#[serde(untagged)]
+pub(super) enum UsageField {
+    Counts(UsageSpec),
+    Sent(bool),
 }
 
 #[derive(Deserialize)]

@@ -288,6 +288,22 @@ fn replies_carry_usage_delays_literal_bodies_and_raw_arguments() {
 }
 
 #[test]
+fn usage_false_reports_none_streamed_or_not() {
+    let s = script(json!({"rules": [{"reply": {"text": "quiet", "usage": false}}]}));
+    let body = chat(json!([{"role": "user", "content": "x"}]));
+    let ids = AtomicU64::new(0);
+    let (_, reply) = s.answer(&Request::read(&body), &ids).expect("a rule");
+    let reply = reply.expect("rendered");
+    assert_eq!(reply.body["choices"][0]["message"]["content"], "quiet");
+    assert!(reply.body.get("usage").is_none(), "no usage: {}", reply.body);
+    let events = crate::stream::events(&reply.body, true).expect("a completion");
+    assert!(events.iter().all(|e| !e.contains("\"usage\"")), "no usage chunk even when asked: {events:?}");
+    assert_eq!(events.last().map(String::as_str), Some("data: [DONE]\n\n"));
+    let wrong = serde_json::from_value::<super::spec::ScriptSpec>(json!({"rules": [{"reply": {"text": "t", "usage": "none"}}]}));
+    assert!(wrong.is_err(), "usage is counts or a boolean");
+}
+
+#[test]
 fn a_tool_result_condition_needs_a_tool_result() {
     let s = script(json!({"rules": [
         {"name": "after a tool", "when": {"tool_result": {"regex": ".*"}}, "reply": {"text": "t"}},
