@@ -610,6 +610,22 @@ mod tests {
     }
 
     #[test]
+    fn a_message_without_counts_is_left_to_be_estimated() {
+        let reply = json!({"type": "message", "role": "assistant", "stop_reason": "end_turn",
+            "content": [{"type": "text", "text": "Fine."}], "usage": {}});
+        let response = parse_response(&reply.to_string(), None).expect("answer");
+        assert_eq!(response.usage, TokenUsage::unreported());
+        let reply = json!({"type": "message", "role": "assistant", "stop_reason": "end_turn",
+            "content": [{"type": "text", "text": "Fine."}], "usage": {"output_tokens": 2}});
+        let response = parse_response(&reply.to_string(), None).expect("answer");
+        assert_eq!(
+            response.usage,
+            TokenUsage { prompt_tokens: 0, completion_tokens: 2, cached_tokens: 0, estimated: false },
+            "a count the provider sent is its own"
+        );
+    }
+
+    #[test]
     fn a_spent_budget_resets_at_its_latest_reset() {
         let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
         let at = |secs: u64| {

@@ -179,6 +179,13 @@ async fn client_errors_are_classified_and_not_retried() {
             LlmErrorKind::Authentication,
         ),
         (404, json!({"error": {"message": "model not found"}}), LlmErrorKind::Other),
+        // llama.cpp's server (llama-cpp-python 0.3.36) refuses a `json_schema` response format
+        // with a 500: the same request fails again, so it is not retried.
+        (
+            500,
+            json!({"error": {"message": "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), 'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema'}", "type": "internal_server_error", "param": null, "code": null}}),
+            LlmErrorKind::SchemaUnsupported,
+        ),
     ];
     for (code, body, kind) in cases {
         let (base, script) = serve(vec![status(code, body.clone())]).await;
@@ -361,4 +368,62 @@ async fn a_streaming_request_answered_with_an_error_is_classified_as_usual() {
     let error = client(&base, fast_policy()).chat(&request).await.expect_err("an error");
     assert!(error.message.contains("400"), "{error:?}");
     assert!(seen.lock().expect("lock").is_empty());
+}
+
+#[tokio::test]
+async fn a_reply_without_usage_gets_an_estimate_streamed_or_not() {
+    let text = "The transistor replaced the vacuum tube in nearly every radio by 1960.";
+    let (base, script) = serve(vec![FakeReply::text(text).without_usage(), FakeReply::text(text).without_usage()]).await;
+    let client = client(&base, fast_policy());
+    let plain = client.chat(&request()).await.expect("chat");
+    let (request, seen) = streaming(true);
+    let streamed = client.chat(&request).await.expect("chat");
+    assert_eq!(joined(&seen, 1), text);
+    assert_eq!(script.requests()[1]["stream_options"]["include_usage"], json!(true), "it was asked for");
+    for response in [plain, streamed] {
+        let usage = response.usage;
+        assert!(usage.estimated, "marked as estimated: {usage:?}");
+        assert_eq!(usage.prompt_tokens, estimate::prompt_tokens(&request.messages, &request.tools));
+        assert_eq!(usage.completion_tokens, estimate::count(text));
+        assert!(usage.completion_tokens >= 12, "a sentence is a dozen tokens or more: {usage:?}");
+        assert!(usage.prompt_tokens > usage.completion_tokens, "the prompt holds three messages and a tool");
+        assert_eq!(usage.cached_tokens, 0);
+    }
+}
+
+#[tokio::test]
+async fn a_stream_cut_at_a_stop_sequence_is_estimated_from_what_was_kept() {
+    // The provider would send its usage after the finish, but the text stops at the stop
+    // sequence and the rest is not read.
+    let text = "Thought: look it up\nAction: calculator\nAction Input: {}\nObservation: guessed";
+    let (base, _script) = serve(vec![FakeReply::text(text)]).await;
+    let (request, _seen) = streaming(false);
+    let response = client(&base, fast_policy()).chat(&request).await.expect("chat");
+    let kept = "Thought: look it up\nAction: calculator\nAction Input: {}";
+    assert_eq!(response.content.as_deref(), Some(kept));
+    assert!(response.usage.estimated);
+    assert_eq!(response.usage.completion_tokens, estimate::count(kept));
+}
+
+#[tokio::test]
+async fn an_empty_stream_is_asked_again_without_streaming_for_the_servers_error() {
+    // llama.cpp's server answers a streamed prompt over its context window with 200 and an
+    // event stream that closes at once; unstreamed, it answers 400 with its error.
+    let too_long = json!({"error": {"message": "This model's maximum context length is 1024 tokens. However, you requested 1541 tokens (1531 in the messages, 10 in the completion). Please reduce the length of the messages or completion.",
+        "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}});
+    let (base, script) = serve(vec![FakeReply::text("unused").cut_after(0), status(400, too_long)]).await;
+    let (request, seen) = streaming(true);
+    let error = client(&base, fast_policy()).chat(&request).await.expect_err("too long");
+    assert_eq!(error.kind, LlmErrorKind::ContextWindowExceeded);
+    assert!(error.message.contains("maximum context length is 1024 tokens"), "{}", error.message);
+    let sent = script.requests();
+    assert_eq!(sent.len(), 2, "one streamed request, one without streaming, no retries");
+    assert_eq!((sent[0]["stream"].clone(), sent[1].get("stream")), (json!(true), None));
+    assert!(seen.lock().expect("lock").is_empty());
+
+    // A server that answers the second time is taken at its word.
+    let (base, _script) = serve(vec![FakeReply::text("unused").cut_after(0), ok(answer("fine"))]).await;
+    let (request, _seen) = streaming(true);
+    let response = client(&base, fast_policy()).chat(&request).await.expect("chat");
+    assert_eq!((response.content.as_deref(), response.usage.estimated), (Some("fine"), false));
 }
