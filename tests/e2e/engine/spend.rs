@@ -47,6 +47,69 @@ async fn max_tokens_stops_a_runaway_loop_on_the_reported_usage(pool: PgPool) {
     assert_eq!(out.data("llm.finished").len(), 4, "the last call's usage is journaled with the failure");
 }
 
+/// A provider that sends no usage (llama.cpp's server streams none): every call is counted by
+/// agentd's estimate, marked as such on the call and the run, and the budget binds on it.
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn a_stream_without_usage_is_estimated_and_the_budget_binds_on_it(pool: PgPool) {
+    let h = Harness::start(pool, true).await;
+    let words = "tide ".repeat(400);
+    h.fake.push((1..=20).map(|n| {
+        let mut reply = costly_call(n, 0, 0).without_usage();
+        reply.body["choices"][0]["message"]["content"] = json!(words);
+        reply
+    }));
+    let spec = crew(json!(["calculator"]), "native", json!({"agents": [{"max_iter": 20}]}));
+    let body = json!({"crew": spec, "inputs": {"topic": "tides"}, "stream": true, "max_tokens": 1000});
+    let queued = expect_json(h.app.post_json("/v1/kickoffs", &body).await, StatusCode::ACCEPTED).await;
+    let out = h.run_queued(&queued).await;
+    assert_eq!(
+        (out.run["status"].as_str(), out.run["error"]["kind"].as_str()),
+        (Some("failed"), Some("budget")),
+        "{}",
+        out.run
+    );
+    assert_eq!(h.fake.requests()[0]["stream"], json!(true));
+    let finished = out.data("llm.finished");
+    assert!(!finished.is_empty() && finished.len() < 20, "the budget stopped the loop: {} calls", finished.len());
+    let mut total = 0;
+    for data in &finished {
+        let usage = &data["usage"];
+        assert_eq!(usage["estimated"], json!(true), "{data}");
+        let completion = usage["completion_tokens"].as_i64().expect("completion");
+        // 400 words of text and the call's name and arguments.
+        assert!(completion >= 400, "{usage}");
+        total += usage["prompt_tokens"].as_i64().expect("prompt") + completion;
+    }
+    let usage = &out.run["usage"];
+    assert_eq!(usage["estimated_tokens"].as_i64(), Some(total), "{usage}");
+    assert_eq!(
+        usage["prompt_tokens"].as_i64().expect("prompt") + usage["completion_tokens"].as_i64().expect("completion"),
+        total,
+        "every figure of the run was estimated"
+    );
+    // Counted, the first call's tokens leave too little for the second call's prompt (which
+    // holds the first reply); uncounted (0), the second and third would have gone out.
+    let message = out.run["error"]["message"].as_str().expect("message");
+    assert!(
+        message.contains("the next model call would take it to") && message.contains(&format!("({total} used before it)")),
+        "{message}"
+    );
+    assert!(total > 400, "{usage}");
+}
+
+/// A provider's own figures are never marked as estimated.
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn reported_usage_is_not_marked_as_estimated(pool: PgPool) {
+    let h = Harness::start(pool, true).await;
+    h.fake.push([costly_call(1, 900, 100), FakeReply::text("done")]);
+    let out = h.run(&crew(json!(["calculator"]), "native", json!({}))).await;
+    assert_eq!(out.run["status"], "completed", "{}", out.run);
+    assert_eq!(out.run["usage"]["estimated_tokens"], 0);
+    for data in out.data("llm.finished") {
+        assert!(data["usage"].get("estimated").is_none(), "{data}");
+    }
+}
+
 #[sqlx::test(migrator = "agentd::store::MIGRATOR")]
 async fn a_budget_too_small_for_the_prompt_stops_before_the_call(pool: PgPool) {
     let h = Harness::start(pool, true).await;
