@@ -19,7 +19,6 @@ const PER_MESSAGE: u64 = 5;
 /// Tokens that begin the reply (the assistant's header the server appends to the prompt).
 const REPLY_PRIMING: u64 = 3;
 
-
 /// Fill in the usage of `response` when its provider sent none (marked `estimated`; the counts
 /// are still zero). Counting is CPU work proportional to the text, so it runs off the async
 /// workers.
@@ -38,10 +37,9 @@ pub(super) async fn complete_usage(request: &ChatRequest, response: &mut ChatRes
     let (prompt, completion) = match counted {
         Ok(counts) => counts,
         // Only a panic inside the tokenizer gets here: fall back to the cheap estimate.
-        Err(_) => (
-            request.estimated_prompt_tokens(),
-            response.content.as_ref().map_or(0, |c| c.len() as u64 / 4),
-        ),
+        Err(_) => {
+            (request.estimated_prompt_tokens(), response.content.as_ref().map_or(0, |c| c.len() as u64 / 4))
+        }
     };
     response.usage = TokenUsage {
         prompt_tokens: prompt,

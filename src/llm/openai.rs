@@ -109,16 +109,24 @@ impl OpenAiClient {
     ) -> Result<ChatResponse, Attempt> {
         let timeout = self.transport.policy().request_timeout;
         let response = self.send(url, body.clone(), timeout).await?;
-        if let (true, true, Some(sink)) = (response.status().is_success(), is_event_stream(&response), &request.deltas)
+        if let (true, true, Some(sink)) =
+            (response.status().is_success(), is_event_stream(&response), &request.deltas)
         {
             if let Some(answer) = read_stream(response, sink, attempt, &request.stop, timeout).await? {
                 return Ok(answer);
             }
             // A stream that closed without a single event: the server failed after answering
             // 200 (llama.cpp's server does, for a prompt over its context window). Asked without
-            // streaming, it answers with its error (or the reply).
-            let unstreamed = request_body(&ChatRequest { deltas: None, ..request.clone() }).map_err(Attempt::fatal)?;
-            let response = self.send(url, unstreamed, timeout).await?;
+            // streaming, it answers with its error (or the reply). The server may drop the
+            // connection it failed on as the request reuses it: a fresh one is tried once.
+            let unstreamed =
+                request_body(&ChatRequest { deltas: None, ..request.clone() }).map_err(Attempt::fatal)?;
+            let response = match self.send(url, unstreamed.clone(), timeout).await {
+                Err(failed) if failed.transient && failed.error.kind != LlmErrorKind::Timeout => {
+                    self.send(url, unstreamed, timeout).await?
+                }
+                sent => sent?,
+            };
             return read_answer(response, timeout).await;
         }
         read_answer(response, timeout).await
@@ -324,7 +332,7 @@ const MAX_STREAM_BYTES: usize = 64 * 1024 * 1024;
 /// text stops at the first stop sequence even if the provider goes on (the rest is not read), so
 /// ReAct's stop words hold for providers that ignore `stop`. A stream that ends before its
 /// finish reason or `[DONE]` was cut: a transient failure, retried like a lost connection. One
-/// that ends without any event is `None`.
+/// that ends (or breaks) before its first event is `None`.
 async fn read_stream(
     mut response: reqwest::Response,
     sink: &DeltaSink,
@@ -339,7 +347,8 @@ async fn read_stream(
         let chunk = match response.chunk().await {
             Ok(Some(chunk)) => chunk,
             Ok(None) => break,
-            Err(error) => return Err(transport_failure(error, timeout)),
+            Err(error) if any || error.is_timeout() => return Err(transport_failure(error, timeout)),
+            Err(_) => return Ok(None),
         };
         let events = reader.feed(&chunk, MAX_STREAM_BYTES).map_err(|message| Attempt {
             error: LlmError::new(LlmErrorKind::Other, format!("the provider's stream: {message}")),

@@ -373,7 +373,8 @@ async fn a_streaming_request_answered_with_an_error_is_classified_as_usual() {
 #[tokio::test]
 async fn a_reply_without_usage_gets_an_estimate_streamed_or_not() {
     let text = "The transistor replaced the vacuum tube in nearly every radio by 1960.";
-    let (base, script) = serve(vec![FakeReply::text(text).without_usage(), FakeReply::text(text).without_usage()]).await;
+    let (base, script) =
+        serve(vec![FakeReply::text(text).without_usage(), FakeReply::text(text).without_usage()]).await;
     let client = client(&base, fast_policy());
     let plain = client.chat(&request()).await.expect("chat");
     let (request, seen) = streaming(true);

@@ -118,7 +118,9 @@ impl Transport {
         let kind = classify(status, code.as_deref(), &message);
         let refused = matches!(
             kind,
-            LlmErrorKind::ContextWindowExceeded | LlmErrorKind::SchemaUnsupported | LlmErrorKind::ToolsUnsupported
+            LlmErrorKind::ContextWindowExceeded
+                | LlmErrorKind::SchemaUnsupported
+                | LlmErrorKind::ToolsUnsupported
         );
         let transient = (matches!(status.as_u16(), 408 | 409 | 429) || status.is_server_error()) && !refused;
         let mut error = LlmError::new(kind, format!("provider answered {status}: {message}"));

@@ -14,6 +14,7 @@ mod fakes;
 mod journal;
 mod kickoffs;
 mod quotas;
+mod real_model;
 mod runs;
 mod schemas;
 mod secrets;

@@ -70,7 +70,11 @@ async fn a_stream_without_usage_is_estimated_and_the_budget_binds_on_it(pool: Pg
     );
     assert_eq!(h.fake.requests()[0]["stream"], json!(true));
     let finished = out.data("llm.finished");
-    assert!(!finished.is_empty() && finished.len() < 20, "the budget stopped the loop: {} calls", finished.len());
+    assert!(
+        !finished.is_empty() && finished.len() < 20,
+        "the budget stopped the loop: {} calls",
+        finished.len()
+    );
     let mut total = 0;
     for data in &finished {
         let usage = &data["usage"];
@@ -83,7 +87,8 @@ async fn a_stream_without_usage_is_estimated_and_the_budget_binds_on_it(pool: Pg
     let usage = &out.run["usage"];
     assert_eq!(usage["estimated_tokens"].as_i64(), Some(total), "{usage}");
     assert_eq!(
-        usage["prompt_tokens"].as_i64().expect("prompt") + usage["completion_tokens"].as_i64().expect("completion"),
+        usage["prompt_tokens"].as_i64().expect("prompt")
+            + usage["completion_tokens"].as_i64().expect("completion"),
         total,
         "every figure of the run was estimated"
     );
@@ -91,7 +96,8 @@ async fn a_stream_without_usage_is_estimated_and_the_budget_binds_on_it(pool: Pg
     // holds the first reply); uncounted (0), the second and third would have gone out.
     let message = out.run["error"]["message"].as_str().expect("message");
     assert!(
-        message.contains("the next model call would take it to") && message.contains(&format!("({total} used before it)")),
+        message.contains("the next model call would take it to")
+            && message.contains(&format!("({total} used before it)")),
         "{message}"
     );
     assert!(total > 400, "{usage}");

@@ -299,7 +299,9 @@ fn usage_false_reports_none_streamed_or_not() {
     let events = crate::stream::events(&reply.body, true).expect("a completion");
     assert!(events.iter().all(|e| !e.contains("\"usage\"")), "no usage chunk even when asked: {events:?}");
     assert_eq!(events.last().map(String::as_str), Some("data: [DONE]\n\n"));
-    let wrong = serde_json::from_value::<super::spec::ScriptSpec>(json!({"rules": [{"reply": {"text": "t", "usage": "none"}}]}));
+    let wrong = serde_json::from_value::<super::spec::ScriptSpec>(
+        json!({"rules": [{"reply": {"text": "t", "usage": "none"}}]}),
+    );
     assert!(wrong.is_err(), "usage is counts or a boolean");
 }
 
