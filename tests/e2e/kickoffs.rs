@@ -22,7 +22,7 @@ async fn kickoff_persists_a_queued_run_with_its_first_event(pool: PgPool) {
     assert_eq!(run["attempt"], 0);
     assert_eq!(
         run["usage"],
-        json!({"llm_calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "cached_tokens": 0, "tool_calls": 0, "cost_usd": 0.0})
+        json!({"llm_calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "cached_tokens": 0, "estimated_tokens": 0, "tool_calls": 0, "cost_usd": 0.0})
     );
     assert_eq!(run["links"]["events"], format!("/v1/runs/{id}/events"));
     let tasks: Vec<(&str, &str)> = run["tasks"]

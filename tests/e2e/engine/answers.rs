@@ -19,7 +19,7 @@ async fn native_tool_call_then_final_answer(pool: PgPool) {
     assert_eq!((&out.run["tasks"][0]["status"], &out.run["error"]), (&json!("completed"), &Value::Null));
     assert_eq!(
         out.run["usage"],
-        json!({"llm_calls": 2, "prompt_tokens": 20, "completion_tokens": 10, "cached_tokens": 0, "tool_calls": 1, "cost_usd": 0.0})
+        json!({"llm_calls": 2, "prompt_tokens": 20, "completion_tokens": 10, "cached_tokens": 0, "estimated_tokens": 0, "tool_calls": 1, "cost_usd": 0.0})
     );
     assert_eq!(out.roles(), ["system", "user", "assistant", "tool", "user", "assistant"]);
     assert!(out.content(0).contains("You are Analyst of tides."), "{}", out.content(0));

@@ -80,7 +80,7 @@ async fn server_error_is_retried(pool: PgPool) {
     assert_eq!(requests[0], requests[1]);
     assert_eq!(
         out.run["usage"],
-        json!({"llm_calls": 1, "prompt_tokens": 10, "completion_tokens": 5, "cached_tokens": 0, "tool_calls": 0, "cost_usd": 0.0})
+        json!({"llm_calls": 1, "prompt_tokens": 10, "completion_tokens": 5, "cached_tokens": 0, "estimated_tokens": 0, "tool_calls": 0, "cost_usd": 0.0})
     );
 }
 
