@@ -5,7 +5,7 @@
 # target/llm/SmolLM2-135M-Instruct.Q4_1.gguf. Everything is pinned with hashes.
 #
 # llama-cpp-python comes as an sdist that compiles llama.cpp (about 14 minutes on 2 cores). The
-# built wheel is kept in $AGENTD_WHEEL_CACHE (default ~/.cache/agentd/wheels), outside the
+# built wheel is kept under $AGENTD_WHEEL_CACHE (default ~/.cache/agentd/wheels), outside the
 # checkout, so a clean clone (CI) installs it in seconds; it is built again only when the pin
 # changes or the cache is gone. Does nothing when everything is installed at the pinned versions;
 # fails loudly when python3 or a C++ compiler and cmake's prerequisites are missing.
@@ -16,8 +16,10 @@ here=tests/llm
 venv=target/llama-venv
 model_dir=target/llm
 model=SmolLM2-135M-Instruct.Q4_1.gguf
-cache=${AGENTD_WHEEL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/agentd/wheels}
 version=0.3.36
+# One folder per pin (llama.txt's hash), so a changed pin never picks up an old build. The build
+# is for this machine's CPU (llama.cpp's native flags): do not share the cache between machines.
+cache=${AGENTD_WHEEL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/agentd/wheels}/llama-cpp-python-$(sha256sum "$here/llama.txt" | cut -c1-12)
 
 say() { echo "tests/llm/setup.sh: $*" >&2; }
 command -v python3 >/dev/null 2>&1 || { say "python3 (3.9+, with venv) is required"; exit 1; }
