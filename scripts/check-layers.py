@@ -19,7 +19,7 @@ LAYERS = [
     ["tools"],
     ["engine"],
     ["store"],
-    ["events", "webhooks", "worker", "secrets", "retention"],
+    ["events", "webhooks", "worker", "secrets", "retention", "knowledge"],
     ["config", "service"],
     ["http"],
     ["app"],

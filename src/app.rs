@@ -15,6 +15,8 @@ use crate::domain::ValidationContext;
 use crate::engine::{Engine, EngineParts};
 use crate::events::EventBus;
 use crate::http::AppState;
+use crate::knowledge::ingest::Ingester;
+use crate::knowledge::Knowledge;
 use crate::llm::{LlmRegistry, RetryPolicy};
 use crate::metrics::Metrics;
 use crate::ratelimit::RateLimiter;
@@ -82,18 +84,25 @@ pub fn build_engine(
         limiter.clone(),
         shared,
     );
-    let outbound =
-        Outbound::new(config.tool_egress.clone(), config.tool_timeout, config.tool_max_response_bytes)
-            .map_err(|e| ServeError::Setup(format!("cannot build the tool HTTP client: {e}")))?;
     Ok(Engine::new(EngineParts {
         llms,
-        outbound: Arc::new(outbound),
+        outbound: tool_outbound(config)?,
         limiter,
         metrics,
         limits: config.run_limits,
         secrets: vault,
         deltas: Some(crate::events::deltas::DeltaRelay::start(store.clone())),
+        knowledge: Some(Arc::new(Knowledge::new(store.clone()))),
     }))
+}
+
+/// The guarded HTTP client of tools (and of documents fetched by URL), with the tools' egress
+/// policy, timeout and response size limit.
+pub fn tool_outbound(config: &Config) -> Result<Arc<Outbound>, ServeError> {
+    let outbound =
+        Outbound::new(config.tool_egress.clone(), config.tool_timeout, config.tool_max_response_bytes)
+            .map_err(|e| ServeError::Setup(format!("cannot build the tool HTTP client: {e}")))?;
+    Ok(Arc::new(outbound))
 }
 
 /// Apply migrations, retrying while the database is starting (up to `patience`).
@@ -149,6 +158,8 @@ pub struct App {
     workers: Option<WorkerPool>,
     /// The webhook deliverer (with a signing key).
     deliverer: Option<Deliverer>,
+    /// The knowledge bases' document ingester (a role that runs workers).
+    ingester: Option<Ingester>,
 }
 
 impl App {
@@ -157,12 +168,14 @@ impl App {
         let config = Arc::new(config);
         let metrics = Arc::new(Metrics::default());
         let vault = Arc::new(Vault::new(store.clone(), config.secrets_key.clone()));
-        let workers = match config.role.runs_workers() {
+        let (workers, ingester) = match config.role.runs_workers() {
             true => {
                 let engine = build_engine(&config, &store, vault.clone(), metrics.clone())?;
-                Some(WorkerPool::new(store.clone(), Arc::new(engine), worker_settings(&config)))
+                let pool = WorkerPool::new(store.clone(), Arc::new(engine), worker_settings(&config));
+                let ingester = Ingester::new(store.clone(), tool_outbound(&config)?, config.lease);
+                (Some(pool), Some(ingester))
             }
-            false => None,
+            false => (None, None),
         };
         let deliverer = match &config.webhooks.key {
             Some(key) => Some(
@@ -183,6 +196,7 @@ impl App {
                 validation_context(&config),
                 Vault::clone(&vault),
                 Arc::new(config.webhooks.clone()),
+                Arc::new(config.tool_egress.clone()),
             ),
             store: store.clone(),
             config: config.clone(),
@@ -190,19 +204,20 @@ impl App {
             metrics: metrics.clone(),
             shutdown: shutdown.clone(),
         });
-        Ok(Self { config, store, metrics, shutdown, api, workers, deliverer })
+        Ok(Self { config, store, metrics, shutdown, api, workers, deliverer, ingester })
     }
 
     /// Run until the shutdown signal: the worker pool, the deliverer and the pruner, and the API
     /// on `listener` (the production accept loop, with its connection cap and timeouts); then let
     /// each drain within the grace period.
     pub async fn run(self, listener: Option<tokio::net::TcpListener>) -> Result<(), ServeError> {
-        let Self { config, store, metrics, shutdown, api, workers, deliverer } = self;
+        let Self { config, store, metrics, shutdown, api, workers, deliverer, ingester } = self;
         let workers = workers.map(|pool| {
             tracing::info!(slots = config.workers, lease_s = config.lease.as_secs(), "worker pool started");
             tokio::spawn(pool.run(shutdown.clone()))
         });
         let deliverer = deliverer.map(|deliverer| tokio::spawn(deliverer.run(shutdown.clone())));
+        let ingester = ingester.map(|ingester| tokio::spawn(ingester.run(shutdown.clone())));
         let pruner = config.retention.map(|keep| {
             let settings = crate::retention::RetentionSettings::keeping(keep);
             tokio::spawn(crate::retention::run(store.clone(), settings, metrics.clone(), shutdown.clone()))
@@ -225,6 +240,9 @@ impl App {
         }
         if let Some(deliverer) = deliverer {
             let _ = deliverer.await;
+        }
+        if let Some(ingester) = ingester {
+            let _ = ingester.await;
         }
         served
     }

@@ -113,6 +113,8 @@ pub struct Config {
     pub tool_timeout: std::time::Duration,
     /// Longest tool response handed to a model, in bytes.
     pub tool_max_response_bytes: usize,
+    /// Largest document uploaded to a knowledge base.
+    pub max_document_bytes: usize,
     /// Time allowed for one LLM request.
     pub llm_timeout: std::time::Duration,
     /// Attempts per LLM call (transient failures are retried).
@@ -185,6 +187,7 @@ impl Config {
                 .map_err(setting("allow_private_tool_hosts"))?,
             tool_timeout: secs(s.tool_timeout_s),
             tool_max_response_bytes: s.tool_max_response_bytes as usize,
+            max_document_bytes: s.max_document_bytes as usize,
             llm_timeout: secs(s.llm_timeout_s),
             llm_max_attempts: s.llm_max_attempts,
             role: s.role,

@@ -11,6 +11,7 @@ pub mod events;
 /// The fake model (the `agentd-fake-llm` crate).
 pub use agentd_fake_llm as fake_llm;
 pub mod http;
+pub mod knowledge;
 pub mod llm;
 pub mod local_postgres;
 pub mod metrics;

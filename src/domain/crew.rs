@@ -5,6 +5,8 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 use serde_json::Value;
+
+use super::knowledge::KnowledgeRef;
 use utoipa::ToSchema;
 
 /// Default `max_iter` of an agent, as in CrewAI.
@@ -68,6 +70,11 @@ pub struct CrewSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(exclusive_minimum = 0, maximum = 1000000)]
     pub max_cost_usd: Option<f64>,
+    /// Knowledge bases of the tenant (`POST /v1/knowledge`) whose hits every task's prompt
+    /// receives: the prompt is the query, the hits are appended as "Relevant Knowledge". By name
+    /// or `{"name", "k", "min_score"}` (at most 20).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub knowledge: Vec<KnowledgeRef>,
 }
 
 /// How tasks are executed.
@@ -109,6 +116,10 @@ pub struct AgentSpec {
     pub tool_calling: ToolCalling,
     #[serde(default)]
     pub allow_delegation: bool,
+    /// Knowledge bases whose hits this agent's task prompts receive (besides the crew's), by
+    /// name or `{"name", "k", "min_score"}`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub knowledge: Vec<KnowledgeRef>,
 }
 
 fn default_max_iter() -> u32 {
@@ -535,6 +546,15 @@ pub enum HttpMethod {
 
 impl CrewSpec {
     /// The agent with this name.
+    /// Every knowledge base the crew and its agents name, with the path of each reference.
+    pub fn knowledge_refs(&self) -> Vec<(String, &KnowledgeRef)> {
+        let crew = self.knowledge.iter().enumerate().map(|(i, r)| (format!("knowledge[{i}]"), r));
+        let agents = self.agents.iter().enumerate().flat_map(|(a, agent)| {
+            agent.knowledge.iter().enumerate().map(move |(i, r)| (format!("agents[{a}].knowledge[{i}]"), r))
+        });
+        crew.chain(agents).collect()
+    }
+
     pub fn agent(&self, name: &str) -> Option<&AgentSpec> {
         self.agents.iter().find(|agent| agent.name == name)
     }

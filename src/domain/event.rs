@@ -67,6 +67,8 @@ events! {
     /// A worker claimed the run.
     RunStarted(RunStarted) = "run.started",
     TaskStarted(TaskStarted) = "task.started",
+    /// A task's prompt was given the hits of a knowledge base (its crew's or agent's).
+    KnowledgeRetrieved(KnowledgeRetrieved) = "knowledge.retrieved",
     LlmStarted(LlmStarted) = "llm.started",
     LlmFinished(LlmFinished) = "llm.finished",
     AgentThought(AgentThought) = "agent.thought",
@@ -151,6 +153,22 @@ pub struct RunStarted {
 pub struct TaskStarted {
     pub task: String,
     pub agent: String,
+}
+
+/// What one knowledge base gave a task's prompt.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct KnowledgeRetrieved {
+    pub task: String,
+    pub base: String,
+    /// Best first (none: the base had nothing for the prompt).
+    pub hits: Vec<RetrievedChunk>,
+}
+
+/// A chunk a task's prompt was given.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct RetrievedChunk {
+    pub chunk_id: uuid::Uuid,
+    pub score: f64,
 }
 
 /// Why a model is asked, beside an agent's own turns.

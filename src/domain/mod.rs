@@ -9,6 +9,7 @@ pub mod field;
 pub mod ids;
 pub mod interpolate;
 pub mod kickoff;
+pub mod knowledge;
 pub mod limits;
 pub mod run;
 pub mod schema;

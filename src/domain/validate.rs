@@ -67,6 +67,9 @@ const MAX_RUN_TOKENS: u64 = 1_000_000_000_000;
 /// The largest run cost budget (`max_cost_usd`).
 const MAX_RUN_COST_USD: f64 = 1_000_000.0;
 
+/// Knowledge bases one crew or agent may name.
+pub const MAX_KNOWLEDGE_REFS: usize = 20;
+
 /// Check a whole crew spec; `Ok` or every violation found.
 pub fn validate_crew(crew: &CrewSpec, ctx: &ValidationContext) -> Result<(), Vec<FieldError>> {
     let mut v = Validator { ctx, errors: Vec::new(), mcp: Vec::new() };
@@ -150,6 +153,31 @@ impl Validator<'_> {
         self.errors.push(FieldError::new(field, message));
     }
 
+    /// The crew's and agents' knowledge references: well formed, at most
+    /// [`MAX_KNOWLEDGE_REFS`] per list, no base twice in one list.
+    fn knowledge(&mut self, crew: &CrewSpec) {
+        let lists = std::iter::once(("knowledge".to_owned(), &crew.knowledge)).chain(
+            crew.agents.iter().enumerate().map(|(i, a)| (format!("agents[{i}].knowledge"), &a.knowledge)),
+        );
+        for (path, list) in lists {
+            if list.len() > MAX_KNOWLEDGE_REFS {
+                self.error(path.clone(), format!("at most {MAX_KNOWLEDGE_REFS} knowledge bases"));
+                continue;
+            }
+            for (i, reference) in list.iter().enumerate() {
+                if let Err((field, message)) = reference.resolved().check() {
+                    let field = match reference {
+                        crate::domain::knowledge::KnowledgeRef::Name(_) => format!("{path}[{i}]"),
+                        crate::domain::knowledge::KnowledgeRef::Detailed(_) => format!("{path}[{i}].{field}"),
+                    };
+                    self.error(field, message);
+                } else if list[..i].iter().any(|earlier| earlier.name() == reference.name()) {
+                    self.error(format!("{path}[{i}]"), format!("knowledge base '{}' is named twice", reference.name()));
+                }
+            }
+        }
+    }
+
     fn crew(&mut self, crew: &CrewSpec) {
         if let Err(message) = check_crew_name(&crew.name) {
             self.error("name", message);
@@ -166,6 +194,7 @@ impl Validator<'_> {
         }
         self.positive(crew.max_rpm, "max_rpm");
         self.errors.extend(budget_errors(crew.max_tokens, crew.max_cost_usd));
+        self.knowledge(crew);
         if let Some(llm) = &crew.planning_llm {
             self.llm(llm, "planning_llm");
         }

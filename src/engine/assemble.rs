@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
+use super::knowledge::{self, KnowledgeSource, SearchKnowledge};
 use super::mcp::McpRun;
 use super::prompts;
 use super::schemas::RunSchemas;
@@ -22,7 +23,7 @@ use crate::llm::{provider_key, LlmRegistry, ResolvedModel};
 use crate::ratelimit::Limit;
 use crate::tools::http::{HttpTool, Outbound};
 use crate::tools::secrets::SecretSource;
-use crate::tools::Tool;
+use crate::tools::{Tool, SEARCH_KNOWLEDGE};
 
 /// The name the manager of the hierarchical process goes by in events and the journal.
 pub(super) const MANAGER: &str = "manager";
@@ -41,6 +42,10 @@ pub(super) struct Assembler<'a> {
     pub rate_key: &'a str,
     /// The run's schemas, compiled once.
     pub schemas: &'a RunSchemas,
+    /// Where the run's knowledge bases are searched (none: the server has no knowledge).
+    pub knowledge: Option<&'a Arc<dyn KnowledgeSource>>,
+    /// The run's tenant, whose knowledge bases it searches.
+    pub tenant: &'a str,
 }
 
 impl Assembler<'_> {
@@ -70,7 +75,7 @@ impl Assembler<'_> {
     ) -> Result<AgentTurn, EngineError> {
         let fill = |text: &str| interpolate(text, self.inputs);
         let model = self.resolve(agent.llm.as_ref())?;
-        let mut entries = self.tool_entries(task.tools.as_ref().unwrap_or(&agent.tools))?;
+        let mut entries = self.tool_entries(task, task.tools.as_ref().unwrap_or(&agent.tools))?;
         if agent.allow_delegation {
             entries.extend(delegation_tools(
                 self.crew.agents.iter().filter(|a| a.name != agent.name),
@@ -183,10 +188,19 @@ impl Assembler<'_> {
     }
 
     /// The named tools: built-ins, the crew's HTTP tools (with the crew's options) and MCP tools.
-    fn tool_entries(&self, names: &[String]) -> Result<Vec<ToolEntry>, EngineError> {
+    fn tool_entries(&self, task: &TaskSpec, names: &[String]) -> Result<Vec<ToolEntry>, EngineError> {
         let mut entries = Vec::new();
         for name in names {
-            if let Some(mcp) = self.mcp.entries(name) {
+            if name == SEARCH_KNOWLEDGE {
+                if let Some(source) = self.knowledge {
+                    let bases = knowledge::bases_of(self.crew, task);
+                    let tool: Arc<dyn Tool> = Arc::new(SearchKnowledge::new(source.clone(), self.tenant, bases));
+                    entries.push(ToolEntry {
+                        requires_approval: self.crew.requires_approval.contains(name),
+                        ..ToolEntry::plain(tool, SearchKnowledge::schema())
+                    });
+                }
+            } else if let Some(mcp) = self.mcp.entries(name) {
                 entries.extend(mcp);
             } else if let Some(spec) = self.crew.tools.iter().find(|t| &t.name == name) {
                 let tool: Arc<dyn Tool> =

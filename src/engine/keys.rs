@@ -9,6 +9,7 @@
 //! | `<conversation>#<iteration>/guardrail` | the guardrail judge's conversation about that reply |
 //! | `<conversation>#plan` | the planner's conversation |
 //! | `<conversation>#step-<n>` | step `n` (from 1) of a planned task |
+//! | `<task>#knowledge` | what the task's knowledge bases gave its prompt |
 
 /// A native tool call, by the provider's call id.
 pub fn native_call(conversation: &str, iteration: u32, call_id: &str) -> String {
@@ -35,6 +36,11 @@ pub fn step(conversation: &str, number: usize) -> String {
     format!("{conversation}#step-{number}")
 }
 
+/// The knowledge a task's prompt was given.
+pub fn knowledge(task: &str) -> String {
+    format!("{task}#knowledge")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -47,5 +53,6 @@ mod tests {
         assert_eq!(guardrail("t", 1), "t#1/guardrail");
         assert_eq!(plan("t"), "t#plan");
         assert_eq!(step("t#2/c", 4), "t#2/c#step-4");
+        assert_eq!(knowledge("t"), "t#knowledge");
     }
 }

@@ -198,7 +198,7 @@ fn unavailable(name: &str, error: String) -> ToolEntry {
 }
 
 /// `{"type": "object"}`, compiled once.
-fn object_schema() -> CompiledSchema {
+pub(super) fn object_schema() -> CompiledSchema {
     static OBJECT: std::sync::LazyLock<CompiledSchema> = std::sync::LazyLock::new(|| {
         CompiledSchema::compile(&json!({"type": "object"})).expect("a constant schema compiles")
     });

@@ -27,6 +27,7 @@ mod effects;
 pub mod guardrail;
 pub mod journal;
 pub mod keys;
+pub mod knowledge;
 mod mcp;
 pub mod plan;
 mod process;

@@ -9,7 +9,7 @@ use super::assemble::{Assembler, MANAGER};
 use super::journal::{RunChange, Step, TaskChange};
 use super::mcp::McpRun;
 use super::turn::AgentTurn;
-use super::{agent, plan, Context, EngineError};
+use super::{agent, knowledge, plan, Context, EngineError};
 use crate::domain::crew::{CrewSpec, TaskSpec};
 use crate::domain::event::{TaskAnswered, TaskCompleted, TaskFailed, TaskStarted};
 use crate::domain::{ErrorKind, EventData, TaskOutput, TaskStatus};
@@ -56,13 +56,13 @@ pub(super) async fn perform_tasks(
         };
         let fresh = record.is_none_or(|t| t.status == TaskStatus::Pending);
         if task.async_execution {
-            running.push((index, Box::pin(perform_alone(performer, task, agent, fresh, ctx))));
+            running.push((index, Box::pin(perform_alone(assembler, performer, task, agent, fresh, ctx))));
             continue;
         }
         if fresh {
             start(task, &agent, pending);
         }
-        outputs[index] = Some(perform(performer, task, &agent, ctx, pending).await?);
+        outputs[index] = Some(perform(assembler, performer, task, &agent, ctx, pending).await?);
         finished = ordered_outputs(crew, &outputs);
     }
     settle(&mut running, &mut outputs, ctx, pending).await?;
@@ -87,6 +87,28 @@ async fn discover_servers(
     Ok(())
 }
 
+/// `turn` with the "Relevant Knowledge" of its task's bases appended to its prompt (none: as it
+/// is). Boxed: only crews with knowledge pay for the search's future.
+async fn with_knowledge(
+    assembler: &Assembler<'_>,
+    mut turn: AgentTurn,
+    task: &TaskSpec,
+    ctx: &Context<'_>,
+    pending: &mut Step,
+) -> Result<AgentTurn, EngineError> {
+    let bases = knowledge::bases_of(assembler.crew, task);
+    if bases.is_empty() {
+        return Ok(turn);
+    }
+    let (source, name, agent) = (assembler.knowledge, &task.name, turn.agent.clone());
+    let section =
+        Box::pin(knowledge::recall(source, &bases, name, &agent, &turn.task_prompt, ctx, pending)).await?;
+    if let Some(section) = section {
+        turn.task_prompt = knowledge::with_knowledge(&turn.task_prompt, &section);
+    }
+    Ok(turn)
+}
+
 /// Journal a task's start.
 fn start(task: &TaskSpec, agent: &str, pending: &mut Step) {
     pending.tasks.push(TaskChange::Started { task: task.name.clone() });
@@ -96,6 +118,7 @@ fn start(task: &TaskSpec, agent: &str, pending: &mut Step) {
 
 /// Perform an async task with its own journal steps, committing its end itself.
 async fn perform_alone(
+    assembler: &Assembler<'_>,
     performer: Result<AgentTurn, EngineError>,
     task: &TaskSpec,
     agent: String,
@@ -106,7 +129,7 @@ async fn perform_alone(
     if fresh {
         start(task, &agent, &mut pending);
     }
-    let result = perform(performer, task, &agent, ctx, &mut pending).await;
+    let result = perform(assembler, performer, task, &agent, ctx, &mut pending).await;
     ctx.commit(&mut pending).await?;
     result
 }
@@ -139,14 +162,20 @@ fn ordered_outputs(crew: &CrewSpec, outputs: &[Option<TaskOutput>]) -> Vec<(Stri
         .collect()
 }
 
-/// One task by its performer (by plan, or straight through the agent loop), journaling its end.
+/// One task by its performer (by plan, or straight through the agent loop), its prompt given
+/// what its knowledge bases hold, journaling its end.
 async fn perform(
+    assembler: &Assembler<'_>,
     performer: Result<AgentTurn, EngineError>,
     task: &TaskSpec,
     agent: &str,
     ctx: &Context<'_>,
     pending: &mut Step,
 ) -> Result<TaskOutput, EngineError> {
+    let performer = match performer {
+        Ok(turn) => with_knowledge(assembler, turn, task, ctx, pending).await,
+        Err(error) => Err(error),
+    };
     let result = match performer {
         Ok(turn) => match &turn.plan {
             Some(options) => Box::pin(plan::execute(&turn, options, ctx, pending)).await,

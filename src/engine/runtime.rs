@@ -10,6 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::assemble::Assembler;
 use super::delegation::Team;
+use super::knowledge::KnowledgeSource;
 use super::journal::{Journal, JournalError, RunChange, Snapshot, Step, TaskRecord};
 use super::mcp::McpRun;
 use super::process;
@@ -41,6 +42,8 @@ pub struct Engine {
     secrets: Arc<dyn SecretStore>,
     /// Where streaming runs' replies go as they arrive (none: runs do not stream).
     deltas: Option<Arc<dyn DeltaPublisher>>,
+    /// Where runs search their tenant's knowledge bases (none: crews cannot use knowledge).
+    knowledge: Option<Arc<dyn KnowledgeSource>>,
 }
 
 /// What an engine is built from: the shared handles the composition root ([`crate::app`]) hands
@@ -59,6 +62,8 @@ pub struct EngineParts {
     pub secrets: Arc<dyn SecretStore>,
     /// Where streaming runs' replies go as they arrive (none: runs do not stream).
     pub deltas: Option<Arc<dyn DeltaPublisher>>,
+    /// Where runs search their tenant's knowledge bases (none: crews cannot use knowledge).
+    pub knowledge: Option<Arc<dyn KnowledgeSource>>,
 }
 
 impl EngineParts {
@@ -73,16 +78,17 @@ impl EngineParts {
             limits: RunLimits::default(),
             secrets: Arc::new(NoSecrets),
             deltas: None,
+            knowledge: None,
         }
     }
 }
 
 impl Engine {
     pub fn new(parts: EngineParts) -> Self {
-        let EngineParts { llms, outbound, limiter, metrics, limits, secrets, deltas } = parts;
+        let EngineParts { llms, outbound, limiter, metrics, limits, secrets, deltas, knowledge } = parts;
         let builtins = builtin::instantiate(outbound.clone());
         let schemas = Arc::new(SharedSchemas::compile(&builtins));
-        Self { llms, builtins, schemas, outbound, limiter, metrics, limits, secrets, deltas }
+        Self { llms, builtins, schemas, outbound, limiter, metrics, limits, secrets, deltas, knowledge }
     }
 
     /// Where the engine records its metrics.
@@ -152,6 +158,8 @@ impl Engine {
             inputs,
             rate_key: &rate_key,
             schemas: &schemas,
+            knowledge: self.knowledge.as_ref(),
+            tenant: journal.tenant(),
         };
         let team = Team { assembler: &assembler };
         let (limiter, metrics) = (self.limiter.as_ref(), self.metrics.as_ref());

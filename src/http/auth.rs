@@ -135,7 +135,11 @@ pub fn audited_action(method: &Method, path: &str) -> Option<String> {
     if path.starts_with("kickoffs") {
         return None;
     }
-    let segments: Vec<&str> = path.split('/').collect();
+    let mut segments: Vec<&str> = path.split('/').collect();
+    if segments.get(2) == Some(&"documents") {
+        // A knowledge base's documents are their own kind (`document.create`, `document.delete`).
+        segments.drain(..2);
+    }
     let kind = segments.first()?.trim_end_matches('s');
     let verb = match segments.last() {
         Some(last) if segments.len() > 1 && !last.starts_with('{') => (*last).to_owned(),
@@ -164,7 +168,9 @@ pub fn required_scope(method: &Method, path: &str) -> Option<Scope> {
         "/audit" => Scope::Manage,
         p if p.starts_with("/keys") || p.starts_with("/tenants") => Scope::Admin,
         p if p.starts_with("/webhooks") => Scope::Manage,
-        p if (p.starts_with("/crews") || p.starts_with("/secrets")) && !reads => Scope::Manage,
+        p if (p.starts_with("/crews") || p.starts_with("/secrets") || p.starts_with("/knowledge")) && !reads => {
+            Scope::Manage
+        }
         _ if reads => Scope::Read,
         _ => return None,
     };
@@ -210,6 +216,9 @@ mod tests {
         assert_eq!(scope(Method::POST, "/v1/keys"), Some(Scope::Admin));
         assert_eq!(scope(Method::GET, "/v1/tenants"), Some(Scope::Admin));
         assert_eq!(scope(Method::GET, "/healthz"), None);
+        assert_eq!(scope(Method::GET, "/v1/knowledge/{name}/search"), Some(Scope::Read));
+        assert_eq!(scope(Method::POST, "/v1/knowledge/{name}/documents"), Some(Scope::Manage));
+        assert_eq!(scope(Method::DELETE, "/v1/knowledge/{name}"), Some(Scope::Manage));
     }
 
     #[test]
@@ -217,6 +226,10 @@ mod tests {
         use super::audited_action;
         let action = |method: Method, path: &str| audited_action(&method, path);
         assert_eq!(action(Method::PUT, "/v1/secrets/{name}").as_deref(), Some("secret.put"));
+        assert_eq!(action(Method::POST, "/v1/knowledge").as_deref(), Some("knowledge.create"));
+        assert_eq!(action(Method::DELETE, "/v1/knowledge/{name}").as_deref(), Some("knowledge.delete"));
+        assert_eq!(action(Method::POST, "/v1/knowledge/{name}/documents").as_deref(), Some("document.create"));
+        assert_eq!(action(Method::DELETE, "/v1/knowledge/{name}/documents/{id}").as_deref(), Some("document.delete"));
         assert_eq!(action(Method::DELETE, "/v1/keys/{id}").as_deref(), Some("key.delete"));
         assert_eq!(action(Method::PATCH, "/v1/tenants/{name}").as_deref(), Some("tenant.update"));
         assert_eq!(action(Method::POST, "/v1/runs/{id}/cancel").as_deref(), Some("run.cancel"));

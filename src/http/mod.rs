@@ -11,6 +11,7 @@ pub mod events;
 mod examples;
 pub mod extract;
 pub mod kickoffs;
+pub mod knowledge;
 pub mod runs;
 pub mod secrets;
 pub mod server;
@@ -49,6 +50,7 @@ pub use state::AppState;
         (name = "events", description = "Run event logs"),
         (name = "crews", description = "Registered crews"),
         (name = "tools", description = "Built-in tools"),
+        (name = "knowledge", description = "Knowledge bases: documents crews retrieve from"),
         (name = "secrets", description = "Stored secrets crews reference in tool headers and queries"),
         (name = "webhooks", description = "Endpoints that receive run events, signed (Standard Webhooks), and their deliveries"),
         (name = "access", description = "Tenants and API keys (admin)"),
@@ -86,6 +88,11 @@ fn v1_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(crews::put_crew, crews::get_crew, crews::delete_crew))
         .routes(routes!(crews::crew_inputs))
         .routes(routes!(tools::list_tools))
+        .routes(routes!(knowledge::create_knowledge_base, knowledge::list_knowledge_bases))
+        .routes(routes!(knowledge::get_knowledge_base, knowledge::delete_knowledge_base))
+        .routes(routes!(knowledge::post_document, knowledge::list_documents))
+        .routes(routes!(knowledge::get_document, knowledge::delete_document))
+        .routes(routes!(knowledge::search))
         .routes(routes!(secrets::list_secrets))
         .routes(routes!(secrets::put_secret, secrets::delete_secret))
         .routes(routes!(webhooks::create_webhook, webhooks::list_webhooks))

@@ -46,6 +46,7 @@ impl Services {
                 let run = prepare_run(crew, inputs, metadata, request.timeout_s, tenant, &self.validation);
                 let run = with_budget(budget, run).map_err(ServiceError::Invalid)?;
                 self.check_secrets_exist(tenant, &run.crew, "crew.").await?;
+                self.check_knowledge_exists(tenant, &run.crew, "crew.").await?;
                 self.admit(tenant, 1).await?;
                 let mut runs = [run];
                 self.attach_webhooks(&request.webhooks, &mut runs).await?;
@@ -83,6 +84,7 @@ impl Services {
         let mut runs: Vec<NewRun> = with_budget(budget, runs).map_err(ServiceError::Invalid)?;
         if let Some(first) = runs.first() {
             self.check_secrets_exist(tenant, &first.crew, "crew.").await?;
+            self.check_knowledge_exists(tenant, &first.crew, "crew.").await?;
         }
         self.admit(tenant, runs.len()).await?;
         self.attach_webhooks(&request.webhooks, &mut runs).await?;

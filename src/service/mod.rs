@@ -8,6 +8,7 @@ mod access;
 mod approval;
 mod crews;
 mod kickoffs;
+mod knowledge;
 mod ops;
 mod runs;
 mod secrets;
@@ -17,6 +18,7 @@ use std::sync::Arc;
 
 pub use access::{issue_key, CreatedKey, KEY_CACHE_TTL};
 pub use kickoffs::Kicked;
+pub use knowledge::{Upload, MAX_QUERY_BYTES};
 pub use ops::StoredGauges;
 pub use runs::{no_run, RunPage};
 pub use secrets::check_secret_name;
@@ -24,11 +26,13 @@ pub use webhooks::WithSecret;
 
 /// What the use cases answer with, from the store: the HTTP edge names them from here.
 pub use crate::store::{
-    CrewRecord, Delivery, KeyRecord, Message, SecretInfo, TenantRecord, ToolCall, ToolCallStatus,
-    UpsertOutcome, WebhookEndpoint,
+    CrewRecord, Delivery, KeyRecord, KnowledgeBase, KnowledgeDocument, Message, Posted, SecretInfo,
+    TenantRecord, ToolCall, ToolCallStatus, UpsertOutcome, WebhookEndpoint,
 };
 
 use crate::domain::{FieldError, ValidationContext};
+use crate::knowledge::Knowledge;
+use crate::outbound::egress::EgressPolicy;
 use crate::secrets::Vault;
 use crate::store::{Store, StoreError};
 use crate::webhooks::WebhookSettings;
@@ -46,6 +50,10 @@ pub struct Services {
     keys: Arc<access::KeyCache>,
     /// What this replica knows of tenants' quotas, for a second at a time.
     quotas: Arc<access::QuotaCache>,
+    /// Searches knowledge bases.
+    knowledge: Knowledge,
+    /// Where documents posted by URL may be fetched from (the tools' policy).
+    tool_egress: Arc<EgressPolicy>,
 }
 
 impl Services {
@@ -54,9 +62,12 @@ impl Services {
         validation: ValidationContext,
         vault: Vault,
         webhook_settings: Arc<WebhookSettings>,
+        tool_egress: Arc<EgressPolicy>,
     ) -> Self {
         let (keys, quotas) = (Arc::default(), Arc::default());
-        Self { store, validation: Arc::new(validation), vault, webhook_settings, keys, quotas }
+        let knowledge = Knowledge::new(store.clone());
+        let validation = Arc::new(validation);
+        Self { store, validation, vault, webhook_settings, keys, quotas, knowledge, tool_egress }
     }
 
     /// What crew specs are checked against: built-in tools, configured providers.

@@ -62,6 +62,7 @@ pub struct Settings {
     pub allow_private_tool_hosts: String,
     pub tool_timeout_s: u64,
     pub tool_max_response_bytes: u64,
+    pub max_document_bytes: u64,
     pub max_agents: u32,
     pub max_tasks: u32,
     pub max_tools: u32,
@@ -107,6 +108,7 @@ impl Default for Settings {
             allow_private_tool_hosts: String::new(),
             tool_timeout_s: 30,
             tool_max_response_bytes: 64 * 1024,
+            max_document_bytes: 10 * 1024 * 1024,
             max_agents: crew.max_agents as u32,
             max_tasks: crew.max_tasks as u32,
             max_tools: crew.max_tools as u32,
@@ -347,8 +349,10 @@ pub const SETTINGS: &[Setting] = &[
         "Seconds one http_request tool call may take (crew HTTP tools set their own timeout_ms)",
     )
     .range(1, 3600),
-    Setting::new("tool_max_response_bytes", "Longest tool response handed to a model, in bytes")
+    Setting::new("tool_max_response_bytes", "Longest tool response handed to a model, in bytes (also the largest document fetched by URL into a knowledge base)")
         .range(256, 16_777_216),
+    Setting::new("max_document_bytes", "Largest document uploaded to a knowledge base (multipart), in bytes (more: 413)")
+        .range(1024, 268_435_456),
     Setting::new("max_agents", "Agents a crew may have (more: 422 at kickoff)").range(1, 100_000),
     Setting::new("max_tasks", "Tasks a crew may have (more: 422 at kickoff)").range(1, 100_000),
     Setting::new("max_tools", "Tools a crew may declare, and an agent or a task may name (more: 422 at kickoff)")

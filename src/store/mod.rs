@@ -11,6 +11,7 @@ mod crews;
 mod events;
 mod group;
 mod journal;
+mod knowledge;
 mod lease;
 mod listen;
 mod pause;
@@ -38,6 +39,10 @@ pub use events::LoggedEvent;
 use group::Group;
 pub use group::GroupStats;
 pub use journal::{Message, ToolCall, ToolCallStatus};
+pub use knowledge::{
+    Ingested, KnowledgeBase, KnowledgeDocument, LeasedDocument, NewBase, NewChunk, NewDocument, Posted,
+    KNOWLEDGE_CHANNEL,
+};
 pub use lease::{CancelOutcome, Lease, Recovered};
 pub use listen::{
     Listened, Notification, CANCEL_CHANNEL, DELTAS_CHANNEL, EVENTS_CHANNEL, RUNS_CHANNEL, WEBHOOKS_CHANNEL,

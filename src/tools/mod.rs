@@ -132,8 +132,27 @@ pub fn builtin_tools() -> Vec<ToolInfo> {
             }),
             idempotent: false,
         },
+        ToolInfo {
+            name: SEARCH_KNOWLEDGE.into(),
+            description: "Search the knowledge bases (the team's documents) for passages about a \
+                          question, best first."
+                .into(),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string", "description": "What to look for, in your own words"},
+                    "base": {"type": "string", "description": "The knowledge base to search (all of yours when left out)"},
+                    "k": {"type": "integer", "minimum": 1, "maximum": 50, "description": "How many passages (default 5)"}
+                },
+                "required": ["query"]
+            }),
+            idempotent: true,
+        },
     ]
 }
+
+/// The built-in tool that searches the run's knowledge bases (made per run by the engine).
+pub const SEARCH_KNOWLEDGE: &str = "search_knowledge";
 
 /// The names of the built-in tools.
 pub fn builtin_tool_names() -> Vec<String> {

@@ -1,0 +1,193 @@
+//! The ingester every replica runs: it leases pending documents (like runs: a lease renewed every
+//! third of its length, fenced by the attempt), fetches a URL's content through the tools' egress
+//! guard, extracts the text, cuts it into chunks and writes them with the document's `ready` in
+//! one transaction, so a search never sees half a document. A replica killed mid-ingestion leaves
+//! its lease to expire and another takes the document from the start; one interrupted
+//! [`MAX_ATTEMPTS`] times fails.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use reqwest::Method;
+use tokio::sync::{Notify, Semaphore};
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use super::chunk::chunk;
+use super::extract::{extract, media_type_of_name, normalize_media_type};
+use crate::domain::knowledge::DocumentSource;
+use crate::outbound::describe;
+use crate::store::{Ingested, LeasedDocument, Listened, Store, KNOWLEDGE_CHANNEL};
+use crate::tools::http::Outbound;
+
+/// Documents ingested at once per replica.
+const CONCURRENCY: usize = 2;
+/// How often pending documents are looked for without a notification.
+const POLL: Duration = Duration::from_secs(1);
+/// Leases of one document before it is failed (each a crash or a lost lease mid-ingestion).
+pub const MAX_ATTEMPTS: i32 = 5;
+
+/// Ingests documents until stopped.
+pub struct Ingester {
+    store: Store,
+    outbound: Arc<Outbound>,
+    lease: Duration,
+}
+
+impl Ingester {
+    /// An ingester fetching URLs through `outbound` (the tools' egress guard, size and time
+    /// limits), leasing documents for `lease`.
+    pub fn new(store: Store, outbound: Arc<Outbound>, lease: Duration) -> Self {
+        Self { store, outbound, lease }
+    }
+
+    /// Ingest until `stop`; a document in progress then is left to its lease (another replica,
+    /// or this one after a restart, takes it again).
+    pub async fn run(self, stop: CancellationToken) {
+        let this = Arc::new(self);
+        let wake = Arc::new(Notify::new());
+        tokio::spawn(listen(this.store.clone(), wake.clone(), stop.clone()));
+        let slots = Arc::new(Semaphore::new(CONCURRENCY));
+        let mut tasks = JoinSet::new();
+        while !stop.is_cancelled() {
+            let free = slots.available_permits();
+            if free > 0 {
+                match this.store.lease_documents(free as i64, this.lease).await {
+                    Ok(documents) => {
+                        for document in documents {
+                            let Ok(permit) = slots.clone().try_acquire_owned() else { break };
+                            let (this, stop) = (this.clone(), stop.clone());
+                            tasks.spawn(async move {
+                                this.ingest(document, &stop).await;
+                                drop(permit);
+                            });
+                        }
+                    }
+                    Err(error) => tracing::warn!(%error, "knowledge: leasing documents failed; trying again"),
+                }
+            }
+            while tasks.try_join_next().is_some() {}
+            tokio::select! {
+                () = stop.cancelled() => break,
+                () = wake.notified() => {}
+                () = tokio::time::sleep(POLL) => {}
+                Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
+            }
+        }
+        tasks.abort_all();
+        while tasks.join_next().await.is_some() {}
+    }
+
+    /// Ingest one leased document, renewing its lease meanwhile; the outcome is written only
+    /// while the lease is still this attempt's.
+    async fn ingest(&self, document: LeasedDocument, stop: &CancellationToken) {
+        let (id, attempt) = (document.id, document.attempt);
+        if attempt > MAX_ATTEMPTS {
+            let reason = format!("ingestion was interrupted {} times", attempt - 1);
+            self.record(id, attempt, Err(reason)).await;
+            return;
+        }
+        let work = self.prepare(&document);
+        tokio::pin!(work);
+        let mut renew = tokio::time::interval(self.lease / 3);
+        renew.tick().await;
+        let outcome = loop {
+            tokio::select! {
+                outcome = &mut work => break outcome,
+                () = stop.cancelled() => return,
+                _ = renew.tick() => match self.store.renew_document_lease(id, attempt, self.lease).await {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        tracing::info!(document = %id, "knowledge: the document was deleted or taken over; stopping");
+                        return;
+                    }
+                    Err(error) => tracing::warn!(%error, "knowledge: renewing a document's lease failed"),
+                },
+            }
+        };
+        self.record(id, attempt, outcome).await;
+    }
+
+    async fn record(&self, id: uuid::Uuid, attempt: i32, outcome: Result<Ingested, String>) {
+        let written = match &outcome {
+            Ok(ingested) => self.store.finish_document(id, attempt, ingested).await,
+            Err(reason) => self.store.fail_document(id, attempt, reason).await,
+        };
+        match (written, &outcome) {
+            (Ok(true), Ok(ingested)) => {
+                tracing::info!(document = %id, chunks = ingested.chunks.len(), "knowledge: document ready")
+            }
+            (Ok(true), Err(reason)) => tracing::info!(document = %id, %reason, "knowledge: document failed"),
+            (Ok(false), _) => tracing::info!(document = %id, "knowledge: the lease was lost; nothing written"),
+            (Err(error), _) => {
+                tracing::warn!(%error, document = %id, "knowledge: writing a document failed; it will be ingested again")
+            }
+        }
+    }
+
+    /// The document's chunks, or why it has none.
+    async fn prepare(&self, document: &LeasedDocument) -> Result<Ingested, String> {
+        let (media_type, bytes) = match (document.source, &document.url, &document.content) {
+            (DocumentSource::Url, Some(url), _) => self.fetch(url).await?,
+            (_, _, Some(content)) => (document.media_type.clone(), content.clone()),
+            _ => return Err("the document has no content".to_owned()),
+        };
+        let chunking = document.chunking;
+        let prepared = tokio::task::spawn_blocking(move || {
+            let extracted = extract(&media_type, &bytes)?;
+            let chunks = chunk(&extracted.text, chunking, &crate::llm::estimate::count);
+            if chunks.is_empty() {
+                return Err("the document has no text".to_owned());
+            }
+            Ok(Ingested { chunks, title: extracted.title })
+        });
+        prepared.await.map_err(|e| format!("ingestion failed: {e}"))?
+    }
+
+    /// A URL's media type and bytes (within the tools' response size limit and timeout).
+    async fn fetch(&self, url: &str) -> Result<(String, Vec<u8>), String> {
+        let parsed = reqwest::Url::parse(url).map_err(|e| format!("invalid URL: {e}"))?;
+        let response = self.outbound.request(Method::GET, &parsed)?.send().await.map_err(describe)?;
+        let status = response.status();
+        if !status.is_success() {
+            return Err(format!("fetching the URL answered HTTP {}", status.as_u16()));
+        }
+        let media_type = response
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .map(normalize_media_type)
+            .filter(|m| m != "application/octet-stream")
+            .or_else(|| media_type_of_name(parsed.path()).map(str::to_owned))
+            .unwrap_or_else(|| "text/plain".to_owned());
+        let limit = self.outbound.max_response_bytes;
+        let mut response = response;
+        let mut bytes = Vec::new();
+        while let Some(chunk) = response.chunk().await.map_err(describe)? {
+            if bytes.len() + chunk.len() > limit {
+                return Err(format!(
+                    "the document at the URL is larger than {limit} bytes (AGENTD_TOOL_MAX_RESPONSE_BYTES)"
+                ));
+            }
+            bytes.extend_from_slice(&chunk);
+        }
+        Ok((media_type, bytes))
+    }
+}
+
+/// Wake the ingester whenever a document is posted (and after a lost connection: notices may
+/// have been missed).
+async fn listen(store: Store, wake: Arc<Notify>, stop: CancellationToken) {
+    let mut stream = Box::pin(store.listen(&[KNOWLEDGE_CHANNEL]));
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => return,
+            item = stream.next() => match item {
+                Some(Listened::Notifications(_) | Listened::Connected { .. }) => wake.notify_one(),
+                Some(Listened::Lost) => {}
+                None => return,
+            },
+        }
+    }
+}

@@ -1,0 +1,564 @@
+//! Knowledge bases, their documents and chunks: a tenant's bases by name, documents posted for
+//! ingestion (the same content twice is one document), the ingestion job's lease (like a run's:
+//! fenced by the attempt, so a replica that lost it cannot write), the one transaction that makes
+//! a document `ready` with all its chunks, and full-text search over a base's ready chunks.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use super::{Audit, Store, StoreError, StoreResult};
+use crate::domain::knowledge::{Chunking, DocumentSource, DocumentStatus, KnowledgeHit};
+
+/// The channel on which posted documents are announced (by the `knowledge_documents_notify`
+/// trigger).
+pub const KNOWLEDGE_CHANNEL: &str = "agentd_knowledge";
+
+/// A knowledge base with its document and chunk counts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KnowledgeBase {
+    pub id: Uuid,
+    pub name: String,
+    pub description: String,
+    /// `<provider>/<model>` of its embedding model.
+    pub embedding: Option<String>,
+    pub chunking: Chunking,
+    pub created_at: DateTime<Utc>,
+    pub documents: i64,
+    pub chunks: i64,
+}
+
+/// A base to create.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewBase {
+    pub name: String,
+    pub description: String,
+    pub embedding: Option<String>,
+    pub chunking: Chunking,
+}
+
+/// A document as the API shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KnowledgeDocument {
+    pub id: Uuid,
+    pub title: String,
+    pub source: DocumentSource,
+    pub url: Option<String>,
+    pub media_type: String,
+    pub bytes: i64,
+    pub status: DocumentStatus,
+    pub error: Option<String>,
+    pub chunks: i32,
+    pub tokens: i64,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// A document to ingest.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewDocument {
+    pub title: String,
+    pub source: DocumentSource,
+    pub url: Option<String>,
+    pub media_type: String,
+    /// SHA-256 of the content (of the URL for a URL).
+    pub digest: Vec<u8>,
+    /// The content (none for a URL: it is fetched at ingestion).
+    pub content: Option<Vec<u8>>,
+}
+
+/// What posting a document did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Posted {
+    Created,
+    /// The base holds this content already (a failed one is queued again).
+    Existing,
+}
+
+/// A document leased for ingestion, with what its base says of chunking and embedding.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LeasedDocument {
+    pub id: Uuid,
+    pub tenant: String,
+    pub base_id: Uuid,
+    /// The lease's attempt (from 1): the fence of every write under it.
+    pub attempt: i32,
+    pub title: String,
+    pub source: DocumentSource,
+    pub url: Option<String>,
+    pub media_type: String,
+    pub content: Option<Vec<u8>>,
+    pub chunking: Chunking,
+    pub embedding: Option<String>,
+}
+
+/// A chunk to store.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewChunk {
+    pub heading: String,
+    pub text: String,
+    pub tokens: i32,
+}
+
+/// A ready document's content, written with its chunks.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ingested {
+    pub chunks: Vec<NewChunk>,
+    /// Replaces the title when the content named one (an HTML `<title>`, a Markdown `#`).
+    pub title: Option<String>,
+}
+
+struct BaseRow {
+    id: Uuid,
+    name: String,
+    description: String,
+    embedding: Option<String>,
+    max_tokens: i32,
+    overlap: i32,
+    created_at: DateTime<Utc>,
+    documents: i64,
+    chunks: i64,
+}
+
+impl From<BaseRow> for KnowledgeBase {
+    fn from(row: BaseRow) -> Self {
+        Self {
+            id: row.id,
+            name: row.name,
+            description: row.description,
+            embedding: row.embedding,
+            chunking: chunking(row.max_tokens, row.overlap),
+            created_at: row.created_at,
+            documents: row.documents,
+            chunks: row.chunks,
+        }
+    }
+}
+
+fn chunking(max_tokens: i32, overlap: i32) -> Chunking {
+    Chunking { max_tokens: max_tokens.max(0) as u32, overlap: overlap.max(0) as u32 }
+}
+
+struct DocumentRow {
+    id: Uuid,
+    title: String,
+    source: String,
+    url: Option<String>,
+    media_type: String,
+    bytes: i64,
+    status: String,
+    error: Option<String>,
+    chunks: i32,
+    tokens: i64,
+    created_at: DateTime<Utc>,
+    updated_at: DateTime<Utc>,
+}
+
+impl TryFrom<DocumentRow> for KnowledgeDocument {
+    type Error = StoreError;
+
+    fn try_from(row: DocumentRow) -> StoreResult<Self> {
+        Ok(Self {
+            id: row.id,
+            title: row.title,
+            source: source(&row.source)?,
+            url: row.url,
+            media_type: row.media_type,
+            bytes: row.bytes,
+            status: row
+                .status
+                .parse()
+                .map_err(|_| StoreError::Corrupt(format!("document status '{}'", row.status)))?,
+            error: row.error,
+            chunks: row.chunks,
+            tokens: row.tokens,
+            created_at: row.created_at,
+            updated_at: row.updated_at,
+        })
+    }
+}
+
+fn source(text: &str) -> StoreResult<DocumentSource> {
+    text.parse().map_err(|_| StoreError::Corrupt(format!("document source '{text}'")))
+}
+
+fn interval(duration: Duration) -> sqlx::postgres::types::PgInterval {
+    sqlx::postgres::types::PgInterval {
+        months: 0,
+        days: 0,
+        microseconds: i64::try_from(duration.as_micros()).unwrap_or(i64::MAX),
+    }
+}
+
+impl Store {
+    /// Create a base; `None` when the tenant has one of that name.
+    #[tracing::instrument(skip_all, fields(base = %base.name), err)]
+    pub async fn create_knowledge_base(
+        &self,
+        tenant: &str,
+        base: &NewBase,
+        audit: &Audit,
+    ) -> StoreResult<Option<KnowledgeBase>> {
+        let mut tx = self.pool.begin().await?;
+        let row = sqlx::query_as!(
+            BaseRow,
+            r#"INSERT INTO knowledge_bases (id, tenant, name, description, embedding, max_tokens, overlap)
+               VALUES ($1, $2, $3, $4, $5, $6, $7)
+               ON CONFLICT (tenant, name) DO NOTHING
+               RETURNING id, name, description, embedding, max_tokens, overlap, created_at,
+                         0::int8 AS "documents!", 0::int8 AS "chunks!""#,
+            Uuid::now_v7(),
+            tenant,
+            base.name,
+            base.description,
+            base.embedding,
+            base.chunking.max_tokens as i32,
+            base.chunking.overlap as i32,
+        )
+        .fetch_optional(&mut *tx)
+        .await?;
+        if row.is_some() {
+            audit.record_in(&mut tx, tenant, None).await?;
+        }
+        tx.commit().await?;
+        Ok(row.map(KnowledgeBase::from))
+    }
+
+    /// The tenant's base named `name`.
+    #[tracing::instrument(skip_all, fields(base = %name), err)]
+    pub async fn knowledge_base(&self, tenant: &str, name: &str) -> StoreResult<Option<KnowledgeBase>> {
+        let row = sqlx::query_as!(
+            BaseRow,
+            r#"SELECT b.id, b.name, b.description, b.embedding, b.max_tokens, b.overlap, b.created_at,
+                      (SELECT count(*) FROM knowledge_documents d WHERE d.base_id = b.id) AS "documents!",
+                      (SELECT count(*) FROM knowledge_chunks c WHERE c.base_id = b.id) AS "chunks!"
+               FROM knowledge_bases b WHERE b.tenant = $1 AND b.name = $2"#,
+            tenant,
+            name
+        )
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(row.map(KnowledgeBase::from))
+    }
+
+    /// Every base of the tenant, by name.
+    #[tracing::instrument(skip_all, err)]
+    pub async fn knowledge_bases(&self, tenant: &str) -> StoreResult<Vec<KnowledgeBase>> {
+        let rows = sqlx::query_as!(
+            BaseRow,
+            r#"SELECT b.id, b.name, b.description, b.embedding, b.max_tokens, b.overlap, b.created_at,
+                      (SELECT count(*) FROM knowledge_documents d WHERE d.base_id = b.id) AS "documents!",
+                      (SELECT count(*) FROM knowledge_chunks c WHERE c.base_id = b.id) AS "chunks!"
+               FROM knowledge_bases b WHERE b.tenant = $1 ORDER BY b.name"#,
+            tenant
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.into_iter().map(KnowledgeBase::from).collect())
+    }
+
+    /// Which of `names` the tenant has no base of.
+    #[tracing::instrument(skip_all, err)]
+    pub async fn missing_knowledge_bases(&self, tenant: &str, names: &[String]) -> StoreResult<Vec<String>> {
+        let found = sqlx::query_scalar!(
+            "SELECT name FROM knowledge_bases WHERE tenant = $1 AND name = ANY($2)",
+            tenant,
+            names
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(names.iter().filter(|name| !found.contains(name)).cloned().collect())
+    }
+
+    /// Delete a base with its documents and chunks (and their vectors); `false` when there is
+    /// none of that name.
+    #[tracing::instrument(skip_all, fields(base = %name), err)]
+    pub async fn delete_knowledge_base(&self, tenant: &str, name: &str, audit: &Audit) -> StoreResult<bool> {
+        let mut tx = self.pool.begin().await?;
+        let deleted =
+            sqlx::query!("DELETE FROM knowledge_bases WHERE tenant = $1 AND name = $2", tenant, name)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected()
+                > 0;
+        if deleted {
+            audit.record_in(&mut tx, tenant, None).await?;
+        }
+        tx.commit().await?;
+        Ok(deleted)
+    }
+
+    /// Post a document to the base `base_id` of `tenant`: a new one is `pending`; content the
+    /// base holds already answers that document (queued again if it had failed).
+    #[tracing::instrument(skip_all, err)]
+    pub async fn post_document(
+        &self,
+        tenant: &str,
+        base_id: Uuid,
+        document: &NewDocument,
+        audit: &Audit,
+    ) -> StoreResult<(KnowledgeDocument, Posted)> {
+        let mut tx = self.pool.begin().await?;
+        let bytes = document.content.as_ref().map_or(0, |c| c.len() as i64);
+        let created = sqlx::query_as!(
+            DocumentRow,
+            r#"INSERT INTO knowledge_documents
+                 (id, base_id, tenant, title, source, url, media_type, digest, content, bytes)
+               VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+               ON CONFLICT (base_id, digest) DO NOTHING
+               RETURNING id, title, source, url, media_type, bytes, status, error, chunks, tokens,
+                         created_at, updated_at"#,
+            Uuid::now_v7(),
+            base_id,
+            tenant,
+            document.title,
+            document.source.as_str(),
+            document.url,
+            document.media_type,
+            document.digest,
+            document.content,
+            bytes,
+        )
+        .fetch_optional(&mut *tx)
+        .await?;
+        let (row, posted) = match created {
+            Some(row) => (row, Posted::Created),
+            None => {
+                // The same content: answer it; one that failed is tried again.
+                let row = sqlx::query_as!(
+                    DocumentRow,
+                    r#"UPDATE knowledge_documents
+                         SET status = CASE WHEN status = 'failed' THEN 'pending' ELSE status END,
+                             error = CASE WHEN status = 'failed' THEN NULL ELSE error END,
+                             attempts = CASE WHEN status = 'failed' THEN 0 ELSE attempts END,
+                             updated_at = CASE WHEN status = 'failed' THEN now() ELSE updated_at END
+                       WHERE base_id = $1 AND digest = $2
+                       RETURNING id, title, source, url, media_type, bytes, status, error, chunks, tokens,
+                                 created_at, updated_at"#,
+                    base_id,
+                    document.digest,
+                )
+                .fetch_one(&mut *tx)
+                .await?;
+                (row, Posted::Existing)
+            }
+        };
+        let resource = format!("{}/{}", audit_base(audit), row.id);
+        audit.record_in(&mut tx, tenant, Some(&resource)).await?;
+        if posted == Posted::Existing {
+            // Re-queued documents are announced like new ones.
+            sqlx::query!("SELECT pg_notify($1, '')", KNOWLEDGE_CHANNEL).execute(&mut *tx).await?;
+        }
+        tx.commit().await?;
+        Ok((row.try_into()?, posted))
+    }
+
+    /// The base's documents, newest first (at most `limit`).
+    #[tracing::instrument(skip_all, err)]
+    pub async fn knowledge_documents(&self, base_id: Uuid, limit: i64) -> StoreResult<Vec<KnowledgeDocument>> {
+        let rows = sqlx::query_as!(
+            DocumentRow,
+            r#"SELECT id, title, source, url, media_type, bytes, status, error, chunks, tokens,
+                      created_at, updated_at
+               FROM knowledge_documents WHERE base_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2"#,
+            base_id,
+            limit
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        rows.into_iter().map(KnowledgeDocument::try_from).collect()
+    }
+
+    /// One document of the base.
+    #[tracing::instrument(skip_all, err)]
+    pub async fn knowledge_document(&self, base_id: Uuid, id: Uuid) -> StoreResult<Option<KnowledgeDocument>> {
+        let row = sqlx::query_as!(
+            DocumentRow,
+            r#"SELECT id, title, source, url, media_type, bytes, status, error, chunks, tokens,
+                      created_at, updated_at
+               FROM knowledge_documents WHERE base_id = $1 AND id = $2"#,
+            base_id,
+            id
+        )
+        .fetch_optional(&self.pool)
+        .await?;
+        row.map(KnowledgeDocument::try_from).transpose()
+    }
+
+    /// Delete one document with its chunks (and their vectors).
+    #[tracing::instrument(skip_all, err)]
+    pub async fn delete_document(&self, tenant: &str, base_id: Uuid, id: Uuid, audit: &Audit) -> StoreResult<bool> {
+        let mut tx = self.pool.begin().await?;
+        let deleted = sqlx::query!("DELETE FROM knowledge_documents WHERE base_id = $1 AND id = $2", base_id, id)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected()
+            > 0;
+        if deleted {
+            audit.record_in(&mut tx, tenant, None).await?;
+        }
+        tx.commit().await?;
+        Ok(deleted)
+    }
+
+    /// Lease up to `limit` pending documents (oldest first) for `lease`, bumping each one's
+    /// attempt.
+    #[tracing::instrument(skip_all, err)]
+    pub async fn lease_documents(&self, limit: i64, lease: Duration) -> StoreResult<Vec<LeasedDocument>> {
+        let rows = sqlx::query!(
+            r#"UPDATE knowledge_documents AS d
+                 SET lease_until = now() + $2, attempts = d.attempts + 1
+               FROM knowledge_bases AS b,
+                    (SELECT id FROM knowledge_documents
+                      WHERE status = 'pending' AND (lease_until IS NULL OR lease_until < now())
+                      ORDER BY created_at LIMIT $1 FOR UPDATE SKIP LOCKED) AS due
+               WHERE d.id = due.id AND b.id = d.base_id
+               RETURNING d.id, d.tenant, d.base_id, d.attempts, d.title, d.source, d.url, d.media_type,
+                         d.content, b.max_tokens, b.overlap, b.embedding"#,
+            limit,
+            interval(lease),
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        rows.into_iter()
+            .map(|row| {
+                Ok(LeasedDocument {
+                    id: row.id,
+                    tenant: row.tenant,
+                    base_id: row.base_id,
+                    attempt: row.attempts,
+                    title: row.title,
+                    source: source(&row.source)?,
+                    url: row.url,
+                    media_type: row.media_type,
+                    content: row.content,
+                    chunking: chunking(row.max_tokens, row.overlap),
+                    embedding: row.embedding,
+                })
+            })
+            .collect()
+    }
+
+    /// Extend a document's lease; `false` when it is no longer this attempt's (taken over,
+    /// deleted, or finished).
+    #[tracing::instrument(level = "debug", skip_all, err)]
+    pub async fn renew_document_lease(&self, id: Uuid, attempt: i32, lease: Duration) -> StoreResult<bool> {
+        let renewed = sqlx::query!(
+            r#"UPDATE knowledge_documents SET lease_until = now() + $3
+               WHERE id = $1 AND attempts = $2 AND status = 'pending'"#,
+            id,
+            attempt,
+            interval(lease),
+        )
+        .execute(&self.pool)
+        .await?
+        .rows_affected();
+        Ok(renewed > 0)
+    }
+
+    /// Make a leased document `ready` with its chunks, in one transaction; `false` (nothing
+    /// written) when the lease is no longer this attempt's.
+    #[tracing::instrument(skip_all, fields(chunks = ingested.chunks.len()), err)]
+    pub async fn finish_document(&self, id: Uuid, attempt: i32, ingested: &Ingested) -> StoreResult<bool> {
+        let tokens: i64 = ingested.chunks.iter().map(|c| i64::from(c.tokens)).sum();
+        let mut tx = self.pool.begin().await?;
+        let row = sqlx::query!(
+            r#"UPDATE knowledge_documents
+                 SET status = 'ready', chunks = $3, tokens = $4, error = NULL, lease_until = NULL,
+                     title = coalesce($5, title), updated_at = now()
+               WHERE id = $1 AND attempts = $2 AND status = 'pending'
+               RETURNING base_id"#,
+            id,
+            attempt,
+            ingested.chunks.len() as i32,
+            tokens,
+            ingested.title,
+        )
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some(row) = row else {
+            return Ok(false);
+        };
+        let ids: Vec<Uuid> = ingested.chunks.iter().map(|_| Uuid::now_v7()).collect();
+        let seqs: Vec<i32> = (0..ingested.chunks.len() as i32).collect();
+        let headings: Vec<&str> = ingested.chunks.iter().map(|c| c.heading.as_str()).collect();
+        let texts: Vec<&str> = ingested.chunks.iter().map(|c| c.text.as_str()).collect();
+        let counts: Vec<i32> = ingested.chunks.iter().map(|c| c.tokens).collect();
+        sqlx::query!(
+            r#"INSERT INTO knowledge_chunks (id, document_id, base_id, seq, heading, text, tokens)
+               SELECT x.id, $2, $3, x.seq, x.heading, x.text, x.tokens
+               FROM UNNEST($1::uuid[], $4::int4[], $5::text[], $6::text[], $7::int4[])
+                    AS x(id, seq, heading, text, tokens)"#,
+            &ids,
+            id,
+            row.base_id,
+            &seqs,
+            &headings as &[&str],
+            &texts as &[&str],
+            &counts,
+        )
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    /// Record that a leased document cannot be ingested; `false` when the lease is no longer
+    /// this attempt's.
+    #[tracing::instrument(skip_all, err)]
+    pub async fn fail_document(&self, id: Uuid, attempt: i32, error: &str) -> StoreResult<bool> {
+        let failed = sqlx::query!(
+            r#"UPDATE knowledge_documents
+                 SET status = 'failed', error = $3, lease_until = NULL, updated_at = now()
+               WHERE id = $1 AND attempts = $2 AND status = 'pending'"#,
+            id,
+            attempt,
+            error,
+        )
+        .execute(&self.pool)
+        .await?
+        .rows_affected();
+        Ok(failed > 0)
+    }
+
+    /// The `k` ready chunks of base `base_id` that best match `query` by full-text search (any
+    /// of its words, stemmed, ranked by `ts_rank` normalized by the chunk's length).
+    #[tracing::instrument(skip_all, err)]
+    pub async fn search_fulltext(&self, base_id: Uuid, query: &str, k: i64) -> StoreResult<Vec<KnowledgeHit>> {
+        let rows = sqlx::query!(
+            r#"WITH q AS (
+                 SELECT nullif(replace(plainto_tsquery('english', $2)::text, ' & ', ' | '), '')::tsquery AS query
+               )
+               SELECT c.id, c.document_id, d.title, c.heading, c.text,
+                      ts_rank(c.search, q.query, 1)::float8 AS "score!"
+               FROM q, knowledge_chunks c
+               JOIN knowledge_documents d ON d.id = c.document_id AND d.status = 'ready'
+               WHERE c.base_id = $1 AND c.search @@ q.query
+               ORDER BY 6 DESC, c.id
+               LIMIT $3"#,
+            base_id,
+            query,
+            k,
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows
+            .into_iter()
+            .map(|row| KnowledgeHit {
+                document_id: row.document_id,
+                chunk_id: row.id,
+                title: row.title,
+                heading: row.heading,
+                text: row.text,
+                score: row.score,
+            })
+            .collect())
+    }
+}
+
+/// The resource path of the base an audit record is about (`/v1/knowledge/<name>/documents`
+/// becomes `/v1/knowledge/<name>/documents`): a document's own path is that and its id.
+fn audit_base(audit: &Audit) -> &str {
+    audit.resource.trim_end_matches('/')
+}
