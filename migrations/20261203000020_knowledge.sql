@@ -24,6 +24,9 @@ CREATE TABLE knowledge_documents (
     base_id     uuid NOT NULL REFERENCES knowledge_bases (id) ON DELETE CASCADE,
     tenant      text NOT NULL,
     title       text NOT NULL,
+    -- The client named it; otherwise the content's own title (an HTML `<title>`, a first `# `
+    -- heading) replaces the file name or URL at ingestion.
+    title_given boolean NOT NULL DEFAULT false,
     -- `text`, `url` or `upload`.
     source      text NOT NULL CHECK (source IN ('text', 'url', 'upload')),
     url         text,

@@ -172,7 +172,10 @@ impl Validator<'_> {
                     };
                     self.error(field, message);
                 } else if list[..i].iter().any(|earlier| earlier.name() == reference.name()) {
-                    self.error(format!("{path}[{i}]"), format!("knowledge base '{}' is named twice", reference.name()));
+                    self.error(
+                        format!("{path}[{i}]"),
+                        format!("knowledge base '{}' is named twice", reference.name()),
+                    );
                 }
             }
         }

@@ -194,7 +194,8 @@ impl Assembler<'_> {
             if name == SEARCH_KNOWLEDGE {
                 if let Some(source) = self.knowledge {
                     let bases = knowledge::bases_of(self.crew, task);
-                    let tool: Arc<dyn Tool> = Arc::new(SearchKnowledge::new(source.clone(), self.tenant, bases));
+                    let tool: Arc<dyn Tool> =
+                        Arc::new(SearchKnowledge::new(source.clone(), self.tenant, bases));
                     entries.push(ToolEntry {
                         requires_approval: self.crew.requires_approval.contains(name),
                         ..ToolEntry::plain(tool, SearchKnowledge::schema())

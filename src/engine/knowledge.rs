@@ -73,7 +73,10 @@ pub(super) async fn recall(
     let journaled = ctx.snapshot.tool_calls.iter().find(|call| call.id == key);
     let retrieved: Vec<Retrieved> = match journaled.and_then(|call| call.outcome.as_ref()) {
         Some(ToolCallOutcome::Succeeded { result, .. }) => serde_json::from_str(result).map_err(|e| {
-            EngineError::failed(ErrorKind::Internal, format!("the journaled knowledge of task '{task}' is unreadable: {e}"))
+            EngineError::failed(
+                ErrorKind::Internal,
+                format!("the journaled knowledge of task '{task}' is unreadable: {e}"),
+            )
         })?,
         _ => {
             let source = source.ok_or_else(|| {
@@ -84,9 +87,15 @@ pub(super) async fn recall(
             for base in bases {
                 let search = source.search(tenant, &base.name, query, base.k());
                 let hits = ctx.guarded(search).await.ok_or(EngineError::Cancelled)?.map_err(|error| {
-                    EngineError::failed(ErrorKind::ToolError, format!("knowledge base '{}': {error}", base.name))
+                    EngineError::failed(
+                        ErrorKind::ToolError,
+                        format!("knowledge base '{}': {error}", base.name),
+                    )
                 })?;
-                let hits = hits.into_iter().filter(|hit| base.min_score.is_none_or(|min| hit.score >= min)).collect();
+                let hits = hits
+                    .into_iter()
+                    .filter(|hit| base.min_score.is_none_or(|min| hit.score >= min))
+                    .collect();
                 retrieved.push(Retrieved { base: base.name.clone(), hits });
             }
             journal(&retrieved, task, agent, &key, pending);
@@ -114,8 +123,11 @@ fn journal(retrieved: &[Retrieved], task: &str, agent: &str, key: &str, pending:
         outcome: ToolCallOutcome::Succeeded { result, cached: false },
     });
     for entry in retrieved {
-        let hits =
-            entry.hits.iter().map(|hit| RetrievedChunk { chunk_id: hit.chunk_id, score: hit.score }).collect();
+        let hits = entry
+            .hits
+            .iter()
+            .map(|hit| RetrievedChunk { chunk_id: hit.chunk_id, score: hit.score })
+            .collect();
         let event = KnowledgeRetrieved { task: task.to_owned(), base: entry.base.clone(), hits };
         pending.event(Some(task), Some(agent), EventData::KnowledgeRetrieved(event));
     }
@@ -169,7 +181,8 @@ impl SearchKnowledge {
     /// The tool's arguments' schema, compiled once.
     pub fn schema() -> CompiledSchema {
         static SCHEMA: std::sync::LazyLock<Option<CompiledSchema>> = std::sync::LazyLock::new(|| {
-            let info = crate::tools::builtin_tools().into_iter().find(|tool| tool.name == SEARCH_KNOWLEDGE)?;
+            let info =
+                crate::tools::builtin_tools().into_iter().find(|tool| tool.name == SEARCH_KNOWLEDGE)?;
             CompiledSchema::compile(&info.parameters).ok()
         });
         SCHEMA.clone().unwrap_or_else(super::mcp::object_schema)
@@ -181,13 +194,19 @@ impl SearchKnowledge {
             return Err("'query' must not be empty".to_owned());
         }
         let named = arguments.get("base").and_then(Value::as_str).filter(|b| !b.is_empty());
-        let k = arguments.get("k").and_then(Value::as_u64).map_or(DEFAULT_K, |k| k.clamp(1, u64::from(MAX_K)) as u32);
+        let k = arguments
+            .get("k")
+            .and_then(Value::as_u64)
+            .map_or(DEFAULT_K, |k| k.clamp(1, u64::from(MAX_K)) as u32);
         let bases: Vec<String> = match (named, self.bases.is_empty()) {
             (Some(base), true) => vec![base.to_owned()],
             (Some(base), false) if self.bases.iter().any(|b| b.name == base) => vec![base.to_owned()],
             (Some(base), false) => {
                 let names: Vec<&str> = self.bases.iter().map(|b| b.name.as_str()).collect();
-                return Err(format!("'{base}' is not one of this agent's knowledge bases ({})", names.join(", ")));
+                return Err(format!(
+                    "'{base}' is not one of this agent's knowledge bases ({})",
+                    names.join(", ")
+                ));
             }
             (None, false) => self.bases.iter().map(|b| b.name.clone()).collect(),
             (None, true) => return Err("name the knowledge base to search in 'base'".to_owned()),

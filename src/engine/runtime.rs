@@ -10,8 +10,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::assemble::Assembler;
 use super::delegation::Team;
-use super::knowledge::KnowledgeSource;
 use super::journal::{Journal, JournalError, RunChange, Snapshot, Step, TaskRecord};
+use super::knowledge::KnowledgeSource;
 use super::mcp::McpRun;
 use super::process;
 use super::schemas::{RunSchemas, SharedSchemas};

@@ -200,6 +200,8 @@ mod tests {
                 inputs: &self.inputs,
                 rate_key: "k:",
                 schemas,
+                knowledge: None,
+                tenant: "default",
             }
         }
     }

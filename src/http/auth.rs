@@ -168,7 +168,9 @@ pub fn required_scope(method: &Method, path: &str) -> Option<Scope> {
         "/audit" => Scope::Manage,
         p if p.starts_with("/keys") || p.starts_with("/tenants") => Scope::Admin,
         p if p.starts_with("/webhooks") => Scope::Manage,
-        p if (p.starts_with("/crews") || p.starts_with("/secrets") || p.starts_with("/knowledge")) && !reads => {
+        p if (p.starts_with("/crews") || p.starts_with("/secrets") || p.starts_with("/knowledge"))
+            && !reads =>
+        {
             Scope::Manage
         }
         _ if reads => Scope::Read,
@@ -228,8 +230,14 @@ mod tests {
         assert_eq!(action(Method::PUT, "/v1/secrets/{name}").as_deref(), Some("secret.put"));
         assert_eq!(action(Method::POST, "/v1/knowledge").as_deref(), Some("knowledge.create"));
         assert_eq!(action(Method::DELETE, "/v1/knowledge/{name}").as_deref(), Some("knowledge.delete"));
-        assert_eq!(action(Method::POST, "/v1/knowledge/{name}/documents").as_deref(), Some("document.create"));
-        assert_eq!(action(Method::DELETE, "/v1/knowledge/{name}/documents/{id}").as_deref(), Some("document.delete"));
+        assert_eq!(
+            action(Method::POST, "/v1/knowledge/{name}/documents").as_deref(),
+            Some("document.create")
+        );
+        assert_eq!(
+            action(Method::DELETE, "/v1/knowledge/{name}/documents/{id}").as_deref(),
+            Some("document.delete")
+        );
         assert_eq!(action(Method::DELETE, "/v1/keys/{id}").as_deref(), Some("key.delete"));
         assert_eq!(action(Method::PATCH, "/v1/tenants/{name}").as_deref(), Some("tenant.update"));
         assert_eq!(action(Method::POST, "/v1/runs/{id}/cancel").as_deref(), Some("run.cancel"));

@@ -189,7 +189,8 @@ pub async fn create_knowledge_base(
 ) -> ApiResult<Response> {
     let base = state.services.create_knowledge_base(&caller, body, &audit).await?;
     let location = format!("/v1/knowledge/{}", base.name);
-    Ok((StatusCode::CREATED, [(header::LOCATION, location)], Json(KnowledgeBaseBody::from(base))).into_response())
+    Ok((StatusCode::CREATED, [(header::LOCATION, location)], Json(KnowledgeBaseBody::from(base)))
+        .into_response())
 }
 
 /// List the knowledge bases.
@@ -291,7 +292,8 @@ pub async fn post_document(
         state.services.post_upload(&caller, &name, upload, &audit).await?
     } else {
         return Err(ApiError::UnsupportedMediaType(
-            "post a document as JSON (Content-Type: application/json) or upload it as multipart/form-data".into(),
+            "post a document as JSON (Content-Type: application/json) or upload it as multipart/form-data"
+                .into(),
         ));
     };
     let location = format!("/v1/knowledge/{name}/documents/{}", document.id);
@@ -363,7 +365,10 @@ async fn read_upload(body: Body, boundary: String, limit: usize) -> ApiResult<Up
         }
     }
     let Some((file_name, media_type, bytes)) = file else {
-        return Err(ApiError::validation(vec![crate::domain::FieldError::new("file", "the 'file' part is missing")]));
+        return Err(ApiError::validation(vec![crate::domain::FieldError::new(
+            "file",
+            "the 'file' part is missing",
+        )]));
     };
     let by_name = file_name.as_deref().and_then(media_type_of_name);
     let media_type = match media_type.filter(|m| m != "application/octet-stream") {
@@ -472,5 +477,6 @@ pub async fn search(
 }
 
 fn check_name(name: &str) -> ApiResult<()> {
-    check_base_name(name).map_err(|message| ApiError::BadRequest(format!("invalid knowledge base name: {message}")))
+    check_base_name(name)
+        .map_err(|message| ApiError::BadRequest(format!("invalid knowledge base name: {message}")))
 }

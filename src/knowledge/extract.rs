@@ -62,6 +62,12 @@ pub fn extract(media_type: &str, bytes: &[u8]) -> Result<Extracted, String> {
             Extracted { text: lines.join("\n"), title: None }
         }
         "text/csv" => Extracted { text: csv(&text), title: None },
+        "text/markdown" => {
+            let text = text.replace("\r\n", "\n");
+            let title =
+                text.lines().find_map(|line| line.trim().strip_prefix("# ")).map(|t| t.trim().to_owned());
+            Extracted { title: title.filter(|t| !t.is_empty()), text }
+        }
         _ => Extracted { text: text.replace("\r\n", "\n"), title: None },
     };
     if extracted.text.trim().is_empty() {
@@ -143,11 +149,33 @@ fn csv_rows(text: &str) -> Vec<Vec<String>> {
 }
 
 /// Elements whose content is not text.
-const SKIPPED: &[&str] = &["script", "style", "head", "noscript", "template", "svg", "iframe"];
+const SKIPPED: &[&str] = &["script", "style", "noscript", "template", "svg", "iframe"];
 /// Elements that break text into paragraphs.
 const BLOCKS: &[&str] = &[
-    "p", "div", "section", "article", "main", "header", "footer", "nav", "aside", "ul", "ol", "li",
-    "table", "tr", "blockquote", "pre", "br", "hr", "dl", "dt", "dd", "figure", "figcaption", "form",
+    "p",
+    "div",
+    "section",
+    "article",
+    "main",
+    "header",
+    "footer",
+    "nav",
+    "aside",
+    "ul",
+    "ol",
+    "li",
+    "table",
+    "tr",
+    "blockquote",
+    "pre",
+    "br",
+    "hr",
+    "dl",
+    "dt",
+    "dd",
+    "figure",
+    "figcaption",
+    "form",
 ];
 
 /// HTML as Markdown-ish text: `<h2>` → `## `, blocks → blank lines, cells separated, entities
@@ -216,7 +244,9 @@ fn html(source: &str) -> Extracted {
             }
             (Some(_), true) => out.push_str("\n\n"),
             (None, _) if BLOCKS.contains(&name.as_str()) => out.push_str("\n\n"),
-            (None, _) if matches!(name.as_str(), "td" | "th") => out.push(' '),
+            (None, _) if matches!(name.as_str(), "td" | "th") && !out.ends_with(char::is_whitespace) => {
+                out.push(' ')
+            }
             _ => {}
         }
     }
@@ -224,9 +254,8 @@ fn html(source: &str) -> Extracted {
         push_text(&mut out, &decode_entities(rest));
     }
     let text = tidy(&out);
-    let title = title.or_else(|| {
-        text.lines().find_map(|line| line.strip_prefix("# ").map(|t| t.trim().to_owned()))
-    });
+    let title =
+        title.or_else(|| text.lines().find_map(|line| line.strip_prefix("# ").map(|t| t.trim().to_owned())));
     Extracted { text, title }
 }
 
@@ -332,7 +361,10 @@ mod tests {
     #[test]
     fn json_and_csv_become_lines_of_named_values() {
         let json = br#"{"plan": {"name": "Pro", "seats": [5, 10]}, "note": null}"#;
-        assert_eq!(extract("application/json", json).expect("text").text, "plan.name: Pro\nplan.seats[0]: 5\nplan.seats[1]: 10");
+        assert_eq!(
+            extract("application/json", json).expect("text").text,
+            "plan.name: Pro\nplan.seats[0]: 5\nplan.seats[1]: 10"
+        );
         let csv = "code,meaning\nLL-1,\"Disk full, \"\"really\"\"\"\r\nLL-2,Offline\n\n";
         assert_eq!(
             extract("text/csv", csv.as_bytes()).expect("text").text,

@@ -119,7 +119,9 @@ impl Ingester {
                 tracing::info!(document = %id, chunks = ingested.chunks.len(), "knowledge: document ready")
             }
             (Ok(true), Err(reason)) => tracing::info!(document = %id, %reason, "knowledge: document failed"),
-            (Ok(false), _) => tracing::info!(document = %id, "knowledge: the lease was lost; nothing written"),
+            (Ok(false), _) => {
+                tracing::info!(document = %id, "knowledge: the lease was lost; nothing written")
+            }
             (Err(error), _) => {
                 tracing::warn!(%error, document = %id, "knowledge: writing a document failed; it will be ingested again")
             }

@@ -39,9 +39,18 @@ impl Knowledge {
     }
 
     /// The `k` best chunks of `query` in `tenant`'s base `base` (full-text).
-    pub async fn search(&self, tenant: &str, base: &str, query: &str, k: u32) -> Result<Found, KnowledgeError> {
-        let record =
-            self.store.knowledge_base(tenant, base).await?.ok_or_else(|| KnowledgeError::NoBase(base.to_owned()))?;
+    pub async fn search(
+        &self,
+        tenant: &str,
+        base: &str,
+        query: &str,
+        k: u32,
+    ) -> Result<Found, KnowledgeError> {
+        let record = self
+            .store
+            .knowledge_base(tenant, base)
+            .await?
+            .ok_or_else(|| KnowledgeError::NoBase(base.to_owned()))?;
         let k = i64::from(k.clamp(1, MAX_K));
         let hits = self.store.search_fulltext(record.id, query, k).await?;
         Ok(Found { mode: SearchMode::Fulltext, hits })

@@ -73,7 +73,10 @@ impl Services {
             errors.push(FieldError::new("name", message));
         }
         if body.description.len() > MAX_DESCRIPTION_BYTES {
-            errors.push(FieldError::new("description", format!("must be at most {MAX_DESCRIPTION_BYTES} bytes")));
+            errors.push(FieldError::new(
+                "description",
+                format!("must be at most {MAX_DESCRIPTION_BYTES} bytes"),
+            ));
         }
         let chunking = body.chunking.unwrap_or_default();
         if let Err((field, message)) = chunking.check() {
@@ -104,7 +107,12 @@ impl Services {
     }
 
     /// Delete a base with its documents, chunks and vectors.
-    pub async fn delete_knowledge_base(&self, caller: &Caller, name: &str, audit: &Audit) -> ServiceResult<()> {
+    pub async fn delete_knowledge_base(
+        &self,
+        caller: &Caller,
+        name: &str,
+        audit: &Audit,
+    ) -> ServiceResult<()> {
         match self.store.delete_knowledge_base(&caller.tenant, name, audit).await? {
             true => Ok(()),
             false => Err(no_base(name)),
@@ -128,9 +136,9 @@ impl Services {
                 if text.trim().is_empty() {
                     return Err(invalid("text", "must not be empty"));
                 }
-                let title = title.unwrap_or_else(|| title_of_text(&text));
                 NewDocument {
-                    title,
+                    title_given: title.is_some(),
+                    title: title.unwrap_or_else(|| title_of_text(&text)),
                     source: DocumentSource::Text,
                     url: None,
                     media_type: "text/markdown".to_owned(),
@@ -139,9 +147,11 @@ impl Services {
                 }
             }
             (None, Some(url)) => {
-                let parsed = reqwest::Url::parse(&url).map_err(|e| invalid("url", format!("not a URL: {e}")))?;
+                let parsed =
+                    reqwest::Url::parse(&url).map_err(|e| invalid("url", format!("not a URL: {e}")))?;
                 self.tool_egress.check_url(&parsed).map_err(|e| invalid("url", e.to_string()))?;
                 NewDocument {
+                    title_given: title.is_some(),
                     title: title.unwrap_or_else(|| parsed.to_string()),
                     source: DocumentSource::Url,
                     url: Some(parsed.to_string()),
@@ -165,10 +175,13 @@ impl Services {
         if upload.bytes.is_empty() {
             return Err(invalid("file", "the file is empty"));
         }
-        let title = check_title(upload.title)?
+        let given = check_title(upload.title)?;
+        let title_given = given.is_some();
+        let title = given
             .or(upload.file_name.map(|name| name.replace('\0', "")).filter(|name| !name.trim().is_empty()))
             .unwrap_or_else(|| "Untitled".to_owned());
         let document = NewDocument {
+            title_given,
             title: title.chars().take(MAX_TITLE_CHARS).collect(),
             source: DocumentSource::Upload,
             url: None,
@@ -191,12 +204,21 @@ impl Services {
     }
 
     /// The base's documents, newest first.
-    pub async fn knowledge_documents(&self, caller: &Caller, base: &str) -> ServiceResult<Vec<KnowledgeDocument>> {
+    pub async fn knowledge_documents(
+        &self,
+        caller: &Caller,
+        base: &str,
+    ) -> ServiceResult<Vec<KnowledgeDocument>> {
         let record = self.knowledge_base(caller, base).await?;
         Ok(self.store.knowledge_documents(record.id, MAX_LISTED_DOCUMENTS).await?)
     }
 
-    pub async fn knowledge_document(&self, caller: &Caller, base: &str, id: Uuid) -> ServiceResult<KnowledgeDocument> {
+    pub async fn knowledge_document(
+        &self,
+        caller: &Caller,
+        base: &str,
+        id: Uuid,
+    ) -> ServiceResult<KnowledgeDocument> {
         let record = self.knowledge_base(caller, base).await?;
         self.store.knowledge_document(record.id, id).await?.ok_or_else(|| no_document(id))
     }
@@ -216,7 +238,13 @@ impl Services {
     }
 
     /// Search a base as a crew's task would.
-    pub async fn search_knowledge(&self, caller: &Caller, base: &str, query: &str, k: u32) -> ServiceResult<Found> {
+    pub async fn search_knowledge(
+        &self,
+        caller: &Caller,
+        base: &str,
+        query: &str,
+        k: u32,
+    ) -> ServiceResult<Found> {
         if query.trim().is_empty() {
             return Err(invalid("q", "must not be empty"));
         }
@@ -236,7 +264,12 @@ impl Services {
     }
 
     /// Every knowledge base the crew of a kickoff names must be the tenant's.
-    pub(super) async fn check_knowledge_exists(&self, tenant: &str, crew: &CrewSpec, prefix: &str) -> ServiceResult<()> {
+    pub(super) async fn check_knowledge_exists(
+        &self,
+        tenant: &str,
+        crew: &CrewSpec,
+        prefix: &str,
+    ) -> ServiceResult<()> {
         let refs = crew.knowledge_refs();
         if refs.is_empty() {
             return Ok(());
@@ -248,7 +281,9 @@ impl Services {
         let errors: Vec<FieldError> = refs
             .into_iter()
             .filter(|(_, r)| missing.iter().any(|m| m == r.name()))
-            .map(|(path, r)| FieldError::new(format!("{prefix}{path}"), format!("no knowledge base named '{}'", r.name())))
+            .map(|(path, r)| {
+                FieldError::new(format!("{prefix}{path}"), format!("no knowledge base named '{}'", r.name()))
+            })
             .collect();
         match errors.is_empty() {
             true => Ok(()),

@@ -59,6 +59,8 @@ pub struct KnowledgeDocument {
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewDocument {
     pub title: String,
+    /// The client gave the title (the content's own does not replace it).
+    pub title_given: bool,
     pub source: DocumentSource,
     pub url: Option<String>,
     pub media_type: String,
@@ -105,7 +107,8 @@ pub struct NewChunk {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Ingested {
     pub chunks: Vec<NewChunk>,
-    /// Replaces the title when the content named one (an HTML `<title>`, a Markdown `#`).
+    /// Replaces the title when the content named one (an HTML `<title>`, a Markdown `#`) and
+    /// the client did not.
     pub title: Option<String>,
 }
 
@@ -304,8 +307,8 @@ impl Store {
         let created = sqlx::query_as!(
             DocumentRow,
             r#"INSERT INTO knowledge_documents
-                 (id, base_id, tenant, title, source, url, media_type, digest, content, bytes)
-               VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+                 (id, base_id, tenant, title, source, url, media_type, digest, content, bytes, title_given)
+               VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
                ON CONFLICT (base_id, digest) DO NOTHING
                RETURNING id, title, source, url, media_type, bytes, status, error, chunks, tokens,
                          created_at, updated_at"#,
@@ -319,6 +322,7 @@ impl Store {
             document.digest,
             document.content,
             bytes,
+            document.title_given,
         )
         .fetch_optional(&mut *tx)
         .await?;
@@ -356,7 +360,11 @@ impl Store {
 
     /// The base's documents, newest first (at most `limit`).
     #[tracing::instrument(skip_all, err)]
-    pub async fn knowledge_documents(&self, base_id: Uuid, limit: i64) -> StoreResult<Vec<KnowledgeDocument>> {
+    pub async fn knowledge_documents(
+        &self,
+        base_id: Uuid,
+        limit: i64,
+    ) -> StoreResult<Vec<KnowledgeDocument>> {
         let rows = sqlx::query_as!(
             DocumentRow,
             r#"SELECT id, title, source, url, media_type, bytes, status, error, chunks, tokens,
@@ -372,7 +380,11 @@ impl Store {
 
     /// One document of the base.
     #[tracing::instrument(skip_all, err)]
-    pub async fn knowledge_document(&self, base_id: Uuid, id: Uuid) -> StoreResult<Option<KnowledgeDocument>> {
+    pub async fn knowledge_document(
+        &self,
+        base_id: Uuid,
+        id: Uuid,
+    ) -> StoreResult<Option<KnowledgeDocument>> {
         let row = sqlx::query_as!(
             DocumentRow,
             r#"SELECT id, title, source, url, media_type, bytes, status, error, chunks, tokens,
@@ -388,13 +400,20 @@ impl Store {
 
     /// Delete one document with its chunks (and their vectors).
     #[tracing::instrument(skip_all, err)]
-    pub async fn delete_document(&self, tenant: &str, base_id: Uuid, id: Uuid, audit: &Audit) -> StoreResult<bool> {
+    pub async fn delete_document(
+        &self,
+        tenant: &str,
+        base_id: Uuid,
+        id: Uuid,
+        audit: &Audit,
+    ) -> StoreResult<bool> {
         let mut tx = self.pool.begin().await?;
-        let deleted = sqlx::query!("DELETE FROM knowledge_documents WHERE base_id = $1 AND id = $2", base_id, id)
-            .execute(&mut *tx)
-            .await?
-            .rows_affected()
-            > 0;
+        let deleted =
+            sqlx::query!("DELETE FROM knowledge_documents WHERE base_id = $1 AND id = $2", base_id, id)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected()
+                > 0;
         if deleted {
             audit.record_in(&mut tx, tenant, None).await?;
         }
@@ -466,7 +485,8 @@ impl Store {
         let row = sqlx::query!(
             r#"UPDATE knowledge_documents
                  SET status = 'ready', chunks = $3, tokens = $4, error = NULL, lease_until = NULL,
-                     title = coalesce($5, title), updated_at = now()
+                     title = CASE WHEN title_given THEN title ELSE coalesce($5, title) END,
+                     updated_at = now()
                WHERE id = $1 AND attempts = $2 AND status = 'pending'
                RETURNING base_id"#,
             id,
@@ -525,7 +545,12 @@ impl Store {
     /// The `k` ready chunks of base `base_id` that best match `query` by full-text search (any
     /// of its words, stemmed, ranked by `ts_rank` normalized by the chunk's length).
     #[tracing::instrument(skip_all, err)]
-    pub async fn search_fulltext(&self, base_id: Uuid, query: &str, k: i64) -> StoreResult<Vec<KnowledgeHit>> {
+    pub async fn search_fulltext(
+        &self,
+        base_id: Uuid,
+        query: &str,
+        k: i64,
+    ) -> StoreResult<Vec<KnowledgeHit>> {
         let rows = sqlx::query!(
             r#"WITH q AS (
                  SELECT nullif(replace(plainto_tsquery('english', $2)::text, ' & ', ' | '), '')::tsquery AS query

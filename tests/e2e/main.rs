@@ -13,6 +13,7 @@ mod fake_llm;
 mod fakes;
 mod journal;
 mod kickoffs;
+mod knowledge;
 mod quotas;
 mod real_model;
 mod runs;

@@ -20,6 +20,8 @@ const ROOT: &str = "root-key-of-the-operator";
 const WEBHOOK_SECRET: &str = "whsec_KioqKioqKioqKioqKioqKioqKioqKioqKioqKio=";
 /// The crew A registers (B's runs use the sample crew, under another name).
 const A_CREW: &str = "a-private-crew";
+/// The knowledge base A makes (with one document).
+const A_BASE: &str = "a-private-kb";
 const NON_ADMIN: [&str; 4] = ["read", "kickoff", "approve", "manage"];
 
 /// A server with an operator key, secrets and webhooks, answering for `root`.
@@ -51,6 +53,7 @@ struct Owned {
     run: String,
     webhook: String,
     key_id: String,
+    document: String,
 }
 
 /// A body each operation accepts (what the server checks before or after the tenant is a
@@ -70,6 +73,8 @@ fn body_of(method: &Method, path: &str) -> Option<Value> {
         ("POST", "/v1/tenants") => json!({"name": "team-z"}),
         ("PATCH", "/v1/tenants") => json!({"name": "team-a", "max_queued": 100}),
         ("POST", "/v1/keys") => json!({"tenant": "team-a", "name": "k", "scopes": ["read"]}),
+        ("POST", "/v1/knowledge") => json!({"name": "kb-z"}),
+        ("POST", "/v1/knowledge/{name}/documents") => json!({"text": "B's words"}),
         _ => return None,
     })
 }
@@ -79,6 +84,8 @@ fn concrete(path: &str, owned: &Owned) -> String {
     let crew = A_CREW.to_owned();
     let id = if path.starts_with("/v1/webhooks") {
         owned.webhook.clone()
+    } else if path.starts_with("/v1/knowledge") {
+        owned.document.clone()
     } else if path.starts_with("/v1/keys") {
         owned.key_id.clone()
     } else {
@@ -88,8 +95,11 @@ fn concrete(path: &str, owned: &Owned) -> String {
         p if p.starts_with("/v1/crews") => crew,
         p if p.starts_with("/v1/secrets") => "a_secret".to_owned(),
         p if p.starts_with("/v1/tenants") => "team-a".to_owned(),
+        p if p.starts_with("/v1/knowledge") => A_BASE.to_owned(),
         _ => "research".to_owned(),
     };
+    let query = if path.ends_with("/search") { "?q=tides" } else { "" };
+    let path = format!("{path}{query}");
     path.replace("{id}", &id)
         .replace("{name}", &name)
         .replace("{tool_call_id}", "call-1")
@@ -133,12 +143,20 @@ async fn the_openapi_matrix_keeps_tenants_apart_and_holds_keys_to_their_scopes(p
         .await;
     let hook = json!({"url": "https://93.184.215.14/hook", "events": ["*"]});
     let webhook = expect_json(a.post_json("/v1/webhooks", &hook).await, StatusCode::CREATED).await;
+    expect_json(a.post_json("/v1/knowledge", &json!({"name": A_BASE})).await, StatusCode::CREATED).await;
+    let text = json!({"text": "# Tides\n\nHigh tide comes at six."});
+    let document = expect_json(
+        a.post_json(&format!("/v1/knowledge/{A_BASE}/documents"), &text).await,
+        StatusCode::ACCEPTED,
+    )
+    .await;
     let owned = Owned {
         run: run["id"].as_str().expect("id").to_owned(),
         webhook: webhook["id"].as_str().expect("id").to_owned(),
         key_id: a_key_id,
+        document: document["id"].as_str().expect("id").to_owned(),
     };
-    let mine = [owned.run.as_str(), owned.webhook.as_str(), crew_name.as_str(), "a_secret"];
+    let mine = [owned.run.as_str(), owned.webhook.as_str(), crew_name.as_str(), "a_secret", A_BASE];
 
     let document = expect_json(root.get("/openapi.json").await, StatusCode::OK).await;
     let mut cases = BTreeMap::<&str, usize>::new();
@@ -193,7 +211,7 @@ async fn the_openapi_matrix_keeps_tenants_apart_and_holds_keys_to_their_scopes(p
             }
         }
     }
-    assert!(operations >= 37, "{operations} operations");
+    assert!(operations >= 45, "{operations} operations");
     eprintln!("matrix: {operations} operations, cases {cases:?}");
 
     // A run B may not see has, to B, no webhooks (as a run that does not exist).
