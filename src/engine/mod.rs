@@ -16,7 +16,9 @@
 //! and events and makes side calls; `effects` is the one way out (model and tool calls, and the
 //! commit-before-effect rule); `delegation` is the crew's agents as coworkers, reached from
 //! `effects` through the [`Coworkers`] trait; `schemas` holds the run's JSON schemas, compiled
-//! once by `runtime` and handed to the turns by `assemble`. `keys`, `prompts`, `react`, `repair`
+//! once by `runtime` and handed to the turns by `assemble`; `knowledge` gives a task's prompt what
+//! its crew's knowledge bases hold (through the [`knowledge::KnowledgeSource`] the composition
+//! root hands in) and makes the `search_knowledge` tool. `keys`, `prompts`, `react`, `repair`
 //! and `toolbox` are leaves.
 
 mod agent;

@@ -560,7 +560,7 @@ impl Store {
                FROM q, knowledge_chunks c
                JOIN knowledge_documents d ON d.id = c.document_id AND d.status = 'ready'
                WHERE c.base_id = $1 AND c.search @@ q.query
-               ORDER BY 6 DESC, c.id
+               ORDER BY 6 DESC, c.document_id, c.seq
                LIMIT $3"#,
             base_id,
             query,

@@ -601,3 +601,112 @@ async fn another_tenant_sees_nothing_of_a_knowledge_base(pool: PgPool) {
     assert!(actions.contains(&"knowledge.create") && actions.contains(&"document.create"), "{actions:?}");
     ingester.cancel();
 }
+
+/// `kill -9` of the real binary while it fetches a document, and again while a crew with
+/// knowledge waits for its model: the document is ingested by the next process (once), and the
+/// resumed run's prompt is the journaled one, not a new search (the document is gone by then).
+#[sqlx::test(migrations = false)]
+async fn kill_9_mid_ingestion_and_mid_run_loses_nothing_and_searches_once(pool: PgPool) {
+    use crate::cli::{child_database_url, Agentd};
+    let url = child_database_url(&pool).await;
+    let (doc_url, fetches) = document_server(GUIDE, Duration::from_secs(60)).await;
+    let fake = FakeLlm::start().await.expect("fake");
+    fake.push([
+        FakeReply::text("never delivered").with_delay(Duration::from_secs(60)),
+        FakeReply::text("At 02:00, after the restart."),
+    ]);
+    let fake_url = fake.base_url();
+    let env = [
+        ("OPENAI_BASE_URL", fake_url.as_str()),
+        ("OPENAI_API_KEY", "sk-knowledge-crash"),
+        ("AGENTD_LEASE_S", "2"),
+        ("AGENTD_ALLOW_PRIVATE_TOOL_HOSTS", "127.0.0.1/32"),
+    ];
+    let first = Agentd::start(&url, &env);
+    let api = crate::support::TestApp::at(&first.base);
+    create_base(&api, "docs").await;
+    let posted = api.post_json("/v1/knowledge/docs/documents", &json!({"url": doc_url})).await;
+    let id = expect_json(posted, StatusCode::ACCEPTED).await["id"].as_str().expect("id").to_owned();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while fetches.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+        assert!(Instant::now() < deadline, "the document was never fetched");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    first.signal("-KILL").await;
+
+    let second = Agentd::start(&url, &env);
+    let api = crate::support::TestApp::at(&second.base);
+    let ready = wait_document(&api, "docs", &id).await;
+    assert_eq!((ready["status"].as_str(), ready["chunks"].as_i64()), (Some("ready"), Some(3)), "{ready}");
+    assert_eq!(fetches.load(std::sync::atomic::Ordering::SeqCst), 2, "fetched again by the second process");
+    let attempts: i32 = sqlx::query_scalar("SELECT attempts FROM knowledge_documents").fetch_one(&pool).await.expect("attempts");
+    assert_eq!(attempts, 2);
+
+    let run = api.kickoff(&knowledge_crew(json!([])), json!({"question": "When do recurring invoices run?"})).await;
+    let run_id = run["id"].as_str().expect("id").to_owned();
+    crate::worker::wait_requests(&fake, 1).await;
+    second.signal("-KILL").await;
+    // The document is gone before the run resumes: a new search would find nothing.
+    sqlx::query("DELETE FROM knowledge_documents").execute(&pool).await.expect("delete");
+    let third = Agentd::start(&url, &env);
+    let api = crate::support::TestApp::at(&third.base);
+    let done = wait_for(&api, &run_id, &["completed", "failed"]).await;
+    assert_eq!((done["status"].as_str(), done["attempt"].as_i64()), (Some("completed"), Some(2)), "{done}");
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(requests[1]["messages"], requests[0]["messages"], "the resumed prompt is the journaled one");
+    assert!(requests[1]["messages"].to_string().contains("generated at 02:00"), "{}", requests[1]["messages"]);
+    let events = expect_json(api.get(&format!("/v1/runs/{run_id}/events?limit=1000")).await, StatusCode::OK).await;
+    let retrieved = event_types(&events).iter().filter(|t| *t == "knowledge.retrieved").count();
+    assert_eq!(retrieved, 1, "searched once");
+}
+
+/// The retrieval corpus (`tests/knowledge/`): 32 documents about an invented product and 20
+/// questions, each answered by a known passage. Full-text search alone (the mode of a database
+/// without pgvector) finds the passage in its top 5 for the number this prints; the floor below
+/// is what it measured when written (half the questions share almost no words with their answer,
+/// which full-text search cannot bridge).
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn full_text_search_finds_the_corpus_answers_it_can_match_by_words(pool: PgPool) {
+    let config = test_config();
+    let app = TestApp::spawn_with(pool.clone(), config.clone()).await;
+    let ingester = start_ingester(&pool, &config, Duration::from_secs(5));
+    create_base(&app, "lumen").await;
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/knowledge");
+    let mut files: Vec<_> = std::fs::read_dir(root.join("corpus")).expect("corpus").map(|e| e.expect("entry").path()).collect();
+    files.sort();
+    let mut ids = Vec::new();
+    for file in &files {
+        let name = file.file_name().and_then(|n| n.to_str()).expect("name");
+        let bytes = std::fs::read(file).expect("read");
+        let accepted = expect_json(upload(&app, "lumen", name, None, &bytes).await, StatusCode::ACCEPTED).await;
+        ids.push(accepted["id"].as_str().expect("id").to_owned());
+    }
+    for id in &ids {
+        assert_eq!(wait_document(&app, "lumen", id).await["status"], "ready");
+    }
+    let questions: Vec<Value> =
+        serde_json::from_str(&std::fs::read_to_string(root.join("questions.json")).expect("questions")).expect("json");
+    assert_eq!(questions.len(), 20);
+    let mut found = Vec::new();
+    for q in &questions {
+        let response = app
+            .request(Method::GET, "/v1/knowledge/lumen/search")
+            .query(&[("q", q["question"].as_str().expect("question")), ("k", "5")])
+            .send()
+            .await
+            .expect("GET");
+        let hits = expect_json(response, StatusCode::OK).await;
+        let answer = q["answer"].as_str().expect("answer");
+        let hit = hits["hits"].as_array().expect("hits").iter().any(|h| h["text"].as_str().is_some_and(|t| t.contains(answer)));
+        found.push(hit);
+    }
+    let count = found.iter().filter(|f| **f).count();
+    eprintln!("full-text top-5: {count}/20 (per question: {found:?})");
+    assert!(count >= FULLTEXT_FLOOR, "full-text search found {count}/20, fewer than the {FULLTEXT_FLOOR} it found when measured");
+    ingester.cancel();
+}
+
+/// What full-text search found of the corpus when measured (16/20 on 2026-12-03: it missed
+/// questions 1, 3, 6 and 19, which share at most one word with their answers).
+const FULLTEXT_FLOOR: usize = 16;

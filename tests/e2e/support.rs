@@ -73,6 +73,12 @@ impl TestApp {
         Self { base: format!("http://{addr}"), client, api_key: None }
     }
 
+    /// A server already running at `base` (a child process), asked without a key.
+    pub fn at(base: &str) -> TestApp {
+        let client = reqwest::Client::builder().timeout(Duration::from_secs(30)).build().expect("client");
+        TestApp { base: base.to_owned(), client, api_key: None }
+    }
+
     /// The same server, asked with `key` (`None`: with no key).
     pub fn as_key(&self, key: Option<&str>) -> TestApp {
         TestApp { base: self.base.clone(), client: self.client.clone(), api_key: key.map(str::to_owned) }
