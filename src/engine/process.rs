@@ -12,6 +12,7 @@ use super::turn::AgentTurn;
 use super::{agent, knowledge, plan, Context, EngineError};
 use crate::domain::crew::{CrewSpec, TaskSpec};
 use crate::domain::event::{TaskAnswered, TaskCompleted, TaskFailed, TaskStarted};
+use crate::domain::knowledge::KnowledgeUse;
 use crate::domain::{ErrorKind, EventData, TaskOutput, TaskStatus};
 
 /// A task running on its own (`async_execution`).
@@ -87,26 +88,22 @@ async fn discover_servers(
     Ok(())
 }
 
-/// `turn` with the "Relevant Knowledge" of its task's bases appended to its prompt (none: as it
-/// is). Boxed: only crews with knowledge pay for the search's future.
-async fn with_knowledge(
+/// `turn` with the "Relevant Knowledge" of `bases` appended to its prompt (nothing found: as it
+/// is).
+async fn add_knowledge(
     assembler: &Assembler<'_>,
-    mut turn: AgentTurn,
+    turn: &mut AgentTurn,
+    bases: &[KnowledgeUse],
     task: &TaskSpec,
     ctx: &Context<'_>,
     pending: &mut Step,
-) -> Result<AgentTurn, EngineError> {
-    let bases = knowledge::bases_of(assembler.crew, task);
-    if bases.is_empty() {
-        return Ok(turn);
-    }
+) -> Result<(), EngineError> {
     let (source, name, agent) = (assembler.knowledge, &task.name, turn.agent.clone());
-    let section =
-        Box::pin(knowledge::recall(source, &bases, name, &agent, &turn.task_prompt, ctx, pending)).await?;
+    let section = knowledge::recall(source, bases, name, &agent, &turn.task_prompt, ctx, pending).await?;
     if let Some(section) = section {
         turn.task_prompt = knowledge::with_knowledge(&turn.task_prompt, &section);
     }
-    Ok(turn)
+    Ok(())
 }
 
 /// Journal a task's start.
@@ -166,16 +163,24 @@ fn ordered_outputs(crew: &CrewSpec, outputs: &[Option<TaskOutput>]) -> Vec<(Stri
 /// what its knowledge bases hold, journaling its end.
 async fn perform(
     assembler: &Assembler<'_>,
-    performer: Result<AgentTurn, EngineError>,
+    mut performer: Result<AgentTurn, EngineError>,
     task: &TaskSpec,
     agent: &str,
     ctx: &Context<'_>,
     pending: &mut Step,
 ) -> Result<TaskOutput, EngineError> {
-    let performer = match performer {
-        Ok(turn) => with_knowledge(assembler, turn, task, ctx, pending).await,
-        Err(error) => Err(error),
+    // In place, boxed, and only for a task with knowledge: a second turn (or the search's state)
+    // kept in this future would make every run's future larger.
+    let bases = knowledge::bases_of(assembler.crew, task);
+    let failed = match &mut performer {
+        Ok(turn) if !bases.is_empty() => {
+            Box::pin(add_knowledge(assembler, turn, &bases, task, ctx, pending)).await.err()
+        }
+        _ => None,
     };
+    if let Some(error) = failed {
+        performer = Err(error);
+    }
     let result = match performer {
         Ok(turn) => match &turn.plan {
             Some(options) => Box::pin(plan::execute(&turn, options, ctx, pending)).await,

@@ -639,10 +639,14 @@ async fn kill_9_mid_ingestion_and_mid_run_loses_nothing_and_searches_once(pool: 
     let ready = wait_document(&api, "docs", &id).await;
     assert_eq!((ready["status"].as_str(), ready["chunks"].as_i64()), (Some("ready"), Some(3)), "{ready}");
     assert_eq!(fetches.load(std::sync::atomic::Ordering::SeqCst), 2, "fetched again by the second process");
-    let attempts: i32 = sqlx::query_scalar("SELECT attempts FROM knowledge_documents").fetch_one(&pool).await.expect("attempts");
+    let attempts: i32 = sqlx::query_scalar("SELECT attempts FROM knowledge_documents")
+        .fetch_one(&pool)
+        .await
+        .expect("attempts");
     assert_eq!(attempts, 2);
 
-    let run = api.kickoff(&knowledge_crew(json!([])), json!({"question": "When do recurring invoices run?"})).await;
+    let run =
+        api.kickoff(&knowledge_crew(json!([])), json!({"question": "When do recurring invoices run?"})).await;
     let run_id = run["id"].as_str().expect("id").to_owned();
     crate::worker::wait_requests(&fake, 1).await;
     second.signal("-KILL").await;
@@ -655,8 +659,13 @@ async fn kill_9_mid_ingestion_and_mid_run_loses_nothing_and_searches_once(pool: 
     let requests = fake.requests();
     assert_eq!(requests.len(), 2);
     assert_eq!(requests[1]["messages"], requests[0]["messages"], "the resumed prompt is the journaled one");
-    assert!(requests[1]["messages"].to_string().contains("generated at 02:00"), "{}", requests[1]["messages"]);
-    let events = expect_json(api.get(&format!("/v1/runs/{run_id}/events?limit=1000")).await, StatusCode::OK).await;
+    assert!(
+        requests[1]["messages"].to_string().contains("generated at 02:00"),
+        "{}",
+        requests[1]["messages"]
+    );
+    let events =
+        expect_json(api.get(&format!("/v1/runs/{run_id}/events?limit=1000")).await, StatusCode::OK).await;
     let retrieved = event_types(&events).iter().filter(|t| *t == "knowledge.retrieved").count();
     assert_eq!(retrieved, 1, "searched once");
 }
@@ -673,20 +682,23 @@ async fn full_text_search_finds_the_corpus_answers_it_can_match_by_words(pool: P
     let ingester = start_ingester(&pool, &config, Duration::from_secs(5));
     create_base(&app, "lumen").await;
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/knowledge");
-    let mut files: Vec<_> = std::fs::read_dir(root.join("corpus")).expect("corpus").map(|e| e.expect("entry").path()).collect();
+    let mut files: Vec<_> =
+        std::fs::read_dir(root.join("corpus")).expect("corpus").map(|e| e.expect("entry").path()).collect();
     files.sort();
     let mut ids = Vec::new();
     for file in &files {
         let name = file.file_name().and_then(|n| n.to_str()).expect("name");
         let bytes = std::fs::read(file).expect("read");
-        let accepted = expect_json(upload(&app, "lumen", name, None, &bytes).await, StatusCode::ACCEPTED).await;
+        let accepted =
+            expect_json(upload(&app, "lumen", name, None, &bytes).await, StatusCode::ACCEPTED).await;
         ids.push(accepted["id"].as_str().expect("id").to_owned());
     }
     for id in &ids {
         assert_eq!(wait_document(&app, "lumen", id).await["status"], "ready");
     }
     let questions: Vec<Value> =
-        serde_json::from_str(&std::fs::read_to_string(root.join("questions.json")).expect("questions")).expect("json");
+        serde_json::from_str(&std::fs::read_to_string(root.join("questions.json")).expect("questions"))
+            .expect("json");
     assert_eq!(questions.len(), 20);
     let mut found = Vec::new();
     for q in &questions {
@@ -698,12 +710,19 @@ async fn full_text_search_finds_the_corpus_answers_it_can_match_by_words(pool: P
             .expect("GET");
         let hits = expect_json(response, StatusCode::OK).await;
         let answer = q["answer"].as_str().expect("answer");
-        let hit = hits["hits"].as_array().expect("hits").iter().any(|h| h["text"].as_str().is_some_and(|t| t.contains(answer)));
+        let hit = hits["hits"]
+            .as_array()
+            .expect("hits")
+            .iter()
+            .any(|h| h["text"].as_str().is_some_and(|t| t.contains(answer)));
         found.push(hit);
     }
     let count = found.iter().filter(|f| **f).count();
     eprintln!("full-text top-5: {count}/20 (per question: {found:?})");
-    assert!(count >= FULLTEXT_FLOOR, "full-text search found {count}/20, fewer than the {FULLTEXT_FLOOR} it found when measured");
+    assert!(
+        count >= FULLTEXT_FLOOR,
+        "full-text search found {count}/20, fewer than the {FULLTEXT_FLOOR} it found when measured"
+    );
     ingester.cancel();
 }
 
