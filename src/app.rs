@@ -63,6 +63,23 @@ pub fn build_engine(
     vault: Arc<Vault>,
     metrics: Arc<Metrics>,
 ) -> Result<Engine, ServeError> {
+    let (llms, limiter) = build_llms(config, store)?;
+    let knowledge = Knowledge::new(store.clone(), Some(llms.clone()));
+    Ok(Engine::new(EngineParts {
+        llms,
+        outbound: tool_outbound(config)?,
+        limiter,
+        metrics,
+        limits: config.run_limits,
+        secrets: vault,
+        deltas: Some(crate::events::deltas::DeltaRelay::start(store.clone())),
+        knowledge: Some(Arc::new(knowledge)),
+    }))
+}
+
+/// The configured providers' clients, sharing one HTTP client, their 429 holds going to the
+/// returned limiter and their rpm and tpm budgets kept in the database (budgets of the cluster).
+pub fn build_llms(config: &Config, store: &Store) -> Result<(LlmRegistry, Arc<RateLimiter>), ServeError> {
     let http = reqwest::Client::builder()
         .tcp_nodelay(true)
         .pool_idle_timeout(Duration::from_secs(90))
@@ -74,7 +91,6 @@ pub fn build_engine(
         ..RetryPolicy::default()
     };
     let limiter = Arc::new(RateLimiter::default());
-    // The providers' rpm and tpm are budgets of the cluster, kept in the database.
     let shared = Arc::new(store.clone());
     let llms = LlmRegistry::from_settings(
         &config.default_model,
@@ -84,16 +100,7 @@ pub fn build_engine(
         limiter.clone(),
         shared,
     );
-    Ok(Engine::new(EngineParts {
-        llms,
-        outbound: tool_outbound(config)?,
-        limiter,
-        metrics,
-        limits: config.run_limits,
-        secrets: vault,
-        deltas: Some(crate::events::deltas::DeltaRelay::start(store.clone())),
-        knowledge: Some(Arc::new(Knowledge::new(store.clone()))),
-    }))
+    Ok((llms, limiter))
 }
 
 /// The guarded HTTP client of tools (and of documents fetched by URL), with the tools' egress
@@ -160,6 +167,8 @@ pub struct App {
     deliverer: Option<Deliverer>,
     /// The knowledge bases' document ingester (a role that runs workers).
     ingester: Option<Ingester>,
+    /// Knowledge bases' search and embedding (whether vectors can be kept is said at start-up).
+    knowledge: Knowledge,
 }
 
 impl App {
@@ -168,11 +177,14 @@ impl App {
         let config = Arc::new(config);
         let metrics = Arc::new(Metrics::default());
         let vault = Arc::new(Vault::new(store.clone(), config.secrets_key.clone()));
+        // Knowledge bases embed with the providers' models (the API's searches and ingestion).
+        let knowledge = Knowledge::new(store.clone(), Some(build_llms(&config, &store)?.0));
         let (workers, ingester) = match config.role.runs_workers() {
             true => {
                 let engine = build_engine(&config, &store, vault.clone(), metrics.clone())?;
                 let pool = WorkerPool::new(store.clone(), Arc::new(engine), worker_settings(&config));
-                let ingester = Ingester::new(store.clone(), tool_outbound(&config)?, config.lease);
+                let ingester =
+                    Ingester::new(store.clone(), tool_outbound(&config)?, knowledge.clone(), config.lease);
                 (Some(pool), Some(ingester))
             }
             false => (None, None),
@@ -197,6 +209,7 @@ impl App {
                 Vault::clone(&vault),
                 Arc::new(config.webhooks.clone()),
                 Arc::new(config.tool_egress.clone()),
+                knowledge.clone(),
             ),
             store: store.clone(),
             config: config.clone(),
@@ -204,14 +217,15 @@ impl App {
             metrics: metrics.clone(),
             shutdown: shutdown.clone(),
         });
-        Ok(Self { config, store, metrics, shutdown, api, workers, deliverer, ingester })
+        Ok(Self { config, store, metrics, shutdown, api, workers, deliverer, ingester, knowledge })
     }
 
     /// Run until the shutdown signal: the worker pool, the deliverer and the pruner, and the API
     /// on `listener` (the production accept loop, with its connection cap and timeouts); then let
     /// each drain within the grace period.
     pub async fn run(self, listener: Option<tokio::net::TcpListener>) -> Result<(), ServeError> {
-        let Self { config, store, metrics, shutdown, api, workers, deliverer, ingester } = self;
+        let Self { config, store, metrics, shutdown, api, workers, deliverer, ingester, knowledge } = self;
+        tokio::spawn(async move { knowledge.announce().await });
         let workers = workers.map(|pool| {
             tracing::info!(slots = config.workers, lease_s = config.lease.as_secs(), "worker pool started");
             tokio::spawn(pool.run(shutdown.clone()))

@@ -54,6 +54,9 @@ pub enum ApiError {
     Quota { message: String, retry_after_s: u64 },
     #[error("{0}")]
     NotImplemented(String),
+    /// A service agentd relies on (a provider's model) failed.
+    #[error("{0}")]
+    BadGateway(String),
     #[error("internal error")]
     /// The cause is logged, never answered.
     Internal(String),
@@ -66,6 +69,7 @@ impl From<ServiceError> for ApiError {
             ServiceError::NotFound(message) => ApiError::NotFound(message),
             ServiceError::Conflict(message) => ApiError::Conflict(message),
             ServiceError::NotConfigured(message) => ApiError::NotImplemented(message),
+            ServiceError::Upstream(message) => ApiError::BadGateway(message),
             ServiceError::Invalid(errors) => ApiError::validation(errors),
             ServiceError::Quota { message, retry_after } => {
                 ApiError::Quota { message, retry_after_s: retry_after.as_secs().max(1) }
@@ -105,6 +109,7 @@ impl ApiError {
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::Quota { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::NotImplemented(_) => StatusCode::NOT_IMPLEMENTED,
+            ApiError::BadGateway(_) => StatusCode::BAD_GATEWAY,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -124,6 +129,7 @@ impl ApiError {
             ApiError::Unavailable(_) => "unavailable",
             ApiError::Quota { .. } => "quota",
             ApiError::NotImplemented(_) => "not-configured",
+            ApiError::BadGateway(_) => "upstream",
             ApiError::Internal(_) => "internal",
         }
     }

@@ -71,6 +71,9 @@ pub struct NewKnowledgeBase {
     name: String,
     #[schema(max_length = 4096)]
     description: Option<String>,
+    /// `<provider>/<model>` of an embedding model (OpenAI-compatible `POST /embeddings`): chunks
+    /// are embedded and the base is searched hybrid. Needs pgvector in the database.
+    embedding: Option<String>,
     /// How documents are cut (default 256 tokens with 32 of overlap).
     chunking: Option<Chunking>,
 }
@@ -178,7 +181,7 @@ pub struct SearchResult {
         (status = 201, description = "Created", body = KnowledgeBaseBody,
             headers(("Location" = String, description = "The base's URL"))),
         (status = 409, description = "The tenant has a base of that name", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "Invalid name, description or chunking", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid name, description or chunking; an embedding model that cannot answer, or a database without pgvector", body = Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn create_knowledge_base(
@@ -462,6 +465,7 @@ pub async fn delete_document(
         (status = 400, description = "Malformed name or query", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such base", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "Empty or over-long query, k out of range", body = Problem, content_type = "application/problem+json"),
+        (status = 502, description = "The base's embedding model failed", body = Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn search(

@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::chunk::chunk;
 use super::extract::{extract, media_type_of_name, normalize_media_type};
+use super::Knowledge;
 use crate::domain::knowledge::DocumentSource;
 use crate::outbound::describe;
 use crate::store::{Ingested, LeasedDocument, Listened, Store, KNOWLEDGE_CHANNEL};
@@ -32,14 +33,16 @@ pub const MAX_ATTEMPTS: i32 = 5;
 pub struct Ingester {
     store: Store,
     outbound: Arc<Outbound>,
+    /// Embeds the chunks of bases with an embedding model.
+    knowledge: Knowledge,
     lease: Duration,
 }
 
 impl Ingester {
     /// An ingester fetching URLs through `outbound` (the tools' egress guard, size and time
     /// limits), leasing documents for `lease`.
-    pub fn new(store: Store, outbound: Arc<Outbound>, lease: Duration) -> Self {
-        Self { store, outbound, lease }
+    pub fn new(store: Store, outbound: Arc<Outbound>, knowledge: Knowledge, lease: Duration) -> Self {
+        Self { store, outbound, knowledge, lease }
     }
 
     /// Ingest until `stop`; a document in progress then is left to its lease (another replica,
@@ -142,9 +145,33 @@ impl Ingester {
             if chunks.is_empty() {
                 return Err("the document has no text".to_owned());
             }
-            Ok(Ingested { chunks, title: extracted.title })
+            Ok(Ingested { chunks, vectors: None, title: extracted.title })
         });
-        prepared.await.map_err(|e| format!("ingestion failed: {e}"))?
+        let mut ingested = prepared.await.map_err(|e| format!("ingestion failed: {e}"))??;
+        if let Some(embedding) = &document.embedding {
+            ingested.vectors = Some(self.vectors(document, embedding, &ingested).await?);
+        }
+        Ok(ingested)
+    }
+
+    /// The vectors of a document's chunks (their headings and text) by the base's model.
+    async fn vectors(&self, document: &LeasedDocument, embedding: &str, ingested: &Ingested) -> Result<Vec<Vec<f32>>, String> {
+        self.knowledge.vectors().await.map_err(|why| format!("vectors cannot be kept: {why}"))?;
+        let texts: Vec<String> = ingested
+            .chunks
+            .iter()
+            .map(|c| if c.heading.is_empty() { c.text.clone() } else { format!("{}\n\n{}", c.heading, c.text) })
+            .collect();
+        let embedded = self.knowledge.embed(embedding, &texts).await.map_err(|why| format!("embedding failed: {why}"))?;
+        let dims = embedded.vectors.first().map_or(0, Vec::len) as i32;
+        match document.dims {
+            Some(expected) if expected != dims => {
+                return Err(format!("the embedding model answered {dims} dimensions; the base's vectors have {expected}"))
+            }
+            Some(_) => {}
+            None => self.store.ensure_vector_index(document.base_id, dims).await.map_err(|e| e.to_string())?,
+        }
+        Ok(embedded.vectors)
     }
 
     /// A URL's media type and bytes (within the tools' response size limit and timeout).

@@ -7,7 +7,10 @@ pub mod chunk;
 pub mod extract;
 pub mod ingest;
 
+use std::sync::Arc;
+
 use crate::domain::knowledge::{KnowledgeHit, SearchMode, MAX_K};
+use crate::llm::{Embeddings, LlmRegistry};
 use crate::engine::knowledge::{KnowledgeSource, SearchFuture};
 use crate::store::{Store, StoreError};
 
@@ -16,6 +19,8 @@ use crate::store::{Store, StoreError};
 pub enum KnowledgeError {
     #[error("no knowledge base named '{0}'")]
     NoBase(String),
+    #[error("the embedding model failed: {0}")]
+    Embedding(String),
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -27,34 +32,93 @@ pub struct Found {
     pub hits: Vec<KnowledgeHit>,
 }
 
-/// Searches tenants' knowledge bases.
+/// Searches tenants' knowledge bases: by full text always, fused with vector similarity where
+/// the database has pgvector and the base an embedding model.
 #[derive(Clone)]
 pub struct Knowledge {
     store: Store,
+    /// The providers whose embedding models bases name (none: no base embeds).
+    llms: Option<LlmRegistry>,
+    /// Whether vectors can be kept (pgvector), found out once.
+    vectors: Arc<tokio::sync::OnceCell<Result<(), String>>>,
 }
 
+/// Candidates each ranking contributes to a hybrid search, at least.
+const MIN_CANDIDATES: u32 = 20;
+/// Reciprocal rank fusion's constant (the usual 60).
+const RRF_K: f64 = 60.0;
+
 impl Knowledge {
-    pub fn new(store: Store) -> Self {
-        Self { store }
+    pub fn new(store: Store, llms: Option<LlmRegistry>) -> Self {
+        Self { store, llms, vectors: Arc::default() }
     }
 
-    /// The `k` best chunks of `query` in `tenant`'s base `base` (full-text).
-    pub async fn search(
-        &self,
-        tenant: &str,
-        base: &str,
-        query: &str,
-        k: u32,
-    ) -> Result<Found, KnowledgeError> {
-        let record = self
-            .store
-            .knowledge_base(tenant, base)
-            .await?
-            .ok_or_else(|| KnowledgeError::NoBase(base.to_owned()))?;
-        let k = i64::from(k.clamp(1, MAX_K));
-        let hits = self.store.search_fulltext(record.id, query, k).await?;
-        Ok(Found { mode: SearchMode::Fulltext, hits })
+    /// Can vectors be kept? Found out (and the table made) on first use; `Err` says why not.
+    pub async fn vectors(&self) -> Result<(), String> {
+        self.vectors.get_or_init(|| self.store.prepare_vectors()).await.clone()
     }
+
+    /// Find out at start-up whether vectors can be kept, and say so.
+    pub async fn announce(&self) {
+        match self.vectors().await {
+            Ok(()) => tracing::info!("knowledge: vector search is on (pgvector)"),
+            Err(why) => tracing::warn!(reason = %why, "knowledge: vector search is off; knowledge bases are searched by full text only"),
+        }
+    }
+
+    /// The vectors of `texts` by `embedding` (`provider/model`), in batches.
+    pub async fn embed(&self, embedding: &str, texts: &[String]) -> Result<Embeddings, String> {
+        let llms = self.llms.as_ref().ok_or("no embedding models are configured on this server")?;
+        let resolved = llms.resolve(Some(embedding)).map_err(|e| e.message)?;
+        let mut all = Embeddings { vectors: Vec::with_capacity(texts.len()), tokens: 0, estimated: false };
+        for batch in texts.chunks(EMBED_BATCH) {
+            let embedded = resolved.client.embed(&resolved.model, batch).await.map_err(|e| e.message)?;
+            all.vectors.extend(embedded.vectors);
+            all.tokens += embedded.tokens;
+            all.estimated |= embedded.estimated;
+        }
+        Ok(all)
+    }
+
+    /// The `k` best chunks of `query` in `tenant`'s base `base`.
+    pub async fn search(&self, tenant: &str, base: &str, query: &str, k: u32) -> Result<Found, KnowledgeError> {
+        let record =
+            self.store.knowledge_base(tenant, base).await?.ok_or_else(|| KnowledgeError::NoBase(base.to_owned()))?;
+        let k = k.clamp(1, MAX_K);
+        let (Some(embedding), Some(dims), Ok(())) = (&record.embedding, record.dims, self.vectors().await) else {
+            let hits = self.store.search_fulltext(record.id, query, i64::from(k)).await?;
+            return Ok(Found { mode: SearchMode::Fulltext, hits });
+        };
+        let vector = match self.embed(embedding, &[query.to_owned()]).await {
+            Ok(mut embedded) if embedded.vectors.len() == 1 => embedded.vectors.remove(0),
+            Ok(_) => return Err(KnowledgeError::Embedding("the model answered no vector".into())),
+            Err(why) => return Err(KnowledgeError::Embedding(why)),
+        };
+        let candidates = i64::from((k * 4).max(MIN_CANDIDATES));
+        let by_vector = self.store.search_vectors(record.id, dims, &vector, candidates).await?;
+        let by_text = self.store.search_fulltext(record.id, query, candidates).await?;
+        Ok(Found { mode: SearchMode::Hybrid, hits: fuse(&[by_vector, by_text], k as usize) })
+    }
+}
+
+/// Texts embedded per request.
+const EMBED_BATCH: usize = 64;
+
+/// Reciprocal rank fusion: each hit scores the sum of `1 / (60 + rank)` over the rankings it is
+/// in; the best `k`, their `score` the fused one.
+fn fuse(rankings: &[Vec<KnowledgeHit>], k: usize) -> Vec<KnowledgeHit> {
+    let mut fused: Vec<(KnowledgeHit, f64)> = Vec::new();
+    for ranking in rankings {
+        for (rank, hit) in ranking.iter().enumerate() {
+            let score = 1.0 / (RRF_K + rank as f64 + 1.0);
+            match fused.iter_mut().find(|(h, _)| h.chunk_id == hit.chunk_id) {
+                Some((_, total)) => *total += score,
+                None => fused.push((hit.clone(), score)),
+            }
+        }
+    }
+    fused.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.chunk_id.cmp(&b.0.chunk_id)));
+    fused.into_iter().take(k).map(|(hit, score)| KnowledgeHit { score, ..hit }).collect()
 }
 
 impl KnowledgeSource for Knowledge {
@@ -63,11 +127,40 @@ impl KnowledgeSource for Knowledge {
             match Knowledge::search(self, tenant, base, query, k).await {
                 Ok(found) => Ok(found.hits),
                 Err(KnowledgeError::NoBase(name)) => Err(format!("no knowledge base named '{name}'")),
+                Err(error @ KnowledgeError::Embedding(_)) => Err(error.to_string()),
                 Err(KnowledgeError::Store(error)) => {
                     tracing::warn!(%error, "a knowledge search failed");
                     Err("the knowledge base could not be searched (database error)".to_owned())
                 }
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{fuse, KnowledgeHit};
+
+    fn hit(n: u128) -> KnowledgeHit {
+        KnowledgeHit {
+            document_id: uuid::Uuid::from_u128(0),
+            chunk_id: uuid::Uuid::from_u128(n),
+            title: String::new(),
+            heading: String::new(),
+            text: format!("chunk {n}"),
+            score: 0.0,
+        }
+    }
+
+    #[test]
+    fn reciprocal_rank_fusion_favours_hits_both_rankings_hold() {
+        let by_vector = vec![hit(1), hit(2), hit(3)];
+        let by_text = vec![hit(3), hit(4), hit(1)];
+        let fused = fuse(&[by_vector, by_text], 3);
+        let order: Vec<u128> = fused.iter().map(|h| h.chunk_id.as_u128()).collect();
+        assert_eq!(order, [1, 3, 2], "1: ranks 1 and 3; 3: ranks 3 and 1 (ties by id); then 2");
+        assert!((fused[0].score - (1.0 / 61.0 + 1.0 / 63.0)).abs() < 1e-12);
+        assert!((fused[2].score - 1.0 / 62.0).abs() < 1e-12);
+        assert!(fuse(&[Vec::new(), Vec::new()], 5).is_empty());
     }
 }

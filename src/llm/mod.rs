@@ -35,6 +35,28 @@ pub trait LlmClient: Send + Sync {
     /// One chat completion. Retries of transient failures happen inside; an error returned here
     /// is final for this call and classified by [`LlmErrorKind`].
     fn chat<'a>(&'a self, request: &'a ChatRequest) -> LlmFuture<'a>;
+
+    /// The embeddings of `inputs` by `model`, in order (retried like a chat). A provider without
+    /// embedding models answers an error.
+    fn embed<'a>(&'a self, model: &'a str, inputs: &'a [String]) -> EmbedFuture<'a> {
+        let _ = inputs;
+        Box::pin(async move {
+            let message = format!("the provider of '{model}' has no embedding models");
+            Err(LlmError::new(LlmErrorKind::Other, message))
+        })
+    }
+}
+
+/// What an embedding call answers.
+pub type EmbedFuture<'a> = Pin<Box<dyn Future<Output = Result<Embeddings, LlmError>> + Send + 'a>>;
+
+/// The vectors of a batch of texts, in the order of the texts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Embeddings {
+    pub vectors: Vec<Vec<f32>>,
+    /// Input tokens: the provider's count, else agentd's (`estimated`).
+    pub tokens: u64,
+    pub estimated: bool,
 }
 
 #[cfg(test)]

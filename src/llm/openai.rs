@@ -17,7 +17,7 @@ use super::types::{
     ChatMessage, ChatRequest, ChatResponse, DeltaSink, LlmError, LlmErrorKind, ResponseSchema, TokenUsage,
     ToolCallRequest, ToolDefinition,
 };
-use super::{LlmClient, LlmFuture};
+use super::{EmbedFuture, Embeddings, LlmClient, LlmFuture};
 use crate::outbound::parse_retry_after;
 use crate::outbound::Secret;
 
@@ -175,6 +175,98 @@ impl LlmClient for OpenAiClient {
     fn chat<'a>(&'a self, request: &'a ChatRequest) -> LlmFuture<'a> {
         Box::pin(self.complete(request))
     }
+
+    fn embed<'a>(&'a self, model: &'a str, inputs: &'a [String]) -> EmbedFuture<'a> {
+        Box::pin(self.embeddings(model, inputs))
+    }
+}
+
+impl OpenAiClient {
+    /// `<base>/embeddings`, or the Azure deployment's.
+    fn embeddings_url(&self, model: &str) -> String {
+        match &self.endpoint {
+            Endpoint::OpenAi(url) => format!("{}/embeddings", url.trim_end_matches("/chat/completions")),
+            Endpoint::Azure { resource, api_version } => {
+                let deployment: String = url::form_urlencoded::byte_serialize(model.as_bytes()).collect();
+                let version: String = url::form_urlencoded::byte_serialize(api_version.as_bytes()).collect();
+                format!("{resource}/openai/deployments/{deployment}/embeddings?api-version={version}")
+            }
+        }
+    }
+
+    /// `POST /embeddings` with every input in one request (the caller batches).
+    #[tracing::instrument(skip_all, fields(model = %model, inputs = inputs.len()), err)]
+    async fn embeddings(&self, model: &str, inputs: &[String]) -> Result<Embeddings, LlmError> {
+        if inputs.is_empty() {
+            return Ok(Embeddings { vectors: Vec::new(), tokens: 0, estimated: false });
+        }
+        let body = serde_json::json!({"model": model, "input": inputs, "encoding_format": "float"});
+        let body = serde_json::to_vec(&body)
+            .map(Bytes::from)
+            .map_err(|e| LlmError::new(LlmErrorKind::Other, format!("the request does not serialise: {e}")))?;
+        let url = self.embeddings_url(model);
+        let timeout = self.transport.policy().request_timeout;
+        let mut embedded = self
+            .transport
+            .with_retries(|_| async {
+                let response = self.send(&url, body.clone(), timeout).await?;
+                let status = response.status();
+                let retry_after = parse_retry_after(response.headers(), SystemTime::now());
+                let text = response.text().await.map_err(|e| transport_failure(e, timeout))?;
+                if !status.is_success() {
+                    return Err(Transport::failed(status, &text, retry_after));
+                }
+                parse_embeddings(&text, inputs.len()).map_err(Attempt::fatal)
+            })
+            .await?;
+        if embedded.tokens == 0 {
+            embedded.tokens = inputs.iter().map(|input| super::estimate::count(input)).sum();
+            embedded.estimated = true;
+        }
+        Ok(embedded)
+    }
+}
+
+/// An embeddings answer: `{"data": [{"index", "embedding"}], "usage": {"prompt_tokens"}}`, one
+/// finite vector per input, all of one length.
+fn parse_embeddings(text: &str, expected: usize) -> Result<Embeddings, LlmError> {
+    #[derive(serde::Deserialize)]
+    struct Answer {
+        data: Vec<Item>,
+        #[serde(default)]
+        usage: Option<Usage>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Item {
+        #[serde(default)]
+        index: Option<usize>,
+        embedding: Vec<f32>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Usage {
+        #[serde(default)]
+        prompt_tokens: u64,
+    }
+    let malformed = |why: String| LlmError::new(LlmErrorKind::Other, format!("malformed embeddings answer: {why}"));
+    let answer: Answer = serde_json::from_str(text).map_err(|e| malformed(e.to_string()))?;
+    if answer.data.len() != expected {
+        return Err(malformed(format!("{} vectors for {expected} inputs", answer.data.len())));
+    }
+    let mut slots: Vec<Option<Vec<f32>>> = vec![None; expected];
+    for (position, item) in answer.data.into_iter().enumerate() {
+        let index = item.index.unwrap_or(position);
+        match slots.get_mut(index) {
+            Some(slot @ None) => *slot = Some(item.embedding),
+            _ => return Err(malformed(format!("index {index} is out of range or repeated"))),
+        }
+    }
+    let vectors: Vec<Vec<f32>> = slots.into_iter().flatten().collect();
+    let dims = vectors.first().map_or(0, Vec::len);
+    if dims == 0 || vectors.iter().any(|v| v.len() != dims || v.iter().any(|x| !x.is_finite())) {
+        return Err(malformed("vectors must be non-empty, finite and of one length".into()));
+    }
+    let tokens = answer.usage.map_or(0, |u| u.prompt_tokens);
+    Ok(Embeddings { vectors, tokens, estimated: false })
 }
 
 /// The JSON body of a chat-completions request, serialised straight from the request (nothing

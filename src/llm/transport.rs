@@ -58,10 +58,10 @@ impl Transport {
 
     /// Run `attempt` (given its number, from 1) until it answers, fails for good, or the
     /// attempts run out. Rate limits are told to the hook; errors leave without the API key.
-    pub async fn with_retries<F, Fut>(&self, mut attempt: F) -> Result<ChatResponse, LlmError>
+    pub async fn with_retries<T, F, Fut>(&self, mut attempt: F) -> Result<T, LlmError>
     where
         F: FnMut(u32) -> Fut,
-        Fut: Future<Output = Result<ChatResponse, Attempt>>,
+        Fut: Future<Output = Result<T, Attempt>>,
     {
         let mut retry = 0;
         loop {

@@ -82,20 +82,40 @@ impl Services {
         if let Err((field, message)) = chunking.check() {
             errors.push(FieldError::new(format!("chunking.{field}"), message));
         }
-        if body.embedding.is_some() {
-            errors.push(FieldError::new(
-                "embedding",
-                "embedding models are not available on this server yet: knowledge bases are searched by full text",
-            ));
-        }
         if !errors.is_empty() {
             return Err(ServiceError::Invalid(errors));
         }
-        let base = NewBase { name: body.name, description: body.description, embedding: None, chunking };
-        self.store
+        let dims = match &body.embedding {
+            Some(embedding) => Some(self.probe_embedding(embedding).await?),
+            None => None,
+        };
+        let base = NewBase { name: body.name, description: body.description, embedding: body.embedding, chunking };
+        let created = self
+            .store
             .create_knowledge_base(&caller.tenant, &base, audit)
             .await?
-            .ok_or_else(|| ServiceError::Conflict(format!("a knowledge base named '{}' exists", base.name)))
+            .ok_or_else(|| ServiceError::Conflict(format!("a knowledge base named '{}' exists", base.name)))?;
+        if let Some(dims) = dims {
+            self.store.ensure_vector_index(created.id, dims).await?;
+        }
+        Ok(KnowledgeBase { dims, ..created })
+    }
+
+    /// An embedding model a base may name: `provider/model` of a configured provider whose
+    /// model answers (the length of its vectors), where the database keeps vectors.
+    async fn probe_embedding(&self, embedding: &str) -> ServiceResult<i32> {
+        if !embedding.split_once('/').is_some_and(|(p, m)| !p.is_empty() && !m.is_empty()) {
+            return Err(invalid("embedding", "must be '<provider>/<model>'"));
+        }
+        if let Err(why) = self.knowledge.vectors().await {
+            let message = format!("this server's database cannot keep vectors: {why}");
+            return Err(invalid("embedding", message));
+        }
+        let probe = self.knowledge.embed(embedding, &["agentd embedding probe".to_owned()]).await;
+        match probe {
+            Ok(embedded) => Ok(embedded.vectors.first().map_or(0, Vec::len) as i32),
+            Err(why) => Err(invalid("embedding", format!("the model could not embed a probe text: {why}"))),
+        }
     }
 
     pub async fn knowledge_bases(&self, caller: &Caller) -> ServiceResult<Vec<KnowledgeBase>> {
@@ -113,8 +133,14 @@ impl Services {
         name: &str,
         audit: &Audit,
     ) -> ServiceResult<()> {
+        let base = self.store.knowledge_base(&caller.tenant, name).await?;
         match self.store.delete_knowledge_base(&caller.tenant, name, audit).await? {
-            true => Ok(()),
+            true => {
+                if let Some(base) = base.filter(|b| b.dims.is_some()) {
+                    self.store.drop_vector_index(base.id).await?;
+                }
+                Ok(())
+            }
             false => Err(no_base(name)),
         }
     }
@@ -259,6 +285,7 @@ impl Services {
         }
         self.knowledge.search(&caller.tenant, base, query, k).await.map_err(|error| match error {
             KnowledgeError::NoBase(name) => no_base(&name),
+            KnowledgeError::Embedding(why) => ServiceError::Upstream(format!("the base's embedding model failed: {why}")),
             KnowledgeError::Store(error) => error.into(),
         })
     }

@@ -63,9 +63,9 @@ impl Services {
         vault: Vault,
         webhook_settings: Arc<WebhookSettings>,
         tool_egress: Arc<EgressPolicy>,
+        knowledge: Knowledge,
     ) -> Self {
         let (keys, quotas) = (Arc::default(), Arc::default());
-        let knowledge = Knowledge::new(store.clone());
         let validation = Arc::new(validation);
         Self { store, validation, vault, webhook_settings, keys, quotas, knowledge, tool_egress }
     }
@@ -94,6 +94,9 @@ pub enum ServiceError {
     /// The server is not set up for what the request asks (secrets without a key).
     #[error("{0}")]
     NotConfigured(String),
+    /// A service agentd relies on (a provider's model) failed; the request may be retried.
+    #[error("{0}")]
+    Upstream(String),
     /// The database is out of reach; the request may be retried.
     #[error("the database is unavailable")]
     Unavailable(#[source] StoreError),

@@ -24,6 +24,8 @@ pub struct KnowledgeBase {
     /// `<provider>/<model>` of its embedding model.
     pub embedding: Option<String>,
     pub chunking: Chunking,
+    /// The length of its vectors, once its embedding model answered.
+    pub dims: Option<i32>,
     pub created_at: DateTime<Utc>,
     pub documents: i64,
     pub chunks: i64,
@@ -93,6 +95,7 @@ pub struct LeasedDocument {
     pub content: Option<Vec<u8>>,
     pub chunking: Chunking,
     pub embedding: Option<String>,
+    pub dims: Option<i32>,
 }
 
 /// A chunk to store.
@@ -107,6 +110,8 @@ pub struct NewChunk {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Ingested {
     pub chunks: Vec<NewChunk>,
+    /// One vector per chunk, by the base's embedding model (none: the base has no model).
+    pub vectors: Option<Vec<Vec<f32>>>,
     /// Replaces the title when the content named one (an HTML `<title>`, a Markdown `#`) and
     /// the client did not.
     pub title: Option<String>,
@@ -119,6 +124,7 @@ struct BaseRow {
     embedding: Option<String>,
     max_tokens: i32,
     overlap: i32,
+    dims: Option<i32>,
     created_at: DateTime<Utc>,
     documents: i64,
     chunks: i64,
@@ -132,6 +138,7 @@ impl From<BaseRow> for KnowledgeBase {
             description: row.description,
             embedding: row.embedding,
             chunking: chunking(row.max_tokens, row.overlap),
+            dims: row.dims,
             created_at: row.created_at,
             documents: row.documents,
             chunks: row.chunks,
@@ -209,7 +216,7 @@ impl Store {
             r#"INSERT INTO knowledge_bases (id, tenant, name, description, embedding, max_tokens, overlap)
                VALUES ($1, $2, $3, $4, $5, $6, $7)
                ON CONFLICT (tenant, name) DO NOTHING
-               RETURNING id, name, description, embedding, max_tokens, overlap, created_at,
+               RETURNING id, name, description, embedding, max_tokens, overlap, dims, created_at,
                          0::int8 AS "documents!", 0::int8 AS "chunks!""#,
             Uuid::now_v7(),
             tenant,
@@ -233,7 +240,7 @@ impl Store {
     pub async fn knowledge_base(&self, tenant: &str, name: &str) -> StoreResult<Option<KnowledgeBase>> {
         let row = sqlx::query_as!(
             BaseRow,
-            r#"SELECT b.id, b.name, b.description, b.embedding, b.max_tokens, b.overlap, b.created_at,
+            r#"SELECT b.id, b.name, b.description, b.embedding, b.max_tokens, b.overlap, b.dims, b.created_at,
                       (SELECT count(*) FROM knowledge_documents d WHERE d.base_id = b.id) AS "documents!",
                       (SELECT count(*) FROM knowledge_chunks c WHERE c.base_id = b.id) AS "chunks!"
                FROM knowledge_bases b WHERE b.tenant = $1 AND b.name = $2"#,
@@ -250,7 +257,7 @@ impl Store {
     pub async fn knowledge_bases(&self, tenant: &str) -> StoreResult<Vec<KnowledgeBase>> {
         let rows = sqlx::query_as!(
             BaseRow,
-            r#"SELECT b.id, b.name, b.description, b.embedding, b.max_tokens, b.overlap, b.created_at,
+            r#"SELECT b.id, b.name, b.description, b.embedding, b.max_tokens, b.overlap, b.dims, b.created_at,
                       (SELECT count(*) FROM knowledge_documents d WHERE d.base_id = b.id) AS "documents!",
                       (SELECT count(*) FROM knowledge_chunks c WHERE c.base_id = b.id) AS "chunks!"
                FROM knowledge_bases b WHERE b.tenant = $1 ORDER BY b.name"#,
@@ -434,7 +441,7 @@ impl Store {
                       ORDER BY created_at LIMIT $1 FOR UPDATE SKIP LOCKED) AS due
                WHERE d.id = due.id AND b.id = d.base_id
                RETURNING d.id, d.tenant, d.base_id, d.attempts, d.title, d.source, d.url, d.media_type,
-                         d.content, b.max_tokens, b.overlap, b.embedding"#,
+                         d.content, b.max_tokens, b.overlap, b.embedding, b.dims"#,
             limit,
             interval(lease),
         )
@@ -454,6 +461,7 @@ impl Store {
                     content: row.content,
                     chunking: chunking(row.max_tokens, row.overlap),
                     embedding: row.embedding,
+                    dims: row.dims,
                 })
             })
             .collect()
@@ -520,6 +528,18 @@ impl Store {
         )
         .execute(&mut *tx)
         .await?;
+        if let Some(vectors) = &ingested.vectors {
+            let literals: Vec<String> = vectors.iter().map(|v| super::vectors::literal(v)).collect();
+            sqlx::query(
+                "INSERT INTO knowledge_vectors (chunk_id, base_id, embedding)
+                 SELECT x.id, $2, x.v::vector FROM UNNEST($1::uuid[], $3::text[]) AS x(id, v)",
+            )
+            .bind(&ids)
+            .bind(row.base_id)
+            .bind(&literals)
+            .execute(&mut *tx)
+            .await?;
+        }
         tx.commit().await?;
         Ok(true)
     }

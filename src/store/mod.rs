@@ -22,6 +22,7 @@ mod run_journal;
 mod runs;
 mod secrets;
 mod tenants;
+mod vectors;
 mod webhooks;
 
 use std::sync::{Arc, OnceLock};

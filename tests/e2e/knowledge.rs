@@ -18,15 +18,18 @@ use tokio_util::sync::CancellationToken;
 use crate::support::{expect_json, expect_problem, problem_fields, test_config, TestApp};
 use crate::worker::{event_types, fake_config, fast_settings, start_workers, wait_for};
 
-const GUIDE: &str = "# Lumen Ledger guide\n\nLumen Ledger keeps the books of small bakeries.\n\n\
+pub const GUIDE: &str = "# Lumen Ledger guide\n\nLumen Ledger keeps the books of small bakeries.\n\n\
 ## Recurring invoices\n\nRecurring invoices are generated at 02:00 in the company's time zone.\n\n\
 ## Backups\n\nA nightly backup is written to the vault folder and kept for 35 days.";
 
 /// An ingester like every replica runs, until the returned token is cancelled.
-fn start_ingester(pool: &PgPool, config: &Config, lease: Duration) -> CancellationToken {
+pub fn start_ingester(pool: &PgPool, config: &Config, lease: Duration) -> CancellationToken {
     let outbound = agentd::app::tool_outbound(config).expect("outbound");
+    let store = Store::new(pool.clone());
+    let llms = agentd::app::build_llms(config, &store).expect("providers").0;
+    let knowledge = agentd::knowledge::Knowledge::new(store.clone(), Some(llms));
     let stop = CancellationToken::new();
-    tokio::spawn(Ingester::new(Store::new(pool.clone()), outbound, lease).run(stop.clone()));
+    tokio::spawn(Ingester::new(store, outbound, knowledge, lease).run(stop.clone()));
     stop
 }
 
@@ -41,7 +44,7 @@ async fn post_text(app: &TestApp, base: &str, text: &str) -> Value {
 }
 
 /// Poll a document until it is no longer pending.
-async fn wait_document(app: &TestApp, base: &str, id: &str) -> Value {
+pub async fn wait_document(app: &TestApp, base: &str, id: &str) -> Value {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let doc =

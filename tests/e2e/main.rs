@@ -25,5 +25,6 @@ mod store;
 mod streaming;
 mod support;
 mod tenants;
+mod vectors;
 mod webhooks;
 mod worker;

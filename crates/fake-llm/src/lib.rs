@@ -7,6 +7,7 @@
 //! as server-sent chunks.
 
 pub mod demo;
+pub mod embed;
 mod script;
 mod stream;
 
@@ -152,6 +153,8 @@ struct Shared {
     seen: AtomicU64,
     /// Tool calls made up by the script (their ids).
     call_ids: AtomicU64,
+    /// Embedding requests answered.
+    embeddings: AtomicU64,
     /// Logged with every scripted answer (a provider's name inside `agentd serve`).
     label: Mutex<String>,
 }
@@ -169,6 +172,7 @@ impl Default for Shared {
             dropped: AtomicU64::new(0),
             seen: AtomicU64::new(0),
             call_ids: AtomicU64::new(0),
+            embeddings: AtomicU64::new(0),
             label: Mutex::new("fake-llm".into()),
         }
     }
@@ -198,6 +202,8 @@ impl FakeLlm {
         let app = axum::Router::new()
             .route("/v1/chat/completions", post(chat))
             .route("/chat/completions", post(chat))
+            .route("/v1/embeddings", post(embeddings))
+            .route("/embeddings", post(embeddings))
             .route("/calls", get(calls))
             .route("/reset", post(reset))
             .with_state(shared.clone());
@@ -254,6 +260,11 @@ impl FakeLlm {
     /// Keep at most `max` requests, dropping the oldest (0: keep all, the default).
     pub fn set_max_recorded(&self, max: u64) {
         self.shared.max_recorded.store(max, Ordering::Relaxed);
+    }
+
+    /// Embedding requests answered so far.
+    pub fn embedding_requests(&self) -> u64 {
+        self.shared.embeddings.load(Ordering::Relaxed)
     }
 
     /// The bodies of every request kept.
@@ -336,6 +347,12 @@ fn unscripted(shared: &Shared, after_tool: bool) -> (Option<String>, FakeReply) 
             (None, fake_error(StatusCode::INTERNAL_SERVER_ERROR, "fake_exhausted", message, None))
         }
     }
+}
+
+/// `POST /v1/embeddings` (see [`embed`]).
+async fn embeddings(State(shared): State<Arc<Shared>>, body: axum::body::Bytes) -> Response {
+    shared.embeddings.fetch_add(1, Ordering::Relaxed);
+    embed::answer(&body)
 }
 
 async fn chat(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: axum::body::Bytes) -> Response {
