@@ -116,7 +116,7 @@ async fn tools_are_listed_with_schemas(pool: PgPool) {
     let tools = expect_json(app.get("/v1/tools").await, StatusCode::OK).await;
     let names: Vec<&str> =
         tools["tools"].as_array().expect("tools").iter().map(|t| t["name"].as_str().expect("name")).collect();
-    assert_eq!(names, ["calculator", "current_time", "http_request"]);
+    assert_eq!(names, ["calculator", "current_time", "http_request", "search_knowledge"]);
     assert_eq!(tools["tools"][0]["parameters"]["required"], json!(["expression"]));
 }
 
@@ -233,7 +233,7 @@ fn the_openapi_document_describes_the_data_of_every_event_type() {
         .collect();
     types.sort();
     described.sort();
-    assert_eq!(types.len(), 30);
+    assert_eq!(types.len(), 31);
     assert_eq!(described, types, "one EventData variant per event type");
     // The envelope pairs them with its own fields.
     let event = &schemas["Event"]["allOf"];
