@@ -10,7 +10,7 @@ use reqwest::StatusCode;
 use serde_json::Value;
 
 use super::retry::{Backoff, RetryPolicy};
-use super::types::{ChatResponse, LlmError, LlmErrorKind};
+use super::types::{LlmError, LlmErrorKind};
 use crate::outbound::Secret;
 
 /// Longest provider error text kept in an error message.

@@ -450,6 +450,7 @@ async fn an_interrupted_ingestion_is_taken_over_after_its_lease_and_the_first_at
     // The dead replica's late write is refused: nothing of it is seen.
     let late = Ingested {
         chunks: vec![NewChunk { heading: String::new(), text: "stale".into(), tokens: 1 }],
+        vectors: None,
         title: None,
     };
     assert!(!store.finish_document(id, 1, &late).await.expect("finish"));
