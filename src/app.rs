@@ -64,7 +64,7 @@ pub fn build_engine(
     metrics: Arc<Metrics>,
 ) -> Result<Engine, ServeError> {
     let (llms, limiter) = build_llms(config, store)?;
-    let knowledge = Knowledge::new(store.clone(), Some(llms.clone()));
+    let knowledge = Knowledge::new(store.clone(), Some(llms.clone()), metrics.clone());
     Ok(Engine::new(EngineParts {
         llms,
         outbound: tool_outbound(config)?,
@@ -178,7 +178,7 @@ impl App {
         let metrics = Arc::new(Metrics::default());
         let vault = Arc::new(Vault::new(store.clone(), config.secrets_key.clone()));
         // Knowledge bases embed with the providers' models (the API's searches and ingestion).
-        let knowledge = Knowledge::new(store.clone(), Some(build_llms(&config, &store)?.0));
+        let knowledge = Knowledge::new(store.clone(), Some(build_llms(&config, &store)?.0), metrics.clone());
         let (workers, ingester) = match config.role.runs_workers() {
             true => {
                 let engine = build_engine(&config, &store, vault.clone(), metrics.clone())?;

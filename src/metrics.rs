@@ -40,7 +40,7 @@ const WEBHOOK_LAG: &str = "agentd_webhook_delivery_lag_seconds";
 const RECORDED: [(&str, &str, &str); 10] = [
     (CLAIM_LATENCY, "histogram", "Time from kickoff to a run's first claim."),
     (LLM_LATENCY, "histogram", "LLM call latency by provider and model."),
-    (LLM_TOKENS, "counter", "LLM tokens by provider, model and kind (prompt, completion; cached: the part of prompt read from the provider's cache; estimated: the part of prompt and completion agentd counted because the provider sent no usage)."),
+    (LLM_TOKENS, "counter", "LLM tokens by provider, model and kind (prompt, completion; cached: the part of prompt read from the provider's cache; estimated: the part of prompt and completion agentd counted because the provider sent no usage; embedding: the input of embedding models, for knowledge bases)."),
     (TOOL_LATENCY, "histogram", "Tool call latency by tool."),
     (MCP_CALLS, "counter", "MCP tools/call requests by server, tool and outcome (ok, tool_error, error)."),
     (MCP_LATENCY, "histogram", "MCP tools/call latency by server and tool."),
@@ -163,6 +163,29 @@ impl Metrics {
             labels.push(Label::new("kind", kind));
             self.recorder.register_counter(&Key::from_parts(LLM_TOKENS, labels), &METADATA).increment(tokens);
         }
+        if let Some(cost) = cost_usd {
+            let mut costs = self.costs.lock().unwrap_or_else(|p| p.into_inner());
+            *costs.entry((provider.to_owned(), model.to_owned())).or_default() += cost;
+        }
+        self.observed();
+    }
+
+    /// An embedding request to `provider`'s `model` (a knowledge base's) took `duration` for
+    /// `tokens` input tokens, costing `cost_usd` (`None`: the model has no price).
+    pub fn observe_embedding(
+        &self,
+        provider: &str,
+        model: &str,
+        duration: Duration,
+        tokens: u64,
+        cost_usd: Option<f64>,
+    ) {
+        let labels =
+            || vec![Label::new("provider", provider.to_owned()), Label::new("model", model.to_owned())];
+        self.histogram(LLM_LATENCY, labels()).record(duration.as_secs_f64());
+        let mut labels = labels();
+        labels.push(Label::new("kind", "embedding"));
+        self.recorder.register_counter(&Key::from_parts(LLM_TOKENS, labels), &METADATA).increment(tokens);
         if let Some(cost) = cost_usd {
             let mut costs = self.costs.lock().unwrap_or_else(|p| p.into_inner());
             *costs.entry((provider.to_owned(), model.to_owned())).or_default() += cost;

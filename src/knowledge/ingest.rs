@@ -155,21 +155,41 @@ impl Ingester {
     }
 
     /// The vectors of a document's chunks (their headings and text) by the base's model.
-    async fn vectors(&self, document: &LeasedDocument, embedding: &str, ingested: &Ingested) -> Result<Vec<Vec<f32>>, String> {
+    async fn vectors(
+        &self,
+        document: &LeasedDocument,
+        embedding: &str,
+        ingested: &Ingested,
+    ) -> Result<Vec<Vec<f32>>, String> {
         self.knowledge.vectors().await.map_err(|why| format!("vectors cannot be kept: {why}"))?;
-        let texts: Vec<String> = ingested
-            .chunks
-            .iter()
-            .map(|c| if c.heading.is_empty() { c.text.clone() } else { format!("{}\n\n{}", c.heading, c.text) })
-            .collect();
-        let embedded = self.knowledge.embed(embedding, &texts).await.map_err(|why| format!("embedding failed: {why}"))?;
+        let texts: Vec<String> =
+            ingested
+                .chunks
+                .iter()
+                .map(|c| {
+                    if c.heading.is_empty() {
+                        c.text.clone()
+                    } else {
+                        format!("{}\n\n{}", c.heading, c.text)
+                    }
+                })
+                .collect();
+        let embedded = self
+            .knowledge
+            .embed(embedding, &texts)
+            .await
+            .map_err(|why| format!("embedding failed: {why}"))?;
         let dims = embedded.vectors.first().map_or(0, Vec::len) as i32;
         match document.dims {
             Some(expected) if expected != dims => {
-                return Err(format!("the embedding model answered {dims} dimensions; the base's vectors have {expected}"))
+                return Err(format!(
+                    "the embedding model answered {dims} dimensions; the base's vectors have {expected}"
+                ))
             }
             Some(_) => {}
-            None => self.store.ensure_vector_index(document.base_id, dims).await.map_err(|e| e.to_string())?,
+            None => {
+                self.store.ensure_vector_index(document.base_id, dims).await.map_err(|e| e.to_string())?
+            }
         }
         Ok(embedded.vectors)
     }

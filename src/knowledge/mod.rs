@@ -10,8 +10,9 @@ pub mod ingest;
 use std::sync::Arc;
 
 use crate::domain::knowledge::{KnowledgeHit, SearchMode, MAX_K};
-use crate::llm::{Embeddings, LlmRegistry};
 use crate::engine::knowledge::{KnowledgeSource, SearchFuture};
+use crate::llm::{Embeddings, LlmRegistry, TokenUsage};
+use crate::metrics::Metrics;
 use crate::store::{Store, StoreError};
 
 /// Why a search found nothing to say.
@@ -41,6 +42,8 @@ pub struct Knowledge {
     llms: Option<LlmRegistry>,
     /// Whether vectors can be kept (pgvector), found out once.
     vectors: Arc<tokio::sync::OnceCell<Result<(), String>>>,
+    /// Where embedding requests are counted.
+    metrics: Arc<Metrics>,
 }
 
 /// Candidates each ranking contributes to a hybrid search, at least.
@@ -49,8 +52,8 @@ const MIN_CANDIDATES: u32 = 20;
 const RRF_K: f64 = 60.0;
 
 impl Knowledge {
-    pub fn new(store: Store, llms: Option<LlmRegistry>) -> Self {
-        Self { store, llms, vectors: Arc::default() }
+    pub fn new(store: Store, llms: Option<LlmRegistry>, metrics: Arc<Metrics>) -> Self {
+        Self { store, llms, vectors: Arc::default(), metrics }
     }
 
     /// Can vectors be kept? Found out (and the table made) on first use; `Err` says why not.
@@ -62,7 +65,9 @@ impl Knowledge {
     pub async fn announce(&self) {
         match self.vectors().await {
             Ok(()) => tracing::info!("knowledge: vector search is on (pgvector)"),
-            Err(why) => tracing::warn!(reason = %why, "knowledge: vector search is off; knowledge bases are searched by full text only"),
+            Err(why) => {
+                tracing::warn!(reason = %why, "knowledge: vector search is off; knowledge bases are searched by full text only")
+            }
         }
     }
 
@@ -72,7 +77,17 @@ impl Knowledge {
         let resolved = llms.resolve(Some(embedding)).map_err(|e| e.message)?;
         let mut all = Embeddings { vectors: Vec::with_capacity(texts.len()), tokens: 0, estimated: false };
         for batch in texts.chunks(EMBED_BATCH) {
+            let started = std::time::Instant::now();
             let embedded = resolved.client.embed(&resolved.model, batch).await.map_err(|e| e.message)?;
+            let usage = TokenUsage { prompt_tokens: embedded.tokens, ..TokenUsage::default() };
+            let cost = resolved.price.as_ref().map(|price| price.cost(&usage));
+            self.metrics.observe_embedding(
+                &resolved.provider,
+                &resolved.model,
+                started.elapsed(),
+                embedded.tokens,
+                cost,
+            );
             all.vectors.extend(embedded.vectors);
             all.tokens += embedded.tokens;
             all.estimated |= embedded.estimated;
@@ -81,11 +96,21 @@ impl Knowledge {
     }
 
     /// The `k` best chunks of `query` in `tenant`'s base `base`.
-    pub async fn search(&self, tenant: &str, base: &str, query: &str, k: u32) -> Result<Found, KnowledgeError> {
-        let record =
-            self.store.knowledge_base(tenant, base).await?.ok_or_else(|| KnowledgeError::NoBase(base.to_owned()))?;
+    pub async fn search(
+        &self,
+        tenant: &str,
+        base: &str,
+        query: &str,
+        k: u32,
+    ) -> Result<Found, KnowledgeError> {
+        let record = self
+            .store
+            .knowledge_base(tenant, base)
+            .await?
+            .ok_or_else(|| KnowledgeError::NoBase(base.to_owned()))?;
         let k = k.clamp(1, MAX_K);
-        let (Some(embedding), Some(dims), Ok(())) = (&record.embedding, record.dims, self.vectors().await) else {
+        let (Some(embedding), Some(dims), Ok(())) = (&record.embedding, record.dims, self.vectors().await)
+        else {
             let hits = self.store.search_fulltext(record.id, query, i64::from(k)).await?;
             return Ok(Found { mode: SearchMode::Fulltext, hits });
         };

@@ -201,9 +201,9 @@ impl OpenAiClient {
             return Ok(Embeddings { vectors: Vec::new(), tokens: 0, estimated: false });
         }
         let body = serde_json::json!({"model": model, "input": inputs, "encoding_format": "float"});
-        let body = serde_json::to_vec(&body)
-            .map(Bytes::from)
-            .map_err(|e| LlmError::new(LlmErrorKind::Other, format!("the request does not serialise: {e}")))?;
+        let body = serde_json::to_vec(&body).map(Bytes::from).map_err(|e| {
+            LlmError::new(LlmErrorKind::Other, format!("the request does not serialise: {e}"))
+        })?;
         let url = self.embeddings_url(model);
         let timeout = self.transport.policy().request_timeout;
         let mut embedded = self
@@ -247,7 +247,8 @@ fn parse_embeddings(text: &str, expected: usize) -> Result<Embeddings, LlmError>
         #[serde(default)]
         prompt_tokens: u64,
     }
-    let malformed = |why: String| LlmError::new(LlmErrorKind::Other, format!("malformed embeddings answer: {why}"));
+    let malformed =
+        |why: String| LlmError::new(LlmErrorKind::Other, format!("malformed embeddings answer: {why}"));
     let answer: Answer = serde_json::from_str(text).map_err(|e| malformed(e.to_string()))?;
     if answer.data.len() != expected {
         return Err(malformed(format!("{} vectors for {expected} inputs", answer.data.len())));

@@ -89,12 +89,12 @@ impl Services {
             Some(embedding) => Some(self.probe_embedding(embedding).await?),
             None => None,
         };
-        let base = NewBase { name: body.name, description: body.description, embedding: body.embedding, chunking };
-        let created = self
-            .store
-            .create_knowledge_base(&caller.tenant, &base, audit)
-            .await?
-            .ok_or_else(|| ServiceError::Conflict(format!("a knowledge base named '{}' exists", base.name)))?;
+        let base =
+            NewBase { name: body.name, description: body.description, embedding: body.embedding, chunking };
+        let created =
+            self.store.create_knowledge_base(&caller.tenant, &base, audit).await?.ok_or_else(|| {
+                ServiceError::Conflict(format!("a knowledge base named '{}' exists", base.name))
+            })?;
         if let Some(dims) = dims {
             self.store.ensure_vector_index(created.id, dims).await?;
         }
@@ -285,7 +285,9 @@ impl Services {
         }
         self.knowledge.search(&caller.tenant, base, query, k).await.map_err(|error| match error {
             KnowledgeError::NoBase(name) => no_base(&name),
-            KnowledgeError::Embedding(why) => ServiceError::Upstream(format!("the base's embedding model failed: {why}")),
+            KnowledgeError::Embedding(why) => {
+                ServiceError::Upstream(format!("the base's embedding model failed: {why}"))
+            }
             KnowledgeError::Store(error) => error.into(),
         })
     }

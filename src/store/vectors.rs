@@ -66,7 +66,9 @@ impl Store {
     /// The HNSW index of base `base_id`'s vectors of length `dims` (made once).
     pub async fn ensure_vector_index(&self, base_id: Uuid, dims: i32) -> StoreResult<()> {
         let mut tx = self.pool.begin().await?;
-        sqlx::query("SELECT pg_advisory_xact_lock(hashtext('agentd_knowledge_vectors'))").execute(&mut *tx).await?;
+        sqlx::query("SELECT pg_advisory_xact_lock(hashtext('agentd_knowledge_vectors'))")
+            .execute(&mut *tx)
+            .await?;
         let statement = format!(
             "CREATE INDEX IF NOT EXISTS {} ON knowledge_vectors USING hnsw ((embedding::vector({dims})) vector_cosine_ops) WHERE base_id = '{base_id}'",
             index_name(base_id)
@@ -89,9 +91,18 @@ impl Store {
 
     /// The `k` ready chunks of base `base_id` nearest to `query` (of length `dims`), by cosine
     /// similarity, through the base's index.
-    pub async fn search_vectors(&self, base_id: Uuid, dims: i32, query: &[f32], k: i64) -> StoreResult<Vec<KnowledgeHit>> {
+    pub async fn search_vectors(
+        &self,
+        base_id: Uuid,
+        dims: i32,
+        query: &[f32],
+        k: i64,
+    ) -> StoreResult<Vec<KnowledgeHit>> {
         if query.len() != dims as usize {
-            return Err(StoreError::Corrupt(format!("a query vector of {} for a base of {dims}", query.len())));
+            return Err(StoreError::Corrupt(format!(
+                "a query vector of {} for a base of {dims}",
+                query.len()
+            )));
         }
         let mut tx = self.pool.begin().await?;
         sqlx::query(&format!("SET LOCAL hnsw.ef_search = {EF_SEARCH}")).execute(&mut *tx).await?;

@@ -27,7 +27,8 @@ pub fn start_ingester(pool: &PgPool, config: &Config, lease: Duration) -> Cancel
     let outbound = agentd::app::tool_outbound(config).expect("outbound");
     let store = Store::new(pool.clone());
     let llms = agentd::app::build_llms(config, &store).expect("providers").0;
-    let knowledge = agentd::knowledge::Knowledge::new(store.clone(), Some(llms));
+    let metrics = std::sync::Arc::new(agentd::metrics::Metrics::default());
+    let knowledge = agentd::knowledge::Knowledge::new(store.clone(), Some(llms), metrics);
     let stop = CancellationToken::new();
     tokio::spawn(Ingester::new(store, outbound, knowledge, lease).run(stop.clone()));
     stop

@@ -21,7 +21,8 @@ async fn vector_pool() -> PgPool {
     let url = std::env::var("AGENTD_TEST_VECTOR_URL").unwrap_or_else(|_| {
         panic!("AGENTD_TEST_VECTOR_URL is not set: run the tests with scripts/test.sh, which starts PostgreSQL 18 with pgvector (tests/vector/)")
     });
-    let admin = PgPoolOptions::new().max_connections(1).connect(&url).await.expect("the pgvector server answers");
+    let admin =
+        PgPoolOptions::new().max_connections(1).connect(&url).await.expect("the pgvector server answers");
     let name = format!("agentd_vectors_{}", uuid::Uuid::now_v7().simple());
     sqlx::query(&format!("CREATE DATABASE {name}")).execute(&admin).await.expect("create database");
     let url = format!("{}/{name}", url.rsplit_once('/').expect("a URL with a database").0);
@@ -61,15 +62,20 @@ async fn a_base_with_an_embedding_model_is_searched_hybrid_through_its_own_index
     let ready = wait_document(&app, "docs", posted["id"].as_str().expect("id")).await;
     assert_eq!(ready["status"], "ready", "{ready}");
     let chunks = ready["chunks"].as_i64().expect("chunks");
-    let vectors: i64 = sqlx::query_scalar("SELECT count(*) FROM knowledge_vectors").fetch_one(&pool).await.expect("count");
+    let vectors: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM knowledge_vectors").fetch_one(&pool).await.expect("count");
     assert_eq!(vectors, chunks, "one vector per chunk");
-    let dims: i32 = sqlx::query_scalar("SELECT vector_dims(embedding) FROM knowledge_vectors LIMIT 1").fetch_one(&pool).await.expect("dims");
+    let dims: i32 = sqlx::query_scalar("SELECT vector_dims(embedding) FROM knowledge_vectors LIMIT 1")
+        .fetch_one(&pool)
+        .await
+        .expect("dims");
     assert_eq!(dims, 64);
-    let indexes: Vec<String> =
-        sqlx::query_scalar("SELECT indexdef FROM pg_indexes WHERE tablename = 'knowledge_vectors' AND indexdef LIKE '%hnsw%'")
-            .fetch_all(&pool)
-            .await
-            .expect("indexes");
+    let indexes: Vec<String> = sqlx::query_scalar(
+        "SELECT indexdef FROM pg_indexes WHERE tablename = 'knowledge_vectors' AND indexdef LIKE '%hnsw%'",
+    )
+    .fetch_all(&pool)
+    .await
+    .expect("indexes");
     assert_eq!(indexes.len(), 1, "{indexes:?}");
     assert!(indexes[0].contains("vector(64)") && indexes[0].contains("vector_cosine_ops"), "{indexes:?}");
 
@@ -86,13 +92,24 @@ async fn a_base_with_an_embedding_model_is_searched_hybrid_through_its_own_index
     let unrelated = search(&app, "docs", "zebra xylophone", "2").await;
     assert_eq!(unrelated["hits"].as_array().map(Vec::len), Some(2), "{unrelated}");
 
+    // Embedding tokens are counted (the probe and the queries, by this server).
+    let metrics = app.get("/metrics").await.text().await.expect("metrics");
+    let line = metrics
+        .lines()
+        .find(|l| l.starts_with("agentd_llm_tokens_total{") && l.contains("kind=\"embedding\""))
+        .unwrap_or_else(|| panic!("no embedding tokens in:\n{metrics}"));
+    assert!(line.contains("model=\"fake-embed\"") && !line.ends_with(" 0"), "{line}");
+
     // A deleted base takes its vectors and its index with it.
     assert_eq!(app.delete("/v1/knowledge/docs").await.status(), StatusCode::NO_CONTENT);
-    let left: i64 = sqlx::query_scalar("SELECT count(*) FROM knowledge_vectors").fetch_one(&pool).await.expect("count");
-    let indexes: i64 = sqlx::query_scalar("SELECT count(*) FROM pg_indexes WHERE tablename = 'knowledge_vectors' AND indexdef LIKE '%hnsw%'")
-        .fetch_one(&pool)
-        .await
-        .expect("indexes");
+    let left: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM knowledge_vectors").fetch_one(&pool).await.expect("count");
+    let indexes: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM pg_indexes WHERE tablename = 'knowledge_vectors' AND indexdef LIKE '%hnsw%'",
+    )
+    .fetch_one(&pool)
+    .await
+    .expect("indexes");
     assert_eq!((left, indexes), (0, 0));
     ingester.cancel();
 }
@@ -108,11 +125,16 @@ async fn an_embedding_model_that_cannot_answer_is_refused_when_the_base_is_made(
         (json!({"name": "c", "embedding": "local/model"}), "could not embed"),
     ];
     for (body, says) in cases {
-        let problem = expect_problem(app.post_json("/v1/knowledge", &body).await, StatusCode::UNPROCESSABLE_ENTITY).await;
+        let problem =
+            expect_problem(app.post_json("/v1/knowledge", &body).await, StatusCode::UNPROCESSABLE_ENTITY)
+                .await;
         let message = problem_fields(&problem).get("embedding").cloned().unwrap_or_default();
         assert!(message.contains(says), "{body}: {problem}");
     }
-    assert_eq!(expect_json(app.get("/v1/knowledge").await, StatusCode::OK).await["knowledge_bases"], json!([]));
+    assert_eq!(
+        expect_json(app.get("/v1/knowledge").await, StatusCode::OK).await["knowledge_bases"],
+        json!([])
+    );
 }
 
 #[sqlx::test(migrator = "agentd::store::MIGRATOR")]
@@ -120,7 +142,8 @@ async fn a_database_without_pgvector_refuses_an_embedding_model_and_says_why(poo
     let fake = FakeLlm::start().await.expect("fake");
     let app = TestApp::spawn_with(pool, config(&fake)).await;
     let body = json!({"name": "docs", "embedding": "openai/fake-embed"});
-    let problem = expect_problem(app.post_json("/v1/knowledge", &body).await, StatusCode::UNPROCESSABLE_ENTITY).await;
+    let problem =
+        expect_problem(app.post_json("/v1/knowledge", &body).await, StatusCode::UNPROCESSABLE_ENTITY).await;
     let message = problem_fields(&problem).get("embedding").cloned().unwrap_or_default();
     assert!(message.contains("cannot keep vectors") && message.contains("pgvector"), "{problem}");
     // Without a model the base is made, and searched by full text.
@@ -139,7 +162,11 @@ async fn a_crew_on_a_hybrid_base_embeds_its_prompt_once() {
     let ingester = start_ingester(&pool, &config, Duration::from_secs(5));
     let body = json!({"name": "docs", "embedding": "openai/fake-embed"});
     expect_json(app.post_json("/v1/knowledge", &body).await, StatusCode::CREATED).await;
-    let posted = expect_json(app.post_json("/v1/knowledge/docs/documents", &json!({"text": GUIDE})).await, StatusCode::ACCEPTED).await;
+    let posted = expect_json(
+        app.post_json("/v1/knowledge/docs/documents", &json!({"text": GUIDE})).await,
+        StatusCode::ACCEPTED,
+    )
+    .await;
     wait_document(&app, "docs", posted["id"].as_str().expect("id")).await;
     let before = fake.embedding_requests();
     let workers = start_workers(&pool, &config, fast_settings(2, Duration::from_secs(5)));

@@ -68,7 +68,8 @@ pub fn vector(text: &str, dimensions: usize) -> Vec<f32> {
         z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
         z ^ (z >> 31)
     };
-    let raw: Vec<f64> = (0..dimensions).map(|_| (next() >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0).collect();
+    let raw: Vec<f64> =
+        (0..dimensions).map(|_| (next() >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0).collect();
     let norm = raw.iter().map(|x| x * x).sum::<f64>().sqrt().max(f64::MIN_POSITIVE);
     raw.iter().map(|x| (x / norm) as f32).collect()
 }

@@ -1,0 +1,264 @@
+//! Knowledge bases, measured: the ingestion rate (chunks per second through the ingester, with
+//! the fake model's embeddings and the real pgvector writes) and the search latency of a base of
+//! `CHUNKS` chunks (100,000 by default) with 384-dimension vectors behind its HNSW index: vector
+//! search alone and hybrid search (full text fused with vectors), p50 and p99 over `QUERIES`
+//! (200) queries.
+//!
+//! Needs PostgreSQL with pgvector (`tests/vector/setup.sh` installs PostgreSQL 18 with it):
+//!
+//! ```sh
+//! tests/vector/setup.sh && url=$(tests/vector/start-pg.sh target/vector-pg 55433)
+//! DATABASE_URL=$url cargo run --release --example knowledge_bench      # CHUNKS=100000 QUERIES=200 DOCS=200
+//! ```
+//!
+//! Each run makes a database of its own (dropped at the end unless `KEEP_DATABASE=1`).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use agentd::domain::knowledge::{Chunking, DocumentSource};
+use agentd::fake_llm::embed::vector;
+use agentd::fake_llm::FakeLlm;
+use agentd::knowledge::ingest::Ingester;
+use agentd::knowledge::Knowledge;
+use agentd::store::{Audit, Ingested, NewBase, NewChunk, NewDocument, Store};
+use sqlx::postgres::PgPoolOptions;
+use sqlx::{Connection, PgConnection};
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+const DIMS: usize = 384;
+
+fn setting(name: &str, default: usize) -> usize {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+/// Words the synthetic chunks are made of (each chunk a few dozen of them).
+const WORDS: &[&str] = &[
+    "invoice",
+    "ledger",
+    "bakery",
+    "flour",
+    "backup",
+    "restore",
+    "tax",
+    "currency",
+    "receipt",
+    "printer",
+    "payroll",
+    "export",
+    "token",
+    "webhook",
+    "recipe",
+    "yield",
+    "inventory",
+    "supplier",
+    "oven",
+    "shift",
+    "report",
+    "audit",
+    "refund",
+    "discount",
+    "terminal",
+    "offline",
+    "sync",
+    "reminder",
+    "account",
+    "balance",
+];
+
+/// A deterministic pseudo-random chunk text.
+fn text(seed: u64) -> String {
+    let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..40)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            WORDS[(state % WORDS.len() as u64) as usize]
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> f64 {
+    let index = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[index].as_secs_f64() * 1000.0
+}
+
+#[tokio::main]
+async fn main() -> Result<(), BoxError> {
+    let admin_url = std::env::var("DATABASE_URL")
+        .map_err(|_| "DATABASE_URL must name a PostgreSQL server with pgvector")?;
+    let (chunks_total, queries, docs) =
+        (setting("CHUNKS", 100_000), setting("QUERIES", 200), setting("DOCS", 200));
+    let database = format!("agentd_knowledge_bench_{}", std::process::id());
+    let mut admin = PgConnection::connect(&admin_url).await?;
+    sqlx::query(&format!("CREATE DATABASE {database}")).execute(&mut admin).await?;
+    let url = format!("{}/{database}", admin_url.rsplit_once('/').ok_or("a URL with a database")?.0);
+    let pool = PgPoolOptions::new().max_connections(8).connect(&url).await?;
+    let store = Store::new(pool.clone());
+    store.migrate().await?;
+    store.prepare_vectors().await.map_err(|why| format!("vectors: {why}"))?;
+
+    // Ingestion through the ingester: DOCS documents of Markdown, the fake's embeddings.
+    let fake = FakeLlm::start().await?;
+    let toml = format!("[providers.openai]\nbase_url = \"{}\"\n", fake.base_url());
+    let settings: agentd::config::Settings = toml::from_str(&toml)?;
+    let config = agentd::config::Config {
+        providers: agentd::config::providers(&settings, |_| None).map_err(|e| format!("{e:?}"))?,
+        ..agentd::config::Config::new(agentd::config::Secret::new(url.clone()))
+    };
+    let llms = agentd::app::build_llms(&config, &store).map_err(|e| e.to_string())?.0;
+    let knowledge = Knowledge::new(store.clone(), Some(llms), Arc::new(agentd::metrics::Metrics::default()));
+    let audit = Audit::new(None, "default", "bench", "/bench");
+    let chunking = Chunking { max_tokens: 128, overlap: 16 };
+    let base = NewBase {
+        name: "ingest".into(),
+        description: String::new(),
+        embedding: Some("openai/fake".into()),
+        chunking,
+    };
+    let ingest_base = store.create_knowledge_base("default", &base, &audit).await?.ok_or("base")?;
+    store.ensure_vector_index(ingest_base.id, 64).await?;
+    let started = Instant::now();
+    for d in 0..docs {
+        let body: String = (0..10)
+            .map(|s| {
+                format!(
+                    "## Section {s}\n\n{}\n\n{}\n\n",
+                    text((d * 100 + s) as u64),
+                    text((d * 100 + s + 50) as u64)
+                )
+            })
+            .collect();
+        let document = NewDocument {
+            title: format!("Document {d}"),
+            title_given: true,
+            source: DocumentSource::Text,
+            url: None,
+            media_type: "text/markdown".into(),
+            digest: sha2_digest(&body),
+            content: Some(body.into_bytes()),
+        };
+        store.post_document("default", ingest_base.id, &document, &audit).await?;
+    }
+    let outbound = agentd::app::tool_outbound(&config).map_err(|e| e.to_string())?;
+    let stop = tokio_util::sync::CancellationToken::new();
+    tokio::spawn(
+        Ingester::new(store.clone(), outbound, knowledge.clone(), Duration::from_secs(30)).run(stop.clone()),
+    );
+    let ingested = loop {
+        let (pending, chunks): (i64, i64) = sqlx::query_as(
+            "SELECT count(*) FILTER (WHERE status = 'pending'), coalesce(sum(chunks), 0)::int8 FROM knowledge_documents",
+        )
+        .fetch_one(&pool)
+        .await?;
+        if pending == 0 {
+            break chunks;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let took = started.elapsed();
+    stop.cancel();
+    println!(
+        "ingestion: {docs} documents, {ingested} chunks in {:.2} s: {:.0} chunks/s ({} embedding requests)",
+        took.as_secs_f64(),
+        ingested as f64 / took.as_secs_f64(),
+        fake.embedding_requests()
+    );
+
+    // A base of CHUNKS chunks with 384-dimension vectors, written 1,000 to a document.
+    let base = NewBase {
+        name: "big".into(),
+        description: String::new(),
+        embedding: Some("openai/fake".into()),
+        chunking,
+    };
+    let big = store.create_knowledge_base("default", &base, &audit).await?.ok_or("base")?;
+    store.ensure_vector_index(big.id, DIMS as i32).await?;
+    let started = Instant::now();
+    let per_doc = 1_000;
+    for d in 0..chunks_total.div_ceil(per_doc) {
+        let document = NewDocument {
+            title: format!("Big {d}"),
+            title_given: true,
+            source: DocumentSource::Text,
+            url: None,
+            media_type: "text/markdown".into(),
+            digest: sha2_digest(&format!("big {d}")),
+            content: Some(b"x".to_vec()),
+        };
+        store.post_document("default", big.id, &document, &audit).await?;
+        let leased = store.lease_documents(1, Duration::from_secs(600)).await?;
+        let leased = leased.into_iter().next().ok_or("a leased document")?;
+        let n = per_doc.min(chunks_total - d * per_doc);
+        let chunks: Vec<NewChunk> = (0..n)
+            .map(|i| NewChunk {
+                heading: format!("Big {d}"),
+                text: text((d * per_doc + i) as u64 + 7),
+                tokens: 40,
+            })
+            .collect();
+        let vectors = chunks.iter().map(|c| vector(&c.text, DIMS)).collect();
+        let ingested = Ingested { chunks, vectors: Some(vectors), title: None };
+        if !store.finish_document(leased.id, leased.attempt, &ingested).await? {
+            return Err("a document was not written".into());
+        }
+    }
+    let load = started.elapsed();
+    println!(
+        "loaded {chunks_total} chunks with {DIMS}-dimension vectors (HNSW maintained) in {:.1} s: {:.0} chunks/s",
+        load.as_secs_f64(),
+        chunks_total as f64 / load.as_secs_f64()
+    );
+    sqlx::query("ANALYZE").execute(&pool).await?;
+
+    let mut by_vector = Vec::with_capacity(queries);
+    let mut hybrid = Vec::with_capacity(queries);
+    for q in 0..queries {
+        let query = text(1_000_000 + q as u64);
+        let embedding = vector(&query, DIMS);
+        let started = Instant::now();
+        let hits = store.search_vectors(big.id, DIMS as i32, &embedding, 5).await?;
+        by_vector.push(started.elapsed());
+        assert_eq!(hits.len(), 5);
+        let started = Instant::now();
+        let near = store.search_vectors(big.id, DIMS as i32, &embedding, 20).await?;
+        let words = store.search_fulltext(big.id, &query, 20).await?;
+        hybrid.push(started.elapsed());
+        assert!(!near.is_empty() && !words.is_empty());
+    }
+    by_vector.sort();
+    hybrid.sort();
+    println!(
+        "search over {chunks_total} chunks, {queries} queries: vector (k=5) p50 {:.2} ms, p99 {:.2} ms; hybrid's two rankings (k=20 each, without the query's embedding request) p50 {:.2} ms, p99 {:.2} ms",
+        percentile(&by_vector, 0.5),
+        percentile(&by_vector, 0.99),
+        percentile(&hybrid, 0.5),
+        percentile(&hybrid, 0.99)
+    );
+    let plan: Vec<String> = sqlx::query_scalar(&format!(
+        "EXPLAIN SELECT chunk_id FROM knowledge_vectors WHERE base_id = '{}' ORDER BY embedding::vector({DIMS}) <=> '{}'::vector({DIMS}) LIMIT 5",
+        big.id,
+        agentd_literal(&vector("plan", DIMS))
+    ))
+    .fetch_all(&pool)
+    .await?;
+    println!("plan: {}", plan.join(" | "));
+
+    pool.close().await;
+    if std::env::var("KEEP_DATABASE").is_err() {
+        sqlx::query(&format!("DROP DATABASE {database}")).execute(&mut admin).await?;
+    }
+    Ok(())
+}
+
+fn sha2_digest(text: &str) -> Vec<u8> {
+    use sha2::Digest;
+    sha2::Sha256::digest(text.as_bytes()).to_vec()
+}
+
+fn agentd_literal(vector: &[f32]) -> String {
+    format!("[{}]", vector.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(","))
+}
