@@ -3,12 +3,17 @@
 //! `CHUNKS` chunks (100,000 by default) with 384-dimension vectors behind its HNSW index: vector
 //! search alone and hybrid search (full text fused with vectors), p50 and p99 over `QUERIES`
 //! (100) queries. Chunk texts are 40 made-up words from a vocabulary of `VOCABULARY` (5,000).
+//! Full-text search is measured too, with short (5-word) and long (40-word, like a task's prompt)
+//! queries, beside the query that ranks every matching chunk (what agentd did before its
+//! candidates were bounded). With `VECTORS=0` the bench needs no pgvector (any PostgreSQL): no
+//! ingestion through the embedder, no vectors, full-text search only.
 //!
 //! Needs PostgreSQL with pgvector (`tests/vector/setup.sh` installs PostgreSQL 18 with it):
 //!
 //! ```sh
 //! tests/vector/setup.sh && url=$(tests/vector/start-pg.sh target/vector-pg 55433)
 //! DATABASE_URL=$url cargo run --release --example knowledge_bench      # CHUNKS=100000 QUERIES=100 DOCS=200
+//! VECTORS=0 DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres cargo run --release --example knowledge_bench
 //! ```
 //!
 //! Each run makes a database of its own (dropped at the end unless `KEEP_DATABASE=1`).
@@ -87,17 +92,168 @@ async fn main() -> Result<(), BoxError> {
     let pool = PgPoolOptions::new().max_connections(8).connect(&url).await?;
     let store = Store::new(pool.clone());
     store.migrate().await?;
-    store.prepare_vectors().await.map_err(|why| format!("vectors: {why}"))?;
+    let vectors = std::env::var("VECTORS").map_or(true, |v| v != "0");
+    if vectors {
+        store.prepare_vectors().await.map_err(|why| format!("vectors: {why}"))?;
+    }
 
-    // Ingestion through the ingester: DOCS documents of Markdown, the fake's embeddings.
+    if vectors {
+        ingest(&store, &pool, &url, docs).await?;
+    }
+
+    // A base of CHUNKS chunks with 384-dimension vectors, written 1,000 to a document.
+    let audit = Audit::new(None, "default", "bench", "/bench");
+    let chunking = Chunking { max_tokens: 128, overlap: 16 };
+    let base = NewBase {
+        name: "big".into(),
+        description: String::new(),
+        embedding: vectors.then(|| "openai/fake".into()),
+        chunking,
+    };
+    let big = store.create_knowledge_base("default", &base, &audit).await?.ok_or("base")?;
+    if vectors {
+        store.ensure_vector_index(big.id, DIMS as i32).await?;
+    }
+    let started = Instant::now();
+    let per_doc = 1_000;
+    for d in 0..chunks_total.div_ceil(per_doc) {
+        let document = NewDocument {
+            title: format!("Big {d}"),
+            title_given: true,
+            source: DocumentSource::Text,
+            url: None,
+            media_type: "text/markdown".into(),
+            digest: sha2_digest(&format!("big {d}")),
+            content: Some(b"x".to_vec()),
+        };
+        store.post_document("default", big.id, &document, &audit).await?;
+        let leased = store.lease_documents(1, Duration::from_secs(600)).await?;
+        let leased = leased.into_iter().next().ok_or("a leased document")?;
+        let n = per_doc.min(chunks_total - d * per_doc);
+        let chunks: Vec<NewChunk> = (0..n)
+            .map(|i| NewChunk {
+                heading: format!("Big {d}"),
+                text: text((d * per_doc + i) as u64 + 7),
+                tokens: 40,
+            })
+            .collect();
+        let embedded = vectors.then(|| chunks.iter().map(|c| vector(&c.text, DIMS)).collect());
+        let ingested = Ingested { chunks, vectors: embedded, title: None };
+        if !store.finish_document(leased.id, leased.attempt, &ingested).await? {
+            return Err("a document was not written".into());
+        }
+    }
+    let load = started.elapsed();
+    println!(
+        "loaded {chunks_total} chunks{} in {:.1} s: {:.0} chunks/s",
+        if vectors { format!(" with {DIMS}-dimension vectors (HNSW maintained)") } else { String::new() },
+        load.as_secs_f64(),
+        chunks_total as f64 / load.as_secs_f64()
+    );
+    sqlx::query("ANALYZE").execute(&pool).await?;
+    fulltext(&pool, &store, big.id, chunks_total, queries).await?;
+    if !vectors {
+        return finish(pool, admin, &database).await;
+    }
+
+    let mut by_vector = Vec::with_capacity(queries);
+    let mut hybrid = Vec::with_capacity(queries);
+    for q in 0..queries {
+        let query = text(1_000_000 + q as u64);
+        let embedding = vector(&query, DIMS);
+        let started = Instant::now();
+        let hits = store.search_vectors(big.id, DIMS as i32, &embedding, 5).await?;
+        by_vector.push(started.elapsed());
+        assert_eq!(hits.len(), 5);
+        let started = Instant::now();
+        let near = store.search_vectors(big.id, DIMS as i32, &embedding, 20).await?;
+        let words = store.search_fulltext(big.id, &query, 20).await?;
+        hybrid.push(started.elapsed());
+        assert!(!near.is_empty() && !words.is_empty());
+    }
+    by_vector.sort();
+    hybrid.sort();
+    println!(
+        "search over {chunks_total} chunks, {queries} queries: vector (k=5) p50 {:.2} ms, p99 {:.2} ms; hybrid's two rankings (k=20 each, without the query's embedding request) p50 {:.2} ms, p99 {:.2} ms",
+        percentile(&by_vector, 0.5),
+        percentile(&by_vector, 0.99),
+        percentile(&hybrid, 0.5),
+        percentile(&hybrid, 0.99)
+    );
+    let plan: Vec<String> = sqlx::query_scalar(&format!(
+        "EXPLAIN SELECT chunk_id FROM knowledge_vectors WHERE base_id = '{}' ORDER BY embedding::vector({DIMS}) <=> '{}'::vector({DIMS}) LIMIT 5",
+        big.id,
+        agentd_literal(&vector("plan", DIMS))
+    ))
+    .fetch_all(&pool)
+    .await?;
+    println!("plan: {}", plan.join(" | "));
+    finish(pool, admin, &database).await
+}
+
+/// Close the pool and drop the bench's database (unless `KEEP_DATABASE` is set).
+async fn finish(pool: sqlx::PgPool, mut admin: PgConnection, database: &str) -> Result<(), BoxError> {
+    pool.close().await;
+    if std::env::var("KEEP_DATABASE").is_err() {
+        sqlx::query(&format!("DROP DATABASE {database}")).execute(&mut admin).await?;
+    }
+    Ok(())
+}
+
+/// Full-text search over the base of `chunks` chunks: agentd's (candidates bounded) and the query
+/// that ranks every chunk holding any word of the query, for short and long queries (k=20).
+async fn fulltext(
+    pool: &sqlx::PgPool,
+    store: &Store,
+    base: uuid::Uuid,
+    chunks: usize,
+    queries: usize,
+) -> Result<(), BoxError> {
+    const EVERY_MATCH: &str = "WITH q AS (
+          SELECT nullif(replace(plainto_tsquery('english', $2)::text, ' & ', ' | '), '')::tsquery AS query)
+        SELECT c.id, ts_rank(c.search, q.query, 1)::float8 AS score
+        FROM q, knowledge_chunks c
+        JOIN knowledge_documents d ON d.id = c.document_id AND d.status = 'ready'
+        WHERE c.base_id = $1 AND c.search @@ q.query
+        ORDER BY 2 DESC, c.document_id, c.seq LIMIT 20";
+    for words in [5, 40] {
+        let (mut bounded, mut every, mut overlap) = (Vec::new(), Vec::new(), 0usize);
+        for q in 0..queries {
+            let query: String =
+                text(2_000_000 + q as u64).split(' ').take(words).collect::<Vec<_>>().join(" ");
+            let started = Instant::now();
+            let hits = store.search_fulltext(base, &query, 20).await?;
+            bounded.push(started.elapsed());
+            let started = Instant::now();
+            let all: Vec<(uuid::Uuid, f64)> =
+                sqlx::query_as(EVERY_MATCH).bind(base).bind(&query).fetch_all(pool).await?;
+            every.push(started.elapsed());
+            overlap += hits.iter().filter(|h| all.iter().any(|(id, _)| *id == h.chunk_id)).count();
+        }
+        bounded.sort();
+        every.sort();
+        println!(
+            "full text over {chunks} chunks, {queries} queries of {words} words (k=20): bounded p50 {:.2} ms, p99 {:.2} ms; ranking every match p50 {:.2} ms, p99 {:.2} ms; {:.0} % of the bounded hits are in the every-match top 20",
+            percentile(&bounded, 0.5),
+            percentile(&bounded, 0.99),
+            percentile(&every, 0.5),
+            percentile(&every, 0.99),
+            100.0 * overlap as f64 / (20 * queries) as f64
+        );
+    }
+    Ok(())
+}
+
+/// Ingestion through the ingester: `docs` documents of Markdown, the fake's embeddings.
+async fn ingest(store: &Store, pool: &sqlx::PgPool, url: &str, docs: usize) -> Result<(), BoxError> {
     let fake = FakeLlm::start().await?;
     let toml = format!("[providers.openai]\nbase_url = \"{}\"\n", fake.base_url());
     let settings: agentd::config::Settings = toml::from_str(&toml)?;
     let config = agentd::config::Config {
         providers: agentd::config::providers(&settings, |_| None).map_err(|e| format!("{e:?}"))?,
-        ..agentd::config::Config::new(agentd::config::Secret::new(url.clone()))
+        ..agentd::config::Config::new(agentd::config::Secret::new(url.to_owned()))
     };
-    let llms = agentd::app::build_llms(&config, &store).map_err(|e| e.to_string())?.0;
+    let llms = agentd::app::build_llms(&config, store).map_err(|e| e.to_string())?.0;
     let knowledge = Knowledge::new(store.clone(), Some(llms), Arc::new(agentd::metrics::Metrics::default()));
     let audit = Audit::new(None, "default", "bench", "/bench");
     let chunking = Chunking { max_tokens: 128, overlap: 16 };
@@ -140,7 +296,7 @@ async fn main() -> Result<(), BoxError> {
         let (pending, chunks): (i64, i64) = sqlx::query_as(
             "SELECT count(*) FILTER (WHERE status = 'pending'), coalesce(sum(chunks), 0)::int8 FROM knowledge_documents",
         )
-        .fetch_one(&pool)
+        .fetch_one(pool)
         .await?;
         if pending == 0 {
             break chunks;
@@ -156,89 +312,6 @@ async fn main() -> Result<(), BoxError> {
         fake.embedding_requests()
     );
 
-    // A base of CHUNKS chunks with 384-dimension vectors, written 1,000 to a document.
-    let base = NewBase {
-        name: "big".into(),
-        description: String::new(),
-        embedding: Some("openai/fake".into()),
-        chunking,
-    };
-    let big = store.create_knowledge_base("default", &base, &audit).await?.ok_or("base")?;
-    store.ensure_vector_index(big.id, DIMS as i32).await?;
-    let started = Instant::now();
-    let per_doc = 1_000;
-    for d in 0..chunks_total.div_ceil(per_doc) {
-        let document = NewDocument {
-            title: format!("Big {d}"),
-            title_given: true,
-            source: DocumentSource::Text,
-            url: None,
-            media_type: "text/markdown".into(),
-            digest: sha2_digest(&format!("big {d}")),
-            content: Some(b"x".to_vec()),
-        };
-        store.post_document("default", big.id, &document, &audit).await?;
-        let leased = store.lease_documents(1, Duration::from_secs(600)).await?;
-        let leased = leased.into_iter().next().ok_or("a leased document")?;
-        let n = per_doc.min(chunks_total - d * per_doc);
-        let chunks: Vec<NewChunk> = (0..n)
-            .map(|i| NewChunk {
-                heading: format!("Big {d}"),
-                text: text((d * per_doc + i) as u64 + 7),
-                tokens: 40,
-            })
-            .collect();
-        let vectors = chunks.iter().map(|c| vector(&c.text, DIMS)).collect();
-        let ingested = Ingested { chunks, vectors: Some(vectors), title: None };
-        if !store.finish_document(leased.id, leased.attempt, &ingested).await? {
-            return Err("a document was not written".into());
-        }
-    }
-    let load = started.elapsed();
-    println!(
-        "loaded {chunks_total} chunks with {DIMS}-dimension vectors (HNSW maintained) in {:.1} s: {:.0} chunks/s",
-        load.as_secs_f64(),
-        chunks_total as f64 / load.as_secs_f64()
-    );
-    sqlx::query("ANALYZE").execute(&pool).await?;
-
-    let mut by_vector = Vec::with_capacity(queries);
-    let mut hybrid = Vec::with_capacity(queries);
-    for q in 0..queries {
-        let query = text(1_000_000 + q as u64);
-        let embedding = vector(&query, DIMS);
-        let started = Instant::now();
-        let hits = store.search_vectors(big.id, DIMS as i32, &embedding, 5).await?;
-        by_vector.push(started.elapsed());
-        assert_eq!(hits.len(), 5);
-        let started = Instant::now();
-        let near = store.search_vectors(big.id, DIMS as i32, &embedding, 20).await?;
-        let words = store.search_fulltext(big.id, &query, 20).await?;
-        hybrid.push(started.elapsed());
-        assert!(!near.is_empty() && !words.is_empty());
-    }
-    by_vector.sort();
-    hybrid.sort();
-    println!(
-        "search over {chunks_total} chunks, {queries} queries: vector (k=5) p50 {:.2} ms, p99 {:.2} ms; hybrid's two rankings (k=20 each, without the query's embedding request) p50 {:.2} ms, p99 {:.2} ms",
-        percentile(&by_vector, 0.5),
-        percentile(&by_vector, 0.99),
-        percentile(&hybrid, 0.5),
-        percentile(&hybrid, 0.99)
-    );
-    let plan: Vec<String> = sqlx::query_scalar(&format!(
-        "EXPLAIN SELECT chunk_id FROM knowledge_vectors WHERE base_id = '{}' ORDER BY embedding::vector({DIMS}) <=> '{}'::vector({DIMS}) LIMIT 5",
-        big.id,
-        agentd_literal(&vector("plan", DIMS))
-    ))
-    .fetch_all(&pool)
-    .await?;
-    println!("plan: {}", plan.join(" | "));
-
-    pool.close().await;
-    if std::env::var("KEEP_DATABASE").is_err() {
-        sqlx::query(&format!("DROP DATABASE {database}")).execute(&mut admin).await?;
-    }
     Ok(())
 }
 

@@ -74,6 +74,7 @@ pub fn build_engine(
         secrets: vault,
         deltas: Some(crate::events::deltas::DeltaRelay::start(store.clone())),
         knowledge: Some(Arc::new(knowledge)),
+        memory: Some(Arc::new(crate::knowledge::memory::Memories::new(store.clone()))),
     }))
 }
 

@@ -75,6 +75,10 @@ pub struct CrewSpec {
     /// or `{"name", "k", "min_score"}` (at most 20).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub knowledge: Vec<KnowledgeRef>,
+    /// What the crew remembers across kickoffs: each completed task saves an item in `scope`,
+    /// and each task's prompt recalls the scope's most relevant items from earlier runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<super::memory::MemorySpec>,
 }
 
 /// How tasks are executed.

@@ -69,6 +69,10 @@ events! {
     TaskStarted(TaskStarted) = "task.started",
     /// A task's prompt was given the hits of a knowledge base (its crew's or agent's).
     KnowledgeRetrieved(KnowledgeRetrieved) = "knowledge.retrieved",
+    /// A task's prompt was given the memories of the crew's scope from earlier runs.
+    MemoryRetrieved(MemoryRetrieved) = "memory.retrieved",
+    /// A completed task saved its memories (with its completion).
+    MemorySaved(MemorySaved) = "memory.saved",
     LlmStarted(LlmStarted) = "llm.started",
     LlmFinished(LlmFinished) = "llm.finished",
     AgentThought(AgentThought) = "agent.thought",
@@ -171,6 +175,36 @@ pub struct RetrievedChunk {
     pub score: f64,
 }
 
+/// What a memory scope gave a task's prompt.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct MemoryRetrieved {
+    pub task: String,
+    pub scope: String,
+    /// Most relevant first (none: the scope holds nothing from earlier runs).
+    pub memories: Vec<RecalledMemory>,
+}
+
+/// A memory a task's prompt was given: its relevance to the prompt (0: recalled as recent).
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct RecalledMemory {
+    pub id: uuid::Uuid,
+    pub score: f64,
+}
+
+/// The memories a completed task saved.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct MemorySaved {
+    pub task: String,
+    pub scope: String,
+    pub memories: Vec<SavedMemory>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct SavedMemory {
+    pub id: uuid::Uuid,
+    pub kind: super::memory::MemoryKind,
+}
+
 /// Why a model is asked, beside an agent's own turns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
@@ -178,6 +212,8 @@ pub enum CallPurpose {
     Guardrail,
     Planner,
     Summarizer,
+    /// Extracting facts and entities of an answer for memory.
+    Memory,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]

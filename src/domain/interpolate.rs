@@ -59,12 +59,12 @@ pub fn interpolate(text: &str, inputs: &Map<String, Value>) -> String {
     out
 }
 
-/// The texts of a crew that take placeholders: agents' role, goal and backstory, and tasks'
-/// description and expected output.
+/// The texts of a crew that take placeholders: agents' role, goal and backstory, tasks'
+/// description and expected output, and the memory's scope.
 pub fn interpolated_texts(crew: &CrewSpec) -> impl Iterator<Item = &str> {
     let agents = crew.agents.iter().flat_map(|a| [a.role.as_str(), a.goal.as_str(), a.backstory.as_str()]);
     let tasks = crew.tasks.iter().flat_map(|t| [t.description.as_str(), t.expected_output.as_str()]);
-    agents.chain(tasks)
+    agents.chain(tasks).chain(crew.memory.iter().map(|m| m.scope.as_str()))
 }
 
 /// The distinct input names a crew needs, sorted.

@@ -47,6 +47,11 @@ pub struct KickoffRequest {
     #[serde(default)]
     #[schema(exclusive_minimum = 0, maximum = 1000000)]
     pub max_cost_usd: Option<f64>,
+    /// The memory scope the run saves to and recalls from (replaces the crew's `memory.scope`;
+    /// gives a crew without `memory` one, with its defaults).
+    #[serde(default)]
+    #[schema(min_length = 1, max_length = 256)]
+    pub memory_scope: Option<String>,
 }
 
 /// A kickoff's webhook: where to POST which of the run's events.
@@ -108,9 +113,27 @@ pub struct BatchKickoffRequest {
     #[serde(default)]
     #[schema(exclusive_minimum = 0, maximum = 1000000)]
     pub max_cost_usd: Option<f64>,
+    /// The memory scope the run saves to and recalls from (replaces the crew's `memory.scope`;
+    /// gives a crew without `memory` one, with its defaults).
+    #[serde(default)]
+    #[schema(min_length = 1, max_length = 256)]
+    pub memory_scope: Option<String>,
 }
 
 /// The most runs one batch may create.
+/// A kickoff's `memory_scope` over the crew's memory; the problem of the scope given.
+pub fn apply_memory_scope(crew: &mut CrewSpec, memory_scope: Option<String>) -> Vec<FieldError> {
+    let Some(scope) = memory_scope else { return Vec::new() };
+    if let Err(message) = super::memory::check_scope(&scope) {
+        return vec![FieldError::new("memory_scope", message)];
+    }
+    crew.memory = Some(match crew.memory.take() {
+        Some(memory) => super::memory::MemorySpec { scope, ..memory },
+        None => super::memory::MemorySpec::scoped(scope),
+    });
+    Vec::new()
+}
+
 pub const MAX_BATCH: usize = 1_000;
 
 /// Validate a crew once and each input set against it; one run per set, or every violation

@@ -11,6 +11,7 @@ pub mod interpolate;
 pub mod kickoff;
 pub mod knowledge;
 pub mod limits;
+pub mod memory;
 pub mod run;
 pub mod schema;
 pub mod tenant;

@@ -119,6 +119,12 @@ pub fn validate_inputs(crew: &CrewSpec, inputs: &Map<String, Value>) -> Result<(
             .filter(|(_, value)| value.is_null())
             .map(|(name, _)| FieldError::new(format!("inputs.{name}"), "must not be null")),
     );
+    if let (true, Some(memory)) = (errors.is_empty(), &crew.memory) {
+        let scope = super::interpolate::interpolate(&memory.scope, inputs);
+        if let Err(message) = super::memory::check_scope(&scope) {
+            errors.push(FieldError::new("crew.memory.scope", format!("interpolated, it {message}")));
+        }
+    }
     if errors.is_empty() {
         Ok(())
     } else {
@@ -181,6 +187,19 @@ impl Validator<'_> {
         }
     }
 
+    /// The crew's memory: its scope (as written: a placeholder counts as it stands; the kickoff
+    /// checks it interpolated) and `k`.
+    fn memory(&mut self, crew: &CrewSpec) {
+        use crate::domain::memory::{check_scope, MAX_MEMORY_K};
+        let Some(memory) = &crew.memory else { return };
+        if let Err(message) = check_scope(&memory.scope) {
+            self.error("memory.scope", message);
+        }
+        if !(1..=MAX_MEMORY_K).contains(&memory.k) {
+            self.error("memory.k", format!("must be between 1 and {MAX_MEMORY_K}"));
+        }
+    }
+
     fn crew(&mut self, crew: &CrewSpec) {
         if let Err(message) = check_crew_name(&crew.name) {
             self.error("name", message);
@@ -198,6 +217,7 @@ impl Validator<'_> {
         self.positive(crew.max_rpm, "max_rpm");
         self.errors.extend(budget_errors(crew.max_tokens, crew.max_cost_usd));
         self.knowledge(crew);
+        self.memory(crew);
         if let Some(llm) = &crew.planning_llm {
             self.llm(llm, "planning_llm");
         }

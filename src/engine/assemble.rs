@@ -9,6 +9,7 @@ use serde_json::{Map, Value};
 
 use super::knowledge::{self, KnowledgeSource, SearchKnowledge};
 use super::mcp::McpRun;
+use super::memory::MemorySource;
 use super::prompts;
 use super::schemas::RunSchemas;
 use super::toolbox::{DelegateMode, Runner, ToolEntry, Toolbox};
@@ -44,11 +45,23 @@ pub(super) struct Assembler<'a> {
     pub schemas: &'a RunSchemas,
     /// Where the run's knowledge bases are searched (none: the server has no knowledge).
     pub knowledge: Option<&'a Arc<dyn KnowledgeSource>>,
+    /// Where the run's memories are recalled (none: the server has no memory).
+    pub memory: Option<&'a Arc<dyn MemorySource>>,
     /// The run's tenant, whose knowledge bases it searches.
     pub tenant: &'a str,
 }
 
 impl Assembler<'_> {
+    /// `text` with the run's inputs in its placeholders.
+    pub fn fill(&self, text: &str) -> String {
+        interpolate(text, self.inputs)
+    }
+
+    /// The run's memory scope: the crew's, interpolated.
+    pub fn memory_scope(&self, memory: &crate::domain::memory::MemorySpec) -> String {
+        self.fill(&memory.scope)
+    }
+
     /// The turn that performs `task`, seeing the `finished` tasks' outputs: its agent's
     /// (sequential) or the manager's (hierarchical).
     pub fn performer(

@@ -61,6 +61,8 @@ pub enum Purpose {
     Planner,
     /// A summary of an overflowing conversation.
     Summarizer,
+    /// The facts and entities of an answer, for memory.
+    Memory,
 }
 
 impl Purpose {
@@ -72,6 +74,7 @@ impl Purpose {
             Purpose::Guardrail => (None, Some(CallPurpose::Guardrail)),
             Purpose::Planner => (None, Some(CallPurpose::Planner)),
             Purpose::Summarizer => (None, Some(CallPurpose::Summarizer)),
+            Purpose::Memory => (None, Some(CallPurpose::Memory)),
         }
     }
 
@@ -82,6 +85,7 @@ impl Purpose {
             Purpose::Guardrail => "the guardrail check",
             Purpose::Planner => "planning",
             Purpose::Summarizer => "summarising",
+            Purpose::Memory => "extracting memories",
         }
     }
 }

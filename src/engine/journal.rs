@@ -183,6 +183,8 @@ pub struct Step {
     /// The model calls of `usage`, split by task, agent and model.
     pub spend: Vec<UsageLine>,
     pub events: Vec<NewEvent>,
+    /// Memories the step's completed tasks saved (see `super::memory`).
+    pub memories: Vec<crate::domain::memory::NewMemory>,
 }
 
 impl Step {
@@ -236,6 +238,9 @@ impl Step {
         }
         for event in &mut self.events {
             scrub_value(&mut event.data);
+        }
+        for memory in &mut self.memories {
+            scrub(&mut memory.text);
         }
     }
 

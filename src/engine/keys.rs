@@ -10,6 +10,8 @@
 //! | `<conversation>#plan` | the planner's conversation |
 //! | `<conversation>#step-<n>` | step `n` (from 1) of a planned task |
 //! | `<task>#knowledge` | what the task's knowledge bases gave its prompt |
+//! | `<task>#recall` | what the crew's memory gave the task's prompt |
+//! | `<task>#memory` | the conversation extracting facts and entities of the task's answer |
 
 /// A native tool call, by the provider's call id.
 pub fn native_call(conversation: &str, iteration: u32, call_id: &str) -> String {
@@ -39,6 +41,16 @@ pub fn step(conversation: &str, number: usize) -> String {
 /// The knowledge a task's prompt was given.
 pub fn knowledge(task: &str) -> String {
     format!("{task}#knowledge")
+}
+
+/// The memories a task's prompt was given.
+pub fn recall(task: &str) -> String {
+    format!("{task}#recall")
+}
+
+/// The conversation that extracted the facts and entities of a task's answer.
+pub fn memory(task: &str) -> String {
+    format!("{task}#memory")
 }
 
 #[cfg(test)]

@@ -18,8 +18,9 @@
 //! `effects` through the [`Coworkers`] trait; `schemas` holds the run's JSON schemas, compiled
 //! once by `runtime` and handed to the turns by `assemble`; `knowledge` gives a task's prompt what
 //! its crew's knowledge bases hold (through the [`knowledge::KnowledgeSource`] the composition
-//! root hands in) and makes the `search_knowledge` tool. `keys`, `prompts`, `react`, `repair`
-//! and `toolbox` are leaves.
+//! root hands in) and makes the `search_knowledge` tool; `memory` recalls a crew's memories into a
+//! task's prompt (through the [`memory::MemorySource`]) and saves what a completed task leaves.
+//! `keys`, `prompts`, `react`, `repair` and `toolbox` are leaves.
 
 mod agent;
 mod assemble;
@@ -31,6 +32,7 @@ pub mod journal;
 pub mod keys;
 pub mod knowledge;
 mod mcp;
+pub mod memory;
 pub mod plan;
 mod process;
 pub mod prompts;

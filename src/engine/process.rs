@@ -9,7 +9,7 @@ use super::assemble::{Assembler, MANAGER};
 use super::journal::{RunChange, Step, TaskChange};
 use super::mcp::McpRun;
 use super::turn::AgentTurn;
-use super::{agent, knowledge, plan, Context, EngineError};
+use super::{agent, knowledge, memory, plan, Context, EngineError};
 use crate::domain::crew::{CrewSpec, TaskSpec};
 use crate::domain::event::{TaskAnswered, TaskCompleted, TaskFailed, TaskStarted};
 use crate::domain::knowledge::KnowledgeUse;
@@ -88,9 +88,10 @@ async fn discover_servers(
     Ok(())
 }
 
-/// `turn` with the "Relevant Knowledge" of `bases` appended to its prompt (nothing found: as it
-/// is).
-async fn add_knowledge(
+/// `turn` with what the crew remembers (its memory's scope's items from earlier runs) and the
+/// "Relevant Knowledge" of `bases` appended to its prompt (nothing found: as it is). Both are
+/// looked up with the task's own prompt.
+async fn add_context(
     assembler: &Assembler<'_>,
     turn: &mut AgentTurn,
     bases: &[KnowledgeUse],
@@ -98,8 +99,17 @@ async fn add_knowledge(
     ctx: &Context<'_>,
     pending: &mut Step,
 ) -> Result<(), EngineError> {
-    let (source, name, agent) = (assembler.knowledge, &task.name, turn.agent.clone());
-    let section = knowledge::recall(source, bases, name, &agent, &turn.task_prompt, ctx, pending).await?;
+    let (name, agent, query) = (&task.name, turn.agent.clone(), turn.task_prompt.clone());
+    if let Some(spec) = &assembler.crew.memory {
+        let scope = assembler.memory_scope(spec);
+        let source = assembler.memory;
+        let section = memory::recall(source, spec, &scope, name, &agent, &query, ctx, pending).await?;
+        if let Some(section) = section {
+            turn.task_prompt = memory::with_memories(&turn.task_prompt, &section);
+        }
+    }
+    let source = assembler.knowledge;
+    let section = knowledge::recall(source, bases, name, &agent, &query, ctx, pending).await?;
     if let Some(section) = section {
         turn.task_prompt = knowledge::with_knowledge(&turn.task_prompt, &section);
     }
@@ -169,29 +179,40 @@ async fn perform(
     ctx: &Context<'_>,
     pending: &mut Step,
 ) -> Result<TaskOutput, EngineError> {
-    // In place, boxed, and only for a task with knowledge: a second turn (or the search's state)
-    // kept in this future would make every run's future larger.
+    // In place, boxed, and only for a task with memory or knowledge: a second turn (or the
+    // search's state) kept in this future would make every run's future larger.
+    let memory = assembler.crew.memory.as_ref();
     let bases = knowledge::bases_of(assembler.crew, task);
     let failed = match &mut performer {
-        Ok(turn) if !bases.is_empty() => {
-            Box::pin(add_knowledge(assembler, turn, &bases, task, ctx, pending)).await.err()
+        Ok(turn) if memory.is_some() || !bases.is_empty() => {
+            Box::pin(add_context(assembler, turn, &bases, task, ctx, pending)).await.err()
         }
         _ => None,
     };
     if let Some(error) = failed {
         performer = Err(error);
     }
-    let result = match performer {
-        Ok(turn) => match &turn.plan {
-            Some(options) => Box::pin(plan::execute(&turn, options, ctx, pending)).await,
-            None => agent::execute(&turn, ctx, pending).await,
-        },
-        Err(error) => Err(error),
+    let (result, turn) = match performer {
+        Ok(turn) => {
+            let result = match &turn.plan {
+                Some(options) => Box::pin(plan::execute(&turn, options, ctx, pending)).await,
+                None => agent::execute(&turn, ctx, pending).await,
+            };
+            (result, Some(turn))
+        }
+        Err(error) => (Err(error), None),
     };
-    let result = result.and_then(|output| {
+    let mut result = result.and_then(|output| {
         ctx.budget.check_task_output(&task.name, output.raw.len())?;
         Ok(output)
     });
+    if let (Ok(output), Some(memory), Some(turn), false) = (&result, memory, &turn, task.human_input) {
+        let (scope, description) = (assembler.memory_scope(memory), assembler.fill(&task.description));
+        let remembered = memory::remember(memory, &scope, &description, turn, output, ctx, pending);
+        if let Err(error) = Box::pin(remembered).await {
+            result = Err(error);
+        }
+    }
     match result {
         Ok(output) if task.human_input => {
             let event = TaskAnswered { task: task.name.clone(), output: output.raw.clone() };

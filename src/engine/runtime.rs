@@ -13,6 +13,7 @@ use super::delegation::Team;
 use super::journal::{Journal, JournalError, RunChange, Snapshot, Step, TaskRecord};
 use super::knowledge::KnowledgeSource;
 use super::mcp::McpRun;
+use super::memory::MemorySource;
 use super::process;
 use super::schemas::{RunSchemas, SharedSchemas};
 use super::toolbox::RunTools;
@@ -44,6 +45,8 @@ pub struct Engine {
     deltas: Option<Arc<dyn DeltaPublisher>>,
     /// Where runs search their tenant's knowledge bases (none: crews cannot use knowledge).
     knowledge: Option<Arc<dyn KnowledgeSource>>,
+    /// Where runs recall their tenant's memories (none: crews cannot use memory).
+    memory: Option<Arc<dyn MemorySource>>,
 }
 
 /// What an engine is built from: the shared handles the composition root ([`crate::app`]) hands
@@ -64,6 +67,8 @@ pub struct EngineParts {
     pub deltas: Option<Arc<dyn DeltaPublisher>>,
     /// Where runs search their tenant's knowledge bases (none: crews cannot use knowledge).
     pub knowledge: Option<Arc<dyn KnowledgeSource>>,
+    /// Where runs recall their tenant's memories (none: crews cannot use memory).
+    pub memory: Option<Arc<dyn MemorySource>>,
 }
 
 impl EngineParts {
@@ -79,16 +84,30 @@ impl EngineParts {
             secrets: Arc::new(NoSecrets),
             deltas: None,
             knowledge: None,
+            memory: None,
         }
     }
 }
 
 impl Engine {
     pub fn new(parts: EngineParts) -> Self {
-        let EngineParts { llms, outbound, limiter, metrics, limits, secrets, deltas, knowledge } = parts;
+        let EngineParts { llms, outbound, limiter, metrics, limits, secrets, deltas, knowledge, memory } =
+            parts;
         let builtins = builtin::instantiate(outbound.clone());
         let schemas = Arc::new(SharedSchemas::compile(&builtins));
-        Self { llms, builtins, schemas, outbound, limiter, metrics, limits, secrets, deltas, knowledge }
+        Self {
+            llms,
+            builtins,
+            schemas,
+            outbound,
+            limiter,
+            metrics,
+            limits,
+            secrets,
+            deltas,
+            knowledge,
+            memory,
+        }
     }
 
     /// Where the engine records its metrics.
@@ -159,6 +178,7 @@ impl Engine {
             rate_key: &rate_key,
             schemas: &schemas,
             knowledge: self.knowledge.as_ref(),
+            memory: self.memory.as_ref(),
             tenant: journal.tenant(),
         };
         let team = Team { assembler: &assembler };

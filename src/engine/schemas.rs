@@ -201,6 +201,7 @@ mod tests {
                 rate_key: "k:",
                 schemas,
                 knowledge: None,
+                memory: None,
                 tenant: "default",
             }
         }

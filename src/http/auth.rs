@@ -140,7 +140,10 @@ pub fn audited_action(method: &Method, path: &str) -> Option<String> {
         // A knowledge base's documents are their own kind (`document.create`, `document.delete`).
         segments.drain(..2);
     }
-    let kind = segments.first()?.trim_end_matches('s');
+    let kind = match *segments.first()? {
+        "memories" => "memory",
+        other => other.trim_end_matches('s'),
+    };
     let verb = match segments.last() {
         Some(last) if segments.len() > 1 && !last.starts_with('{') => (*last).to_owned(),
         _ => match *method {
@@ -168,7 +171,10 @@ pub fn required_scope(method: &Method, path: &str) -> Option<Scope> {
         "/audit" => Scope::Manage,
         p if p.starts_with("/keys") || p.starts_with("/tenants") => Scope::Admin,
         p if p.starts_with("/webhooks") => Scope::Manage,
-        p if (p.starts_with("/crews") || p.starts_with("/secrets") || p.starts_with("/knowledge"))
+        p if (p.starts_with("/crews")
+            || p.starts_with("/secrets")
+            || p.starts_with("/knowledge")
+            || p.starts_with("/memories"))
             && !reads =>
         {
             Scope::Manage
@@ -221,6 +227,9 @@ mod tests {
         assert_eq!(scope(Method::GET, "/v1/knowledge/{name}/search"), Some(Scope::Read));
         assert_eq!(scope(Method::POST, "/v1/knowledge/{name}/documents"), Some(Scope::Manage));
         assert_eq!(scope(Method::DELETE, "/v1/knowledge/{name}"), Some(Scope::Manage));
+        assert_eq!(scope(Method::GET, "/v1/memories"), Some(Scope::Read));
+        assert_eq!(scope(Method::POST, "/v1/memories"), Some(Scope::Manage));
+        assert_eq!(scope(Method::DELETE, "/v1/memories/{id}"), Some(Scope::Manage));
     }
 
     #[test]
@@ -229,6 +238,9 @@ mod tests {
         let action = |method: Method, path: &str| audited_action(&method, path);
         assert_eq!(action(Method::PUT, "/v1/secrets/{name}").as_deref(), Some("secret.put"));
         assert_eq!(action(Method::POST, "/v1/knowledge").as_deref(), Some("knowledge.create"));
+        assert_eq!(action(Method::POST, "/v1/memories").as_deref(), Some("memory.create"));
+        assert_eq!(action(Method::DELETE, "/v1/memories").as_deref(), Some("memory.delete"));
+        assert_eq!(action(Method::DELETE, "/v1/memories/{id}").as_deref(), Some("memory.delete"));
         assert_eq!(action(Method::DELETE, "/v1/knowledge/{name}").as_deref(), Some("knowledge.delete"));
         assert_eq!(
             action(Method::POST, "/v1/knowledge/{name}/documents").as_deref(),

@@ -12,6 +12,7 @@ mod examples;
 pub mod extract;
 pub mod kickoffs;
 pub mod knowledge;
+pub mod memory;
 pub mod runs;
 pub mod secrets;
 pub mod server;
@@ -51,6 +52,7 @@ pub use state::AppState;
         (name = "crews", description = "Registered crews"),
         (name = "tools", description = "Built-in tools"),
         (name = "knowledge", description = "Knowledge bases: documents crews retrieve from"),
+        (name = "memory", description = "Memories: what crews remember across kickoffs, by scope"),
         (name = "secrets", description = "Stored secrets crews reference in tool headers and queries"),
         (name = "webhooks", description = "Endpoints that receive run events, signed (Standard Webhooks), and their deliveries"),
         (name = "access", description = "Tenants and API keys (admin)"),
@@ -93,6 +95,8 @@ fn v1_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(knowledge::post_document, knowledge::list_documents))
         .routes(routes!(knowledge::get_document, knowledge::delete_document))
         .routes(routes!(knowledge::search))
+        .routes(routes!(memory::list_memories, memory::create_memory, memory::forget_memories))
+        .routes(routes!(memory::get_memory, memory::delete_memory))
         .routes(routes!(secrets::list_secrets))
         .routes(routes!(secrets::put_secret, secrets::delete_secret))
         .routes(routes!(webhooks::create_webhook, webhooks::list_webhooks))

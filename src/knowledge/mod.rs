@@ -1,11 +1,12 @@
 //! Knowledge bases at work: searching a tenant's base (for the API's search and for runs, as the
 //! engine's [`KnowledgeSource`]) and the ingester every replica runs, which turns posted
 //! documents into chunks (`ingest`), from their text (`extract`) cut along headings and
-//! paragraphs (`chunk`).
+//! paragraphs (`chunk`). `memory` recalls a tenant's memories for runs.
 
 pub mod chunk;
 pub mod extract;
 pub mod ingest;
+pub mod memory;
 
 use std::sync::Arc;
 

@@ -7,8 +7,8 @@ use serde_json::Value;
 
 use super::{invalid, ServiceError, ServiceResult, Services};
 use crate::domain::kickoff::{
-    apply_budgets, prepare_batch, prepare_run, request_fingerprint, BatchKickoffRequest, CrewRef,
-    KickoffRequest, NewRun,
+    apply_budgets, apply_memory_scope, prepare_batch, prepare_run, request_fingerprint, BatchKickoffRequest,
+    CrewRef, KickoffRequest, NewRun,
 };
 use crate::domain::validate::parse_json;
 use crate::domain::validate::FieldError;
@@ -41,7 +41,8 @@ impl Services {
                 let request: KickoffRequest = parse_json(body).map_err(ServiceError::Invalid)?;
                 let mut crew = self.resolve_crew(tenant, request.crew).await?;
                 crew.stream = request.stream.unwrap_or(crew.stream);
-                let budget = apply_budgets(&mut crew, request.max_tokens, request.max_cost_usd);
+                let mut budget = apply_budgets(&mut crew, request.max_tokens, request.max_cost_usd);
+                budget.extend(apply_memory_scope(&mut crew, request.memory_scope));
                 let (inputs, metadata) = (request.inputs, request.metadata);
                 let run = prepare_run(crew, inputs, metadata, request.timeout_s, tenant, &self.validation);
                 let run = with_budget(budget, run).map_err(ServiceError::Invalid)?;
@@ -78,7 +79,8 @@ impl Services {
         let request: BatchKickoffRequest = parse_json(body).map_err(ServiceError::Invalid)?;
         let mut crew = self.resolve_crew(tenant, request.crew).await?;
         crew.stream = request.stream.unwrap_or(crew.stream);
-        let budget = apply_budgets(&mut crew, request.max_tokens, request.max_cost_usd);
+        let mut budget = apply_budgets(&mut crew, request.max_tokens, request.max_cost_usd);
+        budget.extend(apply_memory_scope(&mut crew, request.memory_scope));
         let (inputs, metadata) = (request.inputs, request.metadata);
         let runs = prepare_batch(crew, inputs, metadata, request.timeout_s, tenant, &self.validation);
         let mut runs: Vec<NewRun> = with_budget(budget, runs).map_err(ServiceError::Invalid)?;

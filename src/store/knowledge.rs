@@ -562,8 +562,14 @@ impl Store {
         Ok(failed > 0)
     }
 
-    /// The `k` ready chunks of base `base_id` that best match `query` by full-text search (any
-    /// of its words, stemmed, ranked by `ts_rank` normalized by the chunk's length).
+    /// The `k` ready chunks of base `base_id` that best match `query` by full-text search, ranked
+    /// by `ts_rank` (normalized by the chunk's length) against any of the query's words, stemmed.
+    ///
+    /// Ranking every chunk that holds any of a long query's words (a task's prompt is the query of
+    /// a crew's knowledge) would touch most of a large base, so the candidates are bounded: the
+    /// query's [`SELECTIVE_LEXEMES`] most selective words (the rarest by the table's statistics,
+    /// then the longest) are tried in tiers, all of them, then any two of them, then any one, each
+    /// tier ranking at most [`FULLTEXT_CANDIDATES`] chunks, until `k` chunks are found.
     #[tracing::instrument(skip_all, err)]
     pub async fn search_fulltext(
         &self,
@@ -571,39 +577,166 @@ impl Store {
         query: &str,
         k: i64,
     ) -> StoreResult<Vec<KnowledgeHit>> {
-        let rows = sqlx::query!(
-            r#"WITH q AS (
-                 SELECT nullif(replace(plainto_tsquery('english', $2)::text, ' & ', ' | '), '')::tsquery AS query
+        // The query's lexemes, each with its share of chunks where ANALYZE counted it among the
+        // most common (0 otherwise: rarer than those).
+        let lexemes = sqlx::query!(
+            r#"WITH common AS (
+                 SELECT f.lexeme, f.share
+                 FROM pg_stats s,
+                      unnest(s.most_common_elems::text::text[], s.most_common_elem_freqs) AS f(lexeme, share)
+                 WHERE s.schemaname = current_schema() AND s.tablename = 'knowledge_chunks'
+                   AND s.attname = 'search'
                )
-               SELECT c.id, c.document_id, d.title, c.heading, c.text,
-                      ts_rank(c.search, q.query, 1)::float8 AS "score!"
-               FROM q, knowledge_chunks c
-               JOIN knowledge_documents d ON d.id = c.document_id AND d.status = 'ready'
-               WHERE c.base_id = $1 AND c.search @@ q.query
-               ORDER BY 6 DESC, c.document_id, c.seq
-               LIMIT $3"#,
-            base_id,
+               SELECT l.lexeme AS "lexeme!", coalesce(max(c.share), 0)::float8 AS "share!"
+               FROM unnest(tsvector_to_array(to_tsvector('english', $1))) AS l(lexeme)
+               LEFT JOIN common c ON c.lexeme = l.lexeme
+               GROUP BY l.lexeme"#,
             query,
-            k,
         )
         .fetch_all(&self.pool)
         .await?;
-        Ok(rows
-            .into_iter()
-            .map(|row| KnowledgeHit {
-                document_id: row.document_id,
-                chunk_id: row.id,
-                title: row.title,
-                heading: row.heading,
-                text: row.text,
-                score: row.score,
-            })
-            .collect())
+        let mut lexemes: Vec<(String, f64)> = lexemes.into_iter().map(|l| (l.lexeme, l.share)).collect();
+        let Some(tiers) = FulltextTiers::new(&mut lexemes) else {
+            return Ok(Vec::new());
+        };
+        let mut hits: Vec<KnowledgeHit> = Vec::new();
+        for tier in &tiers.candidates {
+            let rows = sqlx::query!(
+                r#"SELECT c.id, c.document_id, d.title, c.heading, c.text,
+                          ts_rank(c.search, $3::text::tsquery, 1)::float8 AS "score!"
+                   FROM (SELECT id, document_id, seq, heading, text, search
+                         FROM knowledge_chunks
+                         WHERE base_id = $1 AND search @@ $2::text::tsquery
+                         LIMIT $4) c
+                   JOIN knowledge_documents d ON d.id = c.document_id AND d.status = 'ready'
+                   ORDER BY 6 DESC, c.document_id, c.seq
+                   LIMIT $5"#,
+                base_id,
+                tier,
+                tiers.rank,
+                FULLTEXT_CANDIDATES,
+                k,
+            )
+            .fetch_all(&self.pool)
+            .await?;
+            for row in rows {
+                if hits.iter().all(|hit| hit.chunk_id != row.id) {
+                    hits.push(KnowledgeHit {
+                        document_id: row.document_id,
+                        chunk_id: row.id,
+                        title: row.title,
+                        heading: row.heading,
+                        text: row.text,
+                        score: row.score,
+                    });
+                }
+            }
+            if hits.len() as i64 >= k {
+                break;
+            }
+        }
+        // Stable: a tier's order (by document and position on equal scores) is kept.
+        hits.sort_by(|a, b| b.score.total_cmp(&a.score));
+        hits.truncate(usize::try_from(k).unwrap_or(0));
+        Ok(hits)
     }
+}
+
+/// The most chunks one tier of a full-text search ranks.
+pub const FULLTEXT_CANDIDATES: i64 = 1_000;
+/// The query words that choose a full-text search's candidates.
+pub const SELECTIVE_LEXEMES: usize = 8;
+/// The query words a full-text search ranks by (a longer query's rarest).
+const RANKED_LEXEMES: usize = 64;
+
+/// The `tsquery` texts of a full-text search: the candidates' tiers, from the narrowest, and the
+/// query that ranks them.
+#[derive(Debug, PartialEq)]
+struct FulltextTiers {
+    candidates: Vec<String>,
+    rank: String,
+}
+
+impl FulltextTiers {
+    /// From the query's lexemes and their share of chunks (0 where unknown); `None` for a query
+    /// with no words to search by. Sorts `lexemes` rarest (then longest) first.
+    fn new(lexemes: &mut [(String, f64)]) -> Option<FulltextTiers> {
+        lexemes.sort_by(|a, b| {
+            a.1.total_cmp(&b.1)
+                .then_with(|| b.0.chars().count().cmp(&a.0.chars().count()))
+                .then_with(|| a.0.cmp(&b.0))
+        });
+        let quoted: Vec<String> = lexemes.iter().take(RANKED_LEXEMES).map(|(l, _)| quote_lexeme(l)).collect();
+        let rank = quoted.join(" | ");
+        let selective = &quoted[..quoted.len().min(SELECTIVE_LEXEMES)];
+        let candidates = match selective {
+            [] => return None,
+            [only] => vec![only.clone()],
+            [_, _] => vec![selective.join(" & "), selective.join(" | ")],
+            _ => {
+                let mut pairs = Vec::new();
+                for (i, a) in selective.iter().enumerate() {
+                    for b in &selective[i + 1..] {
+                        pairs.push(format!("({a} & {b})"));
+                    }
+                }
+                vec![selective.join(" & "), pairs.join(" | "), selective.join(" | ")]
+            }
+        };
+        Some(FulltextTiers { candidates, rank })
+    }
+}
+
+/// A lexeme as a `tsquery` operand: quoted, its quotes doubled and backslashes escaped.
+fn quote_lexeme(lexeme: &str) -> String {
+    format!("'{}'", lexeme.replace('\\', "\\\\").replace('\'', "''"))
 }
 
 /// The resource path of the base an audit record is about (`/v1/knowledge/<name>/documents`
 /// becomes `/v1/knowledge/<name>/documents`): a document's own path is that and its id.
 fn audit_base(audit: &Audit) -> &str {
     audit.resource.trim_end_matches('/')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{quote_lexeme, FulltextTiers};
+
+    fn lexemes(words: &[(&str, f64)]) -> Vec<(String, f64)> {
+        words.iter().map(|(w, share)| ((*w).to_owned(), *share)).collect()
+    }
+
+    #[test]
+    fn a_query_without_words_searches_nothing() {
+        assert_eq!(FulltextTiers::new(&mut []), None);
+    }
+
+    #[test]
+    fn one_word_is_its_own_tier_and_two_words_are_both_then_either() {
+        let one = FulltextTiers::new(&mut lexemes(&[("fox", 0.0)])).expect("tiers");
+        assert_eq!(one.candidates, ["'fox'"]);
+        assert_eq!(one.rank, "'fox'");
+        let two = FulltextTiers::new(&mut lexemes(&[("fox", 0.0), ("quick", 0.0)])).expect("tiers");
+        assert_eq!(two.candidates, ["'quick' & 'fox'", "'quick' | 'fox'"], "longest first");
+    }
+
+    #[test]
+    fn candidates_come_from_the_rarest_words_and_all_words_rank() {
+        let mut words: Vec<(String, f64)> =
+            (0..10).map(|i| (format!("w{i}"), f64::from(10 - i) / 100.0)).collect();
+        let tiers = FulltextTiers::new(&mut words).expect("tiers");
+        // w9 is the rarest (share 0.01), w0 the most common (0.10): w2..w9 choose.
+        assert_eq!(tiers.candidates.len(), 3);
+        assert_eq!(tiers.candidates[0], "'w9' & 'w8' & 'w7' & 'w6' & 'w5' & 'w4' & 'w3' & 'w2'");
+        assert!(tiers.candidates[1].starts_with("('w9' & 'w8') | ('w9' & 'w7') | "));
+        assert_eq!(tiers.candidates[1].matches(" | ").count(), 27, "8 words make 28 pairs");
+        assert_eq!(tiers.candidates[2], "'w9' | 'w8' | 'w7' | 'w6' | 'w5' | 'w4' | 'w3' | 'w2'");
+        assert!(tiers.rank.ends_with("'w1' | 'w0'"), "{}", tiers.rank);
+    }
+
+    #[test]
+    fn lexemes_are_quoted_for_tsquery() {
+        assert_eq!(quote_lexeme("o'neil"), "'o''neil'");
+        assert_eq!(quote_lexeme("a\\b"), "'a\\\\b'");
+    }
 }

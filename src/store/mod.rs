@@ -14,6 +14,7 @@ mod journal;
 mod knowledge;
 mod lease;
 mod listen;
+mod memory;
 mod pause;
 mod rate;
 mod retention;
@@ -48,6 +49,7 @@ pub use lease::{CancelOutcome, Lease, Recovered};
 pub use listen::{
     Listened, Notification, CANCEL_CHANNEL, DELTAS_CHANNEL, EVENTS_CHANNEL, RUNS_CHANNEL, WEBHOOKS_CHANNEL,
 };
+pub use memory::RECALL_CANDIDATES;
 pub use retention::{Deleted, Pruned};
 pub use review::ResumeOutcome;
 pub use run_journal::RunJournal;

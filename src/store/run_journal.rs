@@ -140,6 +140,7 @@ impl GroupWrite for JournalWrite {
             write::tool_ends(&mut tx, &live).await?;
             write::task_changes(&mut tx, &live).await?;
             write::runs_and_events(&mut tx, &live).await?;
+            write::memories(&mut tx, &live).await?;
         }
         tx.commit().await?;
         Ok(holds.into_iter().map(|held| if held { Ok(()) } else { Err(CommitError::Fenced) }).collect())

@@ -22,6 +22,8 @@ const WEBHOOK_SECRET: &str = "whsec_KioqKioqKioqKioqKioqKioqKioqKioqKioqKio=";
 const A_CREW: &str = "a-private-crew";
 /// The knowledge base A makes (with one document).
 const A_BASE: &str = "a-private-kb";
+/// The memory scope A keeps a note in.
+const A_SCOPE: &str = "a-private-scope";
 const NON_ADMIN: [&str; 4] = ["read", "kickoff", "approve", "manage"];
 
 /// A server with an operator key, secrets and webhooks, answering for `root`.
@@ -54,6 +56,7 @@ struct Owned {
     webhook: String,
     key_id: String,
     document: String,
+    memory: String,
 }
 
 /// A body each operation accepts (what the server checks before or after the tenant is a
@@ -75,6 +78,7 @@ fn body_of(method: &Method, path: &str) -> Option<Value> {
         ("POST", "/v1/keys") => json!({"tenant": "team-a", "name": "k", "scopes": ["read"]}),
         ("POST", "/v1/knowledge") => json!({"name": "kb-z"}),
         ("POST", "/v1/knowledge/{name}/documents") => json!({"text": "B's words"}),
+        ("POST", "/v1/memories") => json!({"scope": "b-scope", "text": "B's note"}),
         _ => return None,
     })
 }
@@ -86,6 +90,8 @@ fn concrete(path: &str, owned: &Owned) -> String {
         owned.webhook.clone()
     } else if path.starts_with("/v1/knowledge") {
         owned.document.clone()
+    } else if path.starts_with("/v1/memories") {
+        owned.memory.clone()
     } else if path.starts_with("/v1/keys") {
         owned.key_id.clone()
     } else {
@@ -98,7 +104,11 @@ fn concrete(path: &str, owned: &Owned) -> String {
         p if p.starts_with("/v1/knowledge") => A_BASE.to_owned(),
         _ => "research".to_owned(),
     };
-    let query = if path.ends_with("/search") { "?q=tides" } else { "" };
+    let query = match path {
+        p if p.ends_with("/search") => "?q=tides".to_owned(),
+        "/v1/memories" => format!("?scope={A_SCOPE}"),
+        _ => String::new(),
+    };
     let path = format!("{path}{query}");
     path.replace("{id}", &id)
         .replace("{name}", &name)
@@ -150,13 +160,16 @@ async fn the_openapi_matrix_keeps_tenants_apart_and_holds_keys_to_their_scopes(p
         StatusCode::ACCEPTED,
     )
     .await;
+    let note = json!({"scope": A_SCOPE, "text": "The tide table is in the shed."});
+    let memory = expect_json(a.post_json("/v1/memories", &note).await, StatusCode::CREATED).await;
     let owned = Owned {
+        memory: memory["id"].as_str().expect("id").to_owned(),
         run: run["id"].as_str().expect("id").to_owned(),
         webhook: webhook["id"].as_str().expect("id").to_owned(),
         key_id: a_key_id,
         document: document["id"].as_str().expect("id").to_owned(),
     };
-    let mine = [owned.run.as_str(), owned.webhook.as_str(), crew_name.as_str(), "a_secret", A_BASE];
+    let mine = [owned.run.as_str(), owned.webhook.as_str(), crew_name.as_str(), "a_secret", A_BASE, A_SCOPE];
 
     let document = expect_json(root.get("/openapi.json").await, StatusCode::OK).await;
     let mut cases = BTreeMap::<&str, usize>::new();
@@ -226,6 +239,7 @@ async fn the_openapi_matrix_keeps_tenants_apart_and_holds_keys_to_their_scopes(p
     let still = expect_json(a.get(&format!("/v1/runs/{}", owned.run)).await, StatusCode::OK).await;
     assert_eq!((still["status"].as_str(), still["tenant"].as_str()), (Some("queued"), Some("team-a")));
     expect_json(a.get(&format!("/v1/webhooks/{}", owned.webhook)).await, StatusCode::OK).await;
+    expect_json(a.get(&format!("/v1/memories/{}", owned.memory)).await, StatusCode::OK).await;
     // The operator sees both tenants' runs.
     let all = expect_json(root.get("/v1/runs").await, StatusCode::OK).await;
     let tenants: Vec<&str> =

@@ -514,3 +514,41 @@ fn value(value: &impl Serialize) -> Result<Value, CommitError> {
 fn to_json(index: usize, v: &impl Serialize) -> Result<Value, Failure<Answer>> {
     value(v).map_err(|e| Failure::Item(index, Err(e)))
 }
+
+/// Save the memories of the batch's completed tasks (with their tasks' commit: a task's items
+/// are saved once, or not at all).
+pub(super) async fn memories(tx: &mut Tx<'_>, live: &[Live<'_>]) -> WriteResult {
+    let memories = live.iter().flat_map(|&(_, commit)| &commit.step.memories);
+    let (mut ids, mut tenants, mut scopes, mut kinds, mut texts) = (vec![], vec![], vec![], vec![], vec![]);
+    let (mut runs, mut tasks, mut agents) = (vec![], vec![], vec![]);
+    for memory in memories {
+        ids.push(memory.id);
+        tenants.push(memory.tenant.as_str());
+        scopes.push(memory.scope.as_str());
+        kinds.push(<&str>::from(memory.kind));
+        texts.push(memory.text.as_str());
+        runs.push(memory.run_id);
+        tasks.push(memory.task.as_deref());
+        agents.push(memory.agent.as_deref());
+    }
+    if ids.is_empty() {
+        return Ok(());
+    }
+    sqlx::query!(
+        r#"INSERT INTO memories (id, tenant, scope, kind, text, run_id, task, agent)
+           SELECT * FROM UNNEST($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::uuid[],
+                                $7::text[], $8::text[])
+           ON CONFLICT (id) DO NOTHING"#,
+        &ids,
+        &tenants as &[&str],
+        &scopes as &[&str],
+        &kinds as &[&str],
+        &texts as &[&str],
+        &runs as &[Option<Uuid>],
+        &tasks as &[Option<&str>],
+        &agents as &[Option<&str>],
+    )
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
