@@ -441,7 +441,7 @@ mod tests {
 
     #[test]
     fn wire_names_round_trip_through_serde() {
-        assert_eq!(EventType::ALL.len(), 31, "the event table in docs/api.md");
+        assert_eq!(EventType::ALL.len(), 33, "the event table in docs/api.md");
         let names: std::collections::BTreeSet<&str> = EventType::ALL.iter().map(|t| t.as_str()).collect();
         assert_eq!(names.len(), EventType::ALL.len(), "names are unique");
         for &ty in EventType::ALL {

@@ -201,7 +201,11 @@ struct Entity {
 /// The facts and entities of an extraction's reply (nothing from a reply that is not the JSON
 /// asked for), at most [`MAX_EXTRACTED`], each within [`MAX_EXTRACTED_BYTES`].
 fn read_extraction(reply: &str) -> Vec<(MemoryKind, String)> {
-    let Some(parsed) = parse_lenient(reply) else { return Vec::new() };
+    // A model may say something before its JSON ("Sure: {...}").
+    let from_brace = || reply.find('{').and_then(|at| parse_lenient(&reply[at..]));
+    let Some(parsed) = parse_lenient(reply).filter(Value::is_object).or_else(from_brace) else {
+        return Vec::new();
+    };
     let facts = parsed.get("facts").and_then(Value::as_array).into_iter().flatten();
     let facts = facts.filter_map(Value::as_str).map(|fact| (MemoryKind::Fact, fact.trim().to_owned()));
     let entities = parsed.get("entities").and_then(Value::as_array).into_iter().flatten();

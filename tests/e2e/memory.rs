@@ -72,14 +72,16 @@ async fn memories_are_posted_listed_searched_deleted_and_forgotten_and_bad_input
     assert_eq!(list(&app, "user:ada", None).await, Vec::<Value>::new());
     assert_eq!(texts(&list(&app, "user:bob", None).await), ["Bob drinks coffee."]);
     let audit = expect_json(app.get("/v1/audit").await, StatusCode::OK).await;
-    let actions: Vec<&str> = audit["entries"]
+    let actions: Vec<(&str, &str)> = audit["entries"]
         .as_array()
         .expect("entries")
         .iter()
-        .map(|e| e["action"].as_str().expect("action"))
+        .map(|e| (e["action"].as_str().expect("action"), e["outcome"].as_str().expect("outcome")))
         .collect();
-    assert_eq!(actions.iter().filter(|a| **a == "memory.create").count(), 3, "{actions:?}");
-    assert_eq!(actions.iter().filter(|a| **a == "memory.delete").count(), 2, "{actions:?}");
+    let count = |action: &str, outcome: &str| actions.iter().filter(|a| **a == (action, outcome)).count();
+    assert_eq!(count("memory.create", "succeeded"), 3, "{actions:?}");
+    assert_eq!(count("memory.delete", "succeeded"), 2, "{actions:?}: one item, one scope");
+    assert_eq!(count("memory.delete", "not_found"), 1, "{actions:?}: the item already deleted");
 
     // Bad input: each a clear problem.
     let invalid = [
@@ -89,7 +91,6 @@ async fn memories_are_posted_listed_searched_deleted_and_forgotten_and_bad_input
         (json!({"scope": "a\nb", "text": "t"}), "scope"),
         (json!({"scope": "s".repeat(257), "text": "t"}), "scope"),
         (json!({"scope": "s", "text": "t", "kind": "fact"}), "kind"),
-        (json!({"text": "t"}), "scope"),
     ];
     for (body, field) in invalid {
         let problem =
@@ -97,6 +98,9 @@ async fn memories_are_posted_listed_searched_deleted_and_forgotten_and_bad_input
                 .await;
         assert!(problem_fields(&problem).contains_key(field), "{body}: {problem}");
     }
+    let missing = app.post_json("/v1/memories", &json!({"text": "t"})).await;
+    let problem = expect_problem(missing, StatusCode::UNPROCESSABLE_ENTITY).await;
+    assert!(problem["detail"].as_str().is_some_and(|d| d.contains("`scope`")), "{problem}");
     let get = |query: &'static [(&'static str, &'static str)]| {
         app.request(Method::GET, "/v1/memories").query(query).send()
     };
@@ -222,7 +226,7 @@ async fn a_crew_remembers_across_kickoffs_in_its_scope_and_not_in_another(pool: 
     );
     assert_eq!(
         (items[0]["run_id"].as_str(), items[0]["task"].as_str(), items[0]["agent"].as_str()),
-        (Some(first.as_str()), Some("answer"), Some("Assistant"))
+        (Some(first.as_str()), Some("answer"), Some("a"))
     );
 
     // Ada's second kickoff recalls it; Bob's does not.
@@ -247,9 +251,10 @@ async fn a_crew_remembers_across_kickoffs_in_its_scope_and_not_in_another(pool: 
     assert_eq!(expect_json(forget, StatusCode::OK).await["deleted"], 2);
     let body = json!({"crew": crew, "inputs": {"user": "ada", "message": "Anything about me?"}, "memory_scope": "team:ops"});
     let run = expect_json(app.post_json("/v1/kickoffs", &body).await, StatusCode::ACCEPTED).await;
-    assert_eq!(run["crew"]["memory"]["scope"], "team:ops", "{run}");
     let id = run["id"].as_str().expect("id");
     assert_eq!(wait_for(&app, id, &["completed", "failed"]).await["status"], "completed");
+    let recalled = event(&events(&app, id).await, "memory.retrieved")["data"].clone();
+    assert_eq!(recalled["scope"], "team:ops", "{recalled}");
     assert!(!user_prompt(&fake, 3).contains("Relevant memories"));
     assert_eq!(list(&app, "team:ops", None).await.len(), 1);
     assert_eq!(list(&app, "user:ada", None).await.len(), 0);
@@ -294,7 +299,18 @@ async fn extraction_saves_facts_and_entities_through_a_journaled_side_call(pool:
     // The extraction is journaled and counted like any call.
     let messages =
         expect_json(app.get(&format!("/v1/runs/{run}/messages?limit=1000")).await, StatusCode::OK).await;
-    assert!(messages.to_string().contains("answer#memory"), "{messages}");
+    let extraction: Vec<&str> = messages["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .skip(3)
+        .map(|m| m["role"].as_str().expect("role"))
+        .collect();
+    assert_eq!(extraction, ["system", "user", "assistant"], "{messages}");
+    assert!(
+        messages["messages"][5]["content"].as_str().is_some_and(|c| c.contains("\"facts\"")),
+        "{messages}"
+    );
     let done = expect_json(app.get(&format!("/v1/runs/{run}")).await, StatusCode::OK).await;
     assert_eq!(done["usage"]["llm_calls"], 2, "{done}");
     workers.shutdown().await;
