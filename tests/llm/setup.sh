@@ -17,14 +17,18 @@ venv=target/llama-venv
 model_dir=target/llm
 model=SmolLM2-135M-Instruct.Q4_1.gguf
 version=0.3.36
-# One folder per pin (llama.txt's hash), so a changed pin never picks up an old build. The build
-# is for this machine's CPU (llama.cpp's native flags): do not share the cache between machines.
-cache=${AGENTD_WHEEL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/agentd/wheels}/llama-cpp-python-$(sha256sum "$here/llama.txt" | cut -c1-12)
+# Built for x86-64 with AVX2, FMA and F16C, not for the building CPU (llama.cpp's default
+# -march=native): on a CPU that reports AMX but runs under a hypervisor that does not let a
+# process use it, the native build dies of a general protection fault in its AMX kernels at the
+# first request (seen 2026-12-04).
+cmake_args="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON"
+# One folder per pin and flags (their hash), so a changed pin never picks up an old build.
+cache=${AGENTD_WHEEL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/agentd/wheels}/llama-cpp-python-$( (cat "$here/llama.txt"; echo "$cmake_args") | sha256sum | cut -c1-12)
 
 say() { echo "tests/llm/setup.sh: $*" >&2; }
 command -v python3 >/dev/null 2>&1 || { say "python3 (3.9+, with venv) is required"; exit 1; }
 
-stamp=$(cat "$here/requirements.txt" "$here/llama.txt" "$here/model.txt" | sha256sum | cut -c1-16)
+stamp=$( (cat "$here/requirements.txt" "$here/llama.txt" "$here/model.txt"; echo "$cmake_args") | sha256sum | cut -c1-16)
 if [ "$(cat "$venv/.agentd-installed" 2>/dev/null)" != "$stamp" ] || [ ! -f "$model_dir/$model" ]; then
   mkdir -p "$cache"
   wheel=$(ls "$cache"/llama_cpp_python-"$version"-*.whl 2>/dev/null | head -n1 || true)
@@ -33,8 +37,8 @@ if [ "$(cat "$venv/.agentd-installed" 2>/dev/null)" != "$stamp" ] || [ ! -f "$mo
     say "building llama-cpp-python $version from its sdist (about 14 minutes on 2 cores, once: kept in $cache)"
     build=$(mktemp -d)
     python3 -m venv "$build/venv"
-    CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)} \
-      "$build/venv/bin/pip" wheel -q --disable-pip-version-check --no-deps --require-hashes \
+    CMAKE_ARGS="$cmake_args" CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)} \
+      "$build/venv/bin/pip" wheel -q --disable-pip-version-check --no-cache-dir --no-deps --require-hashes \
       -r "$here/llama.txt" -w "$build/out"
     mv "$build"/out/llama_cpp_python-"$version"-*.whl "$cache/"
     rm -rf "$build"
