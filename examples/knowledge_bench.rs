@@ -26,7 +26,7 @@ use agentd::fake_llm::embed::vector;
 use agentd::fake_llm::FakeLlm;
 use agentd::knowledge::ingest::Ingester;
 use agentd::knowledge::Knowledge;
-use agentd::store::{Audit, Ingested, NewBase, NewChunk, NewDocument, Store};
+use agentd::store::{Audit, Ingested, NewBase, NewChunk, NewDocument, Reach, Store};
 use sqlx::postgres::PgPoolOptions;
 use sqlx::{Connection, PgConnection};
 
@@ -167,7 +167,7 @@ async fn main() -> Result<(), BoxError> {
         assert_eq!(hits.len(), 5);
         let started = Instant::now();
         let near = store.search_vectors(big.id, DIMS as i32, &embedding, 20).await?;
-        let words = store.search_fulltext(big.id, &query, 20).await?;
+        let words = store.search_fulltext(big.id, &query, 20, Reach::AnyWord).await?;
         hybrid.push(started.elapsed());
         assert!(!near.is_empty() && !words.is_empty());
     }
@@ -222,7 +222,7 @@ async fn fulltext(
             let query: String =
                 text(2_000_000 + q as u64).split(' ').take(words).collect::<Vec<_>>().join(" ");
             let started = Instant::now();
-            let hits = store.search_fulltext(base, &query, 20).await?;
+            let hits = store.search_fulltext(base, &query, 20, Reach::AnyWord).await?;
             bounded.push(started.elapsed());
             let started = Instant::now();
             let all: Vec<(uuid::Uuid, f64)> =

@@ -312,6 +312,9 @@ fn provider_kind(
     if p.kind != ProviderKindSetting::Fake && (p.script.is_some() || p.bind.is_some()) {
         return invalid("script and bind belong to kind = \"fake\" providers".into());
     }
+    if p.kind != ProviderKindSetting::Local && p.models_dir.is_some() {
+        return invalid("models_dir belongs to kind = \"local\" providers".into());
+    }
     if p.kind != ProviderKindSetting::Azure && p.api_version.is_some() {
         return invalid("api_version belongs to kind = \"azure\" providers".into());
     }
@@ -342,6 +345,25 @@ fn provider_kind(
             }
             let options = crate::llm::AnthropicOptions { max_tokens, prompt_caching: p.prompt_caching };
             Ok((ProviderKind::Anthropic(options), url(Some(ANTHROPIC_BASE_URL))?))
+        }
+        ProviderKindSetting::Local => {
+            if p.base_url.is_some() || p.api_key_env.is_some() {
+                return invalid(
+                    "a local provider runs its models inside agentd: it takes models_dir, not base_url or api_key_env"
+                        .into(),
+                );
+            }
+            let Some(models_dir) = &p.models_dir else {
+                return invalid("kind = \"local\" needs models_dir (the folder of its models)".into());
+            };
+            let models_dir = match dir {
+                Some(dir) if models_dir.is_relative() => dir.join(models_dir),
+                _ => models_dir.clone(),
+            };
+            if !models_dir.is_dir() {
+                return invalid(format!("models_dir {} is not a folder", models_dir.display()));
+            }
+            Ok((ProviderKind::Local { models_dir }, String::new()))
         }
         ProviderKindSetting::Fake => {
             if p.base_url.is_some() || p.api_key_env.is_some() {

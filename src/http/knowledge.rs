@@ -164,6 +164,9 @@ pub struct SearchQuery {
     /// Hits, 1 to 50 (default 5).
     #[param(minimum = 1, maximum = 50)]
     pub k: Option<u32>,
+    /// Rank by `fulltext`, `vector` or `hybrid` only (default: hybrid where the base has
+    /// vectors, else full text; a mode the base cannot be searched by is a 422).
+    pub mode: Option<SearchMode>,
 }
 
 /// What a search found.
@@ -464,7 +467,7 @@ pub async fn delete_document(
         (status = 200, body = SearchResult),
         (status = 400, description = "Malformed name or query", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such base", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "Empty or over-long query, k out of range", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Empty or over-long query, k out of range, a mode the base cannot be searched by", body = Problem, content_type = "application/problem+json"),
         (status = 502, description = "The base's embedding model failed", body = Problem, content_type = "application/problem+json"),
     )
 )]
@@ -476,7 +479,7 @@ pub async fn search(
 ) -> ApiResult<Json<SearchResult>> {
     check_name(&name)?;
     let k = query.k.unwrap_or(DEFAULT_K);
-    let found = state.services.search_knowledge(&caller, &name, &query.q, k).await?;
+    let found = state.services.search_knowledge(&caller, &name, &query.q, k, query.mode).await?;
     Ok(Json(SearchResult { mode: found.mode, hits: found.hits }))
 }
 

@@ -14,7 +14,7 @@ use crate::domain::knowledge::{KnowledgeHit, SearchMode, MAX_K};
 use crate::engine::knowledge::{KnowledgeSource, SearchFuture};
 use crate::llm::{Embeddings, LlmRegistry, TokenUsage};
 use crate::metrics::Metrics;
-use crate::store::{Store, StoreError};
+use crate::store::{Reach, Store, StoreError};
 
 /// Why a search found nothing to say.
 #[derive(Debug, thiserror::Error)]
@@ -23,6 +23,9 @@ pub enum KnowledgeError {
     NoBase(String),
     #[error("the embedding model failed: {0}")]
     Embedding(String),
+    /// A search mode the base cannot be searched by.
+    #[error("{0}")]
+    Mode(String),
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -96,13 +99,15 @@ impl Knowledge {
         Ok(all)
     }
 
-    /// The `k` best chunks of `query` in `tenant`'s base `base`.
+    /// The `k` best chunks of `query` in `tenant`'s base `base`, ranked by `mode` (by default,
+    /// hybrid where the base has vectors, else full text).
     pub async fn search(
         &self,
         tenant: &str,
         base: &str,
         query: &str,
         k: u32,
+        mode: Option<SearchMode>,
     ) -> Result<Found, KnowledgeError> {
         let record = self
             .store
@@ -110,9 +115,19 @@ impl Knowledge {
             .await?
             .ok_or_else(|| KnowledgeError::NoBase(base.to_owned()))?;
         let k = k.clamp(1, MAX_K);
-        let (Some(embedding), Some(dims), Ok(())) = (&record.embedding, record.dims, self.vectors().await)
-        else {
-            let hits = self.store.search_fulltext(record.id, query, i64::from(k)).await?;
+        let vectors = match (&record.embedding, record.dims, self.vectors().await) {
+            (Some(embedding), Some(dims), Ok(())) => Some((embedding, dims)),
+            _ => None,
+        };
+        let (Some((embedding, dims)), false) = (vectors, mode == Some(SearchMode::Fulltext)) else {
+            if mode == Some(SearchMode::Vector) || mode == Some(SearchMode::Hybrid) {
+                let why = match record.embedding {
+                    None => "the base has no embedding model",
+                    Some(_) => "vector search is off on this server (see its start-up log)",
+                };
+                return Err(KnowledgeError::Mode(why.to_owned()));
+            }
+            let hits = self.store.search_fulltext(record.id, query, i64::from(k), Reach::AnyWord).await?;
             return Ok(Found { mode: SearchMode::Fulltext, hits });
         };
         let vector = match self.embed(embedding, &[query.to_owned()]).await {
@@ -120,9 +135,13 @@ impl Knowledge {
             Ok(_) => return Err(KnowledgeError::Embedding("the model answered no vector".into())),
             Err(why) => return Err(KnowledgeError::Embedding(why)),
         };
+        if mode == Some(SearchMode::Vector) {
+            let hits = self.store.search_vectors(record.id, dims, &vector, i64::from(k)).await?;
+            return Ok(Found { mode: SearchMode::Vector, hits });
+        }
         let candidates = i64::from((k * 4).max(MIN_CANDIDATES));
         let by_vector = self.store.search_vectors(record.id, dims, &vector, candidates).await?;
-        let by_text = self.store.search_fulltext(record.id, query, candidates).await?;
+        let by_text = self.store.search_fulltext(record.id, query, candidates, Reach::SharedWords).await?;
         Ok(Found { mode: SearchMode::Hybrid, hits: fuse(&[by_vector, by_text], k as usize) })
     }
 }
@@ -150,10 +169,12 @@ fn fuse(rankings: &[Vec<KnowledgeHit>], k: usize) -> Vec<KnowledgeHit> {
 impl KnowledgeSource for Knowledge {
     fn search<'a>(&'a self, tenant: &'a str, base: &'a str, query: &'a str, k: u32) -> SearchFuture<'a> {
         Box::pin(async move {
-            match Knowledge::search(self, tenant, base, query, k).await {
+            match Knowledge::search(self, tenant, base, query, k, None).await {
                 Ok(found) => Ok(found.hits),
                 Err(KnowledgeError::NoBase(name)) => Err(format!("no knowledge base named '{name}'")),
-                Err(error @ KnowledgeError::Embedding(_)) => Err(error.to_string()),
+                Err(error @ (KnowledgeError::Embedding(_) | KnowledgeError::Mode(_))) => {
+                    Err(error.to_string())
+                }
                 Err(KnowledgeError::Store(error)) => {
                     tracing::warn!(%error, "a knowledge search failed");
                     Err("the knowledge base could not be searched (database error)".to_owned())

@@ -5,6 +5,7 @@
 mod anthropic;
 mod cost;
 pub mod estimate;
+pub mod local;
 mod openai;
 mod registry;
 mod retry;
@@ -14,6 +15,7 @@ mod types;
 
 pub use anthropic::{AnthropicClient, AnthropicOptions, ANTHROPIC_VERSION, DEFAULT_MAX_TOKENS};
 pub use cost::Price;
+pub use local::LocalClient;
 pub use openai::OpenAiClient;
 pub use registry::{provider_key, LlmRegistry, ProviderBudget, ResolvedModel};
 pub use retry::{Backoff, RetryPolicy};

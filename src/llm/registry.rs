@@ -171,6 +171,7 @@ impl LlmRegistry {
                         .on_rate_limit(hook)
                         .before_retry(gate),
                 ),
+                ProviderKind::Local { models_dir } => Arc::new(super::LocalClient::new(models_dir.clone())),
                 ProviderKind::OpenAi | ProviderKind::Fake { .. } => Arc::new(
                     OpenAiClient::new(http.clone(), url, api_key, backoff)
                         .on_rate_limit(hook)

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::outbound::Secret;
@@ -50,6 +51,9 @@ pub enum ProviderKind {
     /// the CI of services that call agentd. Never a real model. It listens on `bind` (default: a
     /// free loopback port), where `GET /calls` and `POST /reset` serve as for `agentd fake-llm`.
     Fake { script: Arc<crate::fake_llm::Script>, bind: Option<SocketAddr> },
+    /// Embedding models run on this machine's CPU, each a folder of `models_dir`
+    /// ([`super::local`]).
+    Local { models_dir: PathBuf },
 }
 
 impl fmt::Debug for ProviderKind {
@@ -59,6 +63,7 @@ impl fmt::Debug for ProviderKind {
             ProviderKind::Azure { api_version } => write!(f, "Azure({api_version})"),
             ProviderKind::Anthropic(options) => write!(f, "Anthropic({options:?})"),
             ProviderKind::Fake { script, .. } => write!(f, "Fake({} rules)", script.len()),
+            ProviderKind::Local { models_dir } => write!(f, "Local({})", models_dir.display()),
         }
     }
 }

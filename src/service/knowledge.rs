@@ -9,7 +9,7 @@ use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
 use super::{invalid, ServiceError, ServiceResult, Services};
-use crate::domain::knowledge::{check_base_name, Chunking, DocumentSource, MAX_K};
+use crate::domain::knowledge::{check_base_name, Chunking, DocumentSource, SearchMode, MAX_K};
 use crate::domain::validate::parse_json;
 use crate::domain::{Caller, CrewSpec, FieldError};
 use crate::knowledge::{Found, KnowledgeError};
@@ -270,6 +270,7 @@ impl Services {
         base: &str,
         query: &str,
         k: u32,
+        mode: Option<SearchMode>,
     ) -> ServiceResult<Found> {
         if query.trim().is_empty() {
             return Err(invalid("q", "must not be empty"));
@@ -283,8 +284,9 @@ impl Services {
         if !(1..=MAX_K).contains(&k) {
             return Err(invalid("k", format!("must be between 1 and {MAX_K}")));
         }
-        self.knowledge.search(&caller.tenant, base, query, k).await.map_err(|error| match error {
+        self.knowledge.search(&caller.tenant, base, query, k, mode).await.map_err(|error| match error {
             KnowledgeError::NoBase(name) => no_base(&name),
+            KnowledgeError::Mode(why) => invalid("mode", why),
             KnowledgeError::Embedding(why) => {
                 ServiceError::Upstream(format!("the base's embedding model failed: {why}"))
             }

@@ -167,7 +167,7 @@ impl std::str::FromStr for Role {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProviderSettings {
-    /// `openai` (the default), `azure`, `anthropic` or `fake`.
+    /// `openai` (the default), `azure`, `anthropic`, `fake` or `local`.
     #[serde(default)]
     pub kind: ProviderKindSetting,
     /// The API's base URL (`openai`: required; `azure`: the resource's endpoint, required;
@@ -196,6 +196,10 @@ pub struct ProviderSettings {
     /// Where a `fake` provider listens (default: a free loopback port).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bind: Option<SocketAddr>,
+    /// The folder of a `local` provider's embedding models, one folder each (relative to the
+    /// settings file's directory).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub models_dir: Option<PathBuf>,
     /// The environment variable that holds the key (the key itself never goes in the file).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api_key_env: Option<String>,
@@ -220,6 +224,7 @@ pub enum ProviderKindSetting {
     Azure,
     Anthropic,
     Fake,
+    Local,
 }
 
 /// One setting: its key and what it means. The flag and the environment variable follow from the

@@ -568,14 +568,16 @@ impl Store {
     /// Ranking every chunk that holds any of a long query's words (a task's prompt is the query of
     /// a crew's knowledge) would touch most of a large base, so the candidates are bounded: the
     /// query's [`SELECTIVE_LEXEMES`] most selective words (the rarest by the table's statistics,
-    /// then the longest) are tried in tiers, all of them, then any two of them, then any one, each
-    /// tier ranking at most [`FULLTEXT_CANDIDATES`] chunks, until `k` chunks are found.
+    /// then the longest) are tried in tiers, all of them, then any two of them, then any word of
+    /// the query (unless `reach` is [`Reach::SharedWords`]), each tier ranking at most
+    /// [`FULLTEXT_CANDIDATES`] chunks, until `k` chunks are found.
     #[tracing::instrument(skip_all, err)]
     pub async fn search_fulltext(
         &self,
         base_id: Uuid,
         query: &str,
         k: i64,
+        reach: Reach,
     ) -> StoreResult<Vec<KnowledgeHit>> {
         // The query's lexemes, each with its share of chunks where ANALYZE counted it among the
         // most common (0 otherwise: rarer than those).
@@ -596,9 +598,12 @@ impl Store {
         .fetch_all(&self.pool)
         .await?;
         let mut lexemes: Vec<(String, f64)> = lexemes.into_iter().map(|l| (l.lexeme, l.share)).collect();
-        let Some(tiers) = FulltextTiers::new(&mut lexemes) else {
+        let Some(mut tiers) = FulltextTiers::new(&mut lexemes) else {
             return Ok(Vec::new());
         };
+        if reach == Reach::SharedWords && tiers.candidates.len() > 1 {
+            tiers.candidates.pop();
+        }
         let mut hits: Vec<KnowledgeHit> = Vec::new();
         for tier in &tiers.candidates {
             let rows = sqlx::query!(
@@ -640,6 +645,17 @@ impl Store {
         hits.truncate(usize::try_from(k).unwrap_or(0));
         Ok(hits)
     }
+}
+
+/// How far a full-text search looks for candidates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reach {
+    /// Down to chunks sharing a single word with the query: a search by words alone.
+    AnyWord,
+    /// Only chunks sharing at least two of the query's selective words (or its only word): the
+    /// words' part of a hybrid search, where a chunk sharing one word of a long query is no
+    /// evidence and would outrank the vectors' best in the fusion.
+    SharedWords,
 }
 
 /// The most chunks one tier of a full-text search ranks.

@@ -43,7 +43,7 @@ pub use group::GroupStats;
 pub use journal::{Message, ToolCall, ToolCallStatus};
 pub use knowledge::{
     Ingested, KnowledgeBase, KnowledgeDocument, LeasedDocument, NewBase, NewChunk, NewDocument, Posted,
-    KNOWLEDGE_CHANNEL,
+    Reach, KNOWLEDGE_CHANNEL,
 };
 pub use lease::{CancelOutcome, Lease, Recovered};
 pub use listen::{

@@ -34,7 +34,7 @@ pub fn start_ingester(pool: &PgPool, config: &Config, lease: Duration) -> Cancel
     stop
 }
 
-async fn create_base(app: &TestApp, name: &str) -> Value {
+pub async fn create_base(app: &TestApp, name: &str) -> Value {
     expect_json(app.post_json("/v1/knowledge", &json!({"name": name})).await, StatusCode::CREATED).await
 }
 
@@ -675,17 +675,9 @@ async fn kill_9_mid_ingestion_and_mid_run_loses_nothing_and_searches_once(pool: 
     assert_eq!(retrieved, 1, "searched once");
 }
 
-/// The retrieval corpus (`tests/knowledge/`): 32 documents about an invented product and 20
-/// questions, each answered by a known passage. Full-text search alone (the mode of a database
-/// without pgvector) finds the passage in its top 5 for the number this prints; the floor below
-/// is what it measured when written (half the questions share almost no words with their answer,
-/// which full-text search cannot bridge).
-#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
-async fn full_text_search_finds_the_corpus_answers_it_can_match_by_words(pool: PgPool) {
-    let config = test_config();
-    let app = TestApp::spawn_with(pool.clone(), config.clone()).await;
-    let ingester = start_ingester(&pool, &config, Duration::from_secs(5));
-    create_base(&app, "lumen").await;
+/// Upload the retrieval corpus (`tests/knowledge/corpus`: 32 documents about an invented
+/// product) into `base` and wait until every document is ready.
+pub async fn ingest_corpus(app: &TestApp, base: &str) {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/knowledge");
     let mut files: Vec<_> =
         std::fs::read_dir(root.join("corpus")).expect("corpus").map(|e| e.expect("entry").path()).collect();
@@ -694,22 +686,29 @@ async fn full_text_search_finds_the_corpus_answers_it_can_match_by_words(pool: P
     for file in &files {
         let name = file.file_name().and_then(|n| n.to_str()).expect("name");
         let bytes = std::fs::read(file).expect("read");
-        let accepted =
-            expect_json(upload(&app, "lumen", name, None, &bytes).await, StatusCode::ACCEPTED).await;
+        let accepted = expect_json(upload(app, base, name, None, &bytes).await, StatusCode::ACCEPTED).await;
         ids.push(accepted["id"].as_str().expect("id").to_owned());
     }
     for id in &ids {
-        assert_eq!(wait_document(&app, "lumen", id).await["status"], "ready");
+        assert_eq!(wait_document(app, base, id).await["status"], "ready");
     }
+}
+
+/// For each of the corpus' 20 questions (`tests/knowledge/questions.json`), whether `base`'s
+/// search (by `mode`, when given) has the passage that answers it in its top 5.
+pub async fn corpus_top5(app: &TestApp, base: &str, mode: Option<&str>) -> Vec<bool> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/knowledge");
     let questions: Vec<Value> =
         serde_json::from_str(&std::fs::read_to_string(root.join("questions.json")).expect("questions"))
             .expect("json");
     assert_eq!(questions.len(), 20);
     let mut found = Vec::new();
     for q in &questions {
+        let mut query = vec![("q", q["question"].as_str().expect("question")), ("k", "5")];
+        query.extend(mode.map(|mode| ("mode", mode)));
         let response = app
-            .request(Method::GET, "/v1/knowledge/lumen/search")
-            .query(&[("q", q["question"].as_str().expect("question")), ("k", "5")])
+            .request(Method::GET, &format!("/v1/knowledge/{base}/search"))
+            .query(&query)
             .send()
             .await
             .expect("GET");
@@ -722,6 +721,22 @@ async fn full_text_search_finds_the_corpus_answers_it_can_match_by_words(pool: P
             .any(|h| h["text"].as_str().is_some_and(|t| t.contains(answer)));
         found.push(hit);
     }
+    found
+}
+
+/// The retrieval corpus (`tests/knowledge/`): 32 documents about an invented product and 20
+/// questions, each answered by a known passage. Full-text search alone (the mode of a database
+/// without pgvector) finds the passage in its top 5 for the number this prints; the floor below
+/// is what it measured when written (half the questions share almost no words with their answer,
+/// which full-text search cannot bridge).
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn full_text_search_finds_the_corpus_answers_it_can_match_by_words(pool: PgPool) {
+    let config = test_config();
+    let app = TestApp::spawn_with(pool.clone(), config.clone()).await;
+    let ingester = start_ingester(&pool, &config, Duration::from_secs(5));
+    create_base(&app, "lumen").await;
+    ingest_corpus(&app, "lumen").await;
+    let found = corpus_top5(&app, "lumen", None).await;
     let count = found.iter().filter(|f| **f).count();
     eprintln!("full-text top-5: {count}/20 (per question: {found:?})");
     assert!(

@@ -14,6 +14,7 @@ mod fakes;
 mod journal;
 mod kickoffs;
 mod knowledge;
+mod local_embeddings;
 mod memory;
 mod quotas;
 mod real_model;

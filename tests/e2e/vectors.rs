@@ -17,7 +17,7 @@ use crate::support::{expect_json, expect_problem, problem_fields, TestApp};
 use crate::worker::{fake_config, fast_settings, start_workers, wait_for};
 
 /// A fresh, migrated database on the pgvector server.
-async fn vector_pool() -> PgPool {
+pub async fn vector_pool() -> PgPool {
     let url = std::env::var("AGENTD_TEST_VECTOR_URL").unwrap_or_else(|_| {
         panic!("AGENTD_TEST_VECTOR_URL is not set: run the tests with scripts/test.sh, which starts PostgreSQL 18 with pgvector (tests/vector/)")
     });
