@@ -73,8 +73,8 @@ pub fn build_engine(
         limits: config.run_limits,
         secrets: vault,
         deltas: Some(crate::events::deltas::DeltaRelay::start(store.clone())),
+        memory: Some(Arc::new(crate::knowledge::memory::Memories::new(store.clone(), knowledge.clone()))),
         knowledge: Some(Arc::new(knowledge)),
-        memory: Some(Arc::new(crate::knowledge::memory::Memories::new(store.clone()))),
     }))
 }
 

@@ -34,6 +34,12 @@ pub struct MemorySpec {
     /// their own (a side call, journaled and counted in the run's spend).
     #[serde(default)]
     pub extract: bool,
+    /// `<provider>/<model>` of an embedding model: items are saved with their vectors and
+    /// recalled by meaning fused with their words (the database needs pgvector). Without one,
+    /// recall is by words and recency.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(min_length = 3, max_length = 200)]
+    pub embedding: Option<String>,
 }
 
 fn default_k() -> u32 {
@@ -43,8 +49,17 @@ fn default_k() -> u32 {
 impl MemorySpec {
     /// A spec of `scope` with the defaults.
     pub fn scoped(scope: String) -> Self {
-        Self { scope, k: DEFAULT_MEMORY_K, extract: false }
+        Self { scope, k: DEFAULT_MEMORY_K, extract: false, embedding: None }
     }
+}
+
+/// An embedding model's name is `<provider>/<model>`, at most 200 bytes.
+pub fn check_embedding(embedding: &str) -> Result<(), String> {
+    let parts = embedding.split_once('/').filter(|(p, m)| !p.is_empty() && !m.trim().is_empty());
+    if parts.is_none() || embedding.len() > 200 || embedding.chars().any(char::is_control) {
+        return Err("must be '<provider>/<model>' (at most 200 bytes)".to_owned());
+    }
+    Ok(())
 }
 
 /// A scope is well formed: not blank, at most [`MAX_SCOPE_BYTES`], no control characters.
@@ -99,6 +114,16 @@ pub struct NewMemory {
     pub run_id: Option<uuid::Uuid>,
     pub task: Option<String>,
     pub agent: Option<String>,
+    /// Its vector, when its crew (or its poster) names an embedding model.
+    pub vector: Option<MemoryVector>,
+}
+
+/// An item's vector and the model that made it (items are compared with a query's vector of
+/// the same model only).
+#[derive(Debug, Clone, PartialEq)]
+pub struct MemoryVector {
+    pub model: String,
+    pub values: Vec<f32>,
 }
 
 /// An item as recalled or listed: its `score` is the relevance to the query (0 when listed

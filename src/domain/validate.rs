@@ -198,6 +198,9 @@ impl Validator<'_> {
         if !(1..=MAX_MEMORY_K).contains(&memory.k) {
             self.error("memory.k", format!("must be between 1 and {MAX_MEMORY_K}"));
         }
+        if let Some(Err(message)) = memory.embedding.as_deref().map(crate::domain::memory::check_embedding) {
+            self.error("memory.embedding", message);
+        }
     }
 
     fn crew(&mut self, crew: &CrewSpec) {

@@ -24,25 +24,39 @@ use super::repair::parse_lenient;
 use super::turn::AgentTurn;
 use super::{keys, Context, EngineError};
 use crate::domain::event::{MemoryRetrieved, MemorySaved, RecalledMemory, SavedMemory};
-use crate::domain::memory::{cut, task_memory, MemoryItem, MemoryKind, MemorySpec, NewMemory, MAX_EXTRACTED};
+use crate::domain::memory::{
+    cut, task_memory, MemoryItem, MemoryKind, MemorySpec, MemoryVector, NewMemory, MAX_EXTRACTED,
+};
 use crate::domain::{ErrorKind, EventData, RunId, TaskOutput};
 use crate::llm::ChatMessage;
 
 /// A recall's future.
 pub type RecallFuture<'a> = Pin<Box<dyn Future<Output = Result<Vec<MemoryItem>, String>> + Send + 'a>>;
+/// The future of the vectors of items to save.
+pub type VectorsFuture<'a> = Pin<Box<dyn Future<Output = Result<Vec<Vec<f32>>, String>> + Send + 'a>>;
+
+/// What a recall looks for.
+#[derive(Debug, Clone, Copy)]
+pub struct Recall<'a> {
+    pub tenant: &'a str,
+    pub scope: &'a str,
+    /// The task's prompt.
+    pub query: &'a str,
+    pub k: u32,
+    /// Items this run saved are not recalled.
+    pub run: RunId,
+    /// The embedding model of the crew's memory (`None`: by words and recency).
+    pub embedding: Option<&'a str>,
+}
 
 /// Where a run's memories are recalled from: a tenant's scopes.
 pub trait MemorySource: Send + Sync {
-    /// The `k` items of `scope` most relevant to `query`, saved by runs other than `run`; `Err`
-    /// says why not.
-    fn recall<'a>(
-        &'a self,
-        tenant: &'a str,
-        scope: &'a str,
-        query: &'a str,
-        k: u32,
-        run: RunId,
-    ) -> RecallFuture<'a>;
+    /// The `k` items of the scope most relevant to the query, saved by other runs; `Err` says
+    /// why not.
+    fn recall<'a>(&'a self, recall: Recall<'a>) -> RecallFuture<'a>;
+
+    /// The vectors of `texts` by `embedding` (`<provider>/<model>`), in order.
+    fn embed<'a>(&'a self, embedding: &'a str, texts: &'a [String]) -> VectorsFuture<'a>;
 }
 
 /// Longest extracted fact or entity, in bytes.
@@ -83,7 +97,8 @@ pub(super) async fn recall(
                 EngineError::failed(ErrorKind::ToolError, "memory is not available on this server")
             })?;
             let (tenant, run) = (ctx.journal.tenant(), ctx.journal.run_id());
-            let recall = source.recall(tenant, scope, query, memory.k, run);
+            let embedding = memory.embedding.as_deref();
+            let recall = source.recall(Recall { tenant, scope, query, k: memory.k, run, embedding });
             let items = ctx.guarded(recall).await.ok_or(EngineError::Cancelled)?.map_err(|error| {
                 EngineError::failed(ErrorKind::ToolError, format!("memory scope '{scope}': {error}"))
             })?;
@@ -133,6 +148,7 @@ pub(super) fn with_memories(task_prompt: &str, section: &str) -> String {
 /// turn's model finds in the answer (a failed extraction saves the task's item alone).
 #[allow(clippy::too_many_arguments)]
 pub(super) async fn remember(
+    source: Option<&Arc<dyn MemorySource>>,
     memory: &MemorySpec,
     scope: &str,
     description: &str,
@@ -150,6 +166,7 @@ pub(super) async fn remember(
         run_id: Some(ctx.journal.run_id().0),
         task: Some(turn.task.clone()),
         agent: Some(turn.agent.clone()),
+        vector: None,
     };
     let mut items = vec![item(MemoryKind::Task, task_memory(description, &output.raw))];
     if memory.extract {
@@ -159,6 +176,23 @@ pub(super) async fn remember(
                 tracing::warn!(task = %turn.task, %message, "memory extraction failed: the task's item alone is saved");
             }
             Err(other) => return Err(other),
+        }
+    }
+    if let (Some(embedding), Some(source)) = (&memory.embedding, source) {
+        let texts: Vec<String> = items.iter().map(|item| item.text.clone()).collect();
+        let embedded = ctx.guarded(source.embed(embedding, &texts)).await.ok_or(EngineError::Cancelled)?;
+        match embedded {
+            Ok(vectors) if vectors.len() == items.len() => {
+                for (item, values) in items.iter_mut().zip(vectors) {
+                    item.vector = Some(MemoryVector { model: embedding.clone(), values });
+                }
+            }
+            Ok(_) => {
+                tracing::warn!(task = %turn.task, "the embedding model answered the wrong number of vectors: the memories are saved without")
+            }
+            Err(message) => {
+                tracing::warn!(task = %turn.task, %message, "memory embedding failed: the memories are saved without vectors (recalled by words)");
+            }
         }
     }
     let saved = items.iter().map(|item| SavedMemory { id: item.id, kind: item.kind }).collect();

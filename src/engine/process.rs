@@ -208,7 +208,8 @@ async fn perform(
     });
     if let (Ok(output), Some(memory), Some(turn), false) = (&result, memory, &turn, task.human_input) {
         let (scope, description) = (assembler.memory_scope(memory), assembler.fill(&task.description));
-        let remembered = memory::remember(memory, &scope, &description, turn, output, ctx, pending);
+        let remembered =
+            memory::remember(assembler.memory, memory, &scope, &description, turn, output, ctx, pending);
         if let Err(error) = Box::pin(remembered).await {
             result = Err(error);
         }

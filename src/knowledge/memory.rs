@@ -1,39 +1,140 @@
 //! Memories at work: a run's recall of its tenant's scope, as the engine's [`MemorySource`]
 //! (saving goes through the run's journal, listing and forgetting through the service).
 
-use crate::domain::memory::MAX_MEMORY_K;
-use crate::domain::RunId;
-use crate::engine::memory::{MemorySource, RecallFuture};
-use crate::store::Store;
+use std::collections::HashMap;
 
-/// Recalls tenants' memories by full-text relevance to a task's prompt, the most recent filling
-/// up.
+use uuid::Uuid;
+
+use super::Knowledge;
+use crate::domain::memory::{MemoryItem, MAX_MEMORY_K};
+use crate::engine::memory::{MemorySource, Recall, RecallFuture, VectorsFuture};
+use crate::store::{Store, StoreResult};
+
+/// Reciprocal rank fusion's constant (as the knowledge bases' hybrid search).
+const RRF_K: f64 = 60.0;
+
+/// Recalls tenants' memories: by full-text relevance to a task's prompt fused with vector
+/// similarity when the crew's memory names an embedding model (and the database has pgvector),
+/// the most recent filling up.
 #[derive(Clone)]
 pub struct Memories {
     store: Store,
+    /// Embeds texts, and knows whether vectors can be kept.
+    knowledge: Knowledge,
 }
 
 impl Memories {
-    pub fn new(store: Store) -> Self {
-        Self { store }
+    pub fn new(store: Store, knowledge: Knowledge) -> Self {
+        Self { store, knowledge }
+    }
+
+    async fn recall_items(&self, recall: Recall<'_>) -> Result<Vec<MemoryItem>, String> {
+        let k = i64::from(recall.k.clamp(1, MAX_MEMORY_K));
+        let Recall { tenant, scope, query, run, .. } = recall;
+        let database = |error: crate::store::StoreError| {
+            tracing::warn!(%error, "a memory recall failed");
+            "the memories could not be read (database error)".to_owned()
+        };
+        let Some(embedding) = recall.embedding else {
+            return self.store.recall_memories(tenant, scope, query, k, run.0).await.map_err(database);
+        };
+        let candidates = (k * 4).max(20);
+        // Matches by words first, then the most recent (score 0).
+        let by_words =
+            self.store.recall_memories(tenant, scope, query, candidates, run.0).await.map_err(database)?;
+        let vector = match self.knowledge.vectors().await {
+            Ok(()) => self.knowledge.embed(embedding, &[query.to_owned()]).await.map(|mut e| e.vectors.pop()),
+            Err(why) => Err(format!("vector search is off: {why}")),
+        };
+        let nearest = match vector {
+            Ok(Some(vector)) => self
+                .store
+                .nearest_memories(tenant, scope, embedding, &vector, candidates, run.0)
+                .await
+                .map_err(database)?,
+            Ok(None) => Vec::new(),
+            Err(why) => {
+                tracing::warn!(%why, "memory recall by meaning failed: recalled by words and recency");
+                Vec::new()
+            }
+        };
+        let matched: Vec<Uuid> =
+            by_words.iter().filter(|item| item.score > 0.0).map(|item| item.id).collect();
+        let nearest: Vec<Uuid> = nearest.into_iter().map(|(id, _)| id).collect();
+        let fused = fuse(&[nearest, matched], usize::try_from(k).unwrap_or(usize::MAX));
+        let mut known: HashMap<Uuid, MemoryItem> =
+            by_words.iter().map(|item| (item.id, item.clone())).collect();
+        let missing: Vec<Uuid> =
+            fused.iter().map(|(id, _)| *id).filter(|id| !known.contains_key(id)).collect();
+        if !missing.is_empty() {
+            for item in self.fetch(tenant, &missing).await.map_err(database)? {
+                known.insert(item.id, item);
+            }
+        }
+        let mut items: Vec<MemoryItem> = fused
+            .iter()
+            .filter_map(|(id, score)| known.get(id).map(|item| MemoryItem { score: *score, ..item.clone() }))
+            .collect();
+        // Fewer than k: the most recent of the others (by_words ends with them, score 0).
+        for item in by_words.into_iter().filter(|item| item.score == 0.0) {
+            if items.len() as i64 >= k {
+                break;
+            }
+            if items.iter().all(|chosen| chosen.id != item.id) {
+                items.push(item);
+            }
+        }
+        Ok(items)
+    }
+
+    async fn fetch(&self, tenant: &str, ids: &[Uuid]) -> StoreResult<Vec<MemoryItem>> {
+        self.store.memories_by_id(tenant, ids).await
     }
 }
 
+/// Reciprocal rank fusion of rankings of ids: each scores the sum of `1 / (60 + rank)` over the
+/// rankings it is in; the best `k`, best first (ties by id).
+fn fuse(rankings: &[Vec<Uuid>], k: usize) -> Vec<(Uuid, f64)> {
+    let mut fused: Vec<(Uuid, f64)> = Vec::new();
+    for ranking in rankings {
+        for (rank, id) in ranking.iter().enumerate() {
+            let score = 1.0 / (RRF_K + rank as f64 + 1.0);
+            match fused.iter_mut().find(|(seen, _)| seen == id) {
+                Some((_, total)) => *total += score,
+                None => fused.push((*id, score)),
+            }
+        }
+    }
+    fused.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    fused.truncate(k);
+    fused
+}
+
 impl MemorySource for Memories {
-    fn recall<'a>(
-        &'a self,
-        tenant: &'a str,
-        scope: &'a str,
-        query: &'a str,
-        k: u32,
-        run: RunId,
-    ) -> RecallFuture<'a> {
+    fn recall<'a>(&'a self, recall: Recall<'a>) -> RecallFuture<'a> {
+        Box::pin(self.recall_items(recall))
+    }
+
+    fn embed<'a>(&'a self, embedding: &'a str, texts: &'a [String]) -> VectorsFuture<'a> {
         Box::pin(async move {
-            let k = i64::from(k.clamp(1, MAX_MEMORY_K));
-            self.store.recall_memories(tenant, scope, query, k, run.0).await.map_err(|error| {
-                tracing::warn!(%error, "a memory recall failed");
-                "the memories could not be read (database error)".to_owned()
-            })
+            self.knowledge.vectors().await.map_err(|why| format!("vector search is off: {why}"))?;
+            Ok(self.knowledge.embed(embedding, texts).await?.vectors)
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fuse;
+    use uuid::Uuid;
+
+    #[test]
+    fn fusion_favours_items_both_rankings_hold() {
+        let id = Uuid::from_u128;
+        let fused = fuse(&[vec![id(1), id(2), id(3)], vec![id(3), id(4)]], 3);
+        let order: Vec<u128> = fused.iter().map(|(id, _)| id.as_u128()).collect();
+        assert_eq!(order, [3, 1, 2], "3: ranks 3 and 1; then 1 (rank 1), 2 (rank 2, before 4 by id)");
+        assert!((fused[0].1 - (1.0 / 63.0 + 1.0 / 61.0)).abs() < 1e-12);
+        assert!(fuse(&[Vec::new(), Vec::new()], 5).is_empty());
     }
 }

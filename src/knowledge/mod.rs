@@ -75,6 +75,14 @@ impl Knowledge {
         }
     }
 
+    /// Whether `embedding` (`provider/model`) can be used for vectors: a configured provider,
+    /// and a database that keeps vectors; `Err` says why not.
+    pub async fn embedding_usable(&self, embedding: &str) -> Result<(), String> {
+        self.vectors().await.map_err(|why| format!("this server's database cannot keep vectors: {why}"))?;
+        let llms = self.llms.as_ref().ok_or("no embedding models are configured on this server")?;
+        llms.resolve(Some(embedding)).map(|_| ()).map_err(|e| e.message)
+    }
+
     /// The vectors of `texts` by `embedding` (`provider/model`), in batches.
     pub async fn embed(&self, embedding: &str, texts: &[String]) -> Result<Embeddings, String> {
         let llms = self.llms.as_ref().ok_or("no embedding models are configured on this server")?;

@@ -294,13 +294,19 @@ impl Services {
         })
     }
 
-    /// Every knowledge base the crew of a kickoff names must be the tenant's.
+    /// Every knowledge base the crew of a kickoff names must be the tenant's, and its memory's
+    /// embedding model usable.
     pub(super) async fn check_knowledge_exists(
         &self,
         tenant: &str,
         crew: &CrewSpec,
         prefix: &str,
     ) -> ServiceResult<()> {
+        if let Some(embedding) = crew.memory.as_ref().and_then(|m| m.embedding.as_deref()) {
+            if let Err(why) = self.knowledge.embedding_usable(embedding).await {
+                return Err(invalid(&format!("{prefix}memory.embedding"), why));
+            }
+        }
         let refs = crew.knowledge_refs();
         if refs.is_empty() {
             return Ok(());

@@ -6,7 +6,9 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use super::{invalid, ServiceError, ServiceResult, Services, MAX_QUERY_BYTES};
-use crate::domain::memory::{check_scope, MemoryItem, MemoryKind, NewMemory, MAX_MEMORY_BYTES};
+use crate::domain::memory::{
+    check_embedding, check_scope, MemoryItem, MemoryKind, MemoryVector, NewMemory, MAX_MEMORY_BYTES,
+};
 use crate::domain::validate::parse_json;
 use crate::domain::{Caller, FieldError};
 use crate::store::Audit;
@@ -21,6 +23,10 @@ pub const MAX_MEMORY_LIMIT: u32 = 200;
 struct NoteBody {
     scope: String,
     text: String,
+    /// Save the item with its vector by this model (`<provider>/<model>`), for crews whose
+    /// memory names it.
+    #[serde(default)]
+    embedding: Option<String>,
 }
 
 impl Services {
@@ -80,9 +86,24 @@ impl Services {
         } else if body.text.len() > MAX_MEMORY_BYTES {
             errors.push(FieldError::new("text", format!("must be at most {MAX_MEMORY_BYTES} bytes")));
         }
+        if let Some(Err(message)) = body.embedding.as_deref().map(check_embedding) {
+            errors.push(FieldError::new("embedding", message));
+        }
         if !errors.is_empty() {
             return Err(ServiceError::Invalid(errors));
         }
+        let vector = match &body.embedding {
+            Some(embedding) => {
+                self.knowledge.embedding_usable(embedding).await.map_err(|why| invalid("embedding", why))?;
+                let embedded = self.knowledge.embed(embedding, std::slice::from_ref(&body.text)).await;
+                let values = embedded
+                    .ok()
+                    .and_then(|mut e| e.vectors.pop())
+                    .ok_or_else(|| invalid("embedding", "the model could not embed the text"))?;
+                Some(MemoryVector { model: embedding.clone(), values })
+            }
+            None => None,
+        };
         let memory = NewMemory {
             id: Uuid::now_v7(),
             tenant: caller.tenant.clone(),
@@ -92,6 +113,7 @@ impl Services {
             run_id: None,
             task: None,
             agent: None,
+            vector,
         };
         Ok(self.store.create_memory(&memory, audit).await?)
     }

@@ -67,10 +67,26 @@ impl Store {
         )
         .fetch_one(&mut *tx)
         .await?;
+        super::vectors::write_memory_vectors(&mut tx, &[memory]).await?;
         let resource = format!("/v1/memories/{}", row.id);
         audit.record_in(&mut tx, &memory.tenant, Some(&resource)).await?;
         tx.commit().await?;
         row.try_into()
+    }
+
+    /// The tenant's items of these ids (in no particular order; unknown ids are left out).
+    #[tracing::instrument(skip_all, err)]
+    pub async fn memories_by_id(&self, tenant: &str, ids: &[Uuid]) -> StoreResult<Vec<MemoryItem>> {
+        let rows = sqlx::query_as!(
+            MemoryRow,
+            r#"SELECT id, scope, kind, text, run_id, task, agent, created_at, 0::float8 AS "score!"
+               FROM memories WHERE tenant = $1 AND id = ANY($2)"#,
+            tenant,
+            ids,
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        items(rows)
     }
 
     /// One of the tenant's items.

@@ -60,6 +60,18 @@ impl Store {
         .execute(&mut *tx)
         .await
         .map_err(|e| e.to_string())?;
+        // Memory items' vectors: a scope is small (its newest items are ranked), so no index
+        // beyond the key; vectors of different models never meet (`model`).
+        sqlx::query(
+            "CREATE TABLE IF NOT EXISTS memory_vectors (
+                 memory_id uuid PRIMARY KEY REFERENCES memories (id) ON DELETE CASCADE,
+                 model     text NOT NULL,
+                 embedding vector NOT NULL
+             )",
+        )
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| e.to_string())?;
         tx.commit().await.map_err(|e| e.to_string())
     }
 
@@ -129,6 +141,76 @@ impl Store {
                     score: row.try_get("score")?,
                 })
             })
+            .collect::<Result<_, sqlx::Error>>()
+            .map_err(StoreError::from)
+    }
+}
+
+/// Save the vectors of `memories` (those that have one) in `tx`: with the items, in their
+/// transaction. Only called with vectors where the table exists (the engine embeds only then).
+pub(super) async fn write_memory_vectors(
+    tx: &mut sqlx::PgConnection,
+    memories: &[&crate::domain::memory::NewMemory],
+) -> Result<(), sqlx::Error> {
+    let (mut ids, mut models, mut literals) = (Vec::new(), Vec::new(), Vec::new());
+    for memory in memories {
+        if let Some(vector) = &memory.vector {
+            ids.push(memory.id);
+            models.push(vector.model.as_str());
+            literals.push(literal(&vector.values));
+        }
+    }
+    if ids.is_empty() {
+        return Ok(());
+    }
+    sqlx::query(
+        "INSERT INTO memory_vectors (memory_id, model, embedding)
+         SELECT x.id, x.model, x.v::vector FROM UNNEST($1::uuid[], $2::text[], $3::text[]) AS x(id, model, v)
+         ON CONFLICT (memory_id) DO NOTHING",
+    )
+    .bind(&ids)
+    .bind(&models as &[&str])
+    .bind(&literals)
+    .execute(tx)
+    .await?;
+    Ok(())
+}
+
+impl Store {
+    /// The ids of the `k` items of a scope (its newest [`super::memory::RECALL_CANDIDATES`],
+    /// not saved by `run_id`) nearest to `query` by `model`'s vectors, with their cosine
+    /// similarity, nearest first.
+    pub async fn nearest_memories(
+        &self,
+        tenant: &str,
+        scope: &str,
+        model: &str,
+        query: &[f32],
+        k: i64,
+        run_id: Uuid,
+    ) -> StoreResult<Vec<(Uuid, f64)>> {
+        let rows = sqlx::query(
+            "SELECT m.id, (1 - (v.embedding <=> $4::vector))::float8 AS score
+             FROM (SELECT id FROM memories
+                   WHERE tenant = $1 AND scope = $2 AND run_id IS DISTINCT FROM $6
+                   ORDER BY created_at DESC LIMIT $7) m
+             JOIN memory_vectors v ON v.memory_id = m.id AND v.model = $3
+                                  AND vector_dims(v.embedding) = $8
+             ORDER BY v.embedding <=> $4::vector, m.id
+             LIMIT $5",
+        )
+        .bind(tenant)
+        .bind(scope)
+        .bind(model)
+        .bind(literal(query))
+        .bind(k)
+        .bind(run_id)
+        .bind(super::memory::RECALL_CANDIDATES)
+        .bind(i32::try_from(query.len()).unwrap_or(i32::MAX))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.into_iter()
+            .map(|row| Ok((row.try_get("id")?, row.try_get("score")?)))
             .collect::<Result<_, sqlx::Error>>()
             .map_err(StoreError::from)
     }

@@ -4,7 +4,8 @@
 //! implementation's (`tests/vector/reference_embed.py`, numpy, float32); a base embedded with it
 //! on PostgreSQL with pgvector finds the corpus' answers in its top 5 for at least 18 of the 20
 //! questions; a model that is not there, or a name that leaves the models' folder, is refused
-//! when the base is made.
+//! when the base is made. A crew's memory with the model recalls by meaning what recall by words
+//! and recency misses, and saves its items with their vectors.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -15,9 +16,13 @@ use agentd::llm::{LlmClient, LocalClient};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
+use agentd::fake_llm::{FakeLlm, FakeReply};
+
 use crate::knowledge::{corpus_top5, create_base, ingest_corpus, start_ingester};
+use crate::memory::{event, events, memory_crew, run_to_end, user_prompt};
 use crate::support::{expect_json, expect_problem, problem_fields, test_config, TestApp};
 use crate::vectors::vector_pool;
+use crate::worker::{fast_settings, start_workers};
 
 const MODEL: &str = "all-minilm-l6-v2";
 
@@ -38,7 +43,13 @@ fn models_dir() -> PathBuf {
 
 /// A configuration whose `local` provider serves the test models.
 fn local_config() -> Config {
-    let toml = format!("[providers.local]\nkind = \"local\"\nmodels_dir = \"{}\"\n", models_dir().display());
+    local_config_with("")
+}
+
+/// The `local` provider and the providers of `more` (TOML).
+fn local_config_with(more: &str) -> Config {
+    let toml =
+        format!("{more}\n[providers.local]\nkind = \"local\"\nmodels_dir = \"{}\"\n", models_dir().display());
     let file: Settings = toml::from_str(&toml).expect("toml");
     Config { providers: config::providers(&file, |_| None).expect("providers"), ..test_config() }
 }
@@ -183,4 +194,60 @@ async fn a_missing_model_or_a_name_outside_the_models_folder_is_refused() {
     let request = agentd::llm::ChatRequest { model: MODEL.to_owned(), ..Default::default() };
     let error = client.chat(&request).await.expect_err("no chat");
     assert!(error.message.contains("embedding models only"), "{error:?}");
+}
+
+#[tokio::test]
+async fn a_crew_with_an_embedding_model_recalls_memories_by_meaning() {
+    let pool = vector_pool().await;
+    let fake = FakeLlm::start().await.expect("fake");
+    fake.push([FakeReply::text("An apple, then."), FakeReply::text("Teal things.")]);
+    let config = local_config_with(&format!(
+        "[providers.openai]\nbase_url = \"{}\"\nnative_tools = true\n",
+        fake.base_url()
+    ));
+    let app = TestApp::spawn_with(pool.clone(), config.clone()).await;
+    let workers = start_workers(&pool, &config, fast_settings(1, Duration::from_secs(30)));
+    let embedding = format!("local/{MODEL}");
+    let mut ids = Vec::new();
+    for text in [
+        "Ada is allergic to peanuts.",
+        "Ada's invoices go to the Lisbon office.",
+        "Ada's favourite colour is teal.",
+    ] {
+        let note = json!({"scope": "user:ada", "text": text, "embedding": embedding});
+        let created = expect_json(app.post_json("/v1/memories", &note).await, StatusCode::CREATED).await;
+        ids.push(created["id"].as_str().expect("id").to_owned());
+    }
+    let mut crew = memory_crew(false);
+    crew["memory"]["k"] = json!(1);
+    crew["memory"]["embedding"] = json!(embedding);
+    let question = json!({"user": "ada", "message": "Which snack would be safe for me to eat?"});
+
+    // By meaning: the peanut allergy, which shares no word with the question.
+    let run = run_to_end(&app, &crew, question.clone()).await;
+    let recalled = event(&events(&app, &run).await, "memory.retrieved")["data"].clone();
+    assert_eq!(recalled["memories"].as_array().map(Vec::len), Some(1), "{recalled}");
+    assert_eq!(recalled["memories"][0]["id"], ids[0], "{recalled}");
+    assert!(recalled["memories"][0]["score"].as_f64().is_some_and(|s| s > 0.0), "{recalled}");
+    assert!(user_prompt(&fake, 0).contains("allergic to peanuts"), "{}", user_prompt(&fake, 0));
+    // The run's own item was saved with its vector, in the model's name.
+    let saved = event(&events(&app, &run).await, "memory.saved")["data"]["memories"][0]["id"].clone();
+    let saved = uuid::Uuid::parse_str(saved.as_str().expect("id")).expect("uuid");
+    let (model, dims): (String, i32) =
+        sqlx::query_as("SELECT model, vector_dims(embedding) FROM memory_vectors WHERE memory_id = $1")
+            .bind(saved)
+            .fetch_one(&pool)
+            .await
+            .expect("the saved item's vector");
+    assert_eq!((model.as_str(), dims), (embedding.as_str(), 384));
+
+    // The same crew without the model recalls by words and recency: the newest item (the
+    // colour, once the first run's own item is gone).
+    crew["memory"].as_object_mut().expect("memory").remove("embedding");
+    sqlx::query("DELETE FROM memories WHERE id = $1").bind(saved).execute(&pool).await.expect("delete");
+    let run = run_to_end(&app, &crew, question).await;
+    let recalled = event(&events(&app, &run).await, "memory.retrieved")["data"].clone();
+    assert_eq!(recalled["memories"][0]["id"], ids[2], "by recency: {recalled}");
+    assert!(user_prompt(&fake, 1).contains("teal"), "{}", user_prompt(&fake, 1));
+    workers.shutdown().await;
 }

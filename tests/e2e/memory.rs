@@ -124,7 +124,7 @@ async fn memories_are_posted_listed_searched_deleted_and_forgotten_and_bad_input
 }
 
 /// A crew that remembers in the scope of its `user` input.
-fn memory_crew(extract: bool) -> Value {
+pub fn memory_crew(extract: bool) -> Value {
     json!({
         "name": "assistant",
         "memory": {"scope": "user:{user}", "k": 3, "extract": extract},
@@ -134,18 +134,18 @@ fn memory_crew(extract: bool) -> Value {
 }
 
 /// The user message of the fake's `n`th request.
-fn user_prompt(fake: &FakeLlm, n: usize) -> String {
+pub fn user_prompt(fake: &FakeLlm, n: usize) -> String {
     let request = &fake.requests()[n];
     let messages = request["messages"].as_array().expect("messages");
     let user = messages.iter().find(|m| m["role"] == "user").expect("a user message");
     user["content"].as_str().expect("text").to_owned()
 }
 
-async fn events(app: &TestApp, run: &str) -> Value {
+pub async fn events(app: &TestApp, run: &str) -> Value {
     expect_json(app.get(&format!("/v1/runs/{run}/events?limit=1000")).await, StatusCode::OK).await
 }
 
-fn event<'a>(events: &'a Value, kind: &str) -> &'a Value {
+pub fn event<'a>(events: &'a Value, kind: &str) -> &'a Value {
     events["events"]
         .as_array()
         .expect("events")
@@ -154,7 +154,7 @@ fn event<'a>(events: &'a Value, kind: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no {kind}: {events}"))
 }
 
-async fn run_to_end(app: &TestApp, crew: &Value, inputs: Value) -> String {
+pub async fn run_to_end(app: &TestApp, crew: &Value, inputs: Value) -> String {
     let run = app.kickoff(crew, inputs).await;
     let id = run["id"].as_str().expect("id").to_owned();
     let done = wait_for(app, &id, &["completed", "failed"]).await;
@@ -424,4 +424,26 @@ async fn a_batch_saves_each_input_sets_memory_in_its_own_scope(pool: PgPool) {
     assert_eq!(list(&app, "user:ada", None).await.len(), 1);
     assert_eq!(list(&app, "user:bob", None).await.len(), 1);
     workers.shutdown().await;
+}
+
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn a_memory_embedding_needs_a_database_with_pgvector_and_a_known_provider(pool: PgPool) {
+    let fake = FakeLlm::start().await.expect("fake");
+    let app = TestApp::spawn_with(pool, fake_config(&fake)).await;
+    let mut crew = memory_crew(false);
+    crew["memory"]["embedding"] = json!("openai/fake-embed");
+    let inputs = json!({"user": "ada", "message": "hi"});
+    let refused = app.post_json("/v1/kickoffs", &json!({"crew": crew, "inputs": inputs})).await;
+    let problem = expect_problem(refused, StatusCode::UNPROCESSABLE_ENTITY).await;
+    let message = problem_fields(&problem).get("crew.memory.embedding").cloned().unwrap_or_default();
+    assert!(message.contains("cannot keep vectors"), "{problem}");
+    crew["memory"]["embedding"] = json!("no-provider");
+    let refused = app.post_json("/v1/kickoffs", &json!({"crew": crew, "inputs": inputs})).await;
+    let problem = expect_problem(refused, StatusCode::UNPROCESSABLE_ENTITY).await;
+    assert!(problem_fields(&problem).contains_key("crew.memory.embedding"), "{problem}");
+    let note = json!({"scope": "user:ada", "text": "t", "embedding": "openai/fake-embed"});
+    let refused = app.post_json("/v1/memories", &note).await;
+    let problem = expect_problem(refused, StatusCode::UNPROCESSABLE_ENTITY).await;
+    assert!(problem_fields(&problem).contains_key("embedding"), "{problem}");
+    assert_eq!(fake.embedding_requests(), 0, "nothing was embedded");
 }

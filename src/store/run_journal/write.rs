@@ -550,5 +550,8 @@ pub(super) async fn memories(tx: &mut Tx<'_>, live: &[Live<'_>]) -> WriteResult 
     )
     .execute(&mut **tx)
     .await?;
+    let all: Vec<&crate::domain::memory::NewMemory> =
+        live.iter().flat_map(|&(_, commit)| &commit.step.memories).collect();
+    crate::store::vectors::write_memory_vectors(tx, &all).await?;
     Ok(())
 }
