@@ -33,6 +33,10 @@ pub struct NewMemoryNote {
     /// What to remember (at most 4,096 bytes).
     #[schema(min_length = 1, max_length = 4096)]
     text: String,
+    /// `<provider>/<model>`: save the item with its vector by this embedding model, so crews
+    /// whose memory names the model recall it by meaning (the database needs pgvector).
+    #[schema(min_length = 3, max_length = 200)]
+    embedding: Option<String>,
 }
 
 /// Which items to list.
