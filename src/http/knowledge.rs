@@ -145,7 +145,7 @@ pub struct NewDocumentJson {
 #[derive(Debug, ToSchema)]
 #[allow(dead_code)] // The schema of what the handler reads.
 pub struct NewDocumentUpload {
-    /// The file: text, Markdown, HTML, JSON or CSV (by its part's `Content-Type`, else its file
+    /// The file: text, Markdown, HTML, JSON, CSV or PDF (by its part's `Content-Type`, else its file
     /// name's extension), at most `AGENTD_MAX_DOCUMENT_BYTES`.
     #[schema(value_type = String, format = Binary)]
     file: Vec<u8>,

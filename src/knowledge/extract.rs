@@ -1,12 +1,14 @@
 //! A document's text from its bytes, by media type: plain text and Markdown as they are; HTML
 //! with its headings as Markdown headings, blocks as paragraphs and scripts, styles and markup
 //! dropped; JSON as one `path: value` line per value; CSV as one `column: value; ...` line per
-//! row. The text keeps the structure the chunker cuts along.
+//! row; PDF as its pages' text (`pdf-extract`), pages apart as paragraphs. The text keeps the
+//! structure the chunker cuts along.
 
 use serde_json::Value;
 
 /// The media types a document may have.
-pub const SUPPORTED: &[&str] = &["text/plain", "text/markdown", "text/html", "application/json", "text/csv"];
+pub const SUPPORTED: &[&str] =
+    &["text/plain", "text/markdown", "text/html", "application/json", "text/csv", "application/pdf"];
 
 /// The media type a file name's extension stands for.
 pub fn media_type_of_name(name: &str) -> Option<&'static str> {
@@ -49,6 +51,9 @@ pub fn extract(media_type: &str, bytes: &[u8]) -> Result<Extracted, String> {
             SUPPORTED.join(", ")
         ));
     }
+    if media_type == "application/pdf" {
+        return pdf(bytes);
+    }
     let text = std::str::from_utf8(bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes))
         .map_err(|e| format!("the document is not UTF-8 text (at byte {})", e.valid_up_to()))?;
     let text = text.replace('\0', "");
@@ -74,6 +79,30 @@ pub fn extract(media_type: &str, bytes: &[u8]) -> Result<Extracted, String> {
         return Err("the document has no text".to_owned());
     }
     Ok(extracted)
+}
+
+/// The text of a PDF's pages, each page's lines as they come and pages apart as paragraphs. A
+/// PDF the extractor cannot read (or that makes it panic: it is a large parser of untrusted
+/// input) fails with the reason; one without a text layer (a scan) has no text.
+fn pdf(bytes: &[u8]) -> Result<Extracted, String> {
+    if !bytes.starts_with(b"%PDF-") {
+        return Err("the document is not a PDF (it does not start with %PDF-)".to_owned());
+    }
+    let pages = std::panic::catch_unwind(|| pdf_extract::extract_text_from_mem_by_pages(bytes))
+        .map_err(|_| "the PDF could not be read (its structure is damaged or unsupported)".to_owned())?
+        .map_err(|e| format!("the PDF could not be read: {e}"))?;
+    let pages: Vec<String> = pages
+        .iter()
+        .map(|page| {
+            let lines: Vec<&str> = page.lines().map(str::trim_end).collect();
+            lines.join("\n").trim().replace('\0', "")
+        })
+        .filter(|page| !page.is_empty())
+        .collect();
+    if pages.is_empty() {
+        return Err("the PDF has no text (a scan without a text layer?)".to_owned());
+    }
+    Ok(Extracted { text: pages.join("\n\n"), title: None })
 }
 
 /// `{"a": {"b": [1, "x"]}}` → `a.b[0]: 1`, `a.b[1]: x`.
@@ -346,6 +375,24 @@ fn decode_entities(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_pdf_gives_its_pages_text_and_one_without_text_or_broken_fails_with_the_reason() {
+        let pdf = include_bytes!("../../tests/knowledge/pdf/night-jobs.pdf");
+        let extracted = extract("application/pdf", pdf).expect("text");
+        assert!(extracted.text.contains("Recurring invoices are generated at 02:00"), "{}", extracted.text);
+        let (first, second) = extracted.text.split_once("Backups").expect("the second page");
+        assert!(first.contains("Recurring invoices") && first.ends_with("\n\n"), "{first:?}");
+        assert!(second.contains("every Sunday at 04:30"), "{second}");
+        let scan = include_bytes!("../../tests/knowledge/pdf/no-text.pdf");
+        assert_eq!(
+            extract("application/pdf", scan),
+            Err("the PDF has no text (a scan without a text layer?)".into())
+        );
+        let cut = &pdf[..pdf.len() / 2];
+        assert!(extract("application/pdf", cut).is_err_and(|e| e.starts_with("the PDF could not be read")));
+        assert!(extract("application/pdf", b"hello").is_err_and(|e| e.contains("not a PDF")));
+    }
 
     #[test]
     fn html_keeps_headings_and_paragraphs_and_drops_scripts_and_markup() {

@@ -579,6 +579,11 @@ impl Store {
         k: i64,
         reach: Reach,
     ) -> StoreResult<Vec<KnowledgeHit>> {
+        // Planned for the query's own words: a plan made for any tsquery (a prepared statement's
+        // generic plan, which a pooled connection switches to after five executions) scans
+        // every chunk instead of the GIN index (88 ms a tier at 100,000 chunks instead of 3).
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("SET LOCAL plan_cache_mode = force_custom_plan").execute(&mut *tx).await?;
         // The query's lexemes, each with its share of chunks where ANALYZE counted it among the
         // most common (0 otherwise: rarer than those).
         let lexemes = sqlx::query!(
@@ -595,7 +600,7 @@ impl Store {
                GROUP BY l.lexeme"#,
             query,
         )
-        .fetch_all(&self.pool)
+        .fetch_all(&mut *tx)
         .await?;
         let mut lexemes: Vec<(String, f64)> = lexemes.into_iter().map(|l| (l.lexeme, l.share)).collect();
         let Some(mut tiers) = FulltextTiers::new(&mut lexemes) else {
@@ -622,7 +627,7 @@ impl Store {
                 FULLTEXT_CANDIDATES,
                 k,
             )
-            .fetch_all(&self.pool)
+            .fetch_all(&mut *tx)
             .await?;
             for row in rows {
                 if hits.iter().all(|hit| hit.chunk_id != row.id) {
@@ -640,6 +645,7 @@ impl Store {
                 break;
             }
         }
+        tx.commit().await?;
         // Stable: a tier's order (by document and position on equal scores) is kept.
         hits.sort_by(|a, b| b.score.total_cmp(&a.score));
         hits.truncate(usize::try_from(k).unwrap_or(0));

@@ -295,7 +295,7 @@ async fn bad_documents_are_refused_or_fail_with_the_reason(pool: PgPool) {
     let too_long = app.post_json(path, &json!({"text": "x".repeat(5000)})).await;
     expect_problem(too_long, StatusCode::PAYLOAD_TOO_LARGE).await;
 
-    // Uploads: an unsupported type, a PDF, an oversized file, an empty one, no file part.
+    // Uploads: unsupported types, an oversized file, an empty one, no file part.
     let png = expect_problem(
         upload(&app, "docs", "logo.png", Some("image/png"), b"\x89PNG").await,
         StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -306,7 +306,7 @@ async fn bad_documents_are_refused_or_fail_with_the_reason(pool: PgPool) {
         "{png}"
     );
     expect_problem(
-        upload(&app, "docs", "manual.pdf", None, b"%PDF-1.7").await,
+        upload(&app, "docs", "archive.zip", Some("application/zip"), b"PK").await,
         StatusCode::UNSUPPORTED_MEDIA_TYPE,
     )
     .await;
@@ -673,6 +673,44 @@ async fn kill_9_mid_ingestion_and_mid_run_loses_nothing_and_searches_once(pool: 
         expect_json(api.get(&format!("/v1/runs/{run_id}/events?limit=1000")).await, StatusCode::OK).await;
     let retrieved = event_types(&events).iter().filter(|t| *t == "knowledge.retrieved").count();
     assert_eq!(retrieved, 1, "searched once");
+}
+
+/// A PDF (made by a real PDF writer, `tests/knowledge/pdf/`) is ingested as its pages' text; a
+/// PDF without text (a scan) and a broken one fail with the reason.
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn a_pdf_upload_is_ingested_page_by_page(pool: PgPool) {
+    let config = test_config();
+    let app = TestApp::spawn_with(pool.clone(), config.clone()).await;
+    let ingester = start_ingester(&pool, &config, Duration::from_secs(5));
+    create_base(&app, "docs").await;
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/knowledge/pdf");
+    let pdf = std::fs::read(root.join("night-jobs.pdf")).expect("fixture");
+    let accepted =
+        expect_json(upload(&app, "docs", "night-jobs.pdf", None, &pdf).await, StatusCode::ACCEPTED).await;
+    let ready = wait_document(&app, "docs", accepted["id"].as_str().expect("id")).await;
+    assert_eq!(
+        (ready["status"].as_str(), ready["media_type"].as_str()),
+        (Some("ready"), Some("application/pdf")),
+        "{ready}"
+    );
+    let hits = search(&app, "docs", "When are backups made?").await;
+    assert!(hits["hits"][0]["text"].as_str().is_some_and(|t| t.contains("every Sunday at 04:30")), "{hits}");
+    let hits = search(&app, "docs", "recurring invoices generated").await;
+    assert!(hits["hits"][0]["text"].as_str().is_some_and(|t| t.contains("generated at 02:00")), "{hits}");
+
+    let scan = std::fs::read(root.join("no-text.pdf")).expect("fixture");
+    let broken = &pdf[..pdf.len() / 2];
+    for (name, bytes, reason) in [
+        ("scan.pdf", scan.as_slice(), "the PDF has no text"),
+        ("broken.pdf", broken, "the PDF could not be read"),
+        ("fake.pdf", b"just text".as_slice(), "not a PDF"),
+    ] {
+        let accepted = expect_json(upload(&app, "docs", name, None, bytes).await, StatusCode::ACCEPTED).await;
+        let failed = wait_document(&app, "docs", accepted["id"].as_str().expect("id")).await;
+        assert_eq!(failed["status"], "failed", "{failed}");
+        assert!(failed["error"].as_str().is_some_and(|e| e.contains(reason)), "{name}: {failed}");
+    }
+    ingester.cancel();
 }
 
 /// Upload the retrieval corpus (`tests/knowledge/corpus`: 32 documents about an invented
