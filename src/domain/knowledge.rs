@@ -113,6 +113,28 @@ impl DocumentSource {
     }
 }
 
+/// What embedding texts for a run cost: counted in the run's usage (as prompt tokens) and in its
+/// split under the embedding model, though no chat call was made.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct EmbeddingSpend {
+    /// `<provider>/<model>`.
+    pub model: String,
+    pub tokens: u64,
+    /// agentd counted the tokens (the provider sent none).
+    pub estimated: bool,
+    /// US dollars (0 for an unpriced model).
+    pub cost_usd: f64,
+}
+
+impl EmbeddingSpend {
+    /// `self` and `other` of the same model together.
+    pub fn add(&mut self, other: &EmbeddingSpend) {
+        self.tokens += other.tokens;
+        self.estimated |= other.estimated;
+        self.cost_usd += other.cost_usd;
+    }
+}
+
 /// How a search ranked its hits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]

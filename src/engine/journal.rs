@@ -286,6 +286,25 @@ impl Step {
             && self.spend.iter().all(UsageLine::counts_calls_only)
     }
 
+    /// Count what embedding cost for `task`'s `agent`: its tokens as prompt tokens, under the
+    /// embedding model in the split (no model call counted).
+    pub fn spend_embedding(
+        &mut self,
+        task: &str,
+        agent: &str,
+        spend: &crate::domain::knowledge::EmbeddingSpend,
+    ) {
+        let tokens = i64::try_from(spend.tokens).unwrap_or(i64::MAX);
+        self.usage.prompt_tokens += tokens;
+        if spend.estimated {
+            self.usage.estimated_tokens += tokens;
+        }
+        self.usage.cost_usd += spend.cost_usd;
+        let line = self.spend_on(task, agent, &spend.model);
+        line.prompt_tokens += tokens;
+        line.cost_usd += spend.cost_usd;
+    }
+
     /// The usage split's line of `task`, `agent` and `model` in this step.
     pub fn spend_on(&mut self, task: &str, agent: &str, model: &str) -> &mut UsageLine {
         let at = match self.spend.iter().position(|s| s.task == task && s.agent == agent && s.model == model)

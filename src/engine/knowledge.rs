@@ -19,13 +19,20 @@ use super::journal::{Step, ToolCallEnd, ToolCallOutcome, ToolCallStart};
 use super::{keys, Context, EngineError};
 use crate::domain::crew::{CrewSpec, TaskSpec};
 use crate::domain::event::{KnowledgeRetrieved, RetrievedChunk};
-use crate::domain::knowledge::{KnowledgeHit, KnowledgeUse, DEFAULT_K, MAX_K};
+use crate::domain::knowledge::{EmbeddingSpend, KnowledgeHit, KnowledgeUse, DEFAULT_K, MAX_K};
 use crate::domain::schema::CompiledSchema;
 use crate::domain::{ErrorKind, EventData};
 use crate::tools::{CallInfo, Tool, ToolFuture, ToolInfo, SEARCH_KNOWLEDGE};
 
 /// A search's future.
-pub type SearchFuture<'a> = Pin<Box<dyn Future<Output = Result<Vec<KnowledgeHit>, String>> + Send + 'a>>;
+pub type SearchFuture<'a> = Pin<Box<dyn Future<Output = Result<Searched, String>> + Send + 'a>>;
+
+/// What a search found, and what embedding its query cost (a base with vectors).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Searched {
+    pub hits: Vec<KnowledgeHit>,
+    pub spend: Option<EmbeddingSpend>,
+}
 
 /// Where a run's knowledge is searched: a tenant's bases, by name.
 pub trait KnowledgeSource: Send + Sync {
@@ -86,13 +93,18 @@ pub(super) async fn recall(
             let mut retrieved = Vec::with_capacity(bases.len());
             for base in bases {
                 let search = source.search(tenant, &base.name, query, base.k());
-                let hits = ctx.guarded(search).await.ok_or(EngineError::Cancelled)?.map_err(|error| {
+                let searched = ctx.guarded(search).await.ok_or(EngineError::Cancelled)?.map_err(|error| {
                     EngineError::failed(
                         ErrorKind::ToolError,
                         format!("knowledge base '{}': {error}", base.name),
                     )
                 })?;
-                let hits = hits
+                // Counted with the retrieval's journal record: once, even if the run resumes.
+                if let Some(spend) = &searched.spend {
+                    pending.spend_embedding(task, agent, spend);
+                }
+                let hits = searched
+                    .hits
                     .into_iter()
                     .filter(|hit| base.min_score.is_none_or(|min| hit.score >= min))
                     .collect();
@@ -213,8 +225,10 @@ impl SearchKnowledge {
         };
         let mut found = Vec::new();
         for base in &bases {
-            let hits = self.source.search(&self.tenant, base, query, k).await?;
-            found.extend(hits);
+            // The tool's query embeddings are counted in /metrics, not in the run's spend: a
+            // tool's result carries no usage.
+            let searched = self.source.search(&self.tenant, base, query, k).await?;
+            found.extend(searched.hits);
         }
         if found.is_empty() {
             return Ok(format!("Nothing found for '{query}' in {}.", bases.join(", ")));
@@ -248,7 +262,7 @@ impl KnowledgeSource for FixedKnowledge {
         let found = self.bases.get(&(tenant.to_owned(), base.to_owned())).cloned();
         Box::pin(async move {
             let hits = found.ok_or_else(|| format!("no knowledge base named '{base}'"))?;
-            Ok(hits.into_iter().take(k as usize).collect())
+            Ok(Searched { hits: hits.into_iter().take(k as usize).collect(), spend: None })
         })
     }
 }

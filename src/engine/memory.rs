@@ -24,6 +24,7 @@ use super::repair::parse_lenient;
 use super::turn::AgentTurn;
 use super::{keys, Context, EngineError};
 use crate::domain::event::{MemoryRetrieved, MemorySaved, RecalledMemory, SavedMemory};
+use crate::domain::knowledge::EmbeddingSpend;
 use crate::domain::memory::{
     cut, task_memory, MemoryItem, MemoryKind, MemorySpec, MemoryVector, NewMemory, MAX_EXTRACTED,
 };
@@ -31,9 +32,17 @@ use crate::domain::{ErrorKind, EventData, RunId, TaskOutput};
 use crate::llm::ChatMessage;
 
 /// A recall's future.
-pub type RecallFuture<'a> = Pin<Box<dyn Future<Output = Result<Vec<MemoryItem>, String>> + Send + 'a>>;
-/// The future of the vectors of items to save.
-pub type VectorsFuture<'a> = Pin<Box<dyn Future<Output = Result<Vec<Vec<f32>>, String>> + Send + 'a>>;
+pub type RecallFuture<'a> = Pin<Box<dyn Future<Output = Result<Recalled, String>> + Send + 'a>>;
+/// The future of the vectors of items to save, and what embedding them cost.
+pub type VectorsFuture<'a> =
+    Pin<Box<dyn Future<Output = Result<(Vec<Vec<f32>>, EmbeddingSpend), String>> + Send + 'a>>;
+
+/// What a recall found, and what embedding its query cost (a memory with a model).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Recalled {
+    pub items: Vec<MemoryItem>,
+    pub spend: Option<EmbeddingSpend>,
+}
 
 /// What a recall looks for.
 #[derive(Debug, Clone, Copy)]
@@ -99,9 +108,14 @@ pub(super) async fn recall(
             let (tenant, run) = (ctx.journal.tenant(), ctx.journal.run_id());
             let embedding = memory.embedding.as_deref();
             let recall = source.recall(Recall { tenant, scope, query, k: memory.k, run, embedding });
-            let items = ctx.guarded(recall).await.ok_or(EngineError::Cancelled)?.map_err(|error| {
+            let recalled = ctx.guarded(recall).await.ok_or(EngineError::Cancelled)?.map_err(|error| {
                 EngineError::failed(ErrorKind::ToolError, format!("memory scope '{scope}': {error}"))
             })?;
+            // Counted with the recall's journal record: once, even if the run resumes.
+            if let Some(spend) = &recalled.spend {
+                pending.spend_embedding(task, agent, spend);
+            }
+            let items = recalled.items;
             journal(&items, scope, task, agent, &key, pending);
             items
         }
@@ -182,12 +196,14 @@ pub(super) async fn remember(
         let texts: Vec<String> = items.iter().map(|item| item.text.clone()).collect();
         let embedded = ctx.guarded(source.embed(embedding, &texts)).await.ok_or(EngineError::Cancelled)?;
         match embedded {
-            Ok(vectors) if vectors.len() == items.len() => {
+            Ok((vectors, spend)) if vectors.len() == items.len() => {
+                pending.spend_embedding(&turn.task, &turn.agent, &spend);
                 for (item, values) in items.iter_mut().zip(vectors) {
                     item.vector = Some(MemoryVector { model: embedding.clone(), values });
                 }
             }
-            Ok(_) => {
+            Ok((_, spend)) => {
+                pending.spend_embedding(&turn.task, &turn.agent, &spend);
                 tracing::warn!(task = %turn.task, "the embedding model answered the wrong number of vectors: the memories are saved without")
             }
             Err(message) => {

@@ -6,8 +6,9 @@ use std::collections::HashMap;
 use uuid::Uuid;
 
 use super::Knowledge;
+use crate::domain::knowledge::EmbeddingSpend;
 use crate::domain::memory::{MemoryItem, MAX_MEMORY_K};
-use crate::engine::memory::{MemorySource, Recall, RecallFuture, VectorsFuture};
+use crate::engine::memory::{MemorySource, Recall, RecallFuture, Recalled, VectorsFuture};
 use crate::store::{Store, StoreResult};
 
 /// Reciprocal rank fusion's constant (as the knowledge bases' hybrid search).
@@ -28,7 +29,7 @@ impl Memories {
         Self { store, knowledge }
     }
 
-    async fn recall_items(&self, recall: Recall<'_>) -> Result<Vec<MemoryItem>, String> {
+    async fn recall_items(&self, recall: Recall<'_>) -> Result<Recalled, String> {
         let k = i64::from(recall.k.clamp(1, MAX_MEMORY_K));
         let Recall { tenant, scope, query, run, .. } = recall;
         let database = |error: crate::store::StoreError| {
@@ -36,16 +37,22 @@ impl Memories {
             "the memories could not be read (database error)".to_owned()
         };
         let Some(embedding) = recall.embedding else {
-            return self.store.recall_memories(tenant, scope, query, k, run.0).await.map_err(database);
+            let items = self.store.recall_memories(tenant, scope, query, k, run.0).await.map_err(database)?;
+            return Ok(Recalled { items, spend: None });
         };
         let candidates = (k * 4).max(20);
         // Matches by words first, then the most recent (score 0).
         let by_words =
             self.store.recall_memories(tenant, scope, query, candidates, run.0).await.map_err(database)?;
         let vector = match self.knowledge.vectors().await {
-            Ok(()) => self.knowledge.embed(embedding, &[query.to_owned()]).await.map(|mut e| e.vectors.pop()),
+            Ok(()) => self.knowledge.embed_priced(embedding, &[query.to_owned()]).await,
             Err(why) => Err(format!("vector search is off: {why}")),
         };
+        let mut spend: Option<EmbeddingSpend> = None;
+        let vector = vector.map(|(mut embedded, cost)| {
+            spend = Some(cost);
+            embedded.vectors.pop()
+        });
         let nearest = match vector {
             Ok(Some(vector)) => self
                 .store
@@ -84,7 +91,7 @@ impl Memories {
                 items.push(item);
             }
         }
-        Ok(items)
+        Ok(Recalled { items, spend })
     }
 
     async fn fetch(&self, tenant: &str, ids: &[Uuid]) -> StoreResult<Vec<MemoryItem>> {
@@ -118,7 +125,8 @@ impl MemorySource for Memories {
     fn embed<'a>(&'a self, embedding: &'a str, texts: &'a [String]) -> VectorsFuture<'a> {
         Box::pin(async move {
             self.knowledge.vectors().await.map_err(|why| format!("vector search is off: {why}"))?;
-            Ok(self.knowledge.embed(embedding, texts).await?.vectors)
+            let (embedded, spend) = self.knowledge.embed_priced(embedding, texts).await?;
+            Ok((embedded.vectors, spend))
         })
     }
 }

@@ -10,8 +10,8 @@ pub mod memory;
 
 use std::sync::Arc;
 
-use crate::domain::knowledge::{KnowledgeHit, SearchMode, MAX_K};
-use crate::engine::knowledge::{KnowledgeSource, SearchFuture};
+use crate::domain::knowledge::{EmbeddingSpend, KnowledgeHit, SearchMode, MAX_K};
+use crate::engine::knowledge::{KnowledgeSource, SearchFuture, Searched};
 use crate::llm::{Embeddings, LlmRegistry, TokenUsage};
 use crate::metrics::Metrics;
 use crate::store::{Reach, Store, StoreError};
@@ -35,6 +35,8 @@ pub enum KnowledgeError {
 pub struct Found {
     pub mode: SearchMode,
     pub hits: Vec<KnowledgeHit>,
+    /// What embedding the query cost (`None`: no vector search).
+    pub spend: Option<EmbeddingSpend>,
 }
 
 /// Searches tenants' knowledge bases: by full text always, fused with vector similarity where
@@ -85,9 +87,19 @@ impl Knowledge {
 
     /// The vectors of `texts` by `embedding` (`provider/model`), in batches.
     pub async fn embed(&self, embedding: &str, texts: &[String]) -> Result<Embeddings, String> {
+        Ok(self.embed_priced(embedding, texts).await?.0)
+    }
+
+    /// [`Knowledge::embed`], and what it cost.
+    pub async fn embed_priced(
+        &self,
+        embedding: &str,
+        texts: &[String],
+    ) -> Result<(Embeddings, EmbeddingSpend), String> {
         let llms = self.llms.as_ref().ok_or("no embedding models are configured on this server")?;
         let resolved = llms.resolve(Some(embedding)).map_err(|e| e.message)?;
         let mut all = Embeddings { vectors: Vec::with_capacity(texts.len()), tokens: 0, estimated: false };
+        let mut spend = EmbeddingSpend { model: embedding.to_owned(), ..EmbeddingSpend::default() };
         for batch in texts.chunks(EMBED_BATCH) {
             let started = std::time::Instant::now();
             let embedded = resolved.client.embed(&resolved.model, batch).await.map_err(|e| e.message)?;
@@ -100,11 +112,14 @@ impl Knowledge {
                 embedded.tokens,
                 cost,
             );
+            spend.cost_usd += cost.unwrap_or(0.0);
             all.vectors.extend(embedded.vectors);
             all.tokens += embedded.tokens;
             all.estimated |= embedded.estimated;
         }
-        Ok(all)
+        spend.tokens = all.tokens;
+        spend.estimated = all.estimated;
+        Ok((all, spend))
     }
 
     /// The `k` best chunks of `query` in `tenant`'s base `base`, ranked by `mode` (by default,
@@ -136,21 +151,23 @@ impl Knowledge {
                 return Err(KnowledgeError::Mode(why.to_owned()));
             }
             let hits = self.store.search_fulltext(record.id, query, i64::from(k), Reach::AnyWord).await?;
-            return Ok(Found { mode: SearchMode::Fulltext, hits });
+            return Ok(Found { mode: SearchMode::Fulltext, hits, spend: None });
         };
-        let vector = match self.embed(embedding, &[query.to_owned()]).await {
-            Ok(mut embedded) if embedded.vectors.len() == 1 => embedded.vectors.remove(0),
+        let (vector, spend) = match self.embed_priced(embedding, &[query.to_owned()]).await {
+            Ok((mut embedded, spend)) if embedded.vectors.len() == 1 => {
+                (embedded.vectors.remove(0), Some(spend))
+            }
             Ok(_) => return Err(KnowledgeError::Embedding("the model answered no vector".into())),
             Err(why) => return Err(KnowledgeError::Embedding(why)),
         };
         if mode == Some(SearchMode::Vector) {
             let hits = self.store.search_vectors(record.id, dims, &vector, i64::from(k)).await?;
-            return Ok(Found { mode: SearchMode::Vector, hits });
+            return Ok(Found { mode: SearchMode::Vector, hits, spend });
         }
         let candidates = i64::from((k * 4).max(MIN_CANDIDATES));
         let by_vector = self.store.search_vectors(record.id, dims, &vector, candidates).await?;
         let by_text = self.store.search_fulltext(record.id, query, candidates, Reach::SharedWords).await?;
-        Ok(Found { mode: SearchMode::Hybrid, hits: fuse(&[by_vector, by_text], k as usize) })
+        Ok(Found { mode: SearchMode::Hybrid, hits: fuse(&[by_vector, by_text], k as usize), spend })
     }
 }
 
@@ -178,7 +195,7 @@ impl KnowledgeSource for Knowledge {
     fn search<'a>(&'a self, tenant: &'a str, base: &'a str, query: &'a str, k: u32) -> SearchFuture<'a> {
         Box::pin(async move {
             match Knowledge::search(self, tenant, base, query, k, None).await {
-                Ok(found) => Ok(found.hits),
+                Ok(found) => Ok(Searched { hits: found.hits, spend: found.spend }),
                 Err(KnowledgeError::NoBase(name)) => Err(format!("no knowledge base named '{name}'")),
                 Err(error @ (KnowledgeError::Embedding(_) | KnowledgeError::Mode(_))) => {
                     Err(error.to_string())

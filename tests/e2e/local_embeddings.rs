@@ -240,6 +240,13 @@ async fn a_crew_with_an_embedding_model_recalls_memories_by_meaning() {
             .await
             .expect("the saved item's vector");
     assert_eq!((model.as_str(), dims), (embedding.as_str(), 384));
+    // Embedding the prompt and the saved item counted in the run's spend, under the model.
+    let done = expect_json(app.get(&format!("/v1/runs/{run}")).await, StatusCode::OK).await;
+    let line = done["usage_breakdown"]
+        .as_array()
+        .and_then(|lines| lines.iter().find(|l| l["model"] == embedding.as_str()).cloned());
+    let line = line.unwrap_or_else(|| panic!("no line of {embedding}: {done}"));
+    assert!(line["prompt_tokens"].as_i64().is_some_and(|t| t > 0) && line["llm_calls"] == 0, "{line}");
 
     // The same crew without the model recalls by words and recency: the newest item (the
     // colour, once the first run's own item is gone).

@@ -181,6 +181,23 @@ async fn a_crew_on_a_hybrid_base_embeds_its_prompt_once() {
     assert_eq!(fake.embedding_requests(), before + 1, "the task's prompt was embedded once");
     let prompt = fake.requests()[0]["messages"].to_string();
     assert!(prompt.contains("# Relevant Knowledge:") && prompt.contains("generated at 02:00"), "{prompt}");
+    // The embedding is in the run's spend: its own line, tokens and no model call.
+    let lines = done["usage_breakdown"].as_array().expect("breakdown");
+    let embedding = lines.iter().find(|l| l["model"] == "openai/fake-embed").expect("an embedding line");
+    assert_eq!(
+        (embedding["task"].as_str(), embedding["llm_calls"].as_i64()),
+        (Some("answer"), Some(0)),
+        "{done}"
+    );
+    let tokens = embedding["prompt_tokens"].as_i64().expect("tokens");
+    assert!(tokens > 0, "{done}");
+    let chat: i64 = lines
+        .iter()
+        .filter(|l| l["model"] != "openai/fake-embed")
+        .map(|l| l["prompt_tokens"].as_i64().expect("tokens"))
+        .sum();
+    assert_eq!(done["usage"]["prompt_tokens"].as_i64(), Some(chat + tokens), "{done}");
+    assert_eq!(done["usage"]["llm_calls"], 1, "{done}");
     workers.shutdown().await;
     ingester.cancel();
 }
