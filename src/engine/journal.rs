@@ -305,6 +305,32 @@ impl Step {
         line.cost_usd += spend.cost_usd;
     }
 
+    /// Journal what a task's start found (`value`: its knowledge, its memories) under `key`, as a
+    /// succeeded call of `tool` with `arguments`, so a resumed run reads it back
+    /// ([`Snapshot::recorded`]) instead of looking again.
+    pub fn record<T: serde::Serialize>(
+        &mut self,
+        key: &str,
+        (task, agent): (&str, &str),
+        (tool, arguments): (&str, Value),
+        value: &T,
+    ) {
+        self.tool_starts.push(ToolCallStart {
+            id: key.to_owned(),
+            conversation: task.to_owned(),
+            task: task.to_owned(),
+            agent: agent.to_owned(),
+            tool: tool.to_owned(),
+            arguments,
+            approval: None,
+        });
+        let result = serde_json::to_string(value).unwrap_or_else(|_| "[]".to_owned());
+        self.tool_ends.push(ToolCallEnd {
+            id: key.to_owned(),
+            outcome: ToolCallOutcome::Succeeded { result, cached: false },
+        });
+    }
+
     /// The usage split's line of `task`, `agent` and `model` in this step.
     pub fn spend_on(&mut self, task: &str, agent: &str, model: &str) -> &mut UsageLine {
         let at = match self.spend.iter().position(|s| s.task == task && s.agent == agent && s.model == model)
@@ -403,6 +429,18 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
+    /// What a task's start found and [`Step::record`] journaled under `key` (its knowledge, its
+    /// memories), if the run got that far before; `Err` says why it cannot be read.
+    pub fn recorded<T: serde::de::DeserializeOwned>(&self, key: &str) -> Result<Option<T>, String> {
+        let call = self.tool_calls.iter().find(|call| call.id == key);
+        match call.and_then(|call| call.outcome.as_ref()) {
+            Some(ToolCallOutcome::Succeeded { result, .. }) => {
+                serde_json::from_str(result).map(Some).map_err(|e| e.to_string())
+            }
+            _ => Ok(None),
+        }
+    }
+
     /// The conversation under `key`, from its last compaction on (the system prompt kept).
     pub fn conversation(&self, key: &str) -> Vec<ChatMessage> {
         let records: Vec<&MessageRecord> = self.messages.iter().filter(|m| m.conversation == key).collect();

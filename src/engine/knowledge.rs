@@ -15,7 +15,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::journal::{Step, ToolCallEnd, ToolCallOutcome, ToolCallStart};
+use super::journal::Step;
 use super::{keys, Context, EngineError};
 use crate::domain::crew::{CrewSpec, TaskSpec};
 use crate::domain::event::{KnowledgeRetrieved, RetrievedChunk};
@@ -77,14 +77,14 @@ pub(super) async fn recall(
         return Ok(None);
     }
     let key = keys::knowledge(task);
-    let journaled = ctx.snapshot.tool_calls.iter().find(|call| call.id == key);
-    let retrieved: Vec<Retrieved> = match journaled.and_then(|call| call.outcome.as_ref()) {
-        Some(ToolCallOutcome::Succeeded { result, .. }) => serde_json::from_str(result).map_err(|e| {
-            EngineError::failed(
-                ErrorKind::Internal,
-                format!("the journaled knowledge of task '{task}' is unreadable: {e}"),
-            )
-        })?,
+    let journaled = ctx.snapshot.recorded::<Vec<Retrieved>>(&key).map_err(|e| {
+        EngineError::failed(
+            ErrorKind::Internal,
+            format!("the journaled knowledge of task '{task}' is unreadable: {e}"),
+        )
+    })?;
+    let retrieved: Vec<Retrieved> = match journaled {
+        Some(retrieved) => retrieved,
         _ => {
             let source = source.ok_or_else(|| {
                 EngineError::failed(ErrorKind::ToolError, "knowledge bases are not available on this server")
@@ -120,20 +120,7 @@ pub(super) async fn recall(
 /// Journal a retrieval (its hits' text included) and announce each base's hits.
 fn journal(retrieved: &[Retrieved], task: &str, agent: &str, key: &str, pending: &mut Step) {
     let bases: Vec<&str> = retrieved.iter().map(|r| r.base.as_str()).collect();
-    pending.tool_starts.push(ToolCallStart {
-        id: key.to_owned(),
-        conversation: task.to_owned(),
-        task: task.to_owned(),
-        agent: agent.to_owned(),
-        tool: "knowledge".to_owned(),
-        arguments: json!({"bases": bases}),
-        approval: None,
-    });
-    let result = serde_json::to_string(retrieved).unwrap_or_else(|_| "[]".to_owned());
-    pending.tool_ends.push(ToolCallEnd {
-        id: key.to_owned(),
-        outcome: ToolCallOutcome::Succeeded { result, cached: false },
-    });
+    pending.record(key, (task, agent), ("knowledge", json!({"bases": bases})), &retrieved);
     for entry in retrieved {
         let hits = entry
             .hits

@@ -19,7 +19,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::effects::Purpose;
-use super::journal::{Step, ToolCallEnd, ToolCallOutcome, ToolCallStart};
+use super::journal::Step;
 use super::repair::parse_lenient;
 use super::turn::AgentTurn;
 use super::{keys, Context, EngineError};
@@ -93,14 +93,14 @@ pub(super) async fn recall(
     pending: &mut Step,
 ) -> Result<Option<String>, EngineError> {
     let key = keys::recall(task);
-    let journaled = ctx.snapshot.tool_calls.iter().find(|call| call.id == key);
-    let items: Vec<MemoryItem> = match journaled.and_then(|call| call.outcome.as_ref()) {
-        Some(ToolCallOutcome::Succeeded { result, .. }) => serde_json::from_str(result).map_err(|e| {
-            EngineError::failed(
-                ErrorKind::Internal,
-                format!("the journaled memories of task '{task}' are unreadable: {e}"),
-            )
-        })?,
+    let journaled = ctx.snapshot.recorded::<Vec<MemoryItem>>(&key).map_err(|e| {
+        EngineError::failed(
+            ErrorKind::Internal,
+            format!("the journaled memories of task '{task}' are unreadable: {e}"),
+        )
+    })?;
+    let items: Vec<MemoryItem> = match journaled {
+        Some(items) => items,
         _ => {
             let source = source.ok_or_else(|| {
                 EngineError::failed(ErrorKind::ToolError, "memory is not available on this server")
@@ -125,20 +125,7 @@ pub(super) async fn recall(
 
 /// Journal a recall (the items' text included) and announce it.
 fn journal(items: &[MemoryItem], scope: &str, task: &str, agent: &str, key: &str, pending: &mut Step) {
-    pending.tool_starts.push(ToolCallStart {
-        id: key.to_owned(),
-        conversation: task.to_owned(),
-        task: task.to_owned(),
-        agent: agent.to_owned(),
-        tool: "memory".to_owned(),
-        arguments: json!({"scope": scope}),
-        approval: None,
-    });
-    let result = serde_json::to_string(items).unwrap_or_else(|_| "[]".to_owned());
-    pending.tool_ends.push(ToolCallEnd {
-        id: key.to_owned(),
-        outcome: ToolCallOutcome::Succeeded { result, cached: false },
-    });
+    pending.record(key, (task, agent), ("memory", json!({"scope": scope})), &items);
     let memories = items.iter().map(|item| RecalledMemory { id: item.id, score: item.score }).collect();
     let event = MemoryRetrieved { task: task.to_owned(), scope: scope.to_owned(), memories };
     pending.event(Some(task), Some(agent), EventData::MemoryRetrieved(event));

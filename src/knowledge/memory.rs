@@ -5,14 +5,11 @@ use std::collections::HashMap;
 
 use uuid::Uuid;
 
-use super::Knowledge;
+use super::{fuse_ranks, Knowledge};
 use crate::domain::knowledge::EmbeddingSpend;
 use crate::domain::memory::{MemoryItem, MAX_MEMORY_K};
 use crate::engine::memory::{MemorySource, Recall, RecallFuture, Recalled, VectorsFuture};
 use crate::store::{Store, StoreResult};
-
-/// Reciprocal rank fusion's constant (as the knowledge bases' hybrid search).
-const RRF_K: f64 = 60.0;
 
 /// Recalls tenants' memories: by full-text relevance to a task's prompt fused with vector
 /// similarity when the crew's memory names an embedding model (and the database has pgvector),
@@ -68,7 +65,7 @@ impl Memories {
         let matched: Vec<Uuid> =
             by_words.iter().filter(|item| item.score > 0.0).map(|item| item.id).collect();
         let nearest: Vec<Uuid> = nearest.into_iter().map(|(id, _)| id).collect();
-        let fused = fuse(&[nearest, matched], usize::try_from(k).unwrap_or(usize::MAX));
+        let fused = fuse_ranks(&[nearest, matched], usize::try_from(k).unwrap_or(usize::MAX));
         let mut known: HashMap<Uuid, MemoryItem> =
             by_words.iter().map(|item| (item.id, item.clone())).collect();
         let missing: Vec<Uuid> =
@@ -99,24 +96,6 @@ impl Memories {
     }
 }
 
-/// Reciprocal rank fusion of rankings of ids: each scores the sum of `1 / (60 + rank)` over the
-/// rankings it is in; the best `k`, best first (ties by id).
-fn fuse(rankings: &[Vec<Uuid>], k: usize) -> Vec<(Uuid, f64)> {
-    let mut fused: Vec<(Uuid, f64)> = Vec::new();
-    for ranking in rankings {
-        for (rank, id) in ranking.iter().enumerate() {
-            let score = 1.0 / (RRF_K + rank as f64 + 1.0);
-            match fused.iter_mut().find(|(seen, _)| seen == id) {
-                Some((_, total)) => *total += score,
-                None => fused.push((*id, score)),
-            }
-        }
-    }
-    fused.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-    fused.truncate(k);
-    fused
-}
-
 impl MemorySource for Memories {
     fn recall<'a>(&'a self, recall: Recall<'a>) -> RecallFuture<'a> {
         Box::pin(self.recall_items(recall))
@@ -128,21 +107,5 @@ impl MemorySource for Memories {
             let (embedded, spend) = self.knowledge.embed_priced(embedding, texts).await?;
             Ok((embedded.vectors, spend))
         })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::fuse;
-    use uuid::Uuid;
-
-    #[test]
-    fn fusion_favours_items_both_rankings_hold() {
-        let id = Uuid::from_u128;
-        let fused = fuse(&[vec![id(1), id(2), id(3)], vec![id(3), id(4)]], 3);
-        let order: Vec<u128> = fused.iter().map(|(id, _)| id.as_u128()).collect();
-        assert_eq!(order, [3, 1, 2], "3: ranks 3 and 1; then 1 (rank 1), 2 (rank 2, before 4 by id)");
-        assert!((fused[0].1 - (1.0 / 63.0 + 1.0 / 61.0)).abs() < 1e-12);
-        assert!(fuse(&[Vec::new(), Vec::new()], 5).is_empty());
     }
 }

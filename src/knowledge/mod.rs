@@ -177,18 +177,33 @@ const EMBED_BATCH: usize = 64;
 /// Reciprocal rank fusion: each hit scores the sum of `1 / (60 + rank)` over the rankings it is
 /// in; the best `k`, their `score` the fused one.
 fn fuse(rankings: &[Vec<KnowledgeHit>], k: usize) -> Vec<KnowledgeHit> {
-    let mut fused: Vec<(KnowledgeHit, f64)> = Vec::new();
+    let ids: Vec<Vec<uuid::Uuid>> =
+        rankings.iter().map(|r| r.iter().map(|hit| hit.chunk_id).collect()).collect();
+    fuse_ranks(&ids, k)
+        .into_iter()
+        .filter_map(|(id, score)| {
+            let hit = rankings.iter().flatten().find(|hit| hit.chunk_id == id)?;
+            Some(KnowledgeHit { score, ..hit.clone() })
+        })
+        .collect()
+}
+
+/// Reciprocal rank fusion of rankings of ids: each scores the sum of `1 / (60 + rank)` over the
+/// rankings it is in; the best `k`, best first (ties by id).
+pub(crate) fn fuse_ranks<K: Copy + Ord>(rankings: &[Vec<K>], k: usize) -> Vec<(K, f64)> {
+    let mut fused: Vec<(K, f64)> = Vec::new();
     for ranking in rankings {
-        for (rank, hit) in ranking.iter().enumerate() {
+        for (rank, id) in ranking.iter().enumerate() {
             let score = 1.0 / (RRF_K + rank as f64 + 1.0);
-            match fused.iter_mut().find(|(h, _)| h.chunk_id == hit.chunk_id) {
+            match fused.iter_mut().find(|(seen, _)| seen == id) {
                 Some((_, total)) => *total += score,
-                None => fused.push((hit.clone(), score)),
+                None => fused.push((*id, score)),
             }
         }
     }
-    fused.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.chunk_id.cmp(&b.0.chunk_id)));
-    fused.into_iter().take(k).map(|(hit, score)| KnowledgeHit { score, ..hit }).collect()
+    fused.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    fused.truncate(k);
+    fused
 }
 
 impl KnowledgeSource for Knowledge {
@@ -211,7 +226,18 @@ impl KnowledgeSource for Knowledge {
 
 #[cfg(test)]
 mod tests {
-    use super::{fuse, KnowledgeHit};
+    use super::{fuse, fuse_ranks, KnowledgeHit};
+    use uuid::Uuid;
+
+    #[test]
+    fn fusion_of_ids_favours_those_both_rankings_hold() {
+        let id = Uuid::from_u128;
+        let fused = fuse_ranks(&[vec![id(1), id(2), id(3)], vec![id(3), id(4)]], 3);
+        let order: Vec<u128> = fused.iter().map(|(id, _)| id.as_u128()).collect();
+        assert_eq!(order, [3, 1, 2], "3: ranks 3 and 1; then 1 (rank 1), 2 (rank 2, before 4 by id)");
+        assert!((fused[0].1 - (1.0 / 63.0 + 1.0 / 61.0)).abs() < 1e-12);
+        assert!(fuse_ranks::<u8>(&[Vec::new(), Vec::new()], 5).is_empty());
+    }
 
     fn hit(n: u128) -> KnowledgeHit {
         KnowledgeHit {
