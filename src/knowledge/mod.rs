@@ -101,8 +101,32 @@ impl Knowledge {
         let mut all = Embeddings { vectors: Vec::with_capacity(texts.len()), tokens: 0, estimated: false };
         let mut spend = EmbeddingSpend { model: embedding.to_owned(), ..EmbeddingSpend::default() };
         for batch in texts.chunks(EMBED_BATCH) {
+            // The provider's shared budgets (rpm, tpm), as its chat calls keep them: each batch
+            // books a request and its estimated tokens, waits its turn, then corrects the booking
+            // by the tokens it used.
+            let booked = match &resolved.budget {
+                Some(budget) => {
+                    let estimate: u64 = batch.iter().map(|text| crate::llm::estimate::count(text)).sum();
+                    let wait = budget
+                        .shared
+                        .reserve(&budget.reservations(estimate), std::time::Duration::ZERO)
+                        .await
+                        .map_err(|e| format!("the provider's shared budget could not be booked: {e}"))?;
+                    tokio::time::sleep(wait).await;
+                    Some((budget, estimate))
+                }
+                None => None,
+            };
             let started = std::time::Instant::now();
-            let embedded = resolved.client.embed(&resolved.model, batch).await.map_err(|e| e.message)?;
+            let embedded = resolved.client.embed(&resolved.model, batch).await;
+            if let Some((budget, estimate)) = booked.filter(|(budget, _)| budget.tpm.is_some()) {
+                let used = embedded.as_ref().map_or(0, |e| e.tokens);
+                let seconds = (used as f64 - estimate as f64) * budget.token_seconds();
+                if let Err(error) = budget.shared.adjust(&budget.token_key(), seconds).await {
+                    tracing::warn!(%error, "could not correct a provider's token booking");
+                }
+            }
+            let embedded = embedded.map_err(|e| e.message)?;
             let usage = TokenUsage { prompt_tokens: embedded.tokens, ..TokenUsage::default() };
             let cost = resolved.price.as_ref().map(|price| price.cost(&usage));
             self.metrics.observe_embedding(

@@ -201,3 +201,26 @@ async fn a_crew_on_a_hybrid_base_embeds_its_prompt_once() {
     workers.shutdown().await;
     ingester.cancel();
 }
+
+/// Embedding requests keep the provider's shared budgets as its chat calls do: with `rpm = 120`
+/// (one request every 0.5 s, for the whole cluster), the base's probe and four searches (each
+/// embeds its query) take at least 2 s.
+#[tokio::test]
+async fn embedding_requests_keep_the_providers_shared_requests_per_minute() {
+    let pool = vector_pool().await;
+    let fake = FakeLlm::start().await.expect("fake");
+    let toml = format!("[providers.openai]\nbase_url = \"{}\"\nrpm = 120\n", fake.base_url());
+    let file: agentd::config::Settings = toml::from_str(&toml).expect("toml");
+    let providers = agentd::config::providers(&file, |_| None).expect("providers");
+    let config = Config { providers, ..crate::support::test_config() };
+    let app = TestApp::spawn_with(pool.clone(), config).await;
+    let started = std::time::Instant::now();
+    let body = json!({"name": "docs", "embedding": "openai/fake-embed"});
+    expect_json(app.post_json("/v1/knowledge", &body).await, StatusCode::CREATED).await;
+    for _ in 0..4 {
+        assert_eq!(search(&app, "docs", "When do invoices run?", "3").await["mode"], "hybrid");
+    }
+    assert_eq!(fake.embedding_requests(), 5);
+    let elapsed = started.elapsed();
+    assert!(elapsed >= Duration::from_millis(1_950), "five requests at 120 a minute took {elapsed:?}");
+}
