@@ -11,7 +11,10 @@ use utoipa::ToSchema;
 pub const DEFAULT_MEMORY_K: u32 = 5;
 pub const MAX_MEMORY_K: u32 = 50;
 /// Longest scope, in bytes (after interpolation).
-pub const MAX_SCOPE_BYTES: usize = 256;
+pub const MAX_SCOPE_CHARS: usize = 256;
+/// [`check_scope`]'s rule as a JSON Schema `pattern`: no control character, one at least that
+/// is not white space.
+pub const SCOPE_PATTERN: &str = r"^[^\x00-\x1F\x7F-\x9F]*[^\s\x00-\x1F\x7F-\x9F][^\x00-\x1F\x7F-\x9F]*$";
 /// Longest memory item, in bytes: a task's answer is cut to fit.
 pub const MAX_MEMORY_BYTES: usize = 4096;
 /// Facts and entities one extraction saves at most.
@@ -22,9 +25,13 @@ pub const MAX_EXTRACTED: usize = 20;
 #[serde(deny_unknown_fields)]
 pub struct MemorySpec {
     /// The scope the crew's runs save to and recall from, interpolated from the inputs like the
-    /// crew's texts (`"user:{user_id}"`): at most 256 bytes once interpolated, not empty. A
+    /// crew's texts (`"user:{user_id}"`): at most 256 characters once interpolated, not blank, no control characters. A
     /// kickoff's `memory_scope` replaces it.
-    #[schema(min_length = 1, max_length = 256)]
+    #[schema(
+        min_length = 1,
+        max_length = 256,
+        pattern = r"^[^\x00-\x1F\x7F-\x9F]*[^\s\x00-\x1F\x7F-\x9F][^\x00-\x1F\x7F-\x9F]*$"
+    )]
     pub scope: String,
     /// Items a task's prompt receives (the most relevant to it, from earlier runs).
     #[serde(default = "default_k")]
@@ -62,13 +69,14 @@ pub fn check_embedding(embedding: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// A scope is well formed: not blank, at most [`MAX_SCOPE_BYTES`], no control characters.
+/// A scope is well formed: not blank, at most [`MAX_SCOPE_CHARS`] characters, no control
+/// characters (what [`SCOPE_PATTERN`] says in the API's schema).
 pub fn check_scope(scope: &str) -> Result<(), String> {
     if scope.trim().is_empty() {
         return Err("must not be empty".to_owned());
     }
-    if scope.len() > MAX_SCOPE_BYTES {
-        return Err(format!("must be at most {MAX_SCOPE_BYTES} bytes"));
+    if scope.chars().count() > MAX_SCOPE_CHARS {
+        return Err(format!("must be at most {MAX_SCOPE_CHARS} characters"));
     }
     if scope.chars().any(char::is_control) {
         return Err("must not contain control characters".to_owned());
@@ -170,8 +178,17 @@ mod tests {
         assert!(check_scope("user:42").is_ok());
         assert!(check_scope("  ").is_err());
         assert!(check_scope("a\nb").is_err());
-        assert!(check_scope(&"x".repeat(MAX_SCOPE_BYTES + 1)).is_err());
-        assert!(check_scope(&"x".repeat(MAX_SCOPE_BYTES)).is_ok());
+        assert!(check_scope(&"x".repeat(MAX_SCOPE_CHARS + 1)).is_err());
+        assert!(check_scope(&"é".repeat(MAX_SCOPE_CHARS)).is_ok(), "characters, not bytes");
+        // The schema's pattern says what check_scope does (its length apart).
+        let pattern = regex::Regex::new(SCOPE_PATTERN).expect("pattern");
+        for scope in [
+            "user:42", " a ", "é", "\u{a0}x", "", " ", "\u{a0}", "a\nb", "a\tb", "\u{85}x", "\u{7f}",
+            "x\u{9f}",
+        ] {
+            assert_eq!(pattern.is_match(scope), check_scope(scope).is_ok(), "{scope:?}");
+        }
+        assert!(check_scope(&"x".repeat(MAX_SCOPE_CHARS)).is_ok());
     }
 
     #[test]

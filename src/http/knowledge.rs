@@ -159,13 +159,13 @@ pub struct NewDocumentUpload {
 #[into_params(parameter_in = Query)]
 pub struct SearchQuery {
     /// What to look for (as a task's prompt would be).
-    #[param(min_length = 1, max_length = 8192)]
+    #[param(min_length = 1, max_length = 4096)]
     pub q: String,
     /// Hits, 1 to 50 (default 5).
     #[param(minimum = 1, maximum = 50)]
     pub k: Option<u32>,
     /// Rank by `fulltext`, `vector` or `hybrid` only (default: hybrid where the base has
-    /// vectors, else full text; a mode the base cannot be searched by is a 422).
+    /// vectors, else full text; a mode the base cannot be searched by is a 409).
     pub mode: Option<SearchMode>,
 }
 
@@ -467,7 +467,8 @@ pub async fn delete_document(
         (status = 200, body = SearchResult),
         (status = 400, description = "Malformed name or query", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such base", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "Empty or over-long query, k out of range, a mode the base cannot be searched by", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "The base cannot be searched by the mode asked for (no embedding model, or vector search off)", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Empty or over-long query, k out of range", body = Problem, content_type = "application/problem+json"),
         (status = 502, description = "The base's embedding model failed", body = Problem, content_type = "application/problem+json"),
     )
 )]

@@ -27,8 +27,13 @@ pub struct MemoryList {
 #[derive(Debug, ToSchema)]
 #[allow(dead_code)] // The schema of what the service reads.
 pub struct NewMemoryNote {
-    /// The scope it belongs to (`user:42`): 1 to 256 bytes, no control characters.
-    #[schema(min_length = 1, max_length = 256)]
+    /// The scope it belongs to (`user:42`): 1 to 256 characters, not blank, no control
+    /// characters.
+    #[schema(
+        min_length = 1,
+        max_length = 256,
+        pattern = r"^[^\x00-\x1F\x7F-\x9F]*[^\s\x00-\x1F\x7F-\x9F][^\x00-\x1F\x7F-\x9F]*$"
+    )]
     scope: String,
     /// What to remember (at most 4,096 bytes).
     #[schema(min_length = 1, max_length = 4096)]
@@ -44,10 +49,14 @@ pub struct NewMemoryNote {
 #[into_params(parameter_in = Query)]
 pub struct MemoryQuery {
     /// The scope.
-    #[param(min_length = 1, max_length = 256)]
+    #[param(
+        min_length = 1,
+        max_length = 256,
+        pattern = r"^[^\x00-\x1F\x7F-\x9F]*[^\s\x00-\x1F\x7F-\x9F][^\x00-\x1F\x7F-\x9F]*$"
+    )]
     pub scope: String,
-    /// Only items matching these words, most relevant first.
-    #[param(min_length = 1, max_length = 8192)]
+    /// Only items matching these words, most relevant first (at most 4,096 characters).
+    #[param(min_length = 1, max_length = 4096)]
     pub q: Option<String>,
     /// At most this many (default 20).
     #[param(minimum = 1, maximum = 200)]
@@ -59,7 +68,11 @@ pub struct MemoryQuery {
 #[into_params(parameter_in = Query)]
 pub struct ForgetQuery {
     /// The scope, all of whose items are deleted.
-    #[param(min_length = 1, max_length = 256)]
+    #[param(
+        min_length = 1,
+        max_length = 256,
+        pattern = r"^[^\x00-\x1F\x7F-\x9F]*[^\s\x00-\x1F\x7F-\x9F][^\x00-\x1F\x7F-\x9F]*$"
+    )]
     pub scope: String,
 }
 

@@ -20,7 +20,7 @@ const MAX_DESCRIPTION_BYTES: usize = 4096;
 /// Longest document title, in characters.
 const MAX_TITLE_CHARS: usize = 300;
 /// Longest search query, in bytes.
-pub const MAX_QUERY_BYTES: usize = 8192;
+pub const MAX_QUERY_CHARS: usize = 4096;
 /// Documents a list shows at most.
 const MAX_LISTED_DOCUMENTS: i64 = 1000;
 
@@ -278,15 +278,15 @@ impl Services {
         if query.contains('\0') {
             return Err(invalid("q", "must not contain the NUL character"));
         }
-        if query.len() > MAX_QUERY_BYTES {
-            return Err(invalid("q", format!("must be at most {MAX_QUERY_BYTES} bytes")));
+        if query.chars().count() > MAX_QUERY_CHARS {
+            return Err(invalid("q", format!("must be at most {MAX_QUERY_CHARS} characters")));
         }
         if !(1..=MAX_K).contains(&k) {
             return Err(invalid("k", format!("must be between 1 and {MAX_K}")));
         }
         self.knowledge.search(&caller.tenant, base, query, k, mode).await.map_err(|error| match error {
             KnowledgeError::NoBase(name) => no_base(&name),
-            KnowledgeError::Mode(why) => invalid("mode", why),
+            KnowledgeError::Mode(why) => ServiceError::Conflict(format!("mode: {why}")),
             KnowledgeError::Embedding(why) => {
                 ServiceError::Upstream(format!("the base's embedding model failed: {why}"))
             }

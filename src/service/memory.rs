@@ -5,7 +5,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use uuid::Uuid;
 
-use super::{invalid, ServiceError, ServiceResult, Services, MAX_QUERY_BYTES};
+use super::{invalid, ServiceError, ServiceResult, Services, MAX_QUERY_CHARS};
 use crate::domain::memory::{
     check_embedding, check_scope, MemoryItem, MemoryKind, MemoryVector, NewMemory, MAX_MEMORY_BYTES,
 };
@@ -47,8 +47,8 @@ impl Services {
             Some(q) if q.contains('\0') => {
                 errors.push(FieldError::new("q", "must not contain the NUL character"))
             }
-            Some(q) if q.len() > MAX_QUERY_BYTES => {
-                errors.push(FieldError::new("q", format!("must be at most {MAX_QUERY_BYTES} bytes")))
+            Some(q) if q.chars().count() > MAX_QUERY_CHARS => {
+                errors.push(FieldError::new("q", format!("must be at most {MAX_QUERY_CHARS} characters")))
             }
             _ => {}
         }

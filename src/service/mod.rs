@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 pub use access::{issue_key, CreatedKey, KEY_CACHE_TTL};
 pub use kickoffs::Kicked;
-pub use knowledge::{Upload, MAX_QUERY_BYTES};
+pub use knowledge::{Upload, MAX_QUERY_CHARS};
 pub use memory::{DEFAULT_MEMORY_LIMIT, MAX_MEMORY_LIMIT};
 pub use ops::StoredGauges;
 pub use runs::{no_run, RunPage};

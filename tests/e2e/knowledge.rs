@@ -244,6 +244,17 @@ async fn documents_are_ingested_into_chunks_a_search_finds(pool: PgPool) {
     expect_problem(app.delete(&format!("/v1/knowledge/docs/documents/{id}")).await, StatusCode::NOT_FOUND)
         .await;
     assert_eq!(search(&app, "docs", "backups kept").await["hits"], json!([]));
+    // A base without an embedding model cannot be searched by vectors: 409, saying why.
+    for mode in ["vector", "hybrid"] {
+        let response = app
+            .request(Method::GET, "/v1/knowledge/docs/search")
+            .query(&[("q", "backups"), ("mode", mode)])
+            .send()
+            .await
+            .expect("GET");
+        let problem = expect_problem(response, StatusCode::CONFLICT).await;
+        assert!(problem["detail"].as_str().is_some_and(|d| d.contains("no embedding model")), "{problem}");
+    }
     assert_eq!(app.delete("/v1/knowledge/docs").await.status(), StatusCode::NO_CONTENT);
     let left: i64 =
         sqlx::query_scalar("SELECT count(*) FROM knowledge_chunks").fetch_one(&pool).await.expect("count");
