@@ -65,6 +65,19 @@ pub fn build_engine(
 ) -> Result<Engine, ServeError> {
     let (llms, limiter) = build_llms(config, store)?;
     let knowledge = Knowledge::new(store.clone(), Some(llms.clone()), metrics.clone());
+    engine_over(config, store, vault, metrics, (llms, limiter), knowledge)
+}
+
+/// The engine over providers and knowledge already built (the service's own, shared with its
+/// API and ingester: one HTTP client, one set of 429 holds, one finding of pgvector).
+fn engine_over(
+    config: &Config,
+    store: &Store,
+    vault: Arc<Vault>,
+    metrics: Arc<Metrics>,
+    (llms, limiter): (LlmRegistry, Arc<RateLimiter>),
+    knowledge: Knowledge,
+) -> Result<Engine, ServeError> {
     Ok(Engine::new(EngineParts {
         llms,
         outbound: tool_outbound(config)?,
@@ -178,11 +191,15 @@ impl App {
         let config = Arc::new(config);
         let metrics = Arc::new(Metrics::default());
         let vault = Arc::new(Vault::new(store.clone(), config.secrets_key.clone()));
-        // Knowledge bases embed with the providers' models (the API's searches and ingestion).
-        let knowledge = Knowledge::new(store.clone(), Some(build_llms(&config, &store)?.0), metrics.clone());
+        // One set of providers: the engine's model calls, and the embeddings of the API's
+        // searches, the ingester and the runs' knowledge and memory.
+        let (llms, limiter) = build_llms(&config, &store)?;
+        let knowledge = Knowledge::new(store.clone(), Some(llms.clone()), metrics.clone());
         let (workers, ingester) = match config.role.runs_workers() {
             true => {
-                let engine = build_engine(&config, &store, vault.clone(), metrics.clone())?;
+                let providers = (llms, limiter);
+                let engine =
+                    engine_over(&config, &store, vault.clone(), metrics.clone(), providers, knowledge.clone())?;
                 let pool = WorkerPool::new(store.clone(), Arc::new(engine), worker_settings(&config));
                 let ingester =
                     Ingester::new(store.clone(), tool_outbound(&config)?, knowledge.clone(), config.lease);
