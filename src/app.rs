@@ -198,8 +198,14 @@ impl App {
         let (workers, ingester) = match config.role.runs_workers() {
             true => {
                 let providers = (llms, limiter);
-                let engine =
-                    engine_over(&config, &store, vault.clone(), metrics.clone(), providers, knowledge.clone())?;
+                let engine = engine_over(
+                    &config,
+                    &store,
+                    vault.clone(),
+                    metrics.clone(),
+                    providers,
+                    knowledge.clone(),
+                )?;
                 let pool = WorkerPool::new(store.clone(), Arc::new(engine), worker_settings(&config));
                 let ingester =
                     Ingester::new(store.clone(), tool_outbound(&config)?, knowledge.clone(), config.lease);
