@@ -146,6 +146,9 @@ pub async fn migrate_when_up(store: &Store, patience: Duration) -> Result<(), Se
 /// Run the API and/or the worker pool (per the role) until SIGTERM or Ctrl-C, then drain both
 /// within the grace period.
 pub async fn serve(mut config: Config) -> Result<(), ServeError> {
+    if crate::telemetry::install(&config.traces).map_err(ServeError::Setup)? {
+        tracing::info!(service = %config.traces.service_name(), "exporting traces and GenAI metrics over OTLP/HTTP");
+    }
     if config.role.runs_workers() {
         start_fake_providers(&mut config).await?;
     }
@@ -160,7 +163,10 @@ pub async fn serve(mut config: Config) -> Result<(), ServeError> {
         ),
         false => None,
     };
-    App::assemble(config, store, shutdown)?.run(listener).await?;
+    let served = App::assemble(config, store, shutdown)?.run(listener).await;
+    // The last spans leave on a thread of the exporter's: not on the runtime.
+    let _ = tokio::task::spawn_blocking(crate::telemetry::shutdown).await;
+    served?;
     tracing::info!("agentd stopped");
     Ok(())
 }

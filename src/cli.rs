@@ -10,7 +10,7 @@ use clap::{Arg, ArgAction, Args, Parser, Subcommand};
 
 use crate::config::{Config, ConfigError, Secret};
 use crate::local_postgres::{LocalPostgres, LocalSettings};
-use crate::settings::{Loaded, Settings, SettingsError, Sources, SETTINGS};
+use crate::settings::{Loaded, LogFormat, Settings, SettingsError, Sources, SETTINGS};
 
 #[derive(Debug, Parser)]
 #[command(name = "agentd", version, about = "Runs CrewAI-style crews of LLM agents, durably, on Postgres")]
@@ -178,9 +178,9 @@ pub fn main() -> ExitCode {
         Some(Command::Migrate(args)) => run_async(migrate(args)),
         Some(Command::Config(args)) => print_config(&args),
         Some(Command::Keys(KeysCommand::Create(args))) => run_async(create_key(args)),
-        Some(Command::Serve(args)) => run_async(serve(args)),
+        Some(Command::Serve(args)) => run_serve(args),
         Some(Command::FakeLlm(args)) => run_async(fake_llm(args)),
-        None => run_async(serve(cli.serve)),
+        None => run_serve(cli.serve),
     }
 }
 
@@ -199,8 +199,20 @@ fn print_openapi() -> ExitCode {
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
+/// `agentd serve`: its log lines as its settings say (a setting that cannot be read is reported
+/// by `serve`, in text).
+fn run_serve(args: ServeArgs) -> ExitCode {
+    let format = args.load().map(|loaded| loaded.settings.log_format).unwrap_or_default();
+    init_tracing(format);
+    start_runtime(serve(args))
+}
+
 fn run_async(task: impl std::future::Future<Output = Result<(), BoxError>>) -> ExitCode {
-    init_tracing();
+    init_tracing(LogFormat::Text);
+    start_runtime(task)
+}
+
+fn start_runtime(task: impl std::future::Future<Output = Result<(), BoxError>>) -> ExitCode {
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(error) => {
@@ -320,10 +332,14 @@ async fn create_key(args: KeysCreateArgs) -> Result<(), BoxError> {
     Ok(())
 }
 
-fn init_tracing() {
+fn init_tracing(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,sqlx=warn,tower_http=info"));
     // Colours only on a terminal: a log written to a file or a pipe carries no escape codes.
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi).init();
+    let fmt = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => fmt.with_ansi(ansi).init(),
+        LogFormat::Json => fmt.with_ansi(false).event_format(crate::telemetry::log::JsonLines).init(),
+    }
 }

@@ -136,6 +136,17 @@ pub struct Config {
     pub secrets_key: Option<std::sync::Arc<crate::secrets::SecretsKey>>,
     /// Webhook signing, egress and retries.
     pub webhooks: crate::webhooks::WebhookSettings,
+    /// Trace export (OpenTelemetry); checked.
+    pub traces: crate::telemetry::TraceSettings,
+}
+
+/// The `otel_*` setting a trace settings message names (it begins with the key).
+fn otel_key(message: &str) -> &'static str {
+    crate::settings::SETTINGS
+        .iter()
+        .filter(|s| s.key.starts_with("otel_") && message.starts_with(s.key))
+        .max_by_key(|s| s.key.len())
+        .map_or("otel_exporter_otlp_endpoint", |s| s.key)
 }
 
 impl Config {
@@ -225,6 +236,13 @@ impl Config {
                 schedule: crate::webhooks::RetrySchedule::parse(&s.webhook_retry_schedule)
                     .map_err(|e| setting("webhook_retry_schedule")(e.to_string()))?,
                 rotation_grace: secs(s.webhook_rotation_grace_s),
+            },
+            traces: {
+                let traces = s.traces();
+                traces
+                    .check()
+                    .map_err(|message| ConfigError::Setting { key: otel_key(&message), message })?;
+                traces
             },
         })
     }

@@ -24,6 +24,7 @@ pub mod service;
 pub mod settings;
 pub mod sse;
 pub mod store;
+pub mod telemetry;
 pub mod text;
 pub mod tools;
 pub mod webhooks;

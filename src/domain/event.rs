@@ -151,6 +151,9 @@ pub struct RunStarted {
     pub attempt: i32,
     /// The replica and slot that claimed the run.
     pub worker: String,
+    /// The OpenTelemetry trace of the run (as the run resource's `trace_id`), when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_id: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]

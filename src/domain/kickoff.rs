@@ -180,6 +180,7 @@ pub fn prepare_batch(
             timeout_s,
             fake_llm,
             webhooks: Vec::new(),
+            trace: None,
         })
         .collect();
     Ok(runs)
@@ -276,6 +277,8 @@ pub struct NewRun {
     pub fake_llm: bool,
     /// The kickoff's webhooks.
     pub webhooks: Vec<RunWebhook>,
+    /// The trace its spans join (the kickoff's `traceparent`).
+    pub trace: Option<crate::domain::RunTrace>,
 }
 
 impl NewRun {
@@ -313,6 +316,7 @@ impl NewRun {
             // As `GET /v1/runs/{id}` shows it: nothing spent yet.
             usage_breakdown: Some(Vec::new()),
             fake_llm: self.fake_llm,
+            trace_id: self.trace.as_ref().map(|t| t.trace_id.clone()),
         }
     }
 }
@@ -351,6 +355,7 @@ pub fn prepare_run(
             timeout_s,
             fake_llm,
             webhooks: Vec::new(),
+            trace: None,
         })
     } else {
         Err(errors)

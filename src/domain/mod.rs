@@ -21,6 +21,8 @@ pub use crew::{AgentSpec, CrewSpec, HttpToolSpec, LlmSpec, Process, TaskSpec, To
 pub use event::{Event, EventData, EventType};
 pub use ids::RunId;
 pub use limits::{CrewLimits, RunLimits};
-pub use run::{ErrorKind, Run, RunError, RunStatus, TaskOutput, TaskRun, TaskStatus, Usage, UsageLine};
+pub use run::{
+    ErrorKind, Run, RunError, RunStatus, RunTrace, TaskOutput, TaskRun, TaskStatus, Usage, UsageLine,
+};
 pub use tenant::{Caller, QuotaPatch, Quotas, Scope, Scopes, DEFAULT_TENANT};
 pub use validate::{FieldError, ValidationContext};

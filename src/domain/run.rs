@@ -157,6 +157,22 @@ pub enum ErrorKind {
     Internal,
 }
 
+impl ErrorKind {
+    /// The name the API shows (`error.kind`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::LlmError => "llm_error",
+            ErrorKind::ToolError => "tool_error",
+            ErrorKind::MaxIter => "max_iter",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::Cancelled => "cancelled",
+            ErrorKind::Limit => "limit",
+            ErrorKind::Budget => "budget",
+            ErrorKind::Internal => "internal",
+        }
+    }
+}
+
 /// Counters of what a run consumed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct Usage {
@@ -256,6 +272,50 @@ pub struct Run {
     /// True when a model of the run's crew is served by a fake provider (`kind = "fake"` in the
     /// server's configuration): its replies are scripted, not a real model's.
     pub fake_llm: bool,
+    /// The OpenTelemetry trace the run's spans belong to (32 hex digits): the kickoff's
+    /// `traceparent`'s, or the run's own when traces are on; absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_id: Option<String>,
+}
+
+/// The trace a run belongs to (OpenTelemetry, W3C trace context), stored with it: every attempt's
+/// span is a child of the caller's span (`parent_span_id`), or a root of the run's own trace.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RunTrace {
+    /// 32 hex digits.
+    pub trace_id: String,
+    /// The caller's span (16 hex digits), when the kickoff carried a `traceparent`.
+    pub parent_span_id: Option<String>,
+    /// The caller's sampling decision (its `traceparent`'s flags).
+    pub sampled: bool,
+    /// The caller's `tracestate`.
+    pub tracestate: Option<String>,
+}
+
+impl RunTrace {
+    /// The caller's `traceparent`, as stored.
+    pub fn traceparent(&self) -> Option<String> {
+        let parent = self.parent_span_id.as_deref()?;
+        Some(format!("00-{}-{parent}-{}", self.trace_id, if self.sampled { "01" } else { "00" }))
+    }
+
+    /// The trace stored as `trace_id`, `traceparent` and `tracestate`.
+    pub fn from_columns(
+        trace_id: Option<String>,
+        traceparent: Option<String>,
+        tracestate: Option<String>,
+    ) -> Option<Self> {
+        let trace_id = trace_id?;
+        let mut parts = traceparent.as_deref().map(|p| p.split('-').collect::<Vec<_>>()).unwrap_or_default();
+        let (parent_span_id, sampled) = match parts.as_mut_slice() {
+            [_, _, span, flags] => {
+                let sampled = u8::from_str_radix(flags, 16).is_ok_and(|f| f & 1 == 1);
+                (Some((*span).to_owned()), sampled)
+            }
+            _ => (None, true),
+        };
+        Some(RunTrace { trace_id, parent_span_id, sampled, tracestate })
+    }
 }
 
 #[cfg(test)]

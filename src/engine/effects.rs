@@ -78,6 +78,17 @@ impl Purpose {
         }
     }
 
+    /// Its name in a trace (`agentd.call.purpose`).
+    fn name(self) -> &'static str {
+        match self {
+            Purpose::Turn(_) => "turn",
+            Purpose::Guardrail => "guardrail",
+            Purpose::Planner => "planner",
+            Purpose::Summarizer => "summarizer",
+            Purpose::Memory => "memory",
+        }
+    }
+
     /// How a failed call of this purpose begins its error message ("planning failed: …").
     pub fn failing(self) -> &'static str {
         match self {
@@ -216,6 +227,9 @@ impl Context<'_> {
             None => None,
         };
         self.throttle(limits, model, estimate, task, agent, pending).await?;
+        // Boxed, and only when traces are on: a run without them keeps the future it had.
+        let traced = crate::telemetry::is_on()
+            .then(|| Box::new(traced_call(model, purpose, task, agent, &mut request)));
         let (iteration, why) = purpose.describe();
         let data = LlmStarted { model: label.clone(), iteration, purpose: why };
         pending.event(Some(task), Some(agent), EventData::LlmStarted(data));
@@ -228,9 +242,13 @@ impl Context<'_> {
             self.commit(pending).await?;
         }
         let started = Instant::now();
-        let chat = self.guarded(model.client.chat(&request));
+        let span = traced.as_ref().and_then(|t| t.1.as_ref());
+        let chat = self.guarded(crate::telemetry::within(span, model.client.chat(&request)));
         let response = if alongside { self.commit_alongside(pending, chat).await? } else { chat.await };
         let response = response.ok_or(EngineError::Cancelled)?;
+        if let Some(traced) = traced {
+            end_traced_call(*traced, &request, &response, started.elapsed());
+        }
         if let (Some(deltas), Some(_)) = (&self.deltas, &request.deltas) {
             // The reply's last deltas go out before anything committed after it (its
             // `llm.finished`, the run's end), which may close the streams that follow the run.
@@ -344,6 +362,12 @@ impl Context<'_> {
         if wait.is_zero() {
             return Ok(());
         }
+        crate::telemetry::note("agentd.throttled", || {
+            vec![
+                opentelemetry::KeyValue::new("agentd.wait_ms", wait.as_millis() as i64),
+                opentelemetry::KeyValue::new("agentd.limit", binding.clone().unwrap_or_default()),
+            ]
+        });
         let data = RunThrottled { wait_ms: wait.as_millis() as u64, limit: binding };
         pending.event(Some(task), Some(agent), EventData::RunThrottled(data));
         self.commit(pending).await?;
@@ -433,18 +457,26 @@ impl Context<'_> {
         let runs = calls.iter().map(|call| async move {
             let Some(ToolEffect { entry, arguments, key }) = call else { return Ok(None) };
             let started = Instant::now();
-            let result = match &entry.runner {
-                Runner::Tool(tool) => {
-                    let call = CallInfo::for_call(self.journal.run_id().0, key);
-                    tool.call((*arguments).clone(), call).await
-                }
-                Runner::Delegate(mode) => match self.coworkers {
-                    Some(coworkers) => {
-                        coworkers.delegate(self, task, (*key).to_owned(), *mode, arguments).await?
+            let span = crate::telemetry::is_on().then(|| tool_span(entry, key, arguments)).flatten();
+            let result = crate::telemetry::within(span.as_ref(), async {
+                Ok::<_, EngineError>(match &entry.runner {
+                    Runner::Tool(tool) => {
+                        let call = CallInfo::for_call(self.journal.run_id().0, key);
+                        tool.call((*arguments).clone(), call).await
                     }
-                    None => Err("this agent has no coworkers to delegate to".to_owned()),
-                },
-            };
+                    Runner::Delegate(mode) => match self.coworkers {
+                        Some(coworkers) => {
+                            coworkers.delegate(self, task, (*key).to_owned(), *mode, arguments).await?
+                        }
+                        None => Err("this agent has no coworkers to delegate to".to_owned()),
+                    },
+                })
+            })
+            .await;
+            if let Some(span) = span {
+                end_tool_span(span, &result);
+            }
+            let result = result?;
             let elapsed = started.elapsed();
             self.metrics.observe_tool(entry.name(), elapsed);
             let outcome = match result {
@@ -462,6 +494,165 @@ impl Context<'_> {
         let results = self.guarded(join_all(runs)).await.ok_or(EngineError::Cancelled)?;
         results.into_iter().collect()
     }
+}
+
+/// A model call's span and what it says (traces on): started beneath the current span, the
+/// request's stream timed to its first chunk, the prompt captured if the operator opted in.
+fn traced_call(
+    model: &ResolvedModel,
+    purpose: Purpose,
+    task: &str,
+    agent: &str,
+    request: &mut ChatRequest,
+) -> (TracedCall, Option<crate::telemetry::Scope>) {
+    let call = TracedCall {
+        provider: model.client.system(),
+        model: model.model.clone(),
+        purpose: purpose.name(),
+        task: task.to_owned(),
+        agent: agent.to_owned(),
+    };
+    let span = crate::telemetry::model_call(&call.describe(request));
+    if let Some(span) = &span {
+        crate::telemetry::capture(span, "gen_ai.input.messages", || input_messages(&request.messages));
+        if let Some(sink) = request.deltas.take() {
+            let (span, started) = (span.clone(), Instant::now());
+            let first = std::sync::Once::new();
+            request.deltas = Some(DeltaSink(std::sync::Arc::new(move |attempt, text: &str| {
+                first.call_once(|| {
+                    span.set("gen_ai.response.time_to_first_chunk", started.elapsed().as_secs_f64())
+                });
+                (sink.0)(attempt, text)
+            })));
+        }
+    }
+    (call, span)
+}
+
+/// What a traced model call's span says of it.
+struct TracedCall {
+    provider: &'static str,
+    model: String,
+    purpose: &'static str,
+    task: String,
+    agent: String,
+}
+
+impl TracedCall {
+    fn describe<'a>(&'a self, request: &ChatRequest) -> crate::telemetry::ModelCall<'a> {
+        crate::telemetry::ModelCall {
+            operation: "chat",
+            provider: self.provider,
+            model: &self.model,
+            purpose: self.purpose,
+            task: Some(&self.task),
+            agent: Some(&self.agent),
+            temperature: request.temperature,
+            max_tokens: request.max_tokens,
+        }
+    }
+}
+
+/// End a traced model call's span with its reply or error.
+fn end_traced_call(
+    (call, span): (TracedCall, Option<crate::telemetry::Scope>),
+    request: &ChatRequest,
+    response: &Result<ChatResponse, LlmError>,
+    elapsed: Duration,
+) {
+    let Some(span) = span else { return };
+    let described = call.describe(request);
+    match response {
+        Ok(reply) => {
+            crate::telemetry::capture(&span, "gen_ai.output.messages", || output_messages(reply));
+            let usage = &reply.usage;
+            let answer = crate::telemetry::ModelReply {
+                response_model: reply.response_model.as_deref(),
+                response_id: reply.response_id.as_deref(),
+                finish_reason: reply.finish_reason.as_deref(),
+                input_tokens: usage.prompt_tokens,
+                output_tokens: usage.completion_tokens,
+                cached_tokens: usage.cached_tokens,
+            };
+            if usage.estimated {
+                span.set("agentd.usage.estimated", true);
+            }
+            crate::telemetry::end_model_call(span, &described, Ok(&answer), elapsed);
+        }
+        Err(error) => crate::telemetry::end_model_call(
+            span,
+            &described,
+            Err((error.kind.as_str(), &error.message)),
+            elapsed,
+        ),
+    }
+}
+
+/// A request's messages in the GenAI conventions' shape (`gen_ai.input.messages`).
+fn input_messages(messages: &[crate::llm::ChatMessage]) -> String {
+    let shaped: Vec<Value> = messages
+        .iter()
+        .map(|m| {
+            let mut parts = Vec::new();
+            if let Some(text) = &m.content {
+                match &m.tool_call_id {
+                    Some(id) => parts
+                        .push(serde_json::json!({"type": "tool_call_response", "id": id, "response": text})),
+                    None => parts.push(serde_json::json!({"type": "text", "content": text})),
+                }
+            }
+            for call in &m.tool_calls {
+                parts.push(tool_call_part(call));
+            }
+            serde_json::json!({"role": m.role.as_str(), "parts": parts})
+        })
+        .collect();
+    Value::Array(shaped).to_string()
+}
+
+/// A reply in the GenAI conventions' shape (`gen_ai.output.messages`).
+fn output_messages(reply: &ChatResponse) -> String {
+    let mut parts = Vec::new();
+    if let Some(text) = &reply.content {
+        parts.push(serde_json::json!({"type": "text", "content": text}));
+    }
+    parts.extend(reply.tool_calls.iter().map(tool_call_part));
+    let reason = reply.finish_reason.as_deref().unwrap_or("stop");
+    serde_json::json!([{"role": "assistant", "parts": parts, "finish_reason": reason}]).to_string()
+}
+
+fn tool_call_part(call: &crate::llm::ToolCallRequest) -> Value {
+    let arguments =
+        serde_json::from_str::<Value>(&call.arguments).unwrap_or(Value::String(call.arguments.clone()));
+    serde_json::json!({"type": "tool_call", "id": call.id, "name": call.name, "arguments": arguments})
+}
+
+/// A tool call's span (traces on), its arguments captured if the operator opted in.
+fn tool_span(entry: &ToolEntry, key: &str, arguments: &Value) -> Option<crate::telemetry::Scope> {
+    let (kind, server) = match &entry.runner {
+        Runner::Tool(tool) => tool.kind(),
+        Runner::Delegate(_) => ("delegation", None),
+    };
+    let call = crate::telemetry::ToolCall {
+        name: entry.name(),
+        call_id: key,
+        description: &entry.info.description,
+        kind,
+        mcp_server: server,
+    };
+    let span = crate::telemetry::tool_call(&call)?;
+    crate::telemetry::capture(&span, "gen_ai.tool.call.arguments", || arguments.to_string());
+    Some(span)
+}
+
+/// End a tool call's span with its result (captured if the operator opted in) or error.
+fn end_tool_span(span: crate::telemetry::Scope, result: &Result<Result<String, String>, EngineError>) {
+    match result {
+        Ok(Ok(text)) => crate::telemetry::capture(&span, "gen_ai.tool.call.result", || text.clone()),
+        Ok(Err(error)) => span.fail("tool_error", &crate::telemetry::bounded(error, 1024)),
+        Err(error) => span.fail("stopped", &error.to_string()),
+    }
+    span.end();
 }
 
 /// The gates of a call to `model` made for an agent whose own calls pass `limits`: the same run

@@ -497,6 +497,10 @@ impl DayCaps {
 pub trait Journal: Send + Sync {
     /// The run this journal is of.
     fn run_id(&self) -> crate::domain::RunId;
+    /// The claim this journal writes for (every attempt of a run has its own spans).
+    fn attempt(&self) -> i32 {
+        1
+    }
     /// The tenant that owns the run (its tools read this tenant's secrets only).
     fn tenant(&self) -> &str {
         crate::domain::DEFAULT_TENANT

@@ -227,6 +227,10 @@ impl SearchKnowledge {
 }
 
 impl Tool for SearchKnowledge {
+    fn kind(&self) -> (&'static str, Option<&str>) {
+        ("knowledge", None)
+    }
+
     fn info(&self) -> &ToolInfo {
         &self.info
     }

@@ -169,9 +169,35 @@ fn ordered_outputs(crew: &CrewSpec, outputs: &[Option<TaskOutput>]) -> Vec<(Stri
         .collect()
 }
 
+/// One task as [`perform_task`] does it, beneath its `invoke_agent` span when traces are on.
+async fn perform(
+    assembler: &Assembler<'_>,
+    performer: Result<AgentTurn, EngineError>,
+    task: &TaskSpec,
+    agent: &str,
+    ctx: &Context<'_>,
+    pending: &mut Step,
+) -> Result<TaskOutput, EngineError> {
+    let Some(span) = crate::telemetry::task(ctx.journal.run_id().0, ctx.journal.attempt(), &task.name, agent)
+    else {
+        return perform_task(assembler, performer, task, agent, ctx, pending).await;
+    };
+    // Boxed: a run without traces keeps the future it had.
+    let result =
+        Box::pin(span.instrument(perform_task(assembler, performer, task, agent, ctx, pending))).await;
+    match &result {
+        Ok(_) => span.set("agentd.task.status", "completed"),
+        Err(EngineError::AwaitingInput) => span.set("agentd.task.status", "awaiting_input"),
+        Err(EngineError::Failed { kind, message }) => span.fail(kind.as_str(), message),
+        Err(error) => span.fail("stopped", &error.to_string()),
+    }
+    span.end();
+    result
+}
+
 /// One task by its performer (by plan, or straight through the agent loop), its prompt given
 /// what its knowledge bases hold, journaling its end.
-async fn perform(
+async fn perform_task(
     assembler: &Assembler<'_>,
     mut performer: Result<AgentTurn, EngineError>,
     task: &TaskSpec,

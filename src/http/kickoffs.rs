@@ -46,10 +46,11 @@ pub async fn create_kickoff(
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<Response> {
     let key = idempotency_key(&headers)?;
-    let (status, run, replayed) = match state.services.kickoff(&caller, body, key).await? {
-        Kicked::Created(run) => (StatusCode::ACCEPTED, run, false),
-        Kicked::Replayed(run) => (StatusCode::OK, run, true),
-    };
+    let (status, run, replayed) =
+        match state.services.kickoff(&caller, body, key, crate::telemetry::kickoff_trace(&headers)).await? {
+            Kicked::Created(run) => (StatusCode::ACCEPTED, run, false),
+            Kicked::Replayed(run) => (StatusCode::OK, run, true),
+        };
     let run = RunBody::from(run);
     let location = run.links.self_.clone();
     let response = (status, [(header::LOCATION, location)], axum::Json(run)).into_response();
@@ -104,7 +105,11 @@ pub async fn create_batch(
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<Response> {
     let key = idempotency_key(&headers)?;
-    let (status, runs, replayed) = match state.services.kickoff_batch(&caller, body, key).await? {
+    let (status, runs, replayed) = match state
+        .services
+        .kickoff_batch(&caller, body, key, crate::telemetry::kickoff_trace(&headers))
+        .await?
+    {
         Kicked::Created(runs) => (StatusCode::ACCEPTED, runs, false),
         Kicked::Replayed(runs) => (StatusCode::OK, runs, true),
     };

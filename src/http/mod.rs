@@ -218,6 +218,7 @@ pub fn router(state: AppState) -> Router {
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(middleware::from_fn(extract::refuse_declared_oversize))
         .layer(CatchPanicLayer::custom(panic_response))
+        .layer(middleware::from_fn(traced_request))
         .layer(TraceLayer::new_for_http().make_span_with(request_span))
         .layer(Extension(OpenApiJson(Bytes::from(json))))
         .layer(Extension(body_timeout))
@@ -227,6 +228,33 @@ pub fn router(state: AppState) -> Router {
 /// The span of a request: method and path, never the query (stream routes accept a key there).
 fn request_span(request: &axum::http::Request<axum::body::Body>) -> tracing::Span {
     tracing::info_span!("request", method = %request.method(), path = %request.uri().path())
+}
+
+/// A request's OpenTelemetry server span (traces on), beneath the caller's `traceparent`: named
+/// by its route, with its status; a kickoff's run joins its trace.
+async fn traced_request(request: axum::extract::Request, next: middleware::Next) -> axum::response::Response {
+    if !crate::telemetry::is_on() {
+        return next.run(request).await;
+    }
+    let route = request
+        .extensions()
+        .get::<axum::extract::MatchedPath>()
+        .map_or_else(|| "unmatched".to_owned(), |path| path.as_str().to_owned());
+    let span = crate::telemetry::server_request(
+        request.method().as_str(),
+        &route,
+        request.uri().path(),
+        request.headers(),
+    );
+    let Some(span) = span else { return next.run(request).await };
+    let response = span.instrument(next.run(request)).await;
+    let status = response.status();
+    span.set("http.response.status_code", i64::from(status.as_u16()));
+    if status.is_server_error() {
+        span.fail(status.as_str(), status.canonical_reason().unwrap_or("server error"));
+    }
+    span.end();
+    response
 }
 
 async fn not_found() -> ApiError {

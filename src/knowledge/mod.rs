@@ -118,7 +118,35 @@ impl Knowledge {
                 None => None,
             };
             let started = std::time::Instant::now();
-            let embedded = resolved.client.embed(&resolved.model, batch).await;
+            let call = crate::telemetry::ModelCall {
+                operation: "embeddings",
+                provider: resolved.client.system(),
+                model: &resolved.model,
+                purpose: "embedding",
+                task: None,
+                agent: None,
+                temperature: None,
+                max_tokens: None,
+            };
+            let span = crate::telemetry::model_call(&call);
+            let embedded =
+                crate::telemetry::within(span.as_ref(), resolved.client.embed(&resolved.model, batch)).await;
+            if let Some(span) = span {
+                span.set("agentd.embeddings.inputs", batch.len() as i64);
+                let reply = embedded.as_ref().map(|e| crate::telemetry::ModelReply {
+                    response_model: None,
+                    response_id: None,
+                    finish_reason: None,
+                    input_tokens: e.tokens,
+                    output_tokens: 0,
+                    cached_tokens: 0,
+                });
+                let reply = match &reply {
+                    Ok(reply) => Ok(reply),
+                    Err(error) => Err((error.kind.as_str(), error.message.as_str())),
+                };
+                crate::telemetry::end_model_call(span, &call, reply, started.elapsed());
+            }
             if let Some((budget, estimate)) = booked.filter(|(budget, _)| budget.tpm.is_some()) {
                 let used = embedded.as_ref().map_or(0, |e| e.tokens);
                 let seconds = (used as f64 - estimate as f64) * budget.token_seconds();

@@ -126,7 +126,8 @@ impl AnthropicClient {
         if let Some(key) = &self.transport.api_key {
             builder = builder.header("x-api-key", key.expose());
         }
-        let response = builder.send().await.map_err(|e| transport_failure(e, timeout))?;
+        let response =
+            crate::telemetry::inject(builder).send().await.map_err(|e| transport_failure(e, timeout))?;
         let status = response.status();
         let now = SystemTime::now();
         let retry_after =
@@ -151,6 +152,10 @@ impl AnthropicClient {
 impl LlmClient for AnthropicClient {
     fn chat<'a>(&'a self, request: &'a ChatRequest) -> LlmFuture<'a> {
         Box::pin(self.complete(request))
+    }
+
+    fn system(&self) -> &'static str {
+        "anthropic"
     }
 }
 
@@ -352,6 +357,8 @@ fn parse_response(text: &str, forced: Option<&str>) -> Result<ChatResponse, LlmE
         }
     }
     answer.stop_reason = body.get("stop_reason").and_then(Value::as_str).map(str::to_owned);
+    answer.id = body.get("id").and_then(Value::as_str).map(str::to_owned);
+    answer.model = body.get("model").and_then(Value::as_str).map(str::to_owned);
     if let Some(usage) = body.get("usage") {
         read_usage(usage, &mut answer.usage);
     }
@@ -366,6 +373,9 @@ struct Assembled {
     stop_reason: Option<String>,
     /// `None` until the provider sends counts.
     usage: Option<TokenUsage>,
+    /// The message's id and model.
+    id: Option<String>,
+    model: Option<String>,
 }
 
 impl Assembled {
@@ -396,7 +406,14 @@ impl Assembled {
             .map(|(id, name, arguments)| ToolCallRequest { id, name, arguments })
             .collect();
         let usage = self.usage.unwrap_or_else(TokenUsage::unreported);
-        ChatResponse { content: self.content, tool_calls, finish_reason, usage }
+        ChatResponse {
+            content: self.content,
+            tool_calls,
+            finish_reason,
+            usage,
+            response_id: self.id,
+            response_model: self.model,
+        }
     }
 }
 
@@ -433,6 +450,8 @@ async fn read_stream(
                     if let Some(usage) = event.pointer("/message/usage") {
                         read_usage(usage, &mut answer.usage);
                     }
+                    answer.id = event.pointer("/message/id").and_then(Value::as_str).map(str::to_owned);
+                    answer.model = event.pointer("/message/model").and_then(Value::as_str).map(str::to_owned);
                 }
                 "content_block_start" => {
                     let index = event.get("index").and_then(Value::as_u64).unwrap_or(0) as usize;

@@ -38,6 +38,11 @@ pub trait LlmClient: Send + Sync {
     /// is final for this call and classified by [`LlmErrorKind`].
     fn chat<'a>(&'a self, request: &'a ChatRequest) -> LlmFuture<'a>;
 
+    /// The provider in the OpenTelemetry GenAI conventions' words (`gen_ai.provider.name`).
+    fn system(&self) -> &'static str {
+        "openai"
+    }
+
     /// The embeddings of `inputs` by `model`, in order (retried like a chat). A provider without
     /// embedding models answers an error.
     fn embed<'a>(&'a self, model: &'a str, inputs: &'a [String]) -> EmbedFuture<'a> {

@@ -147,7 +147,7 @@ impl OpenAiClient {
                 Endpoint::Azure { .. } => builder.header("api-key", key.expose()),
             };
         }
-        builder.send().await.map_err(|e| transport_failure(e, timeout))
+        crate::telemetry::inject(builder).send().await.map_err(|e| transport_failure(e, timeout))
     }
 }
 
@@ -174,6 +174,13 @@ pub(super) fn is_event_stream(response: &reqwest::Response) -> bool {
 impl LlmClient for OpenAiClient {
     fn chat<'a>(&'a self, request: &'a ChatRequest) -> LlmFuture<'a> {
         Box::pin(self.complete(request))
+    }
+
+    fn system(&self) -> &'static str {
+        match self.endpoint {
+            Endpoint::OpenAi(_) => "openai",
+            Endpoint::Azure { .. } => "azure.ai.openai",
+        }
     }
 
     fn embed<'a>(&'a self, model: &'a str, inputs: &'a [String]) -> EmbedFuture<'a> {
@@ -476,6 +483,9 @@ struct StreamedAnswer {
     usage: Option<TokenUsage>,
     /// The text stopped at a stop sequence: later text is dropped.
     stopped: bool,
+    /// The reply's id and model, from its chunks.
+    id: Option<String>,
+    model: Option<String>,
     /// Bytes of `content` handed to the sink (the rest may begin a stop sequence).
     sent: usize,
 }
@@ -498,6 +508,10 @@ impl StreamedAnswer {
         }
         if let Some(usage) = chunk.get("usage").filter(|u| !u.is_null()) {
             self.usage = Some(read_usage(usage));
+        }
+        if self.id.is_none() {
+            self.id = chunk.get("id").and_then(Value::as_str).map(str::to_owned);
+            self.model = chunk.get("model").and_then(Value::as_str).map(str::to_owned);
         }
         let Some(choice) = chunk.pointer("/choices/0") else { return Ok(false) };
         if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
@@ -589,6 +603,8 @@ impl StreamedAnswer {
             tool_calls,
             finish_reason: self.finish_reason,
             usage: self.usage.unwrap_or_else(TokenUsage::unreported),
+            response_id: self.id,
+            response_model: self.model,
         }
     }
 }
@@ -622,6 +638,8 @@ fn parse_response(text: &str) -> Result<ChatResponse, LlmError> {
         tool_calls,
         finish_reason: choice.get("finish_reason").and_then(Value::as_str).map(str::to_owned),
         usage: body.get("usage").filter(|u| !u.is_null()).map_or_else(TokenUsage::unreported, read_usage),
+        response_id: body.get("id").and_then(Value::as_str).map(str::to_owned),
+        response_model: body.get("model").and_then(Value::as_str).map(str::to_owned),
     })
 }
 

@@ -86,6 +86,17 @@ impl Transport {
                 None => wait,
             };
             tracing::warn!(error = %error.message, retry, wait_ms = wait.as_millis() as u64, "LLM call failed; retrying");
+            crate::telemetry::note("gen_ai.retry", || {
+                vec![
+                    opentelemetry::KeyValue::new("agentd.retry", i64::from(retry + 1)),
+                    opentelemetry::KeyValue::new("agentd.wait_ms", wait.as_millis() as i64),
+                    opentelemetry::KeyValue::new("error.type", error.kind.as_str()),
+                    opentelemetry::KeyValue::new(
+                        "agentd.rate_limited",
+                        error.kind == LlmErrorKind::RateLimited,
+                    ),
+                ]
+            });
             tokio::time::sleep(wait).await;
             retry += 1;
         }

@@ -247,6 +247,12 @@ pub struct ChatResponse {
     pub tool_calls: Vec<ToolCallRequest>,
     pub finish_reason: Option<String>,
     pub usage: TokenUsage,
+    /// The provider's id of the reply and the model that wrote it, when it says (for traces;
+    /// never journaled).
+    #[serde(skip)]
+    pub response_id: Option<String>,
+    #[serde(skip)]
+    pub response_model: Option<String>,
 }
 
 /// The classes of failure the engine reacts to differently.
@@ -268,6 +274,21 @@ pub enum LlmErrorKind {
     Timeout,
     /// Anything else (bad request, server errors after the retries, unreadable answers).
     Other,
+}
+
+impl LlmErrorKind {
+    /// Its name, as an error's `error.type` in a trace.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LlmErrorKind::ContextWindowExceeded => "context_window_exceeded",
+            LlmErrorKind::ToolsUnsupported => "tools_unsupported",
+            LlmErrorKind::SchemaUnsupported => "schema_unsupported",
+            LlmErrorKind::Authentication => "authentication",
+            LlmErrorKind::RateLimited => "rate_limited",
+            LlmErrorKind::Timeout => "timeout",
+            LlmErrorKind::Other => "other",
+        }
+    }
 }
 
 /// A failed chat call. Its message never contains the API key.

@@ -12,7 +12,7 @@ use crate::domain::kickoff::{
 };
 use crate::domain::validate::parse_json;
 use crate::domain::validate::FieldError;
-use crate::domain::{Caller, CrewSpec, Run};
+use crate::domain::{Caller, CrewSpec, Run, RunTrace};
 use crate::store::{Created, IdempotencyKey, StoreError};
 
 /// What a kickoff did.
@@ -32,6 +32,7 @@ impl Services {
         caller: &Caller,
         body: Value,
         idempotency_key: Option<&str>,
+        trace: Option<RunTrace>,
     ) -> ServiceResult<Kicked<Run>> {
         let tenant = caller.tenant.as_str();
         let key = idempotency_key.map(|key| key_for(tenant, key, "kickoff", &body));
@@ -49,7 +50,7 @@ impl Services {
                 self.check_secrets_exist(tenant, &run.crew, "crew.").await?;
                 self.check_knowledge_exists(tenant, &run.crew, "crew.").await?;
                 self.admit(tenant, 1).await?;
-                let mut runs = [run];
+                let mut runs = [NewRun { trace, ..run }];
                 self.attach_webhooks(&request.webhooks, &mut runs).await?;
                 self.store.create_runs(&runs, key.as_ref()).await?
             }
@@ -70,6 +71,7 @@ impl Services {
         caller: &Caller,
         body: Value,
         idempotency_key: Option<&str>,
+        trace: Option<RunTrace>,
     ) -> ServiceResult<Kicked<Vec<Run>>> {
         let tenant = caller.tenant.as_str();
         let key = idempotency_key.map(|key| key_for(tenant, key, "batch", &body));
@@ -89,6 +91,9 @@ impl Services {
             self.check_knowledge_exists(tenant, &first.crew, "crew.").await?;
         }
         self.admit(tenant, runs.len()).await?;
+        for run in &mut runs {
+            run.trace.clone_from(&trace);
+        }
         self.attach_webhooks(&request.webhooks, &mut runs).await?;
         answer(self.store.create_runs(&runs, key.as_ref()).await?)
     }

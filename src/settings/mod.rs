@@ -75,6 +75,17 @@ pub struct Settings {
     pub allow_private_webhook_hosts: String,
     pub webhook_retry_schedule: String,
     pub webhook_rotation_grace_s: u64,
+    pub log_format: LogFormat,
+    pub otel_exporter_otlp_endpoint: Option<String>,
+    pub otel_exporter_otlp_traces_endpoint: Option<String>,
+    pub otel_exporter_otlp_metrics_endpoint: Option<String>,
+    pub otel_exporter_otlp_protocol: String,
+    pub otel_exporter_otlp_headers: Option<String>,
+    pub otel_service_name: String,
+    pub otel_traces_sampler: String,
+    pub otel_traces_sampler_arg: Option<String>,
+    pub otel_instrumentation_genai_capture_message_content: bool,
+    pub otel_semconv_stability_opt_in: String,
     /// LLM providers by name (the file only).
     pub providers: BTreeMap<String, ProviderSettings>,
     /// The settings file's directory: a fake provider's relative script path starts there.
@@ -121,8 +132,49 @@ impl Default for Settings {
             allow_private_webhook_hosts: String::new(),
             webhook_retry_schedule: WEBHOOK_RETRY_SCHEDULE.into(),
             webhook_rotation_grace_s: 86_400,
+            log_format: LogFormat::Text,
+            otel_exporter_otlp_endpoint: None,
+            otel_exporter_otlp_traces_endpoint: None,
+            otel_exporter_otlp_metrics_endpoint: None,
+            otel_exporter_otlp_protocol: "http/protobuf".into(),
+            otel_exporter_otlp_headers: None,
+            otel_service_name: "agentd".into(),
+            otel_traces_sampler: "parentbased_always_on".into(),
+            otel_traces_sampler_arg: None,
+            otel_instrumentation_genai_capture_message_content: false,
+            otel_semconv_stability_opt_in: String::new(),
             providers: BTreeMap::new(),
             dir: None,
+        }
+    }
+}
+
+/// How log lines are written (to stderr).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    /// Human-readable lines.
+    #[default]
+    Text,
+    /// One JSON object per line, with `trace_id` and `span_id` when traces are on.
+    Json,
+}
+
+impl Settings {
+    /// The trace settings (`otel_*`).
+    pub fn traces(&self) -> crate::telemetry::TraceSettings {
+        crate::telemetry::TraceSettings {
+            otel_exporter_otlp_endpoint: self.otel_exporter_otlp_endpoint.clone(),
+            otel_exporter_otlp_traces_endpoint: self.otel_exporter_otlp_traces_endpoint.clone(),
+            otel_exporter_otlp_metrics_endpoint: self.otel_exporter_otlp_metrics_endpoint.clone(),
+            otel_exporter_otlp_protocol: self.otel_exporter_otlp_protocol.clone(),
+            otel_exporter_otlp_headers: self.otel_exporter_otlp_headers.clone(),
+            otel_service_name: self.otel_service_name.clone(),
+            otel_traces_sampler: self.otel_traces_sampler.clone(),
+            otel_traces_sampler_arg: self.otel_traces_sampler_arg.clone(),
+            otel_instrumentation_genai_capture_message_content: self
+                .otel_instrumentation_genai_capture_message_content,
+            otel_semconv_stability_opt_in: self.otel_semconv_stability_opt_in.clone(),
         }
     }
 }
@@ -266,10 +318,12 @@ impl Setting {
         Self { unset: meaning, ..self }
     }
 
-    /// Its environment variable: `AGENTD_<KEY>` (`DATABASE_URL` for the database).
+    /// Its environment variable: `AGENTD_<KEY>` (`DATABASE_URL` for the database, and the
+    /// OpenTelemetry's standard `OTEL_*` for the `otel_*` keys).
     pub fn env(&self) -> String {
         match self.key {
             "database_url" => "DATABASE_URL".to_owned(),
+            key if key.starts_with("otel_") => key.to_ascii_uppercase(),
             key => format!("AGENTD_{}", key.to_ascii_uppercase()),
         }
     }
@@ -407,6 +461,49 @@ pub const SETTINGS: &[Setting] = &[
     ),
     Setting::new("webhook_rotation_grace_s", "Seconds a rotated-out webhook secret keeps signing alongside the new one")
         .range(0, 2_592_000),
+    Setting::new(
+        "log_format",
+        "Log lines on stderr: text, or json (one object per line, with trace_id and span_id when traces are on)",
+    ),
+    Setting::new(
+        "otel_exporter_otlp_endpoint",
+        "OpenTelemetry: the OTLP/HTTP endpoint traces and GenAI metrics are exported to (`/v1/traces`, \
+         `/v1/metrics` appended), e.g. http://localhost:4318. Batching, queue and timeouts follow the SDK's \
+         OTEL_BSP_* variables; the resource, OTEL_RESOURCE_ATTRIBUTES",
+    )
+    .unset("none: traces are off"),
+    Setting::new("otel_exporter_otlp_traces_endpoint", "OpenTelemetry: the traces endpoint, taken as it is")
+        .unset("the endpoint + /v1/traces"),
+    Setting::new("otel_exporter_otlp_metrics_endpoint", "OpenTelemetry: the metrics endpoint, taken as it is")
+        .unset("the endpoint + /v1/metrics"),
+    Setting::new("otel_exporter_otlp_protocol", "OpenTelemetry: the OTLP protocol; agentd speaks http/protobuf"),
+    Setting::new(
+        "otel_exporter_otlp_headers",
+        "OpenTelemetry: headers of every export request, `key=value` pairs separated by commas (an API key, say)",
+    )
+    .secret()
+    .unset("none"),
+    Setting::new("otel_service_name", "OpenTelemetry: the service.name of agentd's spans and metrics"),
+    Setting::new(
+        "otel_traces_sampler",
+        "OpenTelemetry: always_on, always_off, traceidratio, parentbased_always_on, parentbased_always_off or \
+         parentbased_traceidratio (a kickoff's traceparent decides for the parentbased ones)",
+    ),
+    Setting::new("otel_traces_sampler_arg", "OpenTelemetry: the ratio of the traceidratio samplers (0 to 1)")
+        .unset("1.0"),
+    Setting::new(
+        "otel_instrumentation_genai_capture_message_content",
+        "OpenTelemetry: put message contents, tool arguments and tool results in spans (gen_ai.input.messages, \
+         gen_ai.output.messages, gen_ai.tool.call.arguments, gen_ai.tool.call.result); secret values that tools \
+         used are already replaced by [secret:<name>]",
+    )
+    .switch(),
+    Setting::new(
+        "otel_semconv_stability_opt_in",
+        "OpenTelemetry: with gen_ai_latest_experimental, spans carry only the latest GenAI conventions' \
+         attributes (no gen_ai.system beside gen_ai.provider.name)",
+    )
+    .unset("none: both names"),
 ];
 
 /// Where the layers above the defaults come from.

@@ -12,7 +12,7 @@ use uuid::Uuid;
 use super::events::append_event_tx;
 use super::{decode_text, Store, StoreResult};
 use crate::domain::event::RunStarted;
-use crate::domain::{CrewSpec, EventData, Quotas, RunId};
+use crate::domain::{CrewSpec, EventData, Quotas, RunId, RunTrace};
 
 /// A run a worker now holds the lease of, with what it needs to execute it.
 #[derive(Debug, Clone, PartialEq)]
@@ -35,6 +35,8 @@ pub struct ClaimedRun {
     /// The tenant's quotas that bind a run once claimed (its daily caps; `max_running`); `None`
     /// for a tenant without them (boxed: such a run carries nothing more than before quotas).
     pub quotas: Option<Box<Quotas>>,
+    /// The trace its spans join, when it has one.
+    pub trace: Option<RunTrace>,
 }
 
 /// A claimed row; the spec and inputs as JSON text, decoded straight into their types.
@@ -51,6 +53,9 @@ struct ClaimRow {
     max_running: Option<i32>,
     max_tokens_per_day: Option<i64>,
     max_cost_usd_per_day: Option<f64>,
+    trace_id: Option<String>,
+    traceparent: Option<String>,
+    tracestate: Option<String>,
 }
 
 impl Store {
@@ -78,7 +83,8 @@ impl Store {
             ClaimRow,
             r#"SELECT id AS "id!", tenant AS "tenant!", attempt AS "attempt!", crew_spec AS "crew_spec!",
                       inputs AS "inputs!", created_at AS "created_at!", started_at, timeout_s,
-                      paused_s AS "paused_s!", max_running, max_tokens_per_day, max_cost_usd_per_day
+                      paused_s AS "paused_s!", max_running, max_tokens_per_day, max_cost_usd_per_day,
+                      trace_id, traceparent, tracestate
                  FROM agentd_claim_runs($1, $2, $3)"#,
             owner,
             lease.as_secs_f64(),
@@ -111,7 +117,8 @@ impl Store {
                       started_at, timeout_s, paused_s, tenant,
                       (SELECT max_running FROM tenants WHERE name = runs.tenant),
                       (SELECT max_tokens_per_day FROM tenants WHERE name = runs.tenant),
-                      (SELECT max_cost_usd_per_day FROM tenants WHERE name = runs.tenant)"#,
+                      (SELECT max_cost_usd_per_day FROM tenants WHERE name = runs.tenant),
+                      trace_id, traceparent, tracestate"#,
             id.0,
             owner,
             lease.as_secs_f64(),
@@ -136,7 +143,7 @@ async fn finish_claim(
     };
     let id = RunId(row.id);
     tracing::Span::current().record("run_id", tracing::field::display(id));
-    let data = RunStarted { attempt: row.attempt, worker: owner.to_owned() };
+    let data = RunStarted { attempt: row.attempt, worker: owner.to_owned(), trace_id: row.trace_id.clone() };
     append_event_tx(&mut tx, id, None, None, EventData::RunStarted(data)).await?;
     tx.commit().await?;
     claimed_run(row).map(Some)
@@ -168,5 +175,6 @@ fn claimed_run(row: ClaimRow) -> StoreResult<ClaimedRun> {
         timeout: row.timeout_s.and_then(|s| u64::try_from(s).ok()).map(Duration::from_secs),
         paused: Duration::try_from_secs_f64(row.paused_s).unwrap_or_default(),
         quotas,
+        trace: RunTrace::from_columns(row.trace_id, row.traceparent, row.tracestate),
     })
 }

@@ -39,11 +39,26 @@ pub enum CancelOutcome {
 }
 
 /// Runs the recovery pass handled.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Recovered {
     pub requeued: u64,
     pub failed: u64,
     pub cancelled: u64,
+    /// The runs whose running attempt died (requeued or failed), for their traces.
+    pub interrupted: Vec<RunId>,
+}
+
+/// The attempt of a run that a dead replica left, as its events tell it (for its trace).
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeadAttempt {
+    pub crew_name: String,
+    pub tenant: String,
+    pub attempt: i32,
+    /// When it started (its `run.started`).
+    pub started_at: chrono::DateTime<chrono::Utc>,
+    /// The task it was doing (name, agent, started), if one was under way.
+    pub task: Option<(String, String, chrono::DateTime<chrono::Utc>)>,
+    pub trace: Option<crate::domain::RunTrace>,
 }
 
 impl Store {
@@ -114,14 +129,63 @@ impl Store {
                 count_interruption(&mut tx, id).await?;
                 fail(&mut tx, id, RunError { kind: ErrorKind::Internal, message }).await?;
                 recovered.failed += 1;
+                recovered.interrupted.push(id);
             } else {
                 count_interruption(&mut tx, id).await?;
                 requeue(&mut tx, id).await?;
                 recovered.requeued += 1;
+                recovered.interrupted.push(id);
             }
         }
         tx.commit().await?;
         Ok(recovered)
+    }
+
+    /// The last attempt of run `id` as its events tell it: when it started and the task it left
+    /// under way (for the spans of an attempt a dead replica left open).
+    #[tracing::instrument(skip_all, fields(run_id = %id), err)]
+    pub async fn dead_attempt(&self, id: RunId) -> StoreResult<Option<DeadAttempt>> {
+        let Some(run) = sqlx::query!(
+            r#"SELECT r.crew_name, r.tenant, r.trace_id, r.traceparent, r.tracestate,
+                      s.seq AS "seq!", s.at AS "at!", coalesce((s.data->>'attempt')::int, r.attempt) AS "attempt!"
+                 FROM runs AS r,
+                      LATERAL (SELECT e.seq, e.at, e.data FROM events AS e
+                                WHERE e.run_id = r.id AND e.type = 'run.started'
+                                ORDER BY e.seq DESC LIMIT 1) AS s
+                WHERE r.id = $1"#,
+            id.0
+        )
+        .fetch_optional(&self.pool)
+        .await?
+        else {
+            return Ok(None);
+        };
+        let steps = sqlx::query!(
+            r#"SELECT type AS kind, task, agent, at FROM events
+                WHERE run_id = $1 AND seq > $2
+                  AND type IN ('task.started', 'task.completed', 'task.failed', 'run.awaiting_input')
+                ORDER BY seq"#,
+            id.0,
+            run.seq
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        let mut open: Option<(String, String, chrono::DateTime<chrono::Utc>)> = None;
+        for step in steps {
+            match (step.kind.as_str(), step.task) {
+                ("task.started", Some(task)) => open = Some((task, step.agent.unwrap_or_default(), step.at)),
+                (_, Some(task)) if open.as_ref().is_some_and(|(t, _, _)| *t == task) => open = None,
+                _ => {}
+            }
+        }
+        Ok(Some(DeadAttempt {
+            crew_name: run.crew_name,
+            tenant: run.tenant,
+            attempt: run.attempt,
+            started_at: run.at,
+            task: open,
+            trace: crate::domain::RunTrace::from_columns(run.trace_id, run.traceparent, run.tracestate),
+        }))
     }
 
     /// Cancel a run: at once if it is queued or awaiting input, else ask its worker (the run

@@ -167,6 +167,10 @@ impl Journal for RunJournal {
         self.run_id
     }
 
+    fn attempt(&self) -> i32 {
+        RunJournal::attempt(self)
+    }
+
     fn tenant(&self) -> &str {
         &self.tenant
     }

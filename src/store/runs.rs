@@ -11,7 +11,7 @@ use super::group::{Failure, GroupWrite};
 use super::listen::{notify, RUNS_CHANNEL};
 use super::{decode, parse, Store, StoreError, StoreResult};
 use crate::domain::kickoff::NewRun;
-use crate::domain::{EventType, Run, RunId, RunStatus, TaskRun, Usage, UsageLine};
+use crate::domain::{EventType, Run, RunId, RunStatus, RunTrace, TaskRun, Usage, UsageLine};
 
 /// An `Idempotency-Key` and the fingerprint of the request that carried it.
 #[derive(Debug, Clone)]
@@ -67,6 +67,7 @@ struct RunRow {
     started_at: Option<DateTime<Utc>>,
     finished_at: Option<DateTime<Utc>>,
     fake_llm: bool,
+    trace_id: Option<String>,
 }
 
 /// A task row (also as [`Store::get_run`] reads it: a JSON object per task, without the run id).
@@ -110,6 +111,7 @@ impl RunRow {
             },
             usage_breakdown: None,
             fake_llm: self.fake_llm,
+            trace_id: self.trace_id,
         })
     }
 }
@@ -195,7 +197,7 @@ impl Store {
             RunRow,
             r#"SELECT id, tenant, status, crew_name, inputs, metadata, attempt, output, error, llm_calls,
                       prompt_tokens, completion_tokens, cached_tokens, estimated_tokens, tool_calls, cost_usd, created_at, started_at, finished_at,
-                      fake_llm
+                      fake_llm, trace_id
                FROM runs WHERE id = ANY($1)"#,
             ids
         )
@@ -233,7 +235,7 @@ impl Store {
         let row = sqlx::query!(
             r#"SELECT id, tenant, status, crew_name, inputs, metadata, attempt, output, error, llm_calls,
                       prompt_tokens, completion_tokens, cached_tokens, estimated_tokens, tool_calls, cost_usd, created_at, started_at, finished_at,
-                      fake_llm,
+                      fake_llm, trace_id,
                       (SELECT coalesce(jsonb_agg(jsonb_build_object(
                                   'name', t.name, 'agent', t.agent, 'status', t.status, 'output', t.output,
                                   'started_at', t.started_at, 'finished_at', t.finished_at) ORDER BY t.position),
@@ -274,6 +276,7 @@ impl Store {
             started_at: row.started_at,
             finished_at: row.finished_at,
             fake_llm: row.fake_llm,
+            trace_id: row.trace_id,
         };
         let mut run = run.into_run(tasks)?;
         run.usage_breakdown = Some(decode(row.usage_breakdown, "run_usage of a run")?);
@@ -307,7 +310,7 @@ impl Store {
                     RunRow,
                     r#"SELECT id, tenant, status, crew_name, inputs, metadata, attempt, output, error, llm_calls,
                               prompt_tokens, completion_tokens, cached_tokens, estimated_tokens, tool_calls, cost_usd, created_at, started_at, finished_at,
-                              fake_llm
+                              fake_llm, trace_id
                        FROM runs WHERE status = $1 AND id < $2 AND ($4::text IS NULL OR tenant = $4)
                        ORDER BY id DESC LIMIT $3"#,
                     status.as_str(),
@@ -323,7 +326,7 @@ impl Store {
                     RunRow,
                     r#"SELECT id, tenant, status, crew_name, inputs, metadata, attempt, output, error, llm_calls,
                               prompt_tokens, completion_tokens, cached_tokens, estimated_tokens, tool_calls, cost_usd, created_at, started_at, finished_at,
-                              fake_llm
+                              fake_llm, trace_id
                        FROM runs WHERE id < $1 AND ($3::text IS NULL OR tenant = $3) ORDER BY id DESC LIMIT $2"#,
                     before,
                     fetch,
@@ -416,6 +419,7 @@ pub(super) struct QueuedRun {
     tasks: Vec<(String, Option<String>)>,
     /// The kickoff's webhooks.
     webhooks: Vec<crate::domain::kickoff::RunWebhook>,
+    trace: Option<RunTrace>,
 }
 
 impl QueuedRun {
@@ -432,6 +436,7 @@ impl QueuedRun {
             fake_llm: run.fake_llm,
             tasks: run.crew.tasks.iter().map(|t| (t.name.clone(), t.agent.clone())).collect(),
             webhooks: run.webhooks.clone(),
+            trace: run.trace.clone(),
         })
     }
 }
@@ -478,6 +483,7 @@ async fn insert_runs<R: std::borrow::Borrow<QueuedRun>>(
     let Some(first) = runs.first() else { return Ok(()) };
     let (mut ids, mut tenants, mut names, mut specs, mut inputs) = (vec![], vec![], vec![], vec![], vec![]);
     let (mut metadata, mut timeouts, mut created, mut fakes) = (vec![], vec![], vec![], vec![]);
+    let (mut trace_ids, mut traceparents, mut tracestates) = (vec![], vec![], vec![]);
     let (mut task_runs, mut positions, mut task_names, mut agents) = (vec![], vec![], vec![], vec![]);
     for run in runs {
         let run = run.borrow();
@@ -490,6 +496,9 @@ async fn insert_runs<R: std::borrow::Borrow<QueuedRun>>(
         timeouts.push(run.timeout_s);
         created.push(run.created_at);
         fakes.push(run.fake_llm);
+        trace_ids.push(run.trace.as_ref().map(|t| t.trace_id.as_str()));
+        traceparents.push(run.trace.as_ref().and_then(RunTrace::traceparent));
+        tracestates.push(run.trace.as_ref().and_then(|t| t.tracestate.as_deref()));
         for (position, (name, agent)) in run.tasks.iter().enumerate() {
             task_runs.push(run.id);
             positions.push(position as i32);
@@ -498,12 +507,14 @@ async fn insert_runs<R: std::borrow::Borrow<QueuedRun>>(
         }
     }
     sqlx::query!(
-        r#"INSERT INTO runs (id, crew_name, crew_spec, inputs, metadata, timeout_s, created_at, fake_llm, last_seq, tenant)
+        r#"INSERT INTO runs (id, crew_name, crew_spec, inputs, metadata, timeout_s, created_at, fake_llm, last_seq, tenant,
+                            trace_id, traceparent, tracestate)
            SELECT r.id, r.crew_name, r.crew_spec::jsonb, r.inputs::jsonb, r.metadata::jsonb, r.timeout_s,
-                  r.created_at, r.fake_llm, 1, r.tenant
+                  r.created_at, r.fake_llm, 1, r.tenant, r.trace_id, r.traceparent, r.tracestate
              FROM UNNEST($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::int4[],
-                         $7::timestamptz[], $8::bool[], $9::text[])
-                  AS r(id, crew_name, crew_spec, inputs, metadata, timeout_s, created_at, fake_llm, tenant)"#,
+                         $7::timestamptz[], $8::bool[], $9::text[], $10::text[], $11::text[], $12::text[])
+                  AS r(id, crew_name, crew_spec, inputs, metadata, timeout_s, created_at, fake_llm, tenant,
+                       trace_id, traceparent, tracestate)"#,
         &ids,
         &names as &[&str],
         &specs as &[&str],
@@ -513,6 +524,9 @@ async fn insert_runs<R: std::borrow::Borrow<QueuedRun>>(
         &created,
         &fakes,
         &tenants as &[&str],
+        &trace_ids as &[Option<&str>],
+        &traceparents as &[Option<String>],
+        &tracestates as &[Option<&str>],
     )
     .execute(&mut **tx)
     .await?;

@@ -102,6 +102,8 @@ pub struct PendingDelivery {
     /// Global id of the event.
     pub event_id: i64,
     pub event: Event,
+    /// The trace of the event's run, which the delivery's span joins.
+    pub trace: Option<crate::domain::RunTrace>,
 }
 
 /// A delivery the receiver took.
@@ -538,8 +540,10 @@ impl Store {
     ) -> StoreResult<Vec<PendingDelivery>> {
         let rows = sqlx::query!(
             r#"SELECT d.id, d.attempts, e.id AS event_id, e.seq, e.type AS event_type, e.at, e.task,
-                      e.agent, e.data
+                      e.agent, e.data, r.trace_id AS "trace_id?", r.traceparent AS "traceparent?",
+                      r.tracestate AS "tracestate?"
                  FROM webhook_deliveries d JOIN events e ON e.id = d.event_id
+                 LEFT JOIN runs r ON r.id = d.run_id
                 WHERE d.endpoint_id = $1 AND d.run_id = $2 AND d.status = 'pending'
                 ORDER BY d.seq LIMIT $3"#,
             endpoint,
@@ -559,7 +563,8 @@ impl Store {
                     agent: r.agent,
                     data: r.data,
                 };
-                Ok(PendingDelivery { id: r.id, attempts: r.attempts, event_id: r.event_id, event })
+                let trace = crate::domain::RunTrace::from_columns(r.trace_id, r.traceparent, r.tracestate);
+                Ok(PendingDelivery { id: r.id, attempts: r.attempts, event_id: r.event_id, event, trace })
             })
             .collect()
     }

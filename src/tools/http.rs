@@ -74,7 +74,7 @@ pub async fn fetch(outbound: &Outbound, request: Request<'_>, call: &CallInfo) -
     if let Some(timeout) = timeout {
         request = request.timeout(timeout);
     }
-    let response = request.send().await.map_err(describe)?;
+    let response = crate::telemetry::inject(request).send().await.map_err(describe)?;
     let status = response.status();
     let media_type = response
         .headers()
@@ -181,6 +181,10 @@ impl HttpTool {
 impl Tool for HttpTool {
     fn info(&self) -> &ToolInfo {
         &self.info
+    }
+
+    fn kind(&self) -> (&'static str, Option<&str>) {
+        ("http", None)
     }
 
     fn call(&self, arguments: Value, call: CallInfo) -> ToolFuture<'_> {

@@ -60,6 +60,11 @@ pub trait Tool: Send + Sync {
     fn info(&self) -> &ToolInfo;
     /// Run with arguments already validated against `info().parameters`.
     fn call(&self, arguments: Value, call: CallInfo) -> ToolFuture<'_>;
+    /// What kind of tool it is, for traces (`builtin`, `http`, `mcp`, `knowledge`), and the MCP
+    /// server of an MCP tool.
+    fn kind(&self) -> (&'static str, Option<&str>) {
+        ("builtin", None)
+    }
 }
 
 /// What a tool knows of the call it performs.

@@ -231,17 +231,45 @@ impl Deliverer {
         let body = serde_json::to_string(&delivery.event).map_err(|e| failure(e.to_string()))?;
         let id = message_id(delivery.id);
         let timestamp = chrono::Utc::now().timestamp();
-        let response = self
+        let event = delivery.event.event_type.as_str();
+        let span = crate::telemetry::webhook_delivery(delivery.trace.as_ref(), event, &url);
+        if let Some(span) = &span {
+            span.set("agentd.webhook.attempt", i64::from(delivery.attempts) + 1);
+        }
+        let request = self
             .client
             .post(url)
             .header("content-type", "application/json")
             .header("webhook-id", &id)
             .header("webhook-timestamp", timestamp.to_string())
             .header("webhook-signature", signature_header(secrets, &id, timestamp, &body))
-            .body(body)
-            .send()
-            .await
-            .map_err(|e| failure(describe(e)))?;
+            .body(body);
+        let sent =
+            crate::telemetry::within(span.as_ref(), async { crate::telemetry::inject(request).send().await })
+                .await;
+        if let Some(span) = span {
+            match &sent {
+                Ok(response) => {
+                    let status = response.status();
+                    span.set("http.response.status_code", i64::from(status.as_u16()));
+                    if !status.is_success() {
+                        span.fail(status.as_str(), "the receiver did not take the event");
+                    }
+                }
+                Err(error) => {
+                    let kind = if error.is_timeout() {
+                        "timeout"
+                    } else if error.is_connect() {
+                        "connect"
+                    } else {
+                        "request"
+                    };
+                    span.fail(kind, "the request failed");
+                }
+            }
+            span.end();
+        }
+        let response = sent.map_err(|e| failure(describe(e)))?;
         let status = response.status();
         let retry_after = retry_after(response.headers());
         drain(response).await;

@@ -26,13 +26,21 @@ pub(super) async fn execute(shared: &Arc<Shared>, run: ClaimedRun) {
     let watchdog = tokio::spawn(watch(shared.clone(), active, run.attempt, run.id, deadline(shared, &run)));
     let _stop_watchdog = AbortOnDrop(watchdog);
     let journal = shared.store.claimed_journal(&run);
-    let execution = AssertUnwindSafe(async {
+    // The attempt's span (traces on): the engine's spans and outbound requests are beneath it.
+    let span = crate::telemetry::attempt(&crate::telemetry::Attempt {
+        run_id: run.id.0,
+        attempt: run.attempt,
+        crew: &run.crew.name,
+        tenant: &run.tenant,
+        trace: run.trace.as_ref(),
+    });
+    let execution = AssertUnwindSafe(crate::telemetry::within(span.as_ref(), async {
         match run.attempt {
             // The first claim: nothing is journaled yet, so the journal need not be read.
             1 => shared.engine.run_first_attempt(&run.crew, &run.inputs, &journal, &stop).await,
             _ => shared.engine.run(&run.crew, &run.inputs, &journal, &stop).await,
         }
-    })
+    }))
     .catch_unwind();
     let result = execution.await.unwrap_or_else(|_| {
         tracing::error!("the engine panicked; handing the run back");
@@ -46,12 +54,41 @@ pub(super) async fn execute(shared: &Arc<Shared>, run: ClaimedRun) {
         }
     }
     let reason = *reason.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(span) = span {
+        end_attempt_span(span, &result, reason);
+    }
     conclude(shared, &run, result, reason).await;
     if run.quotas.as_ref().is_some_and(|q| q.max_running.is_some()) {
         // One of the tenant's slots is free, which a claimer on any replica may be waiting for.
         // (Boxed: the future of a run of an uncapped tenant stays as small as it was.)
         Box::pin(announce_freed_slot(shared, run.id)).await;
     }
+}
+
+/// End an attempt's span with how the attempt ended.
+fn end_attempt_span(
+    span: crate::telemetry::Scope,
+    result: &Result<crate::domain::TaskOutput, EngineError>,
+    reason: Option<StopReason>,
+) {
+    let status = match (result, reason) {
+        (Ok(_), _) => "completed",
+        (Err(EngineError::AwaitingInput), None) => "awaiting_input",
+        (Err(_), Some(StopReason::Cancelled)) => "cancelled",
+        (Err(_), Some(StopReason::Timeout)) => "timed_out",
+        (Err(_), Some(StopReason::Shutdown)) => "released",
+        (Err(_), Some(StopReason::LeaseLost)) => "lease_lost",
+        (Err(EngineError::Failed { .. }), None) => "failed",
+        (Err(EngineError::Cancelled), None) => "cancelled",
+        (Err(_), None) => "released",
+    };
+    span.set("agentd.run.status", status);
+    match (result, status) {
+        (Err(EngineError::Failed { kind, message }), _) => span.fail(kind.as_str(), message),
+        (Err(error), "timed_out" | "lease_lost" | "released") => span.fail(status, &error.to_string()),
+        _ => {}
+    }
+    span.end();
 }
 
 /// Wake the claimers of every replica (`agentd_runs`); a failure leaves them to their polling.

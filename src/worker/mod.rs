@@ -243,6 +243,33 @@ fn start_run(
     });
 }
 
+/// End the spans of the attempts dead replicas left (traces on): their spans that were exported
+/// keep their parents, and the interruption shows in the run's trace.
+async fn end_dead_spans(shared: &Shared, runs: &[crate::domain::RunId]) {
+    for id in runs {
+        let dead = match shared.store.dead_attempt(*id).await {
+            Ok(Some(dead)) => dead,
+            Ok(None) => continue,
+            Err(error) => {
+                tracing::warn!(%error, run_id = %id, "could not read an interrupted attempt for its trace");
+                continue;
+            }
+        };
+        let task = dead.task.as_ref().map(|(task, agent, at)| (task.as_str(), agent.as_str(), (*at).into()));
+        crate::telemetry::interrupted(&crate::telemetry::Interrupted {
+            attempt: crate::telemetry::Attempt {
+                run_id: id.0,
+                attempt: dead.attempt,
+                crew: &dead.crew_name,
+                tenant: &dead.tenant,
+                trace: dead.trace.as_ref(),
+            },
+            started: dead.started_at.into(),
+            task,
+        });
+    }
+}
+
 async fn recover_periodically(shared: Arc<Shared>, stop: CancellationToken) {
     loop {
         tokio::select! {
@@ -252,6 +279,9 @@ async fn recover_periodically(shared: Arc<Shared>, stop: CancellationToken) {
         match shared.store.recover_expired_leases().await {
             Ok(recovered) if recovered != Default::default() => {
                 tracing::warn!(?recovered, "recovered runs with expired leases");
+                if crate::telemetry::is_on() {
+                    end_dead_spans(&shared, &recovered.interrupted).await;
+                }
             }
             Ok(_) => {}
             Err(error) => tracing::error!(%error, "recovering expired leases failed"),

@@ -46,7 +46,7 @@ async fn concurrent_appends_keep_seq_dense(pool: PgPool) {
 #[sqlx::test(migrator = "agentd::store::MIGRATOR")]
 async fn an_event_for_a_missing_run_is_an_error(pool: PgPool) {
     let store = Store::new(pool);
-    let started = RunStarted { attempt: 1, worker: "w".into() };
+    let started = RunStarted { attempt: 1, worker: "w".into(), trace_id: None };
     let result = store.append_event(RunId::new(), None, None, EventData::RunStarted(started)).await;
     assert!(matches!(result, Err(StoreError::Corrupt(_))), "{result:?}");
 }

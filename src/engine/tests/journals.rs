@@ -44,6 +44,7 @@ impl Backend {
                     timeout_s: None,
                     fake_llm: false,
                     webhooks: Vec::new(),
+                    trace: None,
                 };
                 store.create_run(&run).await.expect("create the run");
                 let claimed = store

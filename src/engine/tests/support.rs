@@ -75,6 +75,8 @@ pub(super) fn text(content: &str) -> Reply {
         tool_calls: Vec::new(),
         finish_reason: Some("stop".into()),
         usage: TokenUsage { prompt_tokens: 10, completion_tokens: 5, cached_tokens: 0, estimated: false },
+        response_id: None,
+        response_model: None,
     })
 }
 
@@ -92,6 +94,8 @@ pub(super) fn calls(calls: &[(&str, &str, Value)]) -> Reply {
         tool_calls,
         finish_reason: Some("tool_calls".into()),
         usage: TokenUsage::default(),
+        response_id: None,
+        response_model: None,
     })
 }
 

@@ -155,6 +155,10 @@ impl LocalClient {
 }
 
 impl LlmClient for LocalClient {
+    fn system(&self) -> &'static str {
+        "agentd.local"
+    }
+
     fn chat<'a>(&'a self, request: &'a ChatRequest) -> LlmFuture<'a> {
         Box::pin(async move {
             let message = format!(

@@ -171,7 +171,7 @@ impl McpClient {
         redactor: &mut Redactor,
     ) -> Result<(Option<Value>, Option<String>), McpError> {
         let request = self.build(message, session, redactor).await?;
-        let response = request.send().await.map_err(|e| self.transport(e))?;
+        let response = crate::telemetry::inject(request).send().await.map_err(|e| self.transport(e))?;
         let status = response.status();
         let session_id =
             response.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()).map(str::to_owned);
@@ -248,8 +248,10 @@ impl McpClient {
     /// request): the server acknowledges it with 202.
     async fn send(&self, message: &Value, session: Option<&Session>) -> Result<(), McpError> {
         let mut redactor = Redactor::default();
-        let response =
-            self.build(message, session, &mut redactor).await?.send().await.map_err(|e| self.transport(e))?;
+        let response = crate::telemetry::inject(self.build(message, session, &mut redactor).await?)
+            .send()
+            .await
+            .map_err(|e| self.transport(e))?;
         match response.status().is_success() {
             true => Ok(()),
             false => Err(McpError::Http { status: response.status().as_u16(), body: String::new() }),

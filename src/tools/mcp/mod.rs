@@ -112,6 +112,10 @@ impl Tool for McpTool {
         &self.info
     }
 
+    fn kind(&self) -> (&'static str, Option<&str>) {
+        ("mcp", Some(&self.server))
+    }
+
     fn call(&self, arguments: Value, call: CallInfo) -> ToolFuture<'_> {
         Box::pin(async move {
             let params = json!({
