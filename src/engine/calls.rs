@@ -213,7 +213,7 @@ impl ToolRound<'_> {
             .iter()
             .map(|call| match &call.action {
                 Action::Execute { entry, arguments, .. } => {
-                    Some(ToolEffect { entry, arguments, key: &call.planned.key })
+                    Some(ToolEffect { entry, arguments, key: &call.planned.key, id: &call.planned.id })
                 }
                 Action::Done | Action::Answer { .. } | Action::Await { .. } | Action::Skip => None,
             })

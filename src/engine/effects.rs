@@ -410,6 +410,8 @@ pub struct ToolEffect<'a> {
     pub arguments: &'a Value,
     /// The call's journal key; a delegation's conversation is named after it.
     pub key: &'a str,
+    /// The model's id of the call (`gen_ai.tool.call.id`).
+    pub id: &'a str,
 }
 
 impl ToolEffect<'_> {
@@ -455,9 +457,9 @@ impl Context<'_> {
         calls: &[Option<ToolEffect<'_>>],
     ) -> Result<Outcomes, EngineError> {
         let runs = calls.iter().map(|call| async move {
-            let Some(ToolEffect { entry, arguments, key }) = call else { return Ok(None) };
+            let Some(ToolEffect { entry, arguments, key, id }) = call else { return Ok(None) };
             let started = Instant::now();
-            let span = crate::telemetry::is_on().then(|| tool_span(entry, key, arguments)).flatten();
+            let span = crate::telemetry::is_on().then(|| tool_span(entry, id, arguments)).flatten();
             let result = crate::telemetry::within(span.as_ref(), async {
                 Ok::<_, EngineError>(match &entry.runner {
                     Runner::Tool(tool) => {
@@ -628,14 +630,14 @@ fn tool_call_part(call: &crate::llm::ToolCallRequest) -> Value {
 }
 
 /// A tool call's span (traces on), its arguments captured if the operator opted in.
-fn tool_span(entry: &ToolEntry, key: &str, arguments: &Value) -> Option<crate::telemetry::Scope> {
+fn tool_span(entry: &ToolEntry, call_id: &str, arguments: &Value) -> Option<crate::telemetry::Scope> {
     let (kind, server) = match &entry.runner {
         Runner::Tool(tool) => tool.kind(),
         Runner::Delegate(_) => ("delegation", None),
     };
     let call = crate::telemetry::ToolCall {
         name: entry.name(),
-        call_id: key,
+        call_id,
         description: &entry.info.description,
         kind,
         mcp_server: server,

@@ -311,6 +311,39 @@ try {
     check(await page.getByTestId("approval").count() === 0, "the approval is still shown");
   });
 
+  await step("a two-task run's waterfall shows its tasks, model calls, tool call and throttled call", async () => {
+    const body = JSON.parse(await page.getByTestId("kickoff-body").inputValue());
+    body.crew.name = "waterfall-demo";
+    // 40 calls a minute: every call after the first waits its turn (run.throttled).
+    body.crew.max_rpm = 40;
+    body.crew.tasks[0].description = "WATERFALL-DEMO: compute for {topic}";
+    await page.getByTestId("kickoff-body").fill(JSON.stringify(body, null, 2));
+    const id = await kickoff();
+    await waitForRowStatus(id, "completed");
+    await page.getByTestId("waterfall").getByTestId("waterfall-row").first().waitFor({ timeout: WAIT })
+      .catch(() => { throw new Error(`run ${id} showed no waterfall`); });
+    const rows = await page.getByTestId("waterfall-row").evaluateAll((nodes) => nodes.map((n) => {
+      const bar = n.querySelector("[data-testid=waterfall-bar]").getBoundingClientRect();
+      const track = n.querySelector(".wf-track").getBoundingClientRect();
+      return { kind: n.dataset.kind, text: n.textContent, left: bar.left - track.left, width: bar.width, track: track.width };
+    }));
+    const of = (kind) => rows.filter((r) => r.kind === kind);
+    check(of("attempt").length === 1, `one attempt: ${JSON.stringify(rows)}`);
+    check(of("task").length === 2, `two tasks: ${JSON.stringify(rows)}`);
+    check(of("llm").length === 3, `three model calls: ${JSON.stringify(rows)}`);
+    check(of("tool").length === 1 && of("tool")[0].text.includes("calculator"), `the calculator call: ${JSON.stringify(rows)}`);
+    check(of("wait").length >= 1 && of("wait")[0].text.includes("throttled"), `a throttled wait: ${JSON.stringify(rows)}`);
+    check(of("llm").every((r) => /\d+ \+ \d+ tokens/.test(r.text) && r.text.includes("$")), `tokens and cost on the model calls: ${JSON.stringify(of("llm"))}`);
+    check(rows.every((r) => r.width > 0 && r.left >= -1 && r.left + r.width <= r.track + 1), `every bar within its track: ${JSON.stringify(rows)}`);
+    // On the time axis: the second task starts after the first, the tool call after the first
+    // model call, and the throttled wait ends before a later call starts.
+    const [research, write] = of("task");
+    check(write.left >= research.left + research.width - 2, `the tasks overlap: ${JSON.stringify([research, write])}`);
+    const [firstCall] = of("llm");
+    check(of("tool")[0].left >= firstCall.left + firstCall.width - 2, "the tool call starts after the model asked for it");
+    await page.getByRole("button", { name: "Reset example" }).click();
+  });
+
   await step("Reject with a reason tells the model, and the run goes on", async () => {
     const { id, approval } = await kickoffGated();
     await approval.getByTestId("approval-reason").fill("not during the freeze");

@@ -106,6 +106,7 @@ node -e 'console.log(JSON.stringify({rules: [
   {name: "approved", when: {tool_result: "42"}, reply: {text: "Approved: 42"}},
   {name: "rejected", when: {tool_result: "rejected"}, reply: {text: "Rejected as asked."}},
   {name: "needs approval", when: {message: "APPROVAL-DEMO"}, reply: {tool_calls: [{name: "calculator", arguments: {expression: "6*7"}}]}},
+  {name: "waterfall", when: {message: "WATERFALL-DEMO"}, reply: {tool_calls: [{name: "calculator", arguments: {expression: "6*7"}}]}},
   {name: "streamed", when: {message: "STREAM-DEMO"}, reply: {text: "one two three four five six seven eight nine ten", chunk_delay_ms: 300}},
   {name: "browser test", reply: {text: process.argv[1], delay_ms: 1500}}]}))' \
   "$reply" >"$artifacts/fake-llm.json"

@@ -220,6 +220,10 @@ impl Agentd {
             if let Some(at) = line.find("addr=") {
                 break line[at + 5..].split_whitespace().next().expect("address").to_owned();
             }
+            // A JSON log line (AGENTD_LOG_FORMAT=json).
+            if let Some(at) = line.find("\"addr\":\"") {
+                break line[at + 8..].split('"').next().expect("address").to_owned();
+            }
         };
         Self { child, base: format!("http://{addr}"), logs: rx, seen: std::sync::Mutex::new(seen) }
     }

@@ -27,6 +27,7 @@ mod store;
 mod streaming;
 mod support;
 mod tenants;
+mod traces;
 mod vectors;
 mod webhooks;
 mod worker;

@@ -17,10 +17,10 @@ use crate::cli::{child_database_url, Agentd};
 use crate::support::{expect_json, expect_problem, problem_fields};
 
 /// The server's signing secret in these tests (32 bytes of 0x2a).
-const SERVER_SECRET: &str = "whsec_KioqKioqKioqKioqKioqKioqKioqKioqKioqKio=";
+pub(crate) const SERVER_SECRET: &str = "whsec_KioqKioqKioqKioqKioqKioqKioqKioqKioqKio=";
 
 /// The receiver process; killed when dropped.
-struct Receiver {
+pub(crate) struct Receiver {
     child: Child,
     base: String,
 }
@@ -33,7 +33,7 @@ impl Drop for Receiver {
 }
 
 impl Receiver {
-    fn start() -> Self {
+    pub(crate) fn start() -> Self {
         let root = env!("CARGO_MANIFEST_DIR");
         let python = format!("{root}/target/webhooks-venv/bin/python");
         assert!(
@@ -52,7 +52,7 @@ impl Receiver {
         Self { child, base: format!("http://127.0.0.1:{port}") }
     }
 
-    fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base)
     }
 
@@ -68,7 +68,7 @@ impl Receiver {
     }
 
     /// Wait until `done` holds of what was received.
-    async fn wait_until(&self, what: &str, done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+    pub(crate) async fn wait_until(&self, what: &str, done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             let received = self.received().await;

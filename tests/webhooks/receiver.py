@@ -87,6 +87,7 @@ class Handler(BaseHTTPRequestHandler):
             "path": self.path,
             "id": headers.get("webhook-id"),
             "timestamp": headers.get("webhook-timestamp"),
+            "traceparent": headers.get("traceparent"),
             "verified": verified,
             "error": "; ".join(errors) or None,
             "answered": answer.get("status", 204),

@@ -431,7 +431,16 @@ async fn answer(reply: FakeReply, stream: bool, include_usage: bool) -> Response
         }
     }
     let status = StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let mut response = match reply.body {
+    let mut body = reply.body;
+    if let (200, Some(object)) = (reply.status, body.as_object_mut().filter(|b| b.contains_key("choices"))) {
+        // As a real completion says: its id, kind and model (the fake's own name).
+        static SERVED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        let n = SERVED.fetch_add(1, Ordering::Relaxed);
+        object.entry("id").or_insert_with(|| json!(format!("chatcmpl-fake-{n}")));
+        object.entry("object").or_insert_with(|| json!("chat.completion"));
+        object.entry("model").or_insert_with(|| json!("agentd-fake"));
+    }
+    let mut response = match body {
         Value::String(text) => (status, text).into_response(),
         body => (status, Json(body)).into_response(),
     };
