@@ -23,6 +23,10 @@
 //! seeds that many finished runs 40 days old and runs agentd with `AGENTD_RETENTION_DAYS=30`,
 //! so the retention pruner removes them while the scenario runs (stderr says how many it did);
 //! with `PRUNE_OFF=1` the runs are seeded but not pruned (the same database, without the pruner).
+//! `OTLP_SINK=1` turns traces on: agentd exports its spans and GenAI metrics over OTLP/HTTP to a
+//! sink in this process that takes every request (stderr says how many requests and bytes per
+//! scenario); without it traces are off (unless `OTEL_EXPORTER_OTLP_ENDPOINT` is set for this
+//! program, which agentd inherits).
 
 use std::process::{ExitCode, Stdio};
 use std::sync::Arc;
@@ -145,6 +149,30 @@ struct Bench {
     database: String,
     agentd: Child,
     handle: Arc<Handle>,
+    /// The OTLP sink's counts (requests, bytes), with `OTLP_SINK=1`.
+    otlp: Option<Arc<[std::sync::atomic::AtomicU64; 2]>>,
+}
+
+/// An OTLP/HTTP endpoint that takes every export (`OTLP_SINK=1`): its URL and its counts.
+async fn otlp_sink() -> Result<(String, Arc<[std::sync::atomic::AtomicU64; 2]>), BoxError> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let counts = Arc::new([AtomicU64::new(0), AtomicU64::new(0)]);
+    let counted = counts.clone();
+    let take = move |body: axum::body::Bytes| {
+        let counted = counted.clone();
+        async move {
+            counted[0].fetch_add(1, Ordering::Relaxed);
+            counted[1].fetch_add(body.len() as u64, Ordering::Relaxed);
+            ([("content-type", "application/x-protobuf")], Vec::<u8>::new())
+        }
+    };
+    let app = axum::Router::new()
+        .route("/v1/traces", axum::routing::post(take.clone()))
+        .route("/v1/metrics", axum::routing::post(take));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let url = format!("http://{}", listener.local_addr()?);
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    Ok((url, counts))
 }
 
 impl Bench {
@@ -163,6 +191,14 @@ impl Bench {
         fake.set_recording(false);
         let bind = agentd::net::listen(([127, 0, 0, 1], 0).into())?.local_addr()?;
         let mut command = Command::new(std::env::current_exe()?);
+        let otlp = match setting("OTLP_SINK", 0) {
+            1 => {
+                let (url, counts) = otlp_sink().await?;
+                command.env("OTEL_EXPORTER_OTLP_ENDPOINT", url);
+                Some(counts)
+            }
+            _ => None,
+        };
         if scenario == "webhooks" {
             command
                 .env("AGENTD_WEBHOOK_SECRET", "whsec_KioqKioqKioqKioqKioqKioqKioqKioqKioqKio=")
@@ -194,7 +230,7 @@ impl Bench {
         let client = reqwest::Client::builder().pool_max_idle_per_host(1024).tcp_nodelay(true).build()?;
         let kickoff_body = serde_json::to_vec(&json!({"crew": crew(), "inputs": {}}))?.into();
         let handle = Arc::new(Handle { base: format!("http://{bind}"), client, kickoff_body });
-        let bench = Self { pool, fake, database, agentd, handle };
+        let bench = Self { pool, fake, database, agentd, handle, otlp };
         bench.wait_until_ready().await?;
         Ok(bench)
     }
@@ -273,6 +309,11 @@ impl Bench {
             );
         }
         self.agentd.kill().await?;
+        if let Some(counts) = &self.otlp {
+            use std::sync::atomic::Ordering;
+            let (requests, bytes) = (counts[0].load(Ordering::Relaxed), counts[1].load(Ordering::Relaxed));
+            eprintln!("OTLP sink: {requests} export requests, {:.1} MiB", bytes as f64 / 1_048_576.0);
+        }
         self.pool.close().await;
         if setting("KEEP_DATABASE", 0) == 1 {
             eprintln!("kept database {} (KEEP_DATABASE=1)", self.database);

@@ -153,6 +153,7 @@ pub struct RunStarted {
     pub worker: String,
     /// The OpenTelemetry trace of the run (as the run resource's `trace_id`), when it has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(pattern = "^[0-9a-f]{32}$")]
     pub trace_id: Option<String>,
 }
 

@@ -275,6 +275,7 @@ pub struct Run {
     /// The OpenTelemetry trace the run's spans belong to (32 hex digits): the kickoff's
     /// `traceparent`'s, or the run's own when traces are on; absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(pattern = "^[0-9a-f]{32}$")]
     pub trace_id: Option<String>,
 }
 

@@ -25,7 +25,11 @@ const IDEMPOTENT_REPLAYED: HeaderName = HeaderName::from_static("idempotent-repl
 #[utoipa::path(
     post, path = "/kickoffs", tag = "runs",
     request_body = KickoffRequest,
-    params(("Idempotency-Key" = Option<String>, Header, description = "1 to 255 visible ASCII characters (no spaces); kept at least 24 hours", pattern = "^[!-~]{1,255}$", nullable = false)),
+    params(
+        ("Idempotency-Key" = Option<String>, Header, description = "1 to 255 visible ASCII characters (no spaces); kept at least 24 hours", pattern = "^[!-~]{1,255}$", nullable = false),
+        ("traceparent" = Option<String>, Header, description = "W3C trace context: the run's spans (every attempt) become children of this span, and the run's `trace_id` is its trace. An invalid value is ignored", nullable = false),
+        ("tracestate" = Option<String>, Header, description = "W3C trace context's vendor state, kept with the run and passed on", nullable = false),
+    ),
     responses(
         (status = 202, description = "Run queued", body = RunBody,
             headers(("Location" = String, description = "The run's URL"))),
@@ -86,7 +90,11 @@ pub struct RunBatch {
 #[utoipa::path(
     post, path = "/kickoffs/batch", tag = "runs",
     request_body = BatchKickoffRequest,
-    params(("Idempotency-Key" = Option<String>, Header, description = "1 to 255 visible ASCII characters (no spaces); kept at least 24 hours", pattern = "^[!-~]{1,255}$", nullable = false)),
+    params(
+        ("Idempotency-Key" = Option<String>, Header, description = "1 to 255 visible ASCII characters (no spaces); kept at least 24 hours", pattern = "^[!-~]{1,255}$", nullable = false),
+        ("traceparent" = Option<String>, Header, description = "W3C trace context: the run's spans (every attempt) become children of this span, and the run's `trace_id` is its trace. An invalid value is ignored", nullable = false),
+        ("tracestate" = Option<String>, Header, description = "W3C trace context's vendor state, kept with the run and passed on", nullable = false),
+    ),
     responses(
         (status = 202, description = "Runs queued", body = RunBatch),
         (status = 200, description = "Replayed: the runs this key created before", body = RunBatch),
