@@ -66,6 +66,8 @@ page.on("request", async (request) => {
   const url = new URL(request.url());
   if (!url.pathname.endsWith("/events")) return;
   const headers = await request.allHeaders().catch(() => request.headers());
+  // EventSource's requests only (the waterfall reads a run's events as JSON pages).
+  if (!String(headers.accept || "").includes("text/event-stream")) return;
   streamRequests.push({ at: Date.now(), path: url.pathname, params: url.searchParams, headers });
 });
 
@@ -312,11 +314,16 @@ try {
   });
 
   await step("a two-task run's waterfall shows its tasks, model calls, tool call and throttled call", async () => {
+    await page.getByRole("button", { name: "Reset example" }).click();
     const body = JSON.parse(await page.getByTestId("kickoff-body").inputValue());
     body.crew.name = "waterfall-demo";
     // 40 calls a minute: every call after the first waits its turn (run.throttled).
     body.crew.max_rpm = 40;
-    body.crew.tasks[0].description = "WATERFALL-DEMO: compute for {topic}";
+    body.crew.tasks = [
+      { ...body.crew.tasks[0], description: "WATERFALL-DEMO: compute for {topic}" },
+      { name: "summary", description: "Summarise the facts in one line.", expected_output: "One line",
+        agent: body.crew.tasks[0].agent },
+    ];
     await page.getByTestId("kickoff-body").fill(JSON.stringify(body, null, 2));
     const id = await kickoff();
     await waitForRowStatus(id, "completed");
@@ -409,6 +416,15 @@ try {
       const point = (r) => Number(r.headers["last-event-id"] ?? r.params.get("after") ?? 0);
       check(resumes.every((r) => point(r) >= seenBefore),
         `a reconnection did not resume after seq ${seenBefore}: ${resumes.map(point).join(",")}`);
+      // The waterfall separates the attempts: the first marked interrupted, the task going on
+      // in the second.
+      await page.locator("[data-testid=waterfall-row][data-kind=attempt]").nth(1).waitFor({ timeout: WAIT })
+        .catch(() => { throw new Error("the waterfall does not show the second attempt"); });
+      const attempts = await page.locator("[data-testid=waterfall-row][data-kind=attempt]")
+        .evaluateAll((nodes) => nodes.map((n) => n.dataset.interrupted === "true"));
+      check(JSON.stringify(attempts) === "[true,false]", `the attempts' interruptions: ${JSON.stringify(attempts)}`);
+      const tasks = await page.locator("[data-testid=waterfall-row][data-kind=task]").allTextContents();
+      check(tasks.length === 2 && tasks[1].includes("(resumed)"), `the task in each attempt: ${JSON.stringify(tasks)}`);
       const firehose = streamRequests.filter((r) => r.at > killedAt && r.path === "/v1/events");
       check(firehose.some((r) => Number(r.headers["last-event-id"]) > 0),
         "the firehose did not resume with Last-Event-ID after the restart");
