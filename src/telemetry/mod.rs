@@ -201,10 +201,11 @@ pub fn within<F: Future>(scope: Option<&Scope>, future: F) -> Either<WithContext
     }
 }
 
-/// The trace of a kickoff: the caller's (its `traceparent`, `tracestate` headers), else the
-/// trace of the current span (the server's request span) when traces are on, else none.
+/// The trace of a kickoff: beneath the caller's span (its `traceparent`, `tracestate` headers),
+/// else beneath the current span (the kickoff request's server span) when traces are on, else
+/// none.
 pub fn kickoff_trace(headers: &http::HeaderMap) -> Option<RunTrace> {
-    let remote = TraceContextPropagator::new().extract(&Headers(headers));
+    let remote = TraceContextPropagator::new().extract_with_context(&Context::new(), &Headers(headers));
     let remote = remote.span().span_context().clone();
     if remote.is_valid() {
         let tracestate = Some(remote.trace_state().header()).filter(|s| !s.is_empty() && s.len() <= 512);
@@ -219,7 +220,7 @@ pub fn kickoff_trace(headers: &http::HeaderMap) -> Option<RunTrace> {
     let current = current.span().span_context().clone();
     (is_on() && current.is_valid()).then(|| RunTrace {
         trace_id: current.trace_id().to_string(),
-        parent_span_id: None,
+        parent_span_id: Some(current.span_id().to_string()),
         sampled: current.is_sampled(),
         tracestate: None,
     })
@@ -513,7 +514,7 @@ pub fn capture(scope: &Scope, key: &'static str, content: impl FnOnce() -> Strin
 /// An HTTP request the server received, as a server span beneath the caller's context.
 pub fn server_request(method: &str, route: &str, path: &str, headers: &http::HeaderMap) -> Option<Scope> {
     let tracing = tracing()?;
-    let parent = TraceContextPropagator::new().extract(&Headers(headers));
+    let parent = TraceContextPropagator::new().extract_with_context(&Context::new(), &Headers(headers));
     let builder =
         tracing.tracer.span_builder(format!("{method} {route}")).with_kind(SpanKind::Server).with_attributes(
             vec![

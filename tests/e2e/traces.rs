@@ -106,10 +106,14 @@ async fn weather_server(delay: Duration) -> (String, Arc<Mutex<Vec<Option<String
         axum::routing::post(move |headers: axum::http::HeaderMap| {
             let kept = kept.clone();
             async move {
-                let parent = headers.get("traceparent").and_then(|v| v.to_str().ok()).map(str::to_owned);
-                kept.lock().expect("lock").push(parent);
+                let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).map(str::to_owned);
+                kept.lock().expect("lock").push(header("traceparent"));
                 tokio::time::sleep(delay).await;
-                "sunny, 21 degrees"
+                // A careless service echoes the credentials it was given.
+                match header("authorization") {
+                    Some(credentials) => format!("sunny, 21 degrees (you sent '{credentials}')"),
+                    None => "sunny, 21 degrees".to_owned(),
+                }
             }
         }),
     );
@@ -499,4 +503,74 @@ async fn an_unsupported_otlp_protocol_is_refused_at_start_naming_the_setting() {
         "{stderr}"
     );
     assert!(stderr.contains("http/protobuf"), "{stderr}");
+}
+
+#[sqlx::test(migrations = false)]
+async fn with_content_capture_spans_hold_messages_and_tool_io_but_never_a_secret(pool: PgPool) {
+    const SECRET: &str = "wk-SECRET-value-0123";
+    let url = child_database_url(&pool).await;
+    let otlp = Otlp::start();
+    let fake = FakeLlm::start().await.expect("fake");
+    fake.push([
+        FakeReply::tool_calls(&[("call_w1", "weather", json!({"city": "Oslo"}))]),
+        FakeReply::text("Sunny in Oslo."),
+        FakeReply::text("Oslo: sunny."),
+    ]);
+    let (tool_url, _) = weather_server(Duration::ZERO).await;
+    let extra = [
+        ("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true"),
+        ("OTEL_SEMCONV_STABILITY_OPT_IN", "gen_ai_latest_experimental"),
+        ("AGENTD_SECRETS_KEY", "KioqKioqKioqKioqKioqKioqKioqKioqKioqKioqKio="),
+    ];
+    let agentd = Agentd::start(&url, &env(&fake.base_url(), &otlp.base, &extra));
+    let stored = reqwest::Client::new()
+        .put(format!("{}/v1/secrets/weather_key", agentd.base))
+        .json(&json!({"value": SECRET}))
+        .send()
+        .await
+        .expect("PUT");
+    assert_eq!(stored.status(), StatusCode::CREATED);
+    let mut spec = crew(&tool_url, true);
+    spec["tools"][0]["http"]["headers"] =
+        json!({"Authorization": {"secret": "weather_key", "prefix": "Bearer "}});
+    let id = kickoff(&agentd.base, &json!({"crew": spec, "inputs": {"city": "Oslo"}}), None).await["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    assert_eq!(wait_done(&agentd.base, &id).await["status"], "completed");
+    let spans = otlp.wait_spans("the run's spans", |s| named(s, "chat gpt-4o-mini").len() == 3).await;
+
+    // Without a traceparent, the run is a trace of its own, beneath its kickoff's request.
+    let workflow = one(&spans, "invoke_workflow forecast");
+    let server = one(&spans, "POST /v1/kickoffs");
+    assert_eq!(workflow["trace_id"], server["trace_id"]);
+    assert!(server["parent_span_id"].is_null(), "the request is the root: {server}");
+    assert_eq!(workflow["parent_span_id"], server["span_id"], "{workflow}");
+
+    let chats = named(&spans, "chat gpt-4o-mini");
+    let first = chats.iter().min_by_key(|c| c["start"].as_u64()).expect("a call");
+    let input: Value =
+        serde_json::from_str(first["attributes"]["gen_ai.input.messages"].as_str().expect("input"))
+            .expect("JSON");
+    let roles: Vec<&str> =
+        input.as_array().expect("messages").iter().map(|m| m["role"].as_str().expect("role")).collect();
+    assert_eq!(roles.first(), Some(&"system"), "{input}");
+    assert!(input.to_string().contains("Look up the weather in Oslo."), "{input}");
+    let output: Value =
+        serde_json::from_str(first["attributes"]["gen_ai.output.messages"].as_str().expect("output"))
+            .expect("JSON");
+    assert_eq!(output[0]["parts"][0]["type"], "tool_call", "{output}");
+    assert_eq!(
+        (output[0]["parts"][0]["name"].as_str(), output[0]["finish_reason"].as_str()),
+        (Some("weather"), Some("tool_calls"))
+    );
+    assert!(first["attributes"].get("gen_ai.system").is_none(), "only the latest names with the opt-in");
+
+    let tool = one(&spans, "execute_tool weather");
+    let a = &tool["attributes"];
+    assert_eq!(a["gen_ai.tool.call.arguments"], json!({"city": "Oslo"}).to_string());
+    assert_eq!(a["gen_ai.tool.call.result"], "sunny, 21 degrees (you sent 'Bearer [secret:weather_key]')");
+    let exported = serde_json::to_string(&spans).expect("json");
+    assert!(!exported.contains(SECRET), "the secret's value was exported");
+    assert!(!exported.contains(API_KEY), "the provider's key was exported");
 }
