@@ -320,11 +320,13 @@ pub fn task(run_id: uuid::Uuid, attempt: i32, task: &str, agent: &str) -> Option
 }
 
 /// The spans a dead replica left open: the attempt (started `started`) and the task it was
-/// doing (started `task_started`), ended now as interrupted.
+/// doing (its name, agent and start), ended as interrupted at `ended` (when the recovery began:
+/// before the run was requeued, so before the next attempt starts).
 pub struct Interrupted<'a> {
     pub attempt: Attempt<'a>,
     pub started: SystemTime,
     pub task: Option<(&'a str, &'a str, SystemTime)>,
+    pub ended: SystemTime,
 }
 
 /// End the spans of `dead` in its place (the recoverer, on any replica).
@@ -346,11 +348,11 @@ pub fn interrupted(dead: &Interrupted<'_>) {
             ]);
         let task = Scope::start(tracing, builder, &scope.cx);
         task.fail("interrupted", message);
-        task.end();
+        task.end_at(dead.ended);
     }
     scope.set("agentd.run.status", "interrupted");
     scope.fail("interrupted", message);
-    scope.end();
+    scope.end_at(dead.ended);
 }
 
 /// What a model call's span says before the call.

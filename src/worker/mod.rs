@@ -245,7 +245,7 @@ fn start_run(
 
 /// End the spans of the attempts dead replicas left (traces on): their spans that were exported
 /// keep their parents, and the interruption shows in the run's trace.
-async fn end_dead_spans(shared: &Shared, runs: &[crate::domain::RunId]) {
+async fn end_dead_spans(shared: &Shared, runs: &[crate::domain::RunId], ended: std::time::SystemTime) {
     for id in runs {
         let dead = match shared.store.dead_attempt(*id).await {
             Ok(Some(dead)) => dead,
@@ -266,6 +266,7 @@ async fn end_dead_spans(shared: &Shared, runs: &[crate::domain::RunId]) {
             },
             started: dead.started_at.into(),
             task,
+            ended,
         });
     }
 }
@@ -276,11 +277,12 @@ async fn recover_periodically(shared: Arc<Shared>, stop: CancellationToken) {
             () = stop.cancelled() => return,
             () = tokio::time::sleep(shared.settings.recovery_interval) => {}
         }
+        let recovering = std::time::SystemTime::now();
         match shared.store.recover_expired_leases().await {
             Ok(recovered) if recovered != Default::default() => {
                 tracing::warn!(?recovered, "recovered runs with expired leases");
                 if crate::telemetry::is_on() {
-                    end_dead_spans(&shared, &recovered.interrupted).await;
+                    end_dead_spans(&shared, &recovered.interrupted, recovering).await;
                 }
             }
             Ok(_) => {}

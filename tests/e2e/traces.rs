@@ -533,10 +533,9 @@ async fn with_content_capture_spans_hold_messages_and_tool_io_but_never_a_secret
     let mut spec = crew(&tool_url, true);
     spec["tools"][0]["http"]["headers"] =
         json!({"Authorization": {"secret": "weather_key", "prefix": "Bearer "}});
-    let id = kickoff(&agentd.base, &json!({"crew": spec, "inputs": {"city": "Oslo"}}), None).await["id"]
-        .as_str()
-        .expect("id")
-        .to_owned();
+    // Streamed: the calls that answer with text time their first chunk.
+    let body = json!({"crew": spec, "inputs": {"city": "Oslo"}, "stream": true});
+    let id = kickoff(&agentd.base, &body, None).await["id"].as_str().expect("id").to_owned();
     assert_eq!(wait_done(&agentd.base, &id).await["status"], "completed");
     let spans = otlp.wait_spans("the run's spans", |s| named(s, "chat gpt-4o-mini").len() == 3).await;
 
@@ -565,6 +564,10 @@ async fn with_content_capture_spans_hold_messages_and_tool_io_but_never_a_secret
         (Some("weather"), Some("tool_calls"))
     );
     assert!(first["attributes"].get("gen_ai.system").is_none(), "only the latest names with the opt-in");
+    let timed = chats
+        .iter()
+        .filter(|c| c["attributes"]["gen_ai.response.time_to_first_chunk"].as_f64().is_some_and(|s| s > 0.0));
+    assert_eq!(timed.count(), 2, "the two streamed text replies time their first chunk: {chats:#?}");
 
     let tool = one(&spans, "execute_tool weather");
     let a = &tool["attributes"];
@@ -573,4 +576,43 @@ async fn with_content_capture_spans_hold_messages_and_tool_io_but_never_a_secret
     let exported = serde_json::to_string(&spans).expect("json");
     assert!(!exported.contains(SECRET), "the secret's value was exported");
     assert!(!exported.contains(API_KEY), "the provider's key was exported");
+}
+
+#[sqlx::test(migrations = false)]
+async fn an_mcp_tool_call_is_an_execute_tool_span_and_the_server_gets_its_traceparent(pool: PgPool) {
+    let url = child_database_url(&pool).await;
+    let otlp = Otlp::start();
+    let peer = crate::engine::mcp::Peer::scripted().await;
+    let fake = FakeLlm::start().await.expect("fake");
+    fake.push([
+        FakeReply::tool_calls(&[("call_m1", "scripted__lookup", json!({"order_id": "A1"}))]),
+        FakeReply::text("A1 is on its way."),
+    ]);
+    let agentd = Agentd::start(&url, &env(&fake.base_url(), &otlp.base, &[]));
+    let crew = json!({
+        "name": "orders",
+        "agents": [{"name": "clerk", "role": "Clerk", "goal": "Answer", "backstory": "Exact.",
+                    "tools": ["scripted__lookup"]}],
+        "tasks": [{"name": "t", "description": "Where is order A1?", "expected_output": "Its status", "agent": "clerk"}],
+        "mcp_servers": [{"name": "scripted", "url": peer.url()}]
+    });
+    let traceparent = format!("00-{CALLER_TRACE}-{CALLER_SPAN}-01");
+    let id = kickoff(&agentd.base, &json!({"crew": crew}), Some(&traceparent)).await["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    assert_eq!(wait_done(&agentd.base, &id).await["status"], "completed");
+    let spans = otlp
+        .wait_spans("the MCP call's span", |s| named(s, "execute_tool scripted__lookup").len() == 1)
+        .await;
+    let tool = one(&spans, "execute_tool scripted__lookup");
+    let a = &tool["attributes"];
+    assert_eq!(a["agentd.tool.kind"], "mcp");
+    assert_eq!(a["gen_ai.tool.type"], "extension");
+    assert_eq!(a["mcp.method.name"], "tools/call");
+    assert_eq!(a["agentd.mcp.server"], "scripted");
+    assert_eq!(a["gen_ai.tool.call.id"], "call_m1");
+    let calls = peer.wait_calls(1).await;
+    let sent = calls[0]["traceparent"].as_str().expect("the MCP server got a traceparent");
+    assert_eq!(parts(sent), (CALLER_TRACE.to_owned(), tool["span_id"].as_str().expect("id").to_owned()));
 }

@@ -36,7 +36,8 @@ def log(tool: str, ctx: Context, **fields) -> None:
         meta = meta.model_dump(by_alias=True, exclude_none=True)
     meta = dict(meta or {})
     headers = ctx.headers or {}
-    entry = {"tool": tool, "meta": meta, "authorization": headers.get("authorization"), **fields}
+    entry = {"tool": tool, "meta": meta, "authorization": headers.get("authorization"),
+             "traceparent": headers.get("traceparent"), **fields}
     with open(CALL_LOG, "a", encoding="utf-8") as f:
         f.write(json.dumps(entry) + "\n")
 

@@ -10,7 +10,7 @@ mod answers;
 mod approval;
 mod kinds;
 mod limits;
-mod mcp;
+pub(crate) mod mcp;
 mod provider;
 mod retention;
 mod secrets;
