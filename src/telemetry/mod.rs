@@ -306,7 +306,17 @@ pub fn attempt(attempt: &Attempt<'_>) -> Option<Scope> {
 /// A task being done by `agent`, beneath the current attempt.
 pub fn task(run_id: uuid::Uuid, attempt: i32, task: &str, agent: &str) -> Option<Scope> {
     let tracing = tracing()?;
-    let builder = tracing
+    Some(Scope::start(tracing, task_builder(tracing, run_id, attempt, task, agent), &Context::current()))
+}
+
+fn task_builder(
+    tracing: &Tracing,
+    run_id: uuid::Uuid,
+    attempt: i32,
+    task: &str,
+    agent: &str,
+) -> opentelemetry::trace::SpanBuilder {
+    tracing
         .tracer
         .span_builder(format!("invoke_agent {agent}"))
         .with_kind(SpanKind::Internal)
@@ -315,8 +325,7 @@ pub fn task(run_id: uuid::Uuid, attempt: i32, task: &str, agent: &str) -> Option
             KeyValue::new("gen_ai.operation.name", "invoke_agent"),
             KeyValue::new("gen_ai.agent.name", agent.to_owned()),
             KeyValue::new("agentd.task.name", task.to_owned()),
-        ]);
-    Some(Scope::start(tracing, builder, &Context::current()))
+        ])
 }
 
 /// The spans a dead replica left open: the attempt (started `started`) and the task it was
@@ -334,18 +343,10 @@ pub fn interrupted(dead: &Interrupted<'_>) {
     let Some(tracing) = tracing() else { return };
     let (builder, parent) = attempt_builder(tracing, &dead.attempt);
     let scope = Scope::start(tracing, builder.with_start_time(dead.started), &parent);
-    let message = "the replica running this attempt stopped (its lease expired); the run was requeued";
+    let message = "the replica running this attempt stopped (its lease expired)";
     if let Some((task, agent, started)) = dead.task {
-        let builder = tracing
-            .tracer
-            .span_builder(format!("invoke_agent {agent}"))
-            .with_span_id(task_span_id(dead.attempt.run_id, dead.attempt.attempt, task))
-            .with_start_time(started)
-            .with_attributes(vec![
-                KeyValue::new("gen_ai.operation.name", "invoke_agent"),
-                KeyValue::new("gen_ai.agent.name", agent.to_owned()),
-                KeyValue::new("agentd.task.name", task.to_owned()),
-            ]);
+        let builder = task_builder(tracing, dead.attempt.run_id, dead.attempt.attempt, task, agent)
+            .with_start_time(started);
         let task = Scope::start(tracing, builder, &scope.cx);
         task.fail("interrupted", message);
         task.end_at(dead.ended);

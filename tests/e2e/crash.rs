@@ -21,7 +21,7 @@ fn env<'a>(fake: &'a str, extra: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str
     env
 }
 
-async fn get(base: &str, path: &str) -> Value {
+pub(crate) async fn get(base: &str, path: &str) -> Value {
     let response = reqwest::get(format!("{base}{path}")).await.expect("GET");
     expect_json(response, StatusCode::OK).await
 }
@@ -32,7 +32,7 @@ async fn kickoff(base: &str, body: &Value) -> String {
     expect_json(response, StatusCode::ACCEPTED).await["id"].as_str().expect("id").to_owned()
 }
 
-async fn wait_done(base: &str, id: &str) -> Value {
+pub(crate) async fn wait_done(base: &str, id: &str) -> Value {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let run = get(base, &format!("/v1/runs/{id}")).await;

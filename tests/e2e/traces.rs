@@ -16,6 +16,7 @@ use serde_json::{json, Value};
 use sqlx::PgPool;
 
 use crate::cli::{child_database_url, Agentd};
+use crate::crash::{get, wait_done};
 use crate::support::expect_json;
 use crate::webhooks::{Receiver, SERVER_SECRET};
 use crate::worker::wait_requests;
@@ -123,6 +124,15 @@ async fn weather_server(delay: Duration) -> (String, Arc<Mutex<Vec<Option<String
     (format!("http://{addr}/weather"), seen)
 }
 
+/// The model's side of one run of [`crew`]: a weather call, then an answer for each task.
+fn push_forecast(fake: &FakeLlm) {
+    fake.push([
+        FakeReply::tool_calls(&[("call_w1", "weather", json!({"city": "Oslo"}))]),
+        FakeReply::text("Sunny in Oslo."),
+        FakeReply::text("Oslo: sunny, 21 degrees."),
+    ]);
+}
+
 fn crew(tool_url: &str, idempotent: bool) -> Value {
     json!({
         "name": "forecast",
@@ -148,22 +158,6 @@ async fn kickoff(base: &str, body: &Value, traceparent: Option<&str>) -> Value {
     expect_json(request.send().await.expect("POST"), StatusCode::ACCEPTED).await
 }
 
-async fn get(base: &str, path: &str) -> Value {
-    expect_json(reqwest::get(format!("{base}{path}")).await.expect("GET"), StatusCode::OK).await
-}
-
-async fn wait_done(base: &str, id: &str) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let run = get(base, &format!("/v1/runs/{id}")).await;
-        if ["completed", "failed", "cancelled"].contains(&run["status"].as_str().unwrap_or_default()) {
-            return run;
-        }
-        assert!(Instant::now() < deadline, "run never ended: {run}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
 fn named<'a>(spans: &'a [Value], name: &str) -> Vec<&'a Value> {
     spans.iter().filter(|s| s["name"] == name).collect()
 }
@@ -186,11 +180,7 @@ async fn a_run_is_one_trace_of_genai_spans_beneath_the_callers_span(pool: PgPool
     let url = child_database_url(&pool).await;
     let otlp = Otlp::start();
     let fake = FakeLlm::start().await.expect("fake");
-    fake.push([
-        FakeReply::tool_calls(&[("call_w1", "weather", json!({"city": "Oslo"}))]),
-        FakeReply::text("Sunny in Oslo."),
-        FakeReply::text("Oslo: sunny, 21 degrees."),
-    ]);
+    push_forecast(&fake);
     let (tool_url, tool_seen) = weather_server(Duration::ZERO).await;
     let receiver = Receiver::start();
     let agentd = Agentd::start(&url, &env(&fake.base_url(), &otlp.base, &[]));
@@ -435,11 +425,7 @@ async fn nothing_is_exported_when_traces_are_off(pool: PgPool) {
     let body = json!({"crew": crew(&tool_url, true), "inputs": {"city": "Oslo"}});
     let traceparent = format!("00-{CALLER_TRACE}-{CALLER_SPAN}-01");
     for (traceparent, trace_id) in [(None, None), (Some(traceparent.as_str()), Some(CALLER_TRACE))] {
-        fake.push([
-            FakeReply::tool_calls(&[("call_w1", "weather", json!({"city": "Oslo"}))]),
-            FakeReply::text("Sunny."),
-            FakeReply::text("Sunny, 21."),
-        ]);
+        push_forecast(&fake);
         let run = kickoff(&agentd.base, &body, traceparent).await;
         // Without traces, a kickoff's traceparent is still kept with the run (the run says which
         // trace it belongs to); without one, the run has none.
@@ -511,11 +497,7 @@ async fn with_content_capture_spans_hold_messages_and_tool_io_but_never_a_secret
     let url = child_database_url(&pool).await;
     let otlp = Otlp::start();
     let fake = FakeLlm::start().await.expect("fake");
-    fake.push([
-        FakeReply::tool_calls(&[("call_w1", "weather", json!({"city": "Oslo"}))]),
-        FakeReply::text("Sunny in Oslo."),
-        FakeReply::text("Oslo: sunny."),
-    ]);
+    push_forecast(&fake);
     let (tool_url, _) = weather_server(Duration::ZERO).await;
     let extra = [
         ("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true"),
@@ -537,7 +519,12 @@ async fn with_content_capture_spans_hold_messages_and_tool_io_but_never_a_secret
     let body = json!({"crew": spec, "inputs": {"city": "Oslo"}, "stream": true});
     let id = kickoff(&agentd.base, &body, None).await["id"].as_str().expect("id").to_owned();
     assert_eq!(wait_done(&agentd.base, &id).await["status"], "completed");
-    let spans = otlp.wait_spans("the run's spans", |s| named(s, "chat gpt-4o-mini").len() == 3).await;
+    // The attempt's span ends last: once it is exported, so is everything beneath it.
+    let spans = otlp
+        .wait_spans("the run's spans", |s| {
+            named(s, "invoke_workflow forecast").len() == 1 && named(s, "chat gpt-4o-mini").len() == 3
+        })
+        .await;
 
     // Without a traceparent, the run is a trace of its own, beneath its kickoff's request.
     let workflow = one(&spans, "invoke_workflow forecast");
