@@ -44,8 +44,9 @@ pub struct Recovered {
     pub requeued: u64,
     pub failed: u64,
     pub cancelled: u64,
-    /// The runs whose running attempt died (requeued or failed), for their traces.
-    pub interrupted: Vec<RunId>,
+    /// The runs whose running attempt died (requeued or failed) and that attempt, for their
+    /// traces.
+    pub interrupted: Vec<(RunId, i32)>,
 }
 
 /// The attempt of a run that a dead replica left, as its events tell it (for its trace).
@@ -108,7 +109,7 @@ impl Store {
     pub async fn recover_expired_leases(&self) -> StoreResult<Recovered> {
         let mut tx = self.pool.begin().await?;
         let expired = sqlx::query!(
-            r#"SELECT id, status, interruptions, max_attempts FROM runs
+            r#"SELECT id, status, interruptions, max_attempts, attempt FROM runs
                WHERE status IN ('running', 'cancelling') AND lease_expires_at < now()
                ORDER BY lease_expires_at LIMIT 100
                FOR UPDATE SKIP LOCKED"#
@@ -129,31 +130,36 @@ impl Store {
                 count_interruption(&mut tx, id).await?;
                 fail(&mut tx, id, RunError { kind: ErrorKind::Internal, message }).await?;
                 recovered.failed += 1;
-                recovered.interrupted.push(id);
+                recovered.interrupted.push((id, run.attempt));
             } else {
                 count_interruption(&mut tx, id).await?;
                 requeue(&mut tx, id).await?;
                 recovered.requeued += 1;
-                recovered.interrupted.push(id);
+                recovered.interrupted.push((id, run.attempt));
             }
         }
         tx.commit().await?;
         Ok(recovered)
     }
 
-    /// The last attempt of run `id` as its events tell it: when it started and the task it left
-    /// under way (for the spans of an attempt a dead replica left open).
-    #[tracing::instrument(skip_all, fields(run_id = %id), err)]
-    pub async fn dead_attempt(&self, id: RunId) -> StoreResult<Option<DeadAttempt>> {
+    /// Attempt `attempt` of run `id` as its events tell it: when it started and the task it left
+    /// under way (for the spans of an attempt a dead replica left open). The next attempt may
+    /// have started meanwhile: its events are not this one's.
+    #[tracing::instrument(skip_all, fields(run_id = %id, attempt), err)]
+    pub async fn dead_attempt(&self, id: RunId, attempt: i32) -> StoreResult<Option<DeadAttempt>> {
         let Some(run) = sqlx::query!(
             r#"SELECT r.crew_name, r.tenant, r.trace_id, r.traceparent, r.tracestate,
-                      s.seq AS "seq!", s.at AS "at!", coalesce((s.data->>'attempt')::int, r.attempt) AS "attempt!"
+                      s.seq AS "seq!", s.at AS "at!",
+                      (SELECT min(n.seq) FROM events AS n
+                        WHERE n.run_id = r.id AND n.type = 'run.started' AND n.seq > s.seq) AS next_seq
                  FROM runs AS r,
-                      LATERAL (SELECT e.seq, e.at, e.data FROM events AS e
+                      LATERAL (SELECT e.seq, e.at FROM events AS e
                                 WHERE e.run_id = r.id AND e.type = 'run.started'
+                                  AND e.data->>'attempt' = $2::int4::text
                                 ORDER BY e.seq DESC LIMIT 1) AS s
                 WHERE r.id = $1"#,
-            id.0
+            id.0,
+            attempt
         )
         .fetch_optional(&self.pool)
         .await?
@@ -162,11 +168,12 @@ impl Store {
         };
         let steps = sqlx::query!(
             r#"SELECT type AS kind, task, agent, at FROM events
-                WHERE run_id = $1 AND seq > $2
+                WHERE run_id = $1 AND seq > $2 AND seq < coalesce($3, 9223372036854775807)
                   AND type IN ('task.started', 'task.completed', 'task.failed', 'run.awaiting_input')
                 ORDER BY seq"#,
             id.0,
-            run.seq
+            run.seq,
+            run.next_seq
         )
         .fetch_all(&self.pool)
         .await?;
@@ -181,7 +188,7 @@ impl Store {
         Ok(Some(DeadAttempt {
             crew_name: run.crew_name,
             tenant: run.tenant,
-            attempt: run.attempt,
+            attempt,
             started_at: run.at,
             task: open,
             trace: crate::domain::RunTrace::from_columns(run.trace_id, run.traceparent, run.tracestate),

@@ -245,9 +245,9 @@ fn start_run(
 
 /// End the spans of the attempts dead replicas left (traces on): their spans that were exported
 /// keep their parents, and the interruption shows in the run's trace.
-async fn end_dead_spans(shared: &Shared, runs: &[crate::domain::RunId], ended: std::time::SystemTime) {
-    for id in runs {
-        let dead = match shared.store.dead_attempt(*id).await {
+async fn end_dead_spans(shared: &Shared, runs: &[(crate::domain::RunId, i32)], ended: std::time::SystemTime) {
+    for (id, attempt) in runs {
+        let dead = match shared.store.dead_attempt(*id, *attempt).await {
             Ok(Some(dead)) => dead,
             Ok(None) => continue,
             Err(error) => {
