@@ -257,6 +257,14 @@ pub struct LlmFinished {
     pub iteration: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub purpose: Option<CallPurpose>,
+    /// Attempts of the call that failed and were retried before this reply (transient failures,
+    /// rate limits); absent when the first attempt answered.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub retries: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]

@@ -292,6 +292,7 @@ impl Context<'_> {
             duration_ms: elapsed.as_millis() as u64,
             iteration,
             purpose: why,
+            retries: response.retries,
         };
         pending.event(Some(task), Some(agent), EventData::LlmFinished(data));
         self.budget.spend(usage.prompt_tokens + usage.completion_tokens, cost.unwrap_or(0.0))?;

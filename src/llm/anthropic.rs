@@ -99,10 +99,15 @@ impl AnthropicClient {
         })?;
         let body = bytes::Bytes::from(body);
         let forced = forced_tool(request);
+        let last = std::sync::atomic::AtomicU32::new(1);
         let mut response = self
             .transport
-            .with_retries(|attempt| self.attempt(&body, request, forced.as_deref(), attempt))
+            .with_retries(|attempt| {
+                last.store(attempt, std::sync::atomic::Ordering::Relaxed);
+                self.attempt(&body, request, forced.as_deref(), attempt)
+            })
             .await?;
+        response.retries = last.into_inner().saturating_sub(1);
         super::estimate::complete_usage(request, &mut response).await;
         Ok(response)
     }
@@ -413,6 +418,7 @@ impl Assembled {
             usage,
             response_id: self.id,
             response_model: self.model,
+            retries: 0,
         }
     }
 }

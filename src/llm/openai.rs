@@ -94,8 +94,15 @@ impl OpenAiClient {
     async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
         let body = request_body(request)?;
         let url = self.url(&request.model);
-        let mut response =
-            self.transport.with_retries(|attempt| self.attempt(&url, &body, request, attempt)).await?;
+        let last = std::sync::atomic::AtomicU32::new(1);
+        let mut response = self
+            .transport
+            .with_retries(|attempt| {
+                last.store(attempt, std::sync::atomic::Ordering::Relaxed);
+                self.attempt(&url, &body, request, attempt)
+            })
+            .await?;
+        response.retries = last.into_inner().saturating_sub(1);
         super::estimate::complete_usage(request, &mut response).await;
         Ok(response)
     }
@@ -605,6 +612,7 @@ impl StreamedAnswer {
             usage: self.usage.unwrap_or_else(TokenUsage::unreported),
             response_id: self.id,
             response_model: self.model,
+            retries: 0,
         }
     }
 }
@@ -640,6 +648,7 @@ fn parse_response(text: &str) -> Result<ChatResponse, LlmError> {
         usage: body.get("usage").filter(|u| !u.is_null()).map_or_else(TokenUsage::unreported, read_usage),
         response_id: body.get("id").and_then(Value::as_str).map(str::to_owned),
         response_model: body.get("model").and_then(Value::as_str).map(str::to_owned),
+        retries: 0,
     })
 }
 

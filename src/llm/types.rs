@@ -253,6 +253,9 @@ pub struct ChatResponse {
     pub response_id: Option<String>,
     #[serde(skip)]
     pub response_model: Option<String>,
+    /// How many times the call was retried before this reply (transient failures, 429s).
+    #[serde(skip)]
+    pub retries: u32,
 }
 
 /// The classes of failure the engine reacts to differently.

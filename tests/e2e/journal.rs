@@ -102,6 +102,7 @@ fn llm_step() -> Step {
         duration_ms: 150,
         iteration: Some(1),
         purpose: None,
+        retries: 0,
     };
     step.event(Some("research"), Some("researcher"), EventData::LlmFinished(finished));
     step

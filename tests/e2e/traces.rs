@@ -456,6 +456,12 @@ async fn json_logs_carry_the_trace_and_span_of_the_run(pool: PgPool) {
     let id = kickoff(&agentd.base, &body, Some(&traceparent)).await["id"].as_str().expect("id").to_owned();
     assert_eq!(wait_done(&agentd.base, &id).await["status"], "completed");
     let spans = otlp.wait_spans("the retried call's span", |s| named(s, "chat gpt-4o-mini").len() == 2).await;
+    // The run's events say the first call was retried (the waterfall marks it), not the others.
+    let events = get(&agentd.base, &format!("/v1/runs/{id}/events")).await;
+    let finished: Vec<&Value> =
+        events["events"].as_array().expect("events").iter().filter(|e| e["type"] == "llm.finished").collect();
+    assert_eq!(finished[0]["data"]["retries"], 1, "{finished:?}");
+    assert!(finished[1]["data"].get("retries").is_none(), "a first-time answer says nothing: {finished:?}");
     let (_, lines) = agentd.stop("-TERM").await;
     let parsed: Vec<Value> =
         lines.iter().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"))).collect();

@@ -77,6 +77,7 @@ pub(super) fn text(content: &str) -> Reply {
         usage: TokenUsage { prompt_tokens: 10, completion_tokens: 5, cached_tokens: 0, estimated: false },
         response_id: None,
         response_model: None,
+        retries: 0,
     })
 }
 
@@ -96,6 +97,7 @@ pub(super) fn calls(calls: &[(&str, &str, Value)]) -> Reply {
         usage: TokenUsage::default(),
         response_id: None,
         response_model: None,
+        retries: 0,
     })
 }
 
