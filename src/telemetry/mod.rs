@@ -507,10 +507,20 @@ pub fn note(name: &'static str, attributes: impl FnOnce() -> Vec<KeyValue>) {
     }
 }
 
-/// Content (a message list, arguments, a result) for an attribute, when the operator opted in.
+/// The longest content attribute, in bytes: a long conversation's messages are cut here (with
+/// `…`), so that a span stays well under what collectors take in one export request.
+pub const MAX_CONTENT_BYTES: usize = 64 * 1024;
+
+/// Content (a message list, arguments, a result) for an attribute, when the operator opted in;
+/// cut to [`MAX_CONTENT_BYTES`].
 pub fn capture(scope: &Scope, key: &'static str, content: impl FnOnce() -> String) {
     if tracing().is_some_and(|t| t.capture_content) {
-        scope.set(key, content());
+        let content = content();
+        let value = match bounded(&content, MAX_CONTENT_BYTES) {
+            Cow::Borrowed(_) => content,
+            Cow::Owned(cut) => cut,
+        };
+        scope.set(key, value);
     }
 }
 

@@ -569,6 +569,37 @@ async fn with_content_capture_spans_hold_messages_and_tool_io_but_never_a_secret
     let exported = serde_json::to_string(&spans).expect("json");
     assert!(!exported.contains(SECRET), "the secret's value was exported");
     assert!(!exported.contains(API_KEY), "the provider's key was exported");
+
+    // A prompt over 64 KiB is cut in the span (the run itself is not).
+    push_forecast(&fake);
+    let long = "Oslo ".repeat(20_000);
+    let body = json!({"crew": crew(&tool_url, true), "inputs": {"city": long}});
+    let id = kickoff(&agentd.base, &body, None).await["id"].as_str().expect("id").to_owned();
+    assert_eq!(wait_done(&agentd.base, &id).await["status"], "completed");
+    let spans = otlp
+        .wait_spans("the long run's spans", |s| {
+            named(s, "invoke_workflow forecast").len() == 2 && named(s, "chat gpt-4o-mini").len() == 6
+        })
+        .await;
+    let of_run: BTreeSet<&str> = spans
+        .iter()
+        .filter(|s| s["attributes"]["agentd.run.id"] == id.as_str())
+        .map(|s| s["trace_id"].as_str().expect("trace"))
+        .collect();
+    let calls: Vec<&Value> = spans
+        .iter()
+        .filter(|s| {
+            s["name"] == "chat gpt-4o-mini" && of_run.contains(s["trace_id"].as_str().expect("trace"))
+        })
+        .collect();
+    assert_eq!(calls.len(), 3);
+    for call in calls {
+        let input = call["attributes"]["gen_ai.input.messages"].as_str().expect("input");
+        assert!(input.len() <= 64 * 1024 + 3, "{} bytes", input.len());
+        // The first task's prompt holds the long city; the second's does not.
+        let long_prompt = call["attributes"]["agentd.task.name"] == "look";
+        assert_eq!(input.ends_with('…'), long_prompt, "{} bytes", input.len());
+    }
 }
 
 #[sqlx::test(migrations = false)]
