@@ -652,7 +652,7 @@ fn tool_span(entry: &ToolEntry, call_id: &str, arguments: &Value) -> Option<crat
 fn end_tool_span(span: crate::telemetry::Scope, result: &Result<Result<String, String>, EngineError>) {
     match result {
         Ok(Ok(text)) => crate::telemetry::capture(&span, "gen_ai.tool.call.result", || text.clone()),
-        Ok(Err(error)) => span.fail("tool_error", &crate::telemetry::bounded(error, 1024)),
+        Ok(Err(error)) => span.fail("tool_error", &crate::domain::memory::cut(error, 1024)),
         Err(error) => span.fail("stopped", &error.to_string()),
     }
     span.end();

@@ -21,7 +21,6 @@
 pub mod log;
 mod settings;
 
-use std::borrow::Cow;
 use std::future::Future;
 use std::sync::OnceLock;
 use std::time::{Duration, SystemTime};
@@ -515,12 +514,7 @@ pub const MAX_CONTENT_BYTES: usize = 64 * 1024;
 /// cut to [`MAX_CONTENT_BYTES`].
 pub fn capture(scope: &Scope, key: &'static str, content: impl FnOnce() -> String) {
     if tracing().is_some_and(|t| t.capture_content) {
-        let content = content();
-        let value = match bounded(&content, MAX_CONTENT_BYTES) {
-            Cow::Borrowed(_) => content,
-            Cow::Owned(cut) => cut,
-        };
-        scope.set(key, value);
+        scope.set(key, crate::domain::memory::cut(&content(), MAX_CONTENT_BYTES));
     }
 }
 
@@ -607,18 +601,6 @@ impl Injector for HeadersMut<'_> {
     }
 }
 
-/// A string for an attribute, cut to `max` bytes at a character boundary.
-pub fn bounded(text: &str, max: usize) -> Cow<'_, str> {
-    if text.len() <= max {
-        return Cow::Borrowed(text);
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    Cow::Owned(format!("{}…", &text[..end]))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -652,11 +634,5 @@ mod tests {
         let mut bad = http::HeaderMap::new();
         bad.insert("traceparent", "00-00000000000000000000000000000000-00f067aa0ba902b7-01".parse().unwrap());
         assert_eq!(kickoff_trace(&bad), None, "traces are off in unit tests and the header is invalid");
-    }
-
-    #[test]
-    fn bounded_cuts_at_a_character_boundary() {
-        assert_eq!(bounded("héllo", 2), "h…");
-        assert_eq!(bounded("abc", 3), "abc");
     }
 }
