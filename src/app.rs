@@ -332,6 +332,7 @@ pub fn worker_settings(config: &Config) -> WorkerSettings {
     WorkerSettings {
         default_timeout: config.run_timeout,
         grace: config.shutdown_grace,
+        thread_history_bytes: config.thread_history_bytes,
         ..WorkerSettings::new(config.workers, config.lease)
     }
 }

@@ -126,6 +126,8 @@ pub struct Config {
     pub lease: std::time::Duration,
     /// The time limit of runs that set none.
     pub run_timeout: Option<std::time::Duration>,
+    /// Bytes of a thread's history a run of the thread sees.
+    pub thread_history_bytes: usize,
     /// How big a crew may be (checked at kickoff).
     pub crew_limits: CrewLimits,
     /// What one run may produce (checked as it goes).
@@ -205,6 +207,7 @@ impl Config {
             workers: s.workers as usize,
             lease: secs(s.lease_s),
             run_timeout: (s.run_timeout_s > 0).then(|| secs(s.run_timeout_s)),
+            thread_history_bytes: s.thread_history_bytes as usize,
             crew_limits: CrewLimits {
                 max_agents: s.max_agents as usize,
                 max_tasks: s.max_tasks as usize,

@@ -52,6 +52,46 @@ pub struct KickoffRequest {
     #[serde(default)]
     #[schema(min_length = 1, max_length = 256)]
     pub memory_scope: Option<String>,
+    /// The thread the run joins (`POST /v1/threads`): its first task sees the thread's earlier
+    /// runs, and it runs only when the thread's other runs have ended.
+    #[serde(default)]
+    pub thread_id: Option<uuid::Uuid>,
+    /// What to do when a run of the thread has not ended yet (default `enqueue`; needs
+    /// `thread_id`).
+    #[serde(default)]
+    pub multitask_strategy: Option<super::thread::MultitaskStrategy>,
+    /// How many of the thread's earlier runs the first task sees (default 10; needs `thread_id`).
+    #[serde(default)]
+    #[schema(minimum = 0, maximum = 100)]
+    pub history_runs: Option<u32>,
+}
+
+impl KickoffRequest {
+    /// The run's place in a thread, or why the thread fields do not fit.
+    pub fn thread(&self) -> Result<Option<super::thread::ThreadJoin>, Vec<FieldError>> {
+        use super::thread::{ThreadJoin, DEFAULT_HISTORY_RUNS, MAX_HISTORY_RUNS};
+        let mut errors = Vec::new();
+        if self.thread_id.is_none() {
+            if self.multitask_strategy.is_some() {
+                errors.push(FieldError::new("multitask_strategy", "needs thread_id"));
+            }
+            if self.history_runs.is_some() {
+                errors.push(FieldError::new("history_runs", "needs thread_id"));
+            }
+        }
+        let history_runs = self.history_runs.unwrap_or(DEFAULT_HISTORY_RUNS);
+        if history_runs > MAX_HISTORY_RUNS {
+            errors.push(FieldError::new("history_runs", format!("must be between 0 and {MAX_HISTORY_RUNS}")));
+        }
+        if !errors.is_empty() {
+            return Err(errors);
+        }
+        Ok(self.thread_id.map(|thread_id| ThreadJoin {
+            thread_id,
+            strategy: self.multitask_strategy.unwrap_or_default(),
+            history_runs,
+        }))
+    }
 }
 
 /// A kickoff's webhook: where to POST which of the run's events.
@@ -181,6 +221,7 @@ pub fn prepare_batch(
             fake_llm,
             webhooks: Vec::new(),
             trace: None,
+            thread: None,
         })
         .collect();
     Ok(runs)
@@ -279,6 +320,8 @@ pub struct NewRun {
     pub webhooks: Vec<RunWebhook>,
     /// The trace its spans join (the kickoff's `traceparent`).
     pub trace: Option<crate::domain::RunTrace>,
+    /// The thread it joins.
+    pub thread: Option<super::thread::ThreadJoin>,
 }
 
 impl NewRun {
@@ -317,6 +360,7 @@ impl NewRun {
             usage_breakdown: Some(Vec::new()),
             fake_llm: self.fake_llm,
             trace_id: self.trace.as_ref().map(|t| t.trace_id.clone()),
+            thread_id: self.thread.as_ref().map(|t| t.thread_id),
         }
     }
 }
@@ -356,6 +400,7 @@ pub fn prepare_run(
             fake_llm,
             webhooks: Vec::new(),
             trace: None,
+            thread: None,
         })
     } else {
         Err(errors)

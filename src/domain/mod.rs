@@ -15,6 +15,7 @@ pub mod memory;
 pub mod run;
 pub mod schema;
 pub mod tenant;
+pub mod thread;
 pub mod validate;
 
 pub use crew::{AgentSpec, CrewSpec, HttpToolSpec, LlmSpec, Process, TaskSpec, ToolCalling, ToolSpec};

@@ -28,6 +28,9 @@ use super::RunId;
 #[strum(serialize_all = "snake_case", parse_err_ty = String, parse_err_fn = unknown_run_status)]
 pub enum RunStatus {
     Queued,
+    /// Queued behind an unfinished run of its thread (`multitask_strategy: enqueue`): no worker
+    /// takes it until that run ends, when it becomes `queued`.
+    Waiting,
     Running,
     AwaitingInput,
     Completed,
@@ -37,8 +40,9 @@ pub enum RunStatus {
 }
 
 impl RunStatus {
-    pub const ALL: [RunStatus; 7] = [
+    pub const ALL: [RunStatus; 8] = [
         RunStatus::Queued,
+        RunStatus::Waiting,
         RunStatus::Running,
         RunStatus::AwaitingInput,
         RunStatus::Completed,
@@ -277,6 +281,9 @@ pub struct Run {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(pattern = "^[0-9a-f]{32}$")]
     pub trace_id: Option<String>,
+    /// The thread the run belongs to (a kickoff's `thread_id`); absent for a run of none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread_id: Option<uuid::Uuid>,
 }
 
 /// The trace a run belongs to (OpenTelemetry, W3C trace context), stored with it: every attempt's
@@ -324,8 +331,9 @@ mod tests {
     use super::*;
 
     /// The names are stored in the database (CHECK constraints) and shown in the API: pinned.
-    const RUN_NAMES: [(RunStatus, &str); 7] = [
+    const RUN_NAMES: [(RunStatus, &str); 8] = [
         (RunStatus::Queued, "queued"),
+        (RunStatus::Waiting, "waiting"),
         (RunStatus::Running, "running"),
         (RunStatus::AwaitingInput, "awaiting_input"),
         (RunStatus::Completed, "completed"),

@@ -49,12 +49,26 @@ pub(super) struct Assembler<'a> {
     pub memory: Option<&'a Arc<dyn MemorySource>>,
     /// The run's tenant, whose knowledge bases it searches.
     pub tenant: &'a str,
+    /// Its thread's history, which the crew's first task sees before any other context.
+    pub history: Option<&'a str>,
 }
 
 impl Assembler<'_> {
     /// `text` with the run's inputs in its placeholders.
     pub fn fill(&self, text: &str) -> String {
         interpolate(text, self.inputs)
+    }
+
+    /// What `task` is given as its context: the outputs of its `context` tasks (among those
+    /// `finished`), after its thread's history when it is the crew's first task.
+    fn context(&self, task: &TaskSpec, finished: &[(String, TaskOutput)]) -> Option<String> {
+        let outputs = context_of(task, finished);
+        let first = self.crew.tasks.first().is_some_and(|t| t.name == task.name);
+        match (self.history.filter(|_| first), outputs) {
+            (Some(history), Some(outputs)) => Some(format!("{history}\n\n{outputs}")),
+            (Some(history), None) => Some(history.to_owned()),
+            (None, outputs) => outputs,
+        }
     }
 
     /// The run's memory scope: the crew's, interpolated.
@@ -106,7 +120,7 @@ impl Assembler<'_> {
         let (temperature, max_tokens) = llm_options(agent.llm.as_ref());
         let limits = self.rate_limits(Some(agent), &model);
         let plan = self.plan_options(task, &model)?;
-        let context = context_of(task, finished);
+        let context = self.context(task, finished);
         let task_prompt = prompts::task_prompt(
             &fill(&task.description),
             &fill(&task.expected_output),
@@ -143,7 +157,7 @@ impl Assembler<'_> {
         let (temperature, max_tokens) = llm_options(self.crew.manager_llm.as_ref());
         let limits = self.rate_limits(None, &model);
         let fill = |text: &str| interpolate(text, self.inputs);
-        let context = context_of(task, finished);
+        let context = self.context(task, finished);
         Ok(AgentTurn {
             conversation: task.name.clone(),
             task: task.name.clone(),

@@ -53,7 +53,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use journal::{Journal, JournalError, Snapshot};
-pub use runtime::{Engine, EngineParts};
+pub use runtime::{Engine, EngineParts, RunJob};
 use toolbox::{DelegateMode, RunTools};
 
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -89,6 +89,17 @@ impl EngineParts {
     }
 }
 
+/// A run for the engine to execute: its crew and inputs, and what else its first task sees.
+#[derive(Debug, Clone, Copy)]
+pub struct RunJob<'a> {
+    pub crew: &'a CrewSpec,
+    pub inputs: &'a Map<String, Value>,
+    /// Its thread's history ("Conversation so far"), put in its first task's context.
+    pub history: Option<&'a str>,
+    /// The run's first attempt: nothing can be journaled yet, so the journal is not read.
+    pub first_attempt: bool,
+}
+
 impl Engine {
     pub fn new(parts: EngineParts) -> Self {
         let EngineParts { llms, outbound, limiter, metrics, limits, secrets, deltas, knowledge, memory } =
@@ -131,8 +142,7 @@ impl Engine {
         journal: &dyn Journal,
         cancel: &CancellationToken,
     ) -> Result<TaskOutput, EngineError> {
-        let snapshot = journal.load().await?;
-        self.run_from(crew, inputs, journal, snapshot, cancel).await
+        self.execute(&RunJob { crew, inputs, history: None, first_attempt: false }, journal, cancel).await
     }
 
     /// [`Engine::run`] for a run's first attempt: nothing can be journaled yet, so the journal is
@@ -144,23 +154,39 @@ impl Engine {
         journal: &dyn Journal,
         cancel: &CancellationToken,
     ) -> Result<TaskOutput, EngineError> {
-        let tasks = crew
-            .tasks
-            .iter()
-            .map(|task| TaskRecord { name: task.name.clone(), status: TaskStatus::Pending, output: None })
-            .collect();
-        self.run_from(crew, inputs, journal, Snapshot { tasks, ..Snapshot::default() }, cancel).await
+        self.execute(&RunJob { crew, inputs, history: None, first_attempt: true }, journal, cancel).await
     }
 
-    #[tracing::instrument(skip_all, fields(crew = %crew.name))]
+    /// Execute (or continue) `job` to its end, as [`Engine::run`].
+    pub async fn execute(
+        &self,
+        job: &RunJob<'_>,
+        journal: &dyn Journal,
+        cancel: &CancellationToken,
+    ) -> Result<TaskOutput, EngineError> {
+        let snapshot = match job.first_attempt {
+            false => journal.load().await?,
+            true => {
+                let pending = |task: &crate::domain::TaskSpec| TaskRecord {
+                    name: task.name.clone(),
+                    status: TaskStatus::Pending,
+                    output: None,
+                };
+                Snapshot { tasks: job.crew.tasks.iter().map(pending).collect(), ..Snapshot::default() }
+            }
+        };
+        self.run_from(job, journal, snapshot, cancel).await
+    }
+
+    #[tracing::instrument(skip_all, fields(crew = %job.crew.name))]
     async fn run_from(
         &self,
-        crew: &CrewSpec,
-        inputs: &Map<String, Value>,
+        job: &RunJob<'_>,
         journal: &dyn Journal,
         snapshot: Snapshot,
         cancel: &CancellationToken,
     ) -> Result<TaskOutput, EngineError> {
+        let (crew, inputs) = (job.crew, job.inputs);
         let tools = RunTools::from_snapshot(&snapshot);
         let rate_key = format!("run-{}:", uuid::Uuid::now_v7().simple());
         let schemas = RunSchemas::compile(crew, self.schemas.clone());
@@ -180,6 +206,7 @@ impl Engine {
             knowledge: self.knowledge.as_ref(),
             memory: self.memory.as_ref(),
             tenant: journal.tenant(),
+            history: job.history,
         };
         let team = Team { assembler: &assembler };
         let (limiter, metrics) = (self.limiter.as_ref(), self.metrics.as_ref());

@@ -203,6 +203,7 @@ mod tests {
                 knowledge: None,
                 memory: None,
                 tenant: "default",
+                history: None,
             }
         }
     }

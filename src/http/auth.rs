@@ -158,7 +158,8 @@ pub fn audited_action(method: &Method, path: &str) -> Option<String> {
 }
 
 /// The scope an operation (method and route, as the OpenAPI document names it) needs: `read` for
-/// reading runs, events, crews and secret names; `kickoff` to start, cancel and delete runs;
+/// reading runs, events, crews and secret names; `kickoff` to start, cancel and delete runs (and
+/// threads);
 /// `approve` to decide tool calls and resume runs; `manage` to change crews and secrets and for
 /// everything about webhooks; `admin` for tenants and keys.
 pub fn required_scope(method: &Method, path: &str) -> Option<Scope> {
@@ -166,6 +167,7 @@ pub fn required_scope(method: &Method, path: &str) -> Option<Scope> {
     let reads = method == Method::GET || method == Method::HEAD;
     let scope = match path {
         "/kickoffs" | "/kickoffs/batch" | "/runs/{id}/cancel" => Scope::Kickoff,
+        p if p.starts_with("/threads") && !reads => Scope::Kickoff,
         "/runs/{id}" if method == Method::DELETE => Scope::Kickoff,
         "/runs/{id}/resume" | "/runs/{id}/tool-calls/{tool_call_id}/approval" => Scope::Approve,
         "/audit" => Scope::Manage,
@@ -230,6 +232,9 @@ mod tests {
         assert_eq!(scope(Method::GET, "/v1/memories"), Some(Scope::Read));
         assert_eq!(scope(Method::POST, "/v1/memories"), Some(Scope::Manage));
         assert_eq!(scope(Method::DELETE, "/v1/memories/{id}"), Some(Scope::Manage));
+        assert_eq!(scope(Method::GET, "/v1/threads/{id}"), Some(Scope::Read));
+        assert_eq!(scope(Method::POST, "/v1/threads"), Some(Scope::Kickoff));
+        assert_eq!(scope(Method::DELETE, "/v1/threads/{id}"), Some(Scope::Kickoff));
     }
 
     #[test]

@@ -13,6 +13,7 @@ pub mod extract;
 pub mod kickoffs;
 pub mod knowledge;
 pub mod memory;
+pub mod threads;
 pub mod runs;
 pub mod secrets;
 pub mod server;
@@ -53,6 +54,7 @@ pub use state::AppState;
         (name = "tools", description = "Built-in tools"),
         (name = "knowledge", description = "Knowledge bases: documents crews retrieve from"),
         (name = "memory", description = "Memories: what crews remember across kickoffs, by scope"),
+        (name = "threads", description = "Threads: conversations of runs, one run at a time"),
         (name = "secrets", description = "Stored secrets crews reference in tool headers and queries"),
         (name = "webhooks", description = "Endpoints that receive run events, signed (Standard Webhooks), and their deliveries"),
         (name = "access", description = "Tenants and API keys (admin)"),
@@ -97,6 +99,8 @@ fn v1_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(knowledge::search))
         .routes(routes!(memory::list_memories, memory::create_memory, memory::forget_memories))
         .routes(routes!(memory::get_memory, memory::delete_memory))
+        .routes(routes!(threads::create_thread, threads::list_threads))
+        .routes(routes!(threads::get_thread, threads::delete_thread))
         .routes(routes!(secrets::list_secrets))
         .routes(routes!(secrets::put_secret, secrets::delete_secret))
         .routes(routes!(webhooks::create_webhook, webhooks::list_webhooks))

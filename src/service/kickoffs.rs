@@ -13,7 +13,8 @@ use crate::domain::kickoff::{
 use crate::domain::validate::parse_json;
 use crate::domain::validate::FieldError;
 use crate::domain::{Caller, CrewSpec, Run, RunTrace};
-use crate::store::{Created, IdempotencyKey, StoreError};
+use crate::domain::thread::ThreadJoin;
+use crate::store::{Created, IdempotencyKey, StoreError, ThreadKickoff};
 
 /// What a kickoff did.
 #[derive(Debug)]
@@ -40,6 +41,7 @@ impl Services {
             Some(earlier) => earlier,
             None => {
                 let request: KickoffRequest = parse_json(body).map_err(ServiceError::Invalid)?;
+                let thread = request.thread().map_err(ServiceError::Invalid)?;
                 let mut crew = self.resolve_crew(tenant, request.crew).await?;
                 crew.stream = request.stream.unwrap_or(crew.stream);
                 let mut budget = apply_budgets(&mut crew, request.max_tokens, request.max_cost_usd);
@@ -50,9 +52,12 @@ impl Services {
                 self.check_secrets_exist(tenant, &run.crew, "crew.").await?;
                 self.check_knowledge_exists(tenant, &run.crew, "crew.").await?;
                 self.admit(tenant, 1).await?;
-                let mut runs = [NewRun { trace, ..run }];
+                let mut runs = [NewRun { trace, thread: thread.clone(), ..run }];
                 self.attach_webhooks(&request.webhooks, &mut runs).await?;
-                self.store.create_runs(&runs, key.as_ref()).await?
+                match &thread {
+                    None => self.store.create_runs(&runs, key.as_ref()).await?,
+                    Some(join) => self.kickoff_in_thread(&runs[0], join, key.as_ref()).await?,
+                }
             }
         };
         let one = |runs: Vec<Run>| {
@@ -96,6 +101,26 @@ impl Services {
         }
         self.attach_webhooks(&request.webhooks, &mut runs).await?;
         answer(self.store.create_runs(&runs, key.as_ref()).await?)
+    }
+
+    /// Store a run that joins a thread, as its `multitask_strategy` says.
+    async fn kickoff_in_thread(
+        &self,
+        run: &NewRun,
+        join: &ThreadJoin,
+        key: Option<&IdempotencyKey>,
+    ) -> ServiceResult<Created> {
+        match self.store.create_thread_run(run, join, key).await? {
+            ThreadKickoff::Created(created) => Ok(created),
+            ThreadKickoff::NoThread => Err(ServiceError::NotFound(format!("no thread {}", join.thread_id))),
+            ThreadKickoff::Busy(runs) => {
+                let runs: Vec<String> = runs.iter().map(ToString::to_string).collect();
+                Err(ServiceError::Conflict(format!(
+                    "the thread has a run that has not ended ({}); multitask_strategy is reject",
+                    runs.join(", ")
+                )))
+            }
+        }
     }
 
     /// What an idempotency key already stands for, if it was used.

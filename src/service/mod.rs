@@ -13,6 +13,7 @@ mod memory;
 mod ops;
 mod runs;
 mod secrets;
+mod threads;
 mod webhooks;
 
 use std::sync::Arc;

@@ -69,6 +69,7 @@ pub struct Settings {
     pub max_reply_bytes: u64,
     pub max_task_output_bytes: u64,
     pub max_run_journal_bytes: u64,
+    pub thread_history_bytes: u64,
     pub retention_days: u32,
     pub secrets_key: Option<String>,
     pub webhook_secret: Option<String>,
@@ -126,6 +127,7 @@ impl Default for Settings {
             max_reply_bytes: run.max_reply_bytes as u64,
             max_task_output_bytes: run.max_task_output_bytes as u64,
             max_run_journal_bytes: run.max_journal_bytes,
+            thread_history_bytes: 32 * 1024,
             retention_days: 0,
             secrets_key: None,
             webhook_secret: None,
@@ -429,6 +431,12 @@ pub const SETTINGS: &[Setting] = &[
          fails with error.kind \"limit\")",
     )
     .range(65_536, 1_099_511_627_776),
+    Setting::new(
+        "thread_history_bytes",
+        "Bytes of a thread's history (its earlier runs' inputs and outputs) a run of the thread sees in its \
+         first task's context; the oldest runs are left out first",
+    )
+    .range(1024, 16_777_216),
     Setting::new(
         "retention_days",
         "Days finished runs are kept before a background pruner removes them with their journals (0: for ever)",

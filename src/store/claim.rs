@@ -37,6 +37,11 @@ pub struct ClaimedRun {
     pub quotas: Option<Box<Quotas>>,
     /// The trace its spans join, when it has one.
     pub trace: Option<RunTrace>,
+    /// The thread it belongs to, when it joined one.
+    pub thread_id: Option<Uuid>,
+    /// Its thread's history, when an earlier attempt rendered it (see
+    /// [`Store::thread_history`]).
+    pub thread_history: Option<String>,
 }
 
 /// A claimed row; the spec and inputs as JSON text, decoded straight into their types.
@@ -56,6 +61,8 @@ struct ClaimRow {
     trace_id: Option<String>,
     traceparent: Option<String>,
     tracestate: Option<String>,
+    thread_id: Option<Uuid>,
+    thread_history: Option<String>,
 }
 
 impl Store {
@@ -84,7 +91,7 @@ impl Store {
             r#"SELECT id AS "id!", tenant AS "tenant!", attempt AS "attempt!", crew_spec AS "crew_spec!",
                       inputs AS "inputs!", created_at AS "created_at!", started_at, timeout_s,
                       paused_s AS "paused_s!", max_running, max_tokens_per_day, max_cost_usd_per_day,
-                      trace_id, traceparent, tracestate
+                      trace_id, traceparent, tracestate, thread_id, thread_history
                  FROM agentd_claim_runs($1, $2, $3)"#,
             owner,
             lease.as_secs_f64(),
@@ -118,7 +125,7 @@ impl Store {
                       (SELECT max_running FROM tenants WHERE name = runs.tenant),
                       (SELECT max_tokens_per_day FROM tenants WHERE name = runs.tenant),
                       (SELECT max_cost_usd_per_day FROM tenants WHERE name = runs.tenant),
-                      trace_id, traceparent, tracestate"#,
+                      trace_id, traceparent, tracestate, thread_id, thread_history"#,
             id.0,
             owner,
             lease.as_secs_f64(),
@@ -176,5 +183,7 @@ fn claimed_run(row: ClaimRow) -> StoreResult<ClaimedRun> {
         paused: Duration::try_from_secs_f64(row.paused_s).unwrap_or_default(),
         quotas,
         trace: RunTrace::from_columns(row.trace_id, row.traceparent, row.tracestate),
+        thread_id: row.thread_id,
+        thread_history: row.thread_history,
     })
 }

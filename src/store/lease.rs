@@ -207,7 +207,7 @@ impl Store {
         let status: RunStatus = parse(&status)?;
         let finished = status.is_terminal();
         match status {
-            RunStatus::Queued | RunStatus::AwaitingInput => {
+            RunStatus::Queued | RunStatus::Waiting | RunStatus::AwaitingInput => {
                 cancel_now(&mut tx, id).await?;
             }
             RunStatus::Running => {
@@ -284,7 +284,7 @@ async fn requeue(tx: &mut Transaction<'_, Postgres>, id: RunId) -> StoreResult<b
 }
 
 /// End a run `cancelled`: unfinished tasks cancelled, running tool calls failed, `run.cancelled`.
-async fn cancel_now(tx: &mut Transaction<'_, Postgres>, id: RunId) -> StoreResult<bool> {
+pub(super) async fn cancel_now(tx: &mut Transaction<'_, Postgres>, id: RunId) -> StoreResult<bool> {
     let updated = sqlx::query!(
         r#"UPDATE runs SET status = 'cancelled', finished_at = now(), lease_owner = NULL,
                   lease_expires_at = NULL, updated_at = now(),

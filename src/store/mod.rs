@@ -23,6 +23,7 @@ mod run_journal;
 mod runs;
 mod secrets;
 mod tenants;
+mod threads;
 mod vectors;
 mod webhooks;
 
@@ -56,6 +57,7 @@ pub use run_journal::RunJournal;
 pub use runs::{Created, IdempotencyKey, RunPage};
 pub use secrets::{SealedSecret, SecretInfo};
 pub use tenants::{KeyCandidate, KeyRecord, NewKey, TenantLoad, TenantRecord};
+pub use threads::{ThreadDeleted, ThreadKickoff, ThreadPage};
 pub use webhooks::{
     Delivered, Delivery, DeliveryPage, DeliveryTarget, EndpointPatch, FailedAttempt, LeasedQueue,
     NewEndpoint, OutboxGauges, PendingDelivery, WebhookEndpoint,

@@ -106,36 +106,12 @@ async fn remove_runs(tx: &mut sqlx::Transaction<'_, sqlx::Postgres>, ids: &[Uuid
     if ids.is_empty() {
         return Ok(0);
     }
-    let mut rows = 0;
-    // The journal's tables hold no foreign key to runs (see migration 11): each is cleared here.
-    rows += sqlx::query!("DELETE FROM events WHERE run_id = ANY($1)", ids)
-        .execute(&mut **tx)
-        .await?
-        .rows_affected();
-    rows += sqlx::query!("DELETE FROM messages WHERE run_id = ANY($1)", ids)
-        .execute(&mut **tx)
-        .await?
-        .rows_affected();
-    rows += sqlx::query!("DELETE FROM tool_calls WHERE run_id = ANY($1)", ids)
-        .execute(&mut **tx)
-        .await?
-        .rows_affected();
-    rows += sqlx::query!("DELETE FROM run_usage WHERE run_id = ANY($1)", ids)
-        .execute(&mut **tx)
-        .await?
-        .rows_affected();
-    rows += sqlx::query!("DELETE FROM run_tasks WHERE run_id = ANY($1)", ids)
-        .execute(&mut **tx)
-        .await?
-        .rows_affected();
-    // A key names the runs it created (several for a batch); it goes with any of them.
-    rows += sqlx::query!("DELETE FROM idempotency_keys WHERE run_ids && $1", ids)
-        .execute(&mut **tx)
-        .await?
-        .rows_affected();
-    rows +=
-        sqlx::query!("DELETE FROM runs WHERE id = ANY($1)", ids).execute(&mut **tx).await?.rows_affected();
-    Ok(rows)
+    // One function (migration 25) clears the journal's tables, which hold no foreign key to runs
+    // (see migration 11), the runs' idempotency keys and the runs.
+    let removed = sqlx::query_scalar!(r#"SELECT agentd_remove_runs($1) AS "removed!""#, ids)
+        .fetch_one(&mut **tx)
+        .await?;
+    Ok(u64::try_from(removed).unwrap_or(0))
 }
 
 #[cfg(test)]

@@ -68,6 +68,7 @@ struct RunRow {
     finished_at: Option<DateTime<Utc>>,
     fake_llm: bool,
     trace_id: Option<String>,
+    thread_id: Option<Uuid>,
 }
 
 /// A task row (also as [`Store::get_run`] reads it: a JSON object per task, without the run id).
@@ -112,6 +113,7 @@ impl RunRow {
             usage_breakdown: None,
             fake_llm: self.fake_llm,
             trace_id: self.trace_id,
+            thread_id: self.thread_id,
         })
     }
 }
@@ -197,7 +199,7 @@ impl Store {
             RunRow,
             r#"SELECT id, tenant, status, crew_name, inputs, metadata, attempt, output, error, llm_calls,
                       prompt_tokens, completion_tokens, cached_tokens, estimated_tokens, tool_calls, cost_usd, created_at, started_at, finished_at,
-                      fake_llm, trace_id
+                      fake_llm, trace_id, thread_id
                FROM runs WHERE id = ANY($1)"#,
             ids
         )
@@ -235,7 +237,7 @@ impl Store {
         let row = sqlx::query!(
             r#"SELECT id, tenant, status, crew_name, inputs, metadata, attempt, output, error, llm_calls,
                       prompt_tokens, completion_tokens, cached_tokens, estimated_tokens, tool_calls, cost_usd, created_at, started_at, finished_at,
-                      fake_llm, trace_id,
+                      fake_llm, trace_id, thread_id,
                       (SELECT coalesce(jsonb_agg(jsonb_build_object(
                                   'name', t.name, 'agent', t.agent, 'status', t.status, 'output', t.output,
                                   'started_at', t.started_at, 'finished_at', t.finished_at) ORDER BY t.position),
@@ -277,6 +279,7 @@ impl Store {
             finished_at: row.finished_at,
             fake_llm: row.fake_llm,
             trace_id: row.trace_id,
+            thread_id: row.thread_id,
         };
         let mut run = run.into_run(tasks)?;
         run.usage_breakdown = Some(decode(row.usage_breakdown, "run_usage of a run")?);
@@ -310,7 +313,7 @@ impl Store {
                     RunRow,
                     r#"SELECT id, tenant, status, crew_name, inputs, metadata, attempt, output, error, llm_calls,
                               prompt_tokens, completion_tokens, cached_tokens, estimated_tokens, tool_calls, cost_usd, created_at, started_at, finished_at,
-                              fake_llm, trace_id
+                              fake_llm, trace_id, thread_id
                        FROM runs WHERE status = $1 AND id < $2 AND ($4::text IS NULL OR tenant = $4)
                        ORDER BY id DESC LIMIT $3"#,
                     status.as_str(),
@@ -326,7 +329,7 @@ impl Store {
                     RunRow,
                     r#"SELECT id, tenant, status, crew_name, inputs, metadata, attempt, output, error, llm_calls,
                               prompt_tokens, completion_tokens, cached_tokens, estimated_tokens, tool_calls, cost_usd, created_at, started_at, finished_at,
-                              fake_llm, trace_id
+                              fake_llm, trace_id, thread_id
                        FROM runs WHERE id < $1 AND ($3::text IS NULL OR tenant = $3) ORDER BY id DESC LIMIT $2"#,
                     before,
                     fetch,
@@ -379,7 +382,7 @@ impl Store {
 
 /// Take an idempotency key for these runs. `false` when the key is held (used within the last
 /// 24 hours); an older key is taken over.
-async fn claim_idempotency_key(
+pub(super) async fn claim_idempotency_key(
     tx: &mut Transaction<'_, Postgres>,
     key: &IdempotencyKey,
     run_ids: &[Uuid],
@@ -423,7 +426,7 @@ pub(super) struct QueuedRun {
 }
 
 impl QueuedRun {
-    fn new(run: &NewRun, created_at: DateTime<Utc>) -> StoreResult<Self> {
+    pub(super) fn new(run: &NewRun, created_at: DateTime<Utc>) -> StoreResult<Self> {
         Ok(Self {
             id: run.id.0,
             tenant: run.tenant.clone(),
@@ -476,7 +479,7 @@ impl GroupWrite for KickoffWrite {
 
 /// Insert queued runs, their pending tasks and their `run.queued` events (each run's first, so
 /// `last_seq` starts at 1), and announce them to idle workers with one notification.
-async fn insert_runs<R: std::borrow::Borrow<QueuedRun>>(
+pub(super) async fn insert_runs<R: std::borrow::Borrow<QueuedRun>>(
     tx: &mut Transaction<'_, Postgres>,
     runs: &[R],
 ) -> StoreResult<()> {

@@ -209,7 +209,8 @@ impl Store {
     pub async fn tenant_load(&self, name: &str) -> StoreResult<TenantLoad> {
         let row = sqlx::query!(
             r#"SELECT (SELECT count(*) FROM runs WHERE tenant = $1 AND status IN ('running', 'cancelling')) AS "running!",
-                      (SELECT count(*) FROM runs WHERE tenant = $1 AND status = 'queued') AS "queued!",
+                      (SELECT count(*) FROM runs WHERE tenant = $1 AND status = 'queued')
+                        + (SELECT count(*) FROM runs WHERE tenant = $1 AND status = 'waiting') AS "queued!",
                       coalesce(s.tokens, 0) AS "tokens!", coalesce(s.cost_usd, 0) AS "cost_usd!"
                  FROM (SELECT 1) AS one
                  LEFT JOIN tenant_spend AS s ON s.tenant = $1 AND s.day = (now() AT TIME ZONE 'UTC')::date"#,
@@ -225,11 +226,12 @@ impl Store {
         })
     }
 
-    /// A tenant's queued runs.
+    /// A tenant's queued runs (waiting behind their threads' included).
     #[tracing::instrument(skip_all, fields(tenant = %name), err)]
     pub async fn queued_runs(&self, name: &str) -> StoreResult<i64> {
         Ok(sqlx::query_scalar!(
-            r#"SELECT count(*) AS "n!" FROM runs WHERE tenant = $1 AND status = 'queued'"#,
+            r#"SELECT (SELECT count(*) FROM runs WHERE tenant = $1 AND status = 'queued')
+                    + (SELECT count(*) FROM runs WHERE tenant = $1 AND status = 'waiting') AS "n!""#,
             name
         )
         .fetch_one(&self.pool)

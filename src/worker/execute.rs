@@ -13,8 +13,18 @@ use super::{Active, Shared, StopReason};
 use crate::domain::RunId;
 use crate::domain::{ErrorKind, RunError};
 use crate::engine::journal::JournalError;
-use crate::engine::EngineError;
+use crate::engine::{EngineError, RunJob};
 use crate::store::{ClaimedRun, Lease};
+
+/// The history of the run's thread its first task sees: as an earlier attempt rendered it, or
+/// rendered now (runs of no thread read nothing).
+async fn thread_history(shared: &Shared, run: &ClaimedRun) -> crate::store::StoreResult<Option<String>> {
+    match (&run.thread_id, &run.thread_history) {
+        (None, _) => Ok(None),
+        (Some(_), Some(history)) => Ok(Some(history.clone()).filter(|h| !h.is_empty())),
+        (Some(_), None) => shared.store.thread_history(run.id, shared.settings.thread_history_bytes).await,
+    }
+}
 
 /// Run `run` to its end (or until this replica must let go of it).
 #[tracing::instrument(skip_all, fields(run_id = %run.id, attempt = run.attempt))]
@@ -35,11 +45,14 @@ pub(super) async fn execute(shared: &Arc<Shared>, run: ClaimedRun) {
         trace: run.trace.as_ref(),
     });
     let execution = AssertUnwindSafe(crate::telemetry::within(span.as_ref(), async {
-        match run.attempt {
-            // The first claim: nothing is journaled yet, so the journal need not be read.
-            1 => shared.engine.run_first_attempt(&run.crew, &run.inputs, &journal, &stop).await,
-            _ => shared.engine.run(&run.crew, &run.inputs, &journal, &stop).await,
-        }
+        let history = match thread_history(shared, &run).await {
+            Ok(history) => history,
+            Err(error) => return Err(EngineError::Journal(JournalError::Storage(error.to_string()))),
+        };
+        // The first claim: nothing is journaled yet, so the journal need not be read.
+        let first_attempt = run.attempt == 1;
+        let job = RunJob { crew: &run.crew, inputs: &run.inputs, history: history.as_deref(), first_attempt };
+        shared.engine.execute(&job, &journal, &stop).await
     }))
     .catch_unwind();
     let result = execution.await.unwrap_or_else(|_| {

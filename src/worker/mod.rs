@@ -43,6 +43,8 @@ pub struct WorkerSettings {
     pub grace: Duration,
     /// This replica's name in `lease_owner`.
     pub owner: String,
+    /// Bytes of a thread's history a run of the thread sees.
+    pub thread_history_bytes: usize,
 }
 
 impl WorkerSettings {
@@ -57,6 +59,7 @@ impl WorkerSettings {
             recovery_interval: (lease / 2).clamp(Duration::from_millis(200), Duration::from_secs(5)),
             default_timeout: Some(Duration::from_secs(3600)),
             grace: Duration::from_secs(30),
+            thread_history_bytes: 32 * 1024,
             owner: format!(
                 "{host}/{}/{}",
                 std::process::id(),

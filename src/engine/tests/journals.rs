@@ -45,6 +45,7 @@ impl Backend {
                     fake_llm: false,
                     webhooks: Vec::new(),
                     trace: None,
+                    thread: None,
                 };
                 store.create_run(&run).await.expect("create the run");
                 let claimed = store

@@ -1,0 +1,76 @@
+//! Threads (`/v1/threads`): a tenant's conversations of runs. Creating one, reading one with its
+//! runs, listing them (by metadata), deleting one with its runs. Runs join a thread through a
+//! kickoff's `thread_id` (see [`kickoffs`](super::kickoffs)).
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
+use uuid::Uuid;
+
+use super::{invalid, ServiceError, ServiceResult, Services};
+use crate::domain::thread::Thread;
+use crate::domain::validate::parse_json;
+use crate::domain::Caller;
+use crate::store::{Audit, ThreadDeleted, ThreadPage};
+
+/// The most bytes of a thread's metadata (as JSON).
+pub const MAX_THREAD_METADATA_BYTES: usize = 16 * 1024;
+
+/// The body of `POST /v1/threads`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ThreadBody {
+    #[serde(default)]
+    metadata: Map<String, Value>,
+}
+
+impl Services {
+    /// A new thread: `{"metadata"?}`.
+    pub async fn create_thread(&self, caller: &Caller, body: Value, audit: &Audit) -> ServiceResult<Thread> {
+        let body: ThreadBody = parse_json(body).map_err(ServiceError::Invalid)?;
+        if Value::Object(body.metadata.clone()).to_string().len() > MAX_THREAD_METADATA_BYTES {
+            return Err(invalid("metadata", format!("must be at most {MAX_THREAD_METADATA_BYTES} bytes as JSON")));
+        }
+        Ok(self.store.create_thread(&caller.tenant, &body.metadata, audit).await?)
+    }
+
+    /// One of the caller's tenant's threads, with its runs.
+    pub async fn thread(&self, caller: &Caller, id: Uuid) -> ServiceResult<Thread> {
+        self.store.get_thread(&caller.tenant, id).await?.ok_or_else(|| no_thread(id))
+    }
+
+    /// The tenant's threads, newest first; with `metadata` (a JSON object, as text), those whose
+    /// metadata contains it.
+    pub async fn threads(
+        &self,
+        caller: &Caller,
+        metadata: Option<&str>,
+        before: Option<Uuid>,
+        limit: i64,
+    ) -> ServiceResult<ThreadPage> {
+        let filter = match metadata {
+            None => None,
+            Some(text) => match serde_json::from_str::<Value>(text) {
+                Ok(Value::Object(map)) => Some(map),
+                _ => return Err(invalid("metadata", "must be a JSON object, e.g. {\"user\":\"42\"}")),
+            },
+        };
+        Ok(self.store.list_threads(&caller.tenant, filter.as_ref(), before, limit).await?)
+    }
+
+    /// Delete a thread with its runs; refused while one of them is running.
+    pub async fn delete_thread(&self, caller: &Caller, id: Uuid, audit: &Audit) -> ServiceResult<u64> {
+        match self.store.delete_thread(&caller.tenant, id, audit).await? {
+            ThreadDeleted::Deleted { runs } => Ok(runs),
+            ThreadDeleted::NotFound => Err(no_thread(id)),
+            ThreadDeleted::Running(run) => Err(ServiceError::Conflict(format!(
+                "run {run} of the thread is running: cancel it (POST /v1/runs/{run}/cancel) and delete the thread \
+                 once it has stopped"
+            ))),
+        }
+    }
+}
+
+/// "No such thread" (also for another tenant's).
+fn no_thread(id: Uuid) -> ServiceError {
+    ServiceError::NotFound(format!("no thread {id}"))
+}
