@@ -137,7 +137,8 @@ mod tests {
 
     #[test]
     fn history_lists_runs_oldest_first() {
-        let history = render_history(&[past("a", "first answer"), past("b", "second answer ")], 4096).unwrap();
+        let history =
+            render_history(&[past("a", "first answer"), past("b", "second answer ")], 4096).unwrap();
         assert_eq!(
             history,
             format!(

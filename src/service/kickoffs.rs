@@ -10,10 +10,10 @@ use crate::domain::kickoff::{
     apply_budgets, apply_memory_scope, prepare_batch, prepare_run, request_fingerprint, BatchKickoffRequest,
     CrewRef, KickoffRequest, NewRun,
 };
+use crate::domain::thread::ThreadJoin;
 use crate::domain::validate::parse_json;
 use crate::domain::validate::FieldError;
 use crate::domain::{Caller, CrewSpec, Run, RunTrace};
-use crate::domain::thread::ThreadJoin;
 use crate::store::{Created, IdempotencyKey, StoreError, ThreadKickoff};
 
 /// What a kickoff did.

@@ -28,7 +28,10 @@ impl Services {
     pub async fn create_thread(&self, caller: &Caller, body: Value, audit: &Audit) -> ServiceResult<Thread> {
         let body: ThreadBody = parse_json(body).map_err(ServiceError::Invalid)?;
         if Value::Object(body.metadata.clone()).to_string().len() > MAX_THREAD_METADATA_BYTES {
-            return Err(invalid("metadata", format!("must be at most {MAX_THREAD_METADATA_BYTES} bytes as JSON")));
+            return Err(invalid(
+                "metadata",
+                format!("must be at most {MAX_THREAD_METADATA_BYTES} bytes as JSON"),
+            ));
         }
         Ok(self.store.create_thread(&caller.tenant, &body.metadata, audit).await?)
     }

@@ -38,7 +38,9 @@ pub enum ThreadKickoff {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ThreadDeleted {
     /// The thread and its runs (this many) are gone.
-    Deleted { runs: u64 },
+    Deleted {
+        runs: u64,
+    },
     NotFound,
     /// A run of the thread is running: cancel it first.
     Running(RunId),
@@ -202,9 +204,13 @@ impl Store {
     #[tracing::instrument(skip_all, fields(thread_id = %id), err)]
     pub async fn delete_thread(&self, tenant: &str, id: Uuid, audit: &Audit) -> StoreResult<ThreadDeleted> {
         let mut tx = self.pool.begin().await?;
-        let found = sqlx::query_scalar!("SELECT id FROM threads WHERE id = $1 AND tenant = $2 FOR UPDATE", id, tenant)
-            .fetch_optional(&mut *tx)
-            .await?;
+        let found = sqlx::query_scalar!(
+            "SELECT id FROM threads WHERE id = $1 AND tenant = $2 FOR UPDATE",
+            id,
+            tenant
+        )
+        .fetch_optional(&mut *tx)
+        .await?;
         if found.is_none() {
             return Ok(ThreadDeleted::NotFound);
         }
@@ -379,16 +385,21 @@ async fn stop_runs(tx: &mut Transaction<'_, Postgres>, ids: &[Uuid], discard: bo
         .fetch_all(&mut **tx)
         .await?;
     if discard {
-        sqlx::query!("UPDATE runs SET discard_on_end = true WHERE id = ANY($1)", ids).execute(&mut **tx).await?;
+        sqlx::query!("UPDATE runs SET discard_on_end = true WHERE id = ANY($1)", ids)
+            .execute(&mut **tx)
+            .await?;
     }
     let mut stopping = false;
     for run in runs {
         let id = RunId(run.id);
         match parse::<RunStatus>(&run.status)? {
             RunStatus::Running => {
-                sqlx::query!("UPDATE runs SET status = 'cancelling', updated_at = now() WHERE id = $1", run.id)
-                    .execute(&mut **tx)
-                    .await?;
+                sqlx::query!(
+                    "UPDATE runs SET status = 'cancelling', updated_at = now() WHERE id = $1",
+                    run.id
+                )
+                .execute(&mut **tx)
+                .await?;
                 notify(tx, CANCEL_CHANNEL, id).await?;
                 stopping = true;
             }

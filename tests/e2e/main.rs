@@ -27,6 +27,7 @@ mod store;
 mod streaming;
 mod support;
 mod tenants;
+mod threads;
 mod traces;
 mod vectors;
 mod webhooks;

@@ -57,6 +57,7 @@ struct Owned {
     key_id: String,
     document: String,
     memory: String,
+    thread: String,
 }
 
 /// A body each operation accepts (what the server checks before or after the tenant is a
@@ -79,6 +80,7 @@ fn body_of(method: &Method, path: &str) -> Option<Value> {
         ("POST", "/v1/knowledge") => json!({"name": "kb-z"}),
         ("POST", "/v1/knowledge/{name}/documents") => json!({"text": "B's words"}),
         ("POST", "/v1/memories") => json!({"scope": "b-scope", "text": "B's note"}),
+        ("POST", "/v1/threads") => json!({"metadata": {"owner": "b"}}),
         _ => return None,
     })
 }
@@ -94,6 +96,8 @@ fn concrete(path: &str, owned: &Owned) -> String {
         owned.memory.clone()
     } else if path.starts_with("/v1/keys") {
         owned.key_id.clone()
+    } else if path.starts_with("/v1/threads") {
+        owned.thread.clone()
     } else {
         owned.run.clone()
     };
@@ -162,14 +166,24 @@ async fn the_openapi_matrix_keeps_tenants_apart_and_holds_keys_to_their_scopes(p
     .await;
     let note = json!({"scope": A_SCOPE, "text": "The tide table is in the shed."});
     let memory = expect_json(a.post_json("/v1/memories", &note).await, StatusCode::CREATED).await;
+    let thread = expect_json(a.post_json("/v1/threads", &json!({})).await, StatusCode::CREATED).await;
     let owned = Owned {
+        thread: thread["id"].as_str().expect("id").to_owned(),
         memory: memory["id"].as_str().expect("id").to_owned(),
         run: run["id"].as_str().expect("id").to_owned(),
         webhook: webhook["id"].as_str().expect("id").to_owned(),
         key_id: a_key_id,
         document: document["id"].as_str().expect("id").to_owned(),
     };
-    let mine = [owned.run.as_str(), owned.webhook.as_str(), crew_name.as_str(), "a_secret", A_BASE, A_SCOPE];
+    let mine = [
+        owned.run.as_str(),
+        owned.webhook.as_str(),
+        crew_name.as_str(),
+        "a_secret",
+        A_BASE,
+        A_SCOPE,
+        owned.thread.as_str(),
+    ];
 
     let document = expect_json(root.get("/openapi.json").await, StatusCode::OK).await;
     let mut cases = BTreeMap::<&str, usize>::new();
@@ -240,6 +254,7 @@ async fn the_openapi_matrix_keeps_tenants_apart_and_holds_keys_to_their_scopes(p
     assert_eq!((still["status"].as_str(), still["tenant"].as_str()), (Some("queued"), Some("team-a")));
     expect_json(a.get(&format!("/v1/webhooks/{}", owned.webhook)).await, StatusCode::OK).await;
     expect_json(a.get(&format!("/v1/memories/{}", owned.memory)).await, StatusCode::OK).await;
+    expect_json(a.get(&format!("/v1/threads/{}", owned.thread)).await, StatusCode::OK).await;
     // The operator sees both tenants' runs.
     let all = expect_json(root.get("/v1/runs").await, StatusCode::OK).await;
     let tenants: Vec<&str> =

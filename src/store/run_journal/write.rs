@@ -47,7 +47,10 @@ pub(super) async fn fence(tx: &mut Tx<'_>, commits: &[Commit]) -> Result<Vec<boo
     let mut holds = HashMap::new();
     for row in rows {
         let status: RunStatus = parse(&row.status)?;
-        holds.insert(row.id, (row.attempt, !status.is_terminal() && !matches!(status, RunStatus::Queued | RunStatus::Waiting)));
+        holds.insert(
+            row.id,
+            (row.attempt, !status.is_terminal() && !matches!(status, RunStatus::Queued | RunStatus::Waiting)),
+        );
     }
     Ok(commits
         .iter()
