@@ -64,6 +64,11 @@ macro_rules! events {
 events! {
     /// The run was stored, waiting for a worker.
     RunQueued(Empty) = "run.queued",
+    /// The run is a fork: the tasks before its task were taken over from the run it was forked
+    /// from (their events follow, copied).
+    RunForked(RunForked) = "run.forked",
+    /// The failed run was queued again (`POST /v1/runs/{id}/retry`) to continue its journal.
+    RunRetried(RunRetried) = "run.retried",
     /// A worker claimed the run.
     RunStarted(RunStarted) = "run.started",
     TaskStarted(TaskStarted) = "task.started",
@@ -365,6 +370,22 @@ pub struct TaskAnswered {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct RunForked {
+    /// The run it was forked from.
+    pub run_id: String,
+    /// The task it runs anew from.
+    pub task: String,
+    /// The tasks taken over, in order.
+    pub tasks: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct RunRetried {
+    /// The failure it continues after.
+    pub error: Option<RunError>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
 pub struct RunResumed {
     /// The reviewer's feedback (when the answer was rejected).
     pub feedback: Option<String>,
@@ -453,7 +474,7 @@ mod tests {
 
     #[test]
     fn wire_names_round_trip_through_serde() {
-        assert_eq!(EventType::ALL.len(), 33, "the event table in docs/api.md");
+        assert_eq!(EventType::ALL.len(), 35, "the event table in docs/api.md");
         let names: std::collections::BTreeSet<&str> = EventType::ALL.iter().map(|t| t.as_str()).collect();
         assert_eq!(names.len(), EventType::ALL.len(), "names are unique");
         for &ty in EventType::ALL {

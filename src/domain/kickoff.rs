@@ -361,6 +361,7 @@ impl NewRun {
             fake_llm: self.fake_llm,
             trace_id: self.trace.as_ref().map(|t| t.trace_id.clone()),
             thread_id: self.thread.as_ref().map(|t| t.thread_id),
+            forked_from: None,
         }
     }
 }

@@ -6,6 +6,7 @@ pub mod body;
 pub mod crew;
 pub mod event;
 pub mod field;
+pub mod fork;
 pub mod ids;
 pub mod interpolate;
 pub mod kickoff;

@@ -284,6 +284,10 @@ pub struct Run {
     /// The thread the run belongs to (a kickoff's `thread_id`); absent for a run of none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thread_id: Option<uuid::Uuid>,
+    /// The run and task it was forked from (`POST /v1/runs/{id}/fork`); absent for a run that is
+    /// no fork.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forked_from: Option<super::fork::ForkedFrom>,
 }
 
 /// The trace a run belongs to (OpenTelemetry, W3C trace context), stored with it: every attempt's

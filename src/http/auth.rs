@@ -166,7 +166,9 @@ pub fn required_scope(method: &Method, path: &str) -> Option<Scope> {
     let path = path.strip_prefix("/v1")?;
     let reads = method == Method::GET || method == Method::HEAD;
     let scope = match path {
-        "/kickoffs" | "/kickoffs/batch" | "/runs/{id}/cancel" => Scope::Kickoff,
+        "/kickoffs" | "/kickoffs/batch" | "/runs/{id}/cancel" | "/runs/{id}/fork" | "/runs/{id}/retry" => {
+            Scope::Kickoff
+        }
         p if p.starts_with("/threads") && !reads => Scope::Kickoff,
         "/runs/{id}" if method == Method::DELETE => Scope::Kickoff,
         "/runs/{id}/resume" | "/runs/{id}/tool-calls/{tool_call_id}/approval" => Scope::Approve,
@@ -233,6 +235,8 @@ mod tests {
         assert_eq!(scope(Method::POST, "/v1/memories"), Some(Scope::Manage));
         assert_eq!(scope(Method::DELETE, "/v1/memories/{id}"), Some(Scope::Manage));
         assert_eq!(scope(Method::GET, "/v1/threads/{id}"), Some(Scope::Read));
+        assert_eq!(scope(Method::POST, "/v1/runs/{id}/fork"), Some(Scope::Kickoff));
+        assert_eq!(scope(Method::POST, "/v1/runs/{id}/retry"), Some(Scope::Kickoff));
         assert_eq!(scope(Method::POST, "/v1/threads"), Some(Scope::Kickoff));
         assert_eq!(scope(Method::DELETE, "/v1/threads/{id}"), Some(Scope::Kickoff));
     }

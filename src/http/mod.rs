@@ -10,6 +10,7 @@ pub mod error;
 pub mod events;
 mod examples;
 pub mod extract;
+pub mod forks;
 pub mod kickoffs;
 pub mod knowledge;
 pub mod memory;
@@ -86,6 +87,8 @@ fn v1_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(events::wait_run))
         .routes(routes!(events::all_events))
         .routes(routes!(runs::cancel_run))
+        .routes(routes!(forks::fork_run))
+        .routes(routes!(forks::retry_run))
         .routes(routes!(runs::resume_run))
         .routes(routes!(runs::approve_tool_call))
         .routes(routes!(crews::list_crews))

@@ -169,7 +169,7 @@ pub(super) fn bounded(value: Option<i64>, default: i64, max: i64, name: &str) ->
 
 /// Cancel a run.
 ///
-/// A queued run (or one awaiting input) is cancelled at once; a running one becomes `cancelling`
+/// A queued or waiting run (or one awaiting input) is cancelled at once; a running one becomes `cancelling`
 /// and its worker, on whichever replica, aborts its in-flight LLM or tool request and ends it
 /// `cancelled`.
 #[utoipa::path(

@@ -7,6 +7,7 @@
 mod access;
 mod approval;
 mod crews;
+mod forks;
 mod kickoffs;
 mod knowledge;
 mod memory;

@@ -42,6 +42,9 @@ pub struct ClaimedRun {
     /// Its thread's history, when an earlier attempt rendered it (see
     /// [`Store::thread_history`]).
     pub thread_history: Option<String>,
+    /// The run it was forked from: its journal holds the tasks taken over, so even its first
+    /// attempt reads it.
+    pub forked_from: Option<RunId>,
 }
 
 /// A claimed row; the spec and inputs as JSON text, decoded straight into their types.
@@ -63,6 +66,7 @@ struct ClaimRow {
     tracestate: Option<String>,
     thread_id: Option<Uuid>,
     thread_history: Option<String>,
+    forked_from: Option<Uuid>,
 }
 
 impl Store {
@@ -91,7 +95,7 @@ impl Store {
             r#"SELECT id AS "id!", tenant AS "tenant!", attempt AS "attempt!", crew_spec AS "crew_spec!",
                       inputs AS "inputs!", created_at AS "created_at!", started_at, timeout_s,
                       paused_s AS "paused_s!", max_running, max_tokens_per_day, max_cost_usd_per_day,
-                      trace_id, traceparent, tracestate, thread_id, thread_history
+                      trace_id, traceparent, tracestate, thread_id, thread_history, forked_from
                  FROM agentd_claim_runs($1, $2, $3)"#,
             owner,
             lease.as_secs_f64(),
@@ -125,7 +129,7 @@ impl Store {
                       (SELECT max_running FROM tenants WHERE name = runs.tenant),
                       (SELECT max_tokens_per_day FROM tenants WHERE name = runs.tenant),
                       (SELECT max_cost_usd_per_day FROM tenants WHERE name = runs.tenant),
-                      trace_id, traceparent, tracestate, thread_id, thread_history"#,
+                      trace_id, traceparent, tracestate, thread_id, thread_history, forked_from"#,
             id.0,
             owner,
             lease.as_secs_f64(),
@@ -185,5 +189,6 @@ fn claimed_run(row: ClaimRow) -> StoreResult<ClaimedRun> {
         trace: RunTrace::from_columns(row.trace_id, row.traceparent, row.tracestate),
         thread_id: row.thread_id,
         thread_history: row.thread_history,
+        forked_from: row.forked_from.map(RunId),
     })
 }

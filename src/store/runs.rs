@@ -10,6 +10,7 @@ use uuid::Uuid;
 use super::group::{Failure, GroupWrite};
 use super::listen::{notify, RUNS_CHANNEL};
 use super::{decode, parse, Store, StoreError, StoreResult};
+use crate::domain::fork::ForkedFrom;
 use crate::domain::kickoff::NewRun;
 use crate::domain::{EventType, Run, RunId, RunStatus, RunTrace, TaskRun, Usage, UsageLine};
 
@@ -69,6 +70,8 @@ struct RunRow {
     fake_llm: bool,
     trace_id: Option<String>,
     thread_id: Option<Uuid>,
+    forked_from: Option<Uuid>,
+    forked_at: Option<String>,
 }
 
 /// A task row (also as [`Store::get_run`] reads it: a JSON object per task, without the run id).
@@ -114,6 +117,10 @@ impl RunRow {
             fake_llm: self.fake_llm,
             trace_id: self.trace_id,
             thread_id: self.thread_id,
+            forked_from: match (self.forked_from, self.forked_at) {
+                (Some(run), Some(task)) => Some(ForkedFrom { run_id: RunId(run), task }),
+                _ => None,
+            },
         })
     }
 }
@@ -199,7 +206,7 @@ impl Store {
             RunRow,
             r#"SELECT id, tenant, status, crew_name, inputs, metadata, attempt, output, error, llm_calls,
                       prompt_tokens, completion_tokens, cached_tokens, estimated_tokens, tool_calls, cost_usd, created_at, started_at, finished_at,
-                      fake_llm, trace_id, thread_id
+                      fake_llm, trace_id, thread_id, forked_from, forked_at
                FROM runs WHERE id = ANY($1)"#,
             ids
         )
@@ -237,7 +244,7 @@ impl Store {
         let row = sqlx::query!(
             r#"SELECT id, tenant, status, crew_name, inputs, metadata, attempt, output, error, llm_calls,
                       prompt_tokens, completion_tokens, cached_tokens, estimated_tokens, tool_calls, cost_usd, created_at, started_at, finished_at,
-                      fake_llm, trace_id, thread_id,
+                      fake_llm, trace_id, thread_id, forked_from, forked_at,
                       (SELECT coalesce(jsonb_agg(jsonb_build_object(
                                   'name', t.name, 'agent', t.agent, 'status', t.status, 'output', t.output,
                                   'started_at', t.started_at, 'finished_at', t.finished_at) ORDER BY t.position),
@@ -280,6 +287,8 @@ impl Store {
             fake_llm: row.fake_llm,
             trace_id: row.trace_id,
             thread_id: row.thread_id,
+            forked_from: row.forked_from,
+            forked_at: row.forked_at,
         };
         let mut run = run.into_run(tasks)?;
         run.usage_breakdown = Some(decode(row.usage_breakdown, "run_usage of a run")?);
@@ -313,7 +322,7 @@ impl Store {
                     RunRow,
                     r#"SELECT id, tenant, status, crew_name, inputs, metadata, attempt, output, error, llm_calls,
                               prompt_tokens, completion_tokens, cached_tokens, estimated_tokens, tool_calls, cost_usd, created_at, started_at, finished_at,
-                              fake_llm, trace_id, thread_id
+                              fake_llm, trace_id, thread_id, forked_from, forked_at
                        FROM runs WHERE status = $1 AND id < $2 AND ($4::text IS NULL OR tenant = $4)
                        ORDER BY id DESC LIMIT $3"#,
                     status.as_str(),
@@ -329,7 +338,7 @@ impl Store {
                     RunRow,
                     r#"SELECT id, tenant, status, crew_name, inputs, metadata, attempt, output, error, llm_calls,
                               prompt_tokens, completion_tokens, cached_tokens, estimated_tokens, tool_calls, cost_usd, created_at, started_at, finished_at,
-                              fake_llm, trace_id, thread_id
+                              fake_llm, trace_id, thread_id, forked_from, forked_at
                        FROM runs WHERE id < $1 AND ($3::text IS NULL OR tenant = $3) ORDER BY id DESC LIMIT $2"#,
                     before,
                     fetch,

@@ -16,13 +16,14 @@ use crate::engine::journal::JournalError;
 use crate::engine::{EngineError, RunJob};
 use crate::store::{ClaimedRun, Lease};
 
-/// The history of the run's thread its first task sees: as an earlier attempt rendered it, or
-/// rendered now (runs of no thread read nothing).
+/// The history of the run's thread its first task sees: as an earlier attempt (or the run a fork
+/// was forked from) rendered it, or rendered now (runs of no thread read nothing).
 async fn thread_history(shared: &Shared, run: &ClaimedRun) -> crate::store::StoreResult<Option<String>> {
-    match (&run.thread_id, &run.thread_history) {
-        (None, _) => Ok(None),
-        (Some(_), Some(history)) => Ok(Some(history.clone()).filter(|h| !h.is_empty())),
-        (Some(_), None) => shared.store.thread_history(run.id, shared.settings.thread_history_bytes).await,
+    match (&run.thread_history, &run.thread_id) {
+        // Rendered before (a fork takes over its run's).
+        (Some(history), _) => Ok(Some(history.clone()).filter(|h| !h.is_empty())),
+        (None, None) => Ok(None),
+        (None, Some(_)) => shared.store.thread_history(run.id, shared.settings.thread_history_bytes).await,
     }
 }
 
@@ -49,8 +50,9 @@ pub(super) async fn execute(shared: &Arc<Shared>, run: ClaimedRun) {
             Ok(history) => history,
             Err(error) => return Err(EngineError::Journal(JournalError::Storage(error.to_string()))),
         };
-        // The first claim: nothing is journaled yet, so the journal need not be read.
-        let first_attempt = run.attempt == 1;
+        // The first claim: nothing is journaled yet (unless it is a fork), so the journal need
+        // not be read.
+        let first_attempt = run.attempt == 1 && run.forked_from.is_none();
         let job = RunJob { crew: &run.crew, inputs: &run.inputs, history: history.as_deref(), first_attempt };
         shared.engine.execute(&job, &journal, &stop).await
     }))

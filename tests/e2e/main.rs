@@ -11,6 +11,7 @@ mod engine;
 mod events;
 mod fake_llm;
 mod fakes;
+mod forks;
 mod journal;
 mod kickoffs;
 mod knowledge;

@@ -81,6 +81,7 @@ fn body_of(method: &Method, path: &str) -> Option<Value> {
         ("POST", "/v1/knowledge/{name}/documents") => json!({"text": "B's words"}),
         ("POST", "/v1/memories") => json!({"scope": "b-scope", "text": "B's note"}),
         ("POST", "/v1/threads") => json!({"metadata": {"owner": "b"}}),
+        ("POST", "/v1/runs/{id}/fork") => json!({"at": {"task": "research"}}),
         _ => return None,
     })
 }

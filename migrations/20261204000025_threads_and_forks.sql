@@ -1,3 +1,5 @@
+-- Threads, forks and retries.
+--
 -- Threads: a tenant's conversations of runs. A kickoff with `thread_id` joins a thread; its first
 -- task sees the thread's earlier runs (their inputs and final outputs), which the run's first claim
 -- renders into `thread_history` (kept, so every attempt sees the same). A thread runs one run at a
@@ -22,6 +24,13 @@ ALTER TABLE runs
     ADD COLUMN thread_history text,
     ADD COLUMN discard_on_end boolean NOT NULL DEFAULT false;
 CREATE INDEX runs_thread ON runs (thread_id, created_at, id) WHERE thread_id IS NOT NULL;
+
+-- Forks: a run started from another's journal, the tasks before `forked_at` taken over done (their
+-- rows, messages, tool calls and events copied), the rest run anew. Its first claim reads its
+-- journal (any other run's first claim need not).
+ALTER TABLE runs
+    ADD COLUMN forked_from uuid,
+    ADD COLUMN forked_at text;
 
 ALTER TABLE runs DROP CONSTRAINT runs_status_check;
 ALTER TABLE runs ADD CONSTRAINT runs_status_check CHECK (status IN
@@ -90,13 +99,13 @@ CREATE CONSTRAINT TRIGGER runs_thread_run_ended
           AND OLD.status NOT IN ('completed', 'failed', 'cancelled'))
     EXECUTE FUNCTION agentd_thread_run_ended();
 
--- The claim returns the run's thread and its rendered history.
+-- The claim returns the run's thread and its rendered history, and whether it is a fork.
 DROP FUNCTION agentd_claim_runs(text, float8, integer);
 CREATE FUNCTION agentd_claim_runs(claimer text, lease float8, wanted integer)
 RETURNS TABLE (id uuid, tenant text, attempt integer, crew_spec text, inputs text,
                created_at timestamptz, started_at timestamptz, timeout_s integer, paused_s float8,
                max_running integer, max_tokens_per_day int8, max_cost_usd_per_day float8,
-               trace_id text, traceparent text, tracestate text, thread_id uuid, thread_history text)
+               trace_id text, traceparent text, tracestate text, thread_id uuid, thread_history text, forked_from uuid)
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
@@ -182,7 +191,7 @@ BEGIN
          WHERE r.id = ANY (picked)
         RETURNING r.id, r.tenant, r.attempt, r.last_seq, r.crew_spec, r.inputs, r.created_at,
                   r.started_at, r.timeout_s, r.paused_s, r.trace_id, r.traceparent, r.tracestate,
-                  r.thread_id, r.thread_history
+                  r.thread_id, r.thread_history, r.forked_from
     ), started AS (
         INSERT INTO events (run_id, seq, type, data)
         SELECT c.id, c.last_seq, 'run.started',
@@ -192,7 +201,7 @@ BEGIN
     )
     SELECT c.id, c.tenant, c.attempt, c.crew_spec::text, c.inputs::text, c.created_at, c.started_at,
            c.timeout_s, c.paused_s, n.max_running, n.max_tokens_per_day, n.max_cost_usd_per_day,
-           c.trace_id, c.traceparent, c.tracestate, c.thread_id, c.thread_history
+           c.trace_id, c.traceparent, c.tracestate, c.thread_id, c.thread_history, c.forked_from
       FROM claimed AS c LEFT JOIN tenants AS n ON n.name = c.tenant;
 END
 $$;
