@@ -11,6 +11,7 @@ use sqlx::postgres::PgConnectOptions;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{Config, Secret};
+use crate::domain::schedule::{Clock, SystemClock};
 use crate::domain::ValidationContext;
 use crate::engine::{Engine, EngineParts};
 use crate::events::EventBus;
@@ -20,6 +21,7 @@ use crate::knowledge::Knowledge;
 use crate::llm::{LlmRegistry, RetryPolicy};
 use crate::metrics::Metrics;
 use crate::ratelimit::RateLimiter;
+use crate::scheduler::Scheduler;
 use crate::secrets::Vault;
 use crate::service::Services;
 use crate::store::{PoolSettings, Store, StoreError};
@@ -187,6 +189,8 @@ pub struct App {
     deliverer: Option<Deliverer>,
     /// The knowledge bases' document ingester (a role that runs workers).
     ingester: Option<Ingester>,
+    /// The schedules' scheduler (a role that runs workers).
+    scheduler: Option<crate::scheduler::Scheduler>,
     /// Knowledge bases' search and embedding (whether vectors can be kept is said at start-up).
     knowledge: Knowledge,
 }
@@ -194,6 +198,16 @@ pub struct App {
 impl App {
     /// Compose the service over `store` (migrated), to stop when `shutdown` is cancelled.
     pub fn assemble(config: Config, store: Store, shutdown: CancellationToken) -> Result<Self, ServeError> {
+        Self::assemble_with_clock(config, store, shutdown, Arc::new(SystemClock))
+    }
+
+    /// [`App::assemble`] on `clock` (the schedules' time: a test's own).
+    pub fn assemble_with_clock(
+        config: Config,
+        store: Store,
+        shutdown: CancellationToken,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Self, ServeError> {
         let config = Arc::new(config);
         let metrics = Arc::new(Metrics::default());
         let vault = Arc::new(Vault::new(store.clone(), config.secrets_key.clone()));
@@ -232,29 +246,46 @@ impl App {
             ),
             None => None,
         };
+        let services = Services::new(
+            store.clone(),
+            validation_context(&config),
+            Vault::clone(&vault),
+            Arc::new(config.webhooks.clone()),
+            Arc::new(config.tool_egress.clone()),
+            knowledge.clone(),
+        )
+        .with_clock(clock);
+        let scheduler = config
+            .role
+            .runs_workers()
+            .then(|| Scheduler::new(store.clone(), services.clone(), config.scheduler));
         let api = config.role.serves_api().then(|| AppState {
-            services: Services::new(
-                store.clone(),
-                validation_context(&config),
-                Vault::clone(&vault),
-                Arc::new(config.webhooks.clone()),
-                Arc::new(config.tool_egress.clone()),
-                knowledge.clone(),
-            ),
+            services,
             store: store.clone(),
             config: config.clone(),
             bus: EventBus::start(store.clone(), shutdown.clone()),
             metrics: metrics.clone(),
             shutdown: shutdown.clone(),
         });
-        Ok(Self { config, store, metrics, shutdown, api, workers, deliverer, ingester, knowledge })
+        Ok(Self { config, store, metrics, shutdown, api, workers, deliverer, ingester, scheduler, knowledge })
     }
 
     /// Run until the shutdown signal: the worker pool, the deliverer and the pruner, and the API
     /// on `listener` (the production accept loop, with its connection cap and timeouts); then let
     /// each drain within the grace period.
     pub async fn run(self, listener: Option<tokio::net::TcpListener>) -> Result<(), ServeError> {
-        let Self { config, store, metrics, shutdown, api, workers, deliverer, ingester, knowledge } = self;
+        let Self {
+            config,
+            store,
+            metrics,
+            shutdown,
+            api,
+            workers,
+            deliverer,
+            ingester,
+            scheduler,
+            knowledge,
+        } = self;
         tokio::spawn(async move { knowledge.announce().await });
         let workers = workers.map(|pool| {
             tracing::info!(slots = config.workers, lease_s = config.lease.as_secs(), "worker pool started");
@@ -262,6 +293,7 @@ impl App {
         });
         let deliverer = deliverer.map(|deliverer| tokio::spawn(deliverer.run(shutdown.clone())));
         let ingester = ingester.map(|ingester| tokio::spawn(ingester.run(shutdown.clone())));
+        let scheduler = scheduler.map(|scheduler| tokio::spawn(scheduler.run(shutdown.clone())));
         let pruner = config.retention.map(|keep| {
             let settings = crate::retention::RetentionSettings::keeping(keep);
             tokio::spawn(crate::retention::run(store.clone(), settings, metrics.clone(), shutdown.clone()))
@@ -287,6 +319,9 @@ impl App {
         }
         if let Some(ingester) = ingester {
             let _ = ingester.await;
+        }
+        if let Some(scheduler) = scheduler {
+            let _ = scheduler.await;
         }
         served
     }

@@ -128,6 +128,8 @@ pub struct Config {
     pub run_timeout: Option<std::time::Duration>,
     /// Bytes of a thread's history a run of the thread sees.
     pub thread_history_bytes: usize,
+    /// How the scheduler runs.
+    pub scheduler: crate::scheduler::SchedulerSettings,
     /// How big a crew may be (checked at kickoff).
     pub crew_limits: CrewLimits,
     /// What one run may produce (checked as it goes).
@@ -208,6 +210,10 @@ impl Config {
             lease: secs(s.lease_s),
             run_timeout: (s.run_timeout_s > 0).then(|| secs(s.run_timeout_s)),
             thread_history_bytes: s.thread_history_bytes as usize,
+            scheduler: crate::scheduler::SchedulerSettings {
+                poll: std::time::Duration::from_millis(s.schedule_poll_ms),
+                misfire_grace: secs(s.schedule_misfire_grace_s),
+            },
             crew_limits: CrewLimits {
                 max_agents: s.max_agents as usize,
                 max_tasks: s.max_tasks as usize,

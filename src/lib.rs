@@ -19,6 +19,7 @@ pub mod net;
 pub mod outbound;
 pub mod ratelimit;
 pub mod retention;
+pub mod scheduler;
 pub mod secrets;
 pub mod service;
 pub mod settings;

@@ -14,6 +14,7 @@ pub mod knowledge;
 pub mod limits;
 pub mod memory;
 pub mod run;
+pub mod schedule;
 pub mod schema;
 pub mod tenant;
 pub mod thread;

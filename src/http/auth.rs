@@ -175,6 +175,7 @@ pub fn required_scope(method: &Method, path: &str) -> Option<Scope> {
         "/audit" => Scope::Manage,
         p if p.starts_with("/keys") || p.starts_with("/tenants") => Scope::Admin,
         p if p.starts_with("/webhooks") => Scope::Manage,
+        p if p.starts_with("/schedules") && !reads => Scope::Manage,
         p if (p.starts_with("/crews")
             || p.starts_with("/secrets")
             || p.starts_with("/knowledge")
@@ -236,6 +237,8 @@ mod tests {
         assert_eq!(scope(Method::DELETE, "/v1/memories/{id}"), Some(Scope::Manage));
         assert_eq!(scope(Method::GET, "/v1/threads/{id}"), Some(Scope::Read));
         assert_eq!(scope(Method::POST, "/v1/runs/{id}/fork"), Some(Scope::Kickoff));
+        assert_eq!(scope(Method::PATCH, "/v1/schedules/{id}"), Some(Scope::Manage));
+        assert_eq!(scope(Method::GET, "/v1/schedules/{id}/runs"), Some(Scope::Read));
         assert_eq!(scope(Method::POST, "/v1/runs/{id}/retry"), Some(Scope::Kickoff));
         assert_eq!(scope(Method::POST, "/v1/threads"), Some(Scope::Kickoff));
         assert_eq!(scope(Method::DELETE, "/v1/threads/{id}"), Some(Scope::Kickoff));

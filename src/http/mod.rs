@@ -15,6 +15,7 @@ pub mod kickoffs;
 pub mod knowledge;
 pub mod memory;
 pub mod runs;
+pub mod schedules;
 pub mod secrets;
 pub mod server;
 pub mod service;
@@ -56,6 +57,7 @@ pub use state::AppState;
         (name = "knowledge", description = "Knowledge bases: documents crews retrieve from"),
         (name = "memory", description = "Memories: what crews remember across kickoffs, by scope"),
         (name = "threads", description = "Threads: conversations of runs, one run at a time"),
+        (name = "schedules", description = "Schedules: crews kicked off at the ticks of a cron expression"),
         (name = "secrets", description = "Stored secrets crews reference in tool headers and queries"),
         (name = "webhooks", description = "Endpoints that receive run events, signed (Standard Webhooks), and their deliveries"),
         (name = "access", description = "Tenants and API keys (admin)"),
@@ -104,6 +106,9 @@ fn v1_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(memory::get_memory, memory::delete_memory))
         .routes(routes!(threads::create_thread, threads::list_threads))
         .routes(routes!(threads::get_thread, threads::delete_thread))
+        .routes(routes!(schedules::create_schedule, schedules::list_schedules))
+        .routes(routes!(schedules::get_schedule, schedules::update_schedule, schedules::delete_schedule))
+        .routes(routes!(schedules::schedule_runs))
         .routes(routes!(secrets::list_secrets))
         .routes(routes!(secrets::put_secret, secrets::delete_secret))
         .routes(routes!(webhooks::create_webhook, webhooks::list_webhooks))

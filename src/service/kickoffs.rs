@@ -40,23 +40,11 @@ impl Services {
         let created = match self.earlier(key.as_ref()).await? {
             Some(earlier) => earlier,
             None => {
-                let request: KickoffRequest = parse_json(body).map_err(ServiceError::Invalid)?;
-                let thread = request.thread().map_err(ServiceError::Invalid)?;
-                let mut crew = self.resolve_crew(tenant, request.crew).await?;
-                crew.stream = request.stream.unwrap_or(crew.stream);
-                let mut budget = apply_budgets(&mut crew, request.max_tokens, request.max_cost_usd);
-                budget.extend(apply_memory_scope(&mut crew, request.memory_scope));
-                let (inputs, metadata) = (request.inputs, request.metadata);
-                let run = prepare_run(crew, inputs, metadata, request.timeout_s, tenant, &self.validation);
-                let run = with_budget(budget, run).map_err(ServiceError::Invalid)?;
-                self.check_secrets_exist(tenant, &run.crew, "crew.").await?;
-                self.check_knowledge_exists(tenant, &run.crew, "crew.").await?;
+                let run = self.prepare_kickoff(tenant, body, trace).await?;
                 self.admit(tenant, 1).await?;
-                let mut runs = [NewRun { trace, thread: thread.clone(), ..run }];
-                self.attach_webhooks(&request.webhooks, &mut runs).await?;
-                match &thread {
-                    None => self.store.create_runs(&runs, key.as_ref()).await?,
-                    Some(join) => self.kickoff_in_thread(&runs[0], join, key.as_ref()).await?,
+                match &run.thread {
+                    None => self.store.create_runs(std::slice::from_ref(&run), key.as_ref()).await?,
+                    Some(join) => self.kickoff_in_thread(&run, join, key.as_ref()).await?,
                 }
             }
         };
@@ -67,6 +55,32 @@ impl Services {
             Kicked::Created(runs) => Kicked::Created(one(runs)?),
             Kicked::Replayed(runs) => Kicked::Replayed(one(runs)?),
         })
+    }
+
+    /// The run a kickoff body asks for, ready to store: parsed and validated, its crew resolved
+    /// (and checked for the secrets and knowledge bases it names), its webhooks attached; not yet
+    /// admitted under the tenant's quotas.
+    pub(super) async fn prepare_kickoff(
+        &self,
+        tenant: &str,
+        body: Value,
+        trace: Option<RunTrace>,
+    ) -> ServiceResult<NewRun> {
+        let request: KickoffRequest = parse_json(body).map_err(ServiceError::Invalid)?;
+        let thread = request.thread().map_err(ServiceError::Invalid)?;
+        let mut crew = self.resolve_crew(tenant, request.crew).await?;
+        crew.stream = request.stream.unwrap_or(crew.stream);
+        let mut budget = apply_budgets(&mut crew, request.max_tokens, request.max_cost_usd);
+        budget.extend(apply_memory_scope(&mut crew, request.memory_scope));
+        let (inputs, metadata) = (request.inputs, request.metadata);
+        let run = prepare_run(crew, inputs, metadata, request.timeout_s, tenant, &self.validation);
+        let run = with_budget(budget, run).map_err(ServiceError::Invalid)?;
+        self.check_secrets_exist(tenant, &run.crew, "crew.").await?;
+        self.check_knowledge_exists(tenant, &run.crew, "crew.").await?;
+        let mut runs = [NewRun { trace, thread, ..run }];
+        self.attach_webhooks(&request.webhooks, &mut runs).await?;
+        let [run] = runs;
+        Ok(run)
     }
 
     /// Start one run per input set, all or none (`POST /v1/kickoffs/batch`); one idempotency key

@@ -13,6 +13,7 @@ mod knowledge;
 mod memory;
 mod ops;
 mod runs;
+mod schedules;
 mod secrets;
 mod threads;
 mod webhooks;
@@ -34,6 +35,7 @@ pub use crate::store::{
     TenantRecord, ToolCall, ToolCallStatus, UpsertOutcome, WebhookEndpoint,
 };
 
+use crate::domain::schedule::{Clock, SystemClock};
 use crate::domain::{FieldError, ValidationContext};
 use crate::knowledge::Knowledge;
 use crate::outbound::egress::EgressPolicy;
@@ -58,6 +60,8 @@ pub struct Services {
     knowledge: Knowledge,
     /// Where documents posted by URL may be fetched from (the tools' policy).
     tool_egress: Arc<EgressPolicy>,
+    /// What time it is, for schedules (the system's; tests move their own).
+    clock: Arc<dyn Clock>,
 }
 
 impl Services {
@@ -71,7 +75,18 @@ impl Services {
     ) -> Self {
         let (keys, quotas) = (Arc::default(), Arc::default());
         let validation = Arc::new(validation);
-        Self { store, validation, vault, webhook_settings, keys, quotas, knowledge, tool_egress }
+        let clock = Arc::new(SystemClock);
+        Self { store, validation, vault, webhook_settings, keys, quotas, knowledge, tool_egress, clock }
+    }
+
+    /// The same services on another clock (a test's).
+    pub fn with_clock(self, clock: Arc<dyn Clock>) -> Self {
+        Self { clock, ..self }
+    }
+
+    /// What time it is for these services.
+    pub fn now(&self) -> chrono::DateTime<chrono::Utc> {
+        self.clock.now()
     }
 
     /// What crew specs are checked against: built-in tools, configured providers.

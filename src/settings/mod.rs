@@ -70,6 +70,8 @@ pub struct Settings {
     pub max_task_output_bytes: u64,
     pub max_run_journal_bytes: u64,
     pub thread_history_bytes: u64,
+    pub schedule_poll_ms: u64,
+    pub schedule_misfire_grace_s: u64,
     pub retention_days: u32,
     pub secrets_key: Option<String>,
     pub webhook_secret: Option<String>,
@@ -128,6 +130,8 @@ impl Default for Settings {
             max_task_output_bytes: run.max_task_output_bytes as u64,
             max_run_journal_bytes: run.max_journal_bytes,
             thread_history_bytes: 32 * 1024,
+            schedule_poll_ms: 1000,
+            schedule_misfire_grace_s: 60,
             retention_days: 0,
             secrets_key: None,
             webhook_secret: None,
@@ -437,6 +441,17 @@ pub const SETTINGS: &[Setting] = &[
          first task's context; the oldest runs are left out first",
     )
     .range(1024, 16_777_216),
+    Setting::new(
+        "schedule_poll_ms",
+        "How often each replica with workers looks for schedules whose next tick is due, in milliseconds",
+    )
+    .range(50, 60_000),
+    Setting::new(
+        "schedule_misfire_grace_s",
+        "How late a schedule's tick may be handled and still run (later: missed, or run once under catch_up \
+         \"latest\")",
+    )
+    .range(1, 604_800),
     Setting::new(
         "retention_days",
         "Days finished runs are kept before a background pruner removes them with their journals (0: for ever)",

@@ -274,52 +274,11 @@ impl Store {
                 return Ok(ThreadKickoff::Created(earlier));
             }
         }
-        let thread = sqlx::query_scalar!(
-            "SELECT id FROM threads WHERE id = $1 AND tenant = $2 FOR UPDATE",
-            join.thread_id,
-            run.tenant
-        )
-        .fetch_optional(&mut *tx)
-        .await?;
-        if thread.is_none() {
-            return Ok(ThreadKickoff::NoThread);
-        }
-        let unfinished = sqlx::query!(
-            "SELECT id, status FROM runs WHERE thread_id = $1 AND status = ANY($2) ORDER BY created_at, id",
-            join.thread_id,
-            &UNFINISHED.map(String::from)
-        )
-        .fetch_all(&mut *tx)
-        .await?;
-        let mut status = RunStatus::Queued;
-        if !unfinished.is_empty() {
-            match join.strategy {
-                MultitaskStrategy::Reject => {
-                    return Ok(ThreadKickoff::Busy(unfinished.iter().map(|r| RunId(r.id)).collect()));
-                }
-                MultitaskStrategy::Enqueue => status = RunStatus::Waiting,
-                MultitaskStrategy::Interrupt | MultitaskStrategy::Rollback => {
-                    let ids: Vec<Uuid> = unfinished.iter().map(|r| r.id).collect();
-                    let discard = join.strategy == MultitaskStrategy::Rollback;
-                    if stop_runs(&mut tx, &ids, discard).await? {
-                        status = RunStatus::Waiting;
-                    }
-                }
-            }
-        }
-        insert_runs(&mut tx, std::slice::from_ref(&row)).await?;
-        sqlx::query!(
-            "UPDATE runs SET thread_id = $2, history_runs = $3, status = $4 WHERE id = $1",
-            run.id.0,
-            join.thread_id,
-            i32::try_from(join.history_runs).unwrap_or(i32::MAX),
-            status.as_str()
-        )
-        .execute(&mut *tx)
-        .await?;
-        sqlx::query!("UPDATE threads SET updated_at = now() WHERE id = $1", join.thread_id)
-            .execute(&mut *tx)
-            .await?;
+        let status = match insert_in_thread(&mut tx, &row, run, join).await? {
+            InThread::Stored(status) => status,
+            InThread::NoThread => return Ok(ThreadKickoff::NoThread),
+            InThread::Busy(runs) => return Ok(ThreadKickoff::Busy(runs)),
+        };
         tx.commit().await?;
         let mut stored = run.queued(created_at);
         stored.status = status;
@@ -374,6 +333,70 @@ impl Store {
         .await?;
         Ok(kept.filter(|h| !h.is_empty()))
     }
+}
+
+/// What storing a run in a thread did (in the caller's transaction).
+pub(super) enum InThread {
+    /// Stored, `queued` or `waiting`.
+    Stored(RunStatus),
+    NoThread,
+    Busy(Vec<RunId>),
+}
+
+/// Store `run` (as `row`) in its thread, in `tx`, as [`Store::create_thread_run`] says.
+pub(super) async fn insert_in_thread(
+    tx: &mut Transaction<'_, Postgres>,
+    row: &QueuedRun,
+    run: &NewRun,
+    join: &ThreadJoin,
+) -> StoreResult<InThread> {
+    let thread = sqlx::query_scalar!(
+        "SELECT id FROM threads WHERE id = $1 AND tenant = $2 FOR UPDATE",
+        join.thread_id,
+        run.tenant
+    )
+    .fetch_optional(&mut **tx)
+    .await?;
+    if thread.is_none() {
+        return Ok(InThread::NoThread);
+    }
+    let unfinished = sqlx::query!(
+        "SELECT id, status FROM runs WHERE thread_id = $1 AND status = ANY($2) ORDER BY created_at, id",
+        join.thread_id,
+        &UNFINISHED.map(String::from)
+    )
+    .fetch_all(&mut **tx)
+    .await?;
+    let mut status = RunStatus::Queued;
+    if !unfinished.is_empty() {
+        match join.strategy {
+            MultitaskStrategy::Reject => {
+                return Ok(InThread::Busy(unfinished.iter().map(|r| RunId(r.id)).collect()));
+            }
+            MultitaskStrategy::Enqueue => status = RunStatus::Waiting,
+            MultitaskStrategy::Interrupt | MultitaskStrategy::Rollback => {
+                let ids: Vec<Uuid> = unfinished.iter().map(|r| r.id).collect();
+                let discard = join.strategy == MultitaskStrategy::Rollback;
+                if stop_runs(tx, &ids, discard).await? {
+                    status = RunStatus::Waiting;
+                }
+            }
+        }
+    }
+    insert_runs(tx, std::slice::from_ref(row)).await?;
+    sqlx::query!(
+        "UPDATE runs SET thread_id = $2, history_runs = $3, status = $4 WHERE id = $1",
+        run.id.0,
+        join.thread_id,
+        i32::try_from(join.history_runs).unwrap_or(i32::MAX),
+        status.as_str()
+    )
+    .execute(&mut **tx)
+    .await?;
+    sqlx::query!("UPDATE threads SET updated_at = now() WHERE id = $1", join.thread_id)
+        .execute(&mut **tx)
+        .await?;
+    Ok(InThread::Stored(status))
 }
 
 /// Stop a thread's unfinished runs (locked without waiting: a kickoff holding the thread's lock

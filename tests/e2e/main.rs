@@ -20,6 +20,7 @@ mod memory;
 mod quotas;
 mod real_model;
 mod runs;
+mod schedules;
 mod schemas;
 mod secrets;
 mod service;

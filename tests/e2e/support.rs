@@ -73,6 +73,22 @@ impl TestApp {
         Self { base: format!("http://{addr}"), client, api_key: None }
     }
 
+    /// Serve the whole app (API, workers, scheduler) as `agentd serve` does, on `clock`.
+    pub async fn spawn_full(
+        pool: PgPool,
+        config: Config,
+        clock: std::sync::Arc<dyn agentd::domain::schedule::Clock>,
+    ) -> Self {
+        let config = Config { role: Role::All, ..config };
+        let app = App::assemble_with_clock(config, Store::new(pool), CancellationToken::new(), clock)
+            .expect("assemble the app");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        tokio::spawn(async move { app.run(Some(listener)).await.expect("serve") });
+        let client = reqwest::Client::builder().timeout(Duration::from_secs(30)).build().expect("client");
+        Self { base: format!("http://{addr}"), client, api_key: None }
+    }
+
     /// A server already running at `base` (a child process), asked without a key.
     pub fn at(base: &str) -> TestApp {
         let client = reqwest::Client::builder().timeout(Duration::from_secs(30)).build().expect("client");
