@@ -21,7 +21,7 @@ LAYERS = [
     ["store"],
     ["events", "webhooks", "worker", "secrets", "retention", "knowledge"],
     ["config", "service"],
-    ["http"],
+    ["http", "scheduler"],
     ["app"],
     ["cli"],
     ["main", "lib"],

@@ -129,7 +129,7 @@ pub struct Config {
     /// Bytes of a thread's history a run of the thread sees.
     pub thread_history_bytes: usize,
     /// How the scheduler runs.
-    pub scheduler: crate::scheduler::SchedulerSettings,
+    pub scheduler: crate::domain::schedule::SchedulerSettings,
     /// How big a crew may be (checked at kickoff).
     pub crew_limits: CrewLimits,
     /// What one run may produce (checked as it goes).
@@ -210,7 +210,7 @@ impl Config {
             lease: secs(s.lease_s),
             run_timeout: (s.run_timeout_s > 0).then(|| secs(s.run_timeout_s)),
             thread_history_bytes: s.thread_history_bytes as usize,
-            scheduler: crate::scheduler::SchedulerSettings {
+            scheduler: crate::domain::schedule::SchedulerSettings {
                 poll: std::time::Duration::from_millis(s.schedule_poll_ms),
                 misfire_grace: secs(s.schedule_misfire_grace_s),
             },

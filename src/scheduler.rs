@@ -6,25 +6,14 @@
 //! nothing; a replica killed mid-pass leaves the transaction uncommitted, and the next pass (of
 //! any replica) handles the same ticks.
 
-use std::time::Duration;
-
 use tokio_util::sync::CancellationToken;
 
-use crate::domain::schedule::{plan_ticks, TickPlan, Timetable, MAX_TICKS_PER_PASS};
+use crate::domain::schedule::{plan_ticks, SchedulerSettings, TickPlan, Timetable, MAX_TICKS_PER_PASS};
 use crate::service::Services;
 use crate::store::{DueSchedule, Store, StoreResult, TickAction};
 
 /// Due schedules one pass takes at most.
 const DUE_PER_PASS: i64 = 64;
-
-/// How the scheduler runs.
-#[derive(Debug, Clone, Copy)]
-pub struct SchedulerSettings {
-    /// How often it looks for due schedules.
-    pub poll: Duration,
-    /// How late a tick may be and still fire; later ones are missed (see `catch_up`).
-    pub misfire_grace: Duration,
-}
 
 /// The scheduler of one replica.
 pub struct Scheduler {

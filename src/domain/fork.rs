@@ -59,14 +59,23 @@ pub struct ForkChanges {
     pub tasks: Map<String, Value>,
 }
 
-/// The crew and inputs of a fork at `at` of a run of `crew` with `inputs`, with `changes` applied;
-/// the names of the tasks taken over (those before `at`). Every problem names its field.
+/// What a fork runs: its crew and inputs, changes applied, and the tasks it takes over.
+#[derive(Debug, Clone)]
+pub struct ForkPlan {
+    pub crew: CrewSpec,
+    pub inputs: Map<String, Value>,
+    /// The names of the tasks before the fork's task, in order.
+    pub reused: Vec<String>,
+}
+
+/// The plan of a fork at `at` of a run of `crew` with `inputs`, with `changes` applied. Every
+/// problem names its field.
 pub fn apply(
     crew: &CrewSpec,
     inputs: &Map<String, Value>,
     at: &str,
     changes: &ForkChanges,
-) -> Result<(CrewSpec, Map<String, Value>, Vec<String>), Vec<FieldError>> {
+) -> Result<ForkPlan, Vec<FieldError>> {
     let mut errors = Vec::new();
     let Some(position) = crew.tasks.iter().position(|t| t.name == at) else {
         let names: Vec<&str> = crew.tasks.iter().map(|t| t.name.as_str()).collect();
@@ -94,7 +103,7 @@ pub fn apply(
         .map_err(|errors| errors.into_iter().map(|e| e.under("changes")).collect::<Vec<_>>())?;
     let mut inputs = inputs.clone();
     inputs.extend(changes.inputs.clone());
-    Ok((crew, inputs, reused))
+    Ok(ForkPlan { crew, inputs, reused })
 }
 
 /// Merge `changes` (by name) into the objects of `spec[list]`; a name the list lacks, a change
@@ -166,7 +175,7 @@ mod tests {
             "agents": {"w": {"llm": "openai/gpt-4o", "goal": "Write well"}},
             "tasks": {"three": {"description": "d3, shorter"}}
         }));
-        let (crew, inputs, reused) = apply(&crew(), &inputs, "two", &change).expect("applied");
+        let ForkPlan { crew, inputs, reused } = apply(&crew(), &inputs, "two", &change).expect("applied");
         assert_eq!(reused, ["one"]);
         assert_eq!(inputs["tone"], "warm");
         assert_eq!(inputs["topic"], "tides");

@@ -4,6 +4,7 @@
 //! tick's kickoff and the schedule's advance one transaction.
 
 use std::str::FromStr;
+use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use croner::parser::{CronParser, Seconds};
@@ -15,6 +16,15 @@ use uuid::Uuid;
 
 /// Ticks one pass looks at, at most, for one schedule (a schedule far behind is advanced to now).
 pub const MAX_TICKS_PER_PASS: usize = 1_000;
+
+/// How the scheduler runs (`schedule_poll_ms`, `schedule_misfire_grace_s`).
+#[derive(Debug, Clone, Copy)]
+pub struct SchedulerSettings {
+    /// How often it looks for due schedules.
+    pub poll: Duration,
+    /// How late a tick may be and still fire; later ones are missed (see `catch_up`).
+    pub misfire_grace: Duration,
+}
 
 /// A time source: the system's, or one a test moves by hand.
 pub trait Clock: Send + Sync + std::fmt::Debug {

@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use super::runs::no_run;
 use super::{ServiceError, ServiceResult, Services};
-use crate::domain::fork::{apply, ForkRequest};
+use crate::domain::fork::{apply, ForkPlan, ForkRequest};
 use crate::domain::kickoff::prepare_run;
 use crate::domain::validate::parse_json;
 use crate::domain::{Caller, Run, RunId};
@@ -23,8 +23,9 @@ impl Services {
         if !source.status.is_terminal() {
             return Err(unfinished(source.status.as_str()));
         }
-        let (crew, inputs, reused) = apply(&source.crew, &source.inputs, &request.at.task, &request.changes)
-            .map_err(ServiceError::Invalid)?;
+        let ForkPlan { crew, inputs, reused } =
+            apply(&source.crew, &source.inputs, &request.at.task, &request.changes)
+                .map_err(ServiceError::Invalid)?;
         let tenant = source.tenant.as_str();
         let run = prepare_run(crew, inputs, source.metadata, source.timeout_s, tenant, &self.validation)
             .map_err(ServiceError::Invalid)?;
@@ -32,7 +33,7 @@ impl Services {
         self.check_knowledge_exists(tenant, &run.crew, "crew.").await?;
         self.admit(tenant, 1).await?;
         match self.store.fork_run(&run, id, &request.at.task, &reused, audit).await? {
-            Forked::Stored(run) => Ok(run),
+            Forked::Stored(run) => Ok(*run),
             Forked::NoSource => Err(no_run(id)),
             Forked::Unfinished(status) => Err(unfinished(status.as_str())),
             Forked::TaskNotDone(task, status) => Err(ServiceError::Conflict(format!(
@@ -46,7 +47,7 @@ impl Services {
     pub async fn retry(&self, caller: &Caller, id: RunId, audit: &Audit) -> ServiceResult<Run> {
         self.visible_run(caller, id).await?;
         match self.store.retry_run(id, audit).await? {
-            Retried::Queued(run) => Ok(run),
+            Retried::Queued(run) => Ok(*run),
             Retried::NotFound => Err(no_run(id)),
             Retried::NotFailed(status) => Err(ServiceError::Conflict(format!(
                 "only a failed run is retried; this one is {}",

@@ -31,7 +31,7 @@ pub struct ForkSource {
 /// What storing a fork did.
 #[derive(Debug)]
 pub enum Forked {
-    Stored(Run),
+    Stored(Box<Run>),
     /// The run it forks is gone (deleted meanwhile).
     NoSource,
     /// The run it forks has not ended.
@@ -44,7 +44,7 @@ pub enum Forked {
 #[derive(Debug)]
 pub enum Retried {
     /// Queued again (or `waiting` behind its thread's unfinished run).
-    Queued(Run),
+    Queued(Box<Run>),
     NotFound,
     /// Only a failed run is retried.
     NotFailed(RunStatus),
@@ -133,7 +133,7 @@ impl Store {
             }
         }
         // The copied outputs and times as stored.
-        Ok(Forked::Stored(self.get_run(run.id).await?.unwrap_or(stored)))
+        Ok(Forked::Stored(Box::new(self.get_run(run.id).await?.unwrap_or(stored))))
     }
 
     /// Queue failed run `id` again, to continue its journal: its failed tasks pending again, its
@@ -198,7 +198,7 @@ impl Store {
         }
         tx.commit().await?;
         match self.get_run(id).await? {
-            Some(run) => Ok(Retried::Queued(run)),
+            Some(run) => Ok(Retried::Queued(Box::new(run))),
             None => Ok(Retried::NotFound),
         }
     }
