@@ -144,6 +144,7 @@ async function kickoff() {
 
 let runId = "";
 let first = [];
+let waterfallRun = "";
 
 // A webhook receiver that takes everything (the signatures are the e2e tests' business), and an
 // endpoint pointing at it, registered before the first run.
@@ -348,6 +349,42 @@ try {
     check(write.left >= research.left + research.width - 2, `the tasks overlap: ${JSON.stringify([research, write])}`);
     const [firstCall] = of("llm");
     check(of("tool")[0].left >= firstCall.left + firstCall.width - 2, "the tool call starts after the model asked for it");
+    await page.getByRole("button", { name: "Reset example" }).click();
+    waterfallRun = id;
+  });
+
+  await step("Fork from here on the second task opens a fork that says where it came from", async () => {
+    const before = page.url();
+    await page.locator("[data-testid=fork-task][data-task=summary]").click();
+    await page.waitForFunction((url) => location.href !== url && /#run=[0-9a-f-]{36}$/.test(location.hash), before)
+      .catch(() => { throw new Error("Fork from here did not open a run"); });
+    const fork = new URL(page.url()).hash.slice("#run=".length);
+    check(fork !== waterfallRun, "the fork is a new run");
+    const from = await page.getByTestId("forked-from").textContent({ timeout: WAIT });
+    check(from.includes(waterfallRun) && from.includes("summary"), `the fork says it came from ${from}`);
+    await waitForRowStatus(fork, "completed");
+    const types = (await timeline()).map((e) => e.type);
+    check(types[1] === "run.forked", `the fork's second event is ${types[1]}: ${types.join(",")}`);
+    const started = types.filter((t) => t === "run.started").length;
+    check(started === 1, `one attempt for the fork: ${types.join(",")}`);
+  });
+
+  await step("Retry on a failed run queues it again and it goes on from its journal", async () => {
+    await page.getByRole("button", { name: "Reset example" }).click();
+    const body = JSON.parse(await page.getByTestId("kickoff-body").inputValue());
+    // One token: the first model call spends it, and the run fails on its budget.
+    body.max_tokens = 1;
+    await page.getByTestId("kickoff-body").fill(JSON.stringify(body, null, 2));
+    const id = await kickoff();
+    await waitForRowStatus(id, "failed");
+    await page.getByTestId("run-retry").click();
+    await page.waitForFunction(() => [...document.querySelectorAll("[data-testid=timeline] > li[data-type]")]
+      .some((li) => li.getAttribute("data-type") === "run.retried"), null, { timeout: WAIT * 2 })
+      .catch(() => { throw new Error("no run.retried in the timeline after Retry"); });
+    // Still over its budget: it fails again, after a second attempt.
+    await waitForRowStatus(id, "failed");
+    const types = (await timeline()).map((e) => e.type);
+    check(types.filter((t) => t === "run.started").length === 2, `two attempts: ${types.join(",")}`);
     await page.getByRole("button", { name: "Reset example" }).click();
   });
 
