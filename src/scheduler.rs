@@ -6,14 +6,17 @@
 //! nothing; a replica killed mid-pass leaves the transaction uncommitted, and the next pass (of
 //! any replica) handles the same ticks.
 
+use futures_util::StreamExt;
 use tokio_util::sync::CancellationToken;
 
 use crate::domain::schedule::{plan_ticks, SchedulerSettings, TickPlan, Timetable, MAX_TICKS_PER_PASS};
 use crate::service::Services;
-use crate::store::{DueSchedule, Store, StoreResult, TickAction};
+use crate::store::{DueSchedule, Store, StoreResult, TickAction, SCHEDULES_CHANNEL};
 
 /// Due schedules one pass takes at most.
 const DUE_PER_PASS: i64 = 64;
+/// How often a scheduler with no enabled schedule looks again without being told.
+const IDLE_RECHECK: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// The scheduler of one replica.
 pub struct Scheduler {
@@ -27,24 +30,36 @@ impl Scheduler {
         Self { store, services, settings }
     }
 
-    /// Pass after pass until `shutdown`.
+    /// Pass after pass until `shutdown`: every `poll` while some schedule is enabled; else only
+    /// when a schedule is created or changed (announced on `agentd_schedules`), and once a
+    /// minute in case an announcement was missed. A replica without schedules costs the
+    /// database one statement a minute.
     pub async fn run(self, shutdown: CancellationToken) {
         tracing::info!(poll_ms = self.settings.poll.as_millis() as u64, "scheduler started");
+        let notices = self.store.listen(&[SCHEDULES_CHANNEL]);
+        tokio::pin!(notices);
         loop {
-            if let Err(error) = self.pass().await {
-                tracing::warn!(%error, "a scheduler pass failed; the next one tries again");
-            }
+            let active = match self.pass().await {
+                Ok((_, any_enabled)) => any_enabled,
+                Err(error) => {
+                    tracing::warn!(%error, "a scheduler pass failed; the next one tries again");
+                    true
+                }
+            };
+            let wait = if active { self.settings.poll } else { IDLE_RECHECK };
             tokio::select! {
                 () = shutdown.cancelled() => return,
-                () = tokio::time::sleep(self.settings.poll) => {}
+                () = tokio::time::sleep(wait) => {}
+                Some(_) = notices.next() => {}
             }
         }
     }
 
-    /// Handle every due schedule once; how many this replica advanced.
-    pub async fn pass(&self) -> StoreResult<usize> {
+    /// Handle every due schedule once: how many this replica advanced, and whether any schedule
+    /// is enabled.
+    pub async fn pass(&self) -> StoreResult<(usize, bool)> {
         let now = self.services.now();
-        let due = self.store.due_schedules(now, DUE_PER_PASS).await?;
+        let (due, any_enabled) = self.store.due_schedules(now, DUE_PER_PASS).await?;
         let mut advanced = 0;
         for schedule in due {
             match self.handle(&schedule, now).await {
@@ -55,7 +70,7 @@ impl Scheduler {
                 }
             }
         }
-        Ok(advanced)
+        Ok((advanced, any_enabled))
     }
 
     /// Handle the due ticks of `schedule` at `now`.

@@ -128,6 +128,7 @@ impl Store {
         .fetch_one(&mut *tx)
         .await?;
         audit.record_in(&mut tx, tenant, Some(&format!("/v1/schedules/{id}"))).await?;
+        announce(&mut tx, id).await?;
         tx.commit().await?;
         row.into_schedule()
     }
@@ -209,6 +210,7 @@ impl Store {
         .await?;
         if row.is_some() {
             audit.record_in(&mut tx, tenant, None).await?;
+            announce(&mut tx, id).await?;
         }
         tx.commit().await?;
         row.map(ScheduleRow::into_schedule).transpose()
@@ -265,32 +267,66 @@ impl Store {
             .collect()
     }
 
-    /// Enabled schedules whose next tick is at or before `now`, the most overdue first.
+    /// Enabled schedules whose next tick is at or before `now`, the most overdue first; and
+    /// whether any schedule is enabled at all (one statement: the due ones and the next one).
     #[tracing::instrument(skip_all, err)]
-    pub async fn due_schedules(&self, now: DateTime<Utc>, limit: i64) -> StoreResult<Vec<DueSchedule>> {
+    pub async fn due_schedules(
+        &self,
+        now: DateTime<Utc>,
+        limit: i64,
+    ) -> StoreResult<(Vec<DueSchedule>, bool)> {
         let rows = sqlx::query!(
-            r#"SELECT id, tenant, cron, timezone, kickoff, overlap, catch_up, next_run_at AS "next_run_at!"
-                 FROM schedules WHERE enabled AND next_run_at <= $1 ORDER BY next_run_at LIMIT $2"#,
+            r#"(SELECT id, tenant, cron, timezone, kickoff, overlap, catch_up, next_run_at
+                  FROM schedules WHERE enabled AND next_run_at <= $1 ORDER BY next_run_at LIMIT $2)
+               UNION ALL
+               (SELECT id, tenant, cron, timezone, kickoff, overlap, catch_up, next_run_at
+                  FROM schedules WHERE enabled AND next_run_at > $1 ORDER BY next_run_at LIMIT 1)"#,
             now,
             limit
         )
         .fetch_all(&self.pool)
         .await?;
-        rows.into_iter()
-            .map(|row| {
-                let strum = |s: &str| super::StoreError::Corrupt(format!("schedules: '{s}'"));
-                Ok(DueSchedule {
-                    id: row.id,
-                    tenant: row.tenant,
-                    cron: row.cron,
-                    timezone: row.timezone,
-                    kickoff: decode(row.kickoff, "schedules.kickoff")?,
-                    overlap: row.overlap.parse().map_err(|_| strum(&row.overlap))?,
-                    catch_up: row.catch_up.parse().map_err(|_| strum(&row.catch_up))?,
-                    next_run_at: row.next_run_at,
-                })
-            })
-            .collect()
+        let any_enabled = !rows.is_empty();
+        let strum = |s: &str| super::StoreError::Corrupt(format!("schedules: '{s}'"));
+        let mut due = Vec::new();
+        for row in rows {
+            let (
+                Some(id),
+                Some(tenant),
+                Some(cron),
+                Some(timezone),
+                Some(kickoff),
+                Some(overlap),
+                Some(catch_up),
+                Some(next_run_at),
+            ) = (
+                row.id,
+                row.tenant,
+                row.cron,
+                row.timezone,
+                row.kickoff,
+                row.overlap,
+                row.catch_up,
+                row.next_run_at,
+            )
+            else {
+                continue;
+            };
+            if next_run_at > now {
+                continue;
+            }
+            due.push(DueSchedule {
+                id,
+                tenant,
+                cron,
+                timezone,
+                kickoff: decode(kickoff, "schedules.kickoff")?,
+                overlap: overlap.parse().map_err(|_| strum(&overlap))?,
+                catch_up: catch_up.parse().map_err(|_| strum(&catch_up))?,
+                next_run_at,
+            });
+        }
+        Ok((due, any_enabled))
     }
 
     /// Handle the `ticks` of schedule `id` whose next tick was `due` (another replica that got
@@ -348,6 +384,14 @@ impl Store {
         tx.commit().await?;
         Ok(true)
     }
+}
+
+/// Wake the schedulers (see [`super::SCHEDULES_CHANNEL`]) when `tx` commits.
+async fn announce(tx: &mut sqlx::Transaction<'_, sqlx::Postgres>, id: Uuid) -> StoreResult<()> {
+    sqlx::query!("SELECT pg_notify($1, $2)", super::SCHEDULES_CHANNEL, id.to_string())
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
 }
 
 /// Kick off a tick's run in `tx`, as the schedule's `overlap` says (a run that joins a thread is

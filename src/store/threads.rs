@@ -3,7 +3,7 @@
 //! for one thread at once never start two runs of it), and the history a thread's run sees.
 //!
 //! A thread runs one run at a time. What queues the next one when a run of the thread ends is the
-//! `runs_thread_run_ended` trigger (migration 25), at the commit that ends it, whoever ends it
+//! `runs_queue_next_waiting` trigger (migration 25), at the commit that ends it, whoever ends it
 //! (the engine, a cancellation, a timeout, the recoverer).
 
 use chrono::{DateTime, SubsecRound, Utc};
