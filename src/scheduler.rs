@@ -6,17 +6,16 @@
 //! nothing; a replica killed mid-pass leaves the transaction uncommitted, and the next pass (of
 //! any replica) handles the same ticks.
 
-use futures_util::StreamExt;
 use tokio_util::sync::CancellationToken;
 
 use crate::domain::schedule::{plan_ticks, SchedulerSettings, TickPlan, Timetable, MAX_TICKS_PER_PASS};
 use crate::service::Services;
-use crate::store::{DueSchedule, Store, StoreResult, TickAction, SCHEDULES_CHANNEL};
+use crate::store::{DueSchedule, Store, StoreResult, TickAction};
 
 /// Due schedules one pass takes at most.
 const DUE_PER_PASS: i64 = 64;
 /// How often a scheduler with no enabled schedule looks again without being told.
-const IDLE_RECHECK: std::time::Duration = std::time::Duration::from_secs(60);
+const IDLE_RECHECK: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// The scheduler of one replica.
 pub struct Scheduler {
@@ -30,14 +29,14 @@ impl Scheduler {
         Self { store, services, settings }
     }
 
-    /// Pass after pass until `shutdown`: every `poll` while some schedule is enabled; else only
-    /// when a schedule is created or changed (announced on `agentd_schedules`), and once a
-    /// minute in case an announcement was missed. A replica without schedules costs the
-    /// database one statement a minute.
+    /// Pass after pass until `shutdown`: every `poll` while some schedule is enabled; else every
+    /// ten seconds, or at once when a schedule is created or changed through this replica. (No
+    /// `LISTEN` of its own: every listening connection reads the whole notification queue, a cost
+    /// every kickoff would pay.) A replica without enabled schedules costs the database one
+    /// statement every ten seconds; a schedule created on another replica is seen here within
+    /// ten seconds, and its ticks are handled by whichever replica gets there first.
     pub async fn run(self, shutdown: CancellationToken) {
         tracing::info!(poll_ms = self.settings.poll.as_millis() as u64, "scheduler started");
-        let notices = self.store.listen(&[SCHEDULES_CHANNEL]);
-        tokio::pin!(notices);
         loop {
             let active = match self.pass().await {
                 Ok((_, any_enabled)) => any_enabled,
@@ -50,7 +49,7 @@ impl Scheduler {
             tokio::select! {
                 () = shutdown.cancelled() => return,
                 () = tokio::time::sleep(wait) => {}
-                Some(_) = notices.next() => {}
+                () = self.services.schedules_changed().notified() => {}
             }
         }
     }

@@ -62,6 +62,8 @@ pub struct Services {
     tool_egress: Arc<EgressPolicy>,
     /// What time it is, for schedules (the system's; tests move their own).
     clock: Arc<dyn Clock>,
+    /// Told when a schedule is created or changed here (this replica's scheduler waits on it).
+    schedules_changed: Arc<tokio::sync::Notify>,
 }
 
 impl Services {
@@ -75,13 +77,29 @@ impl Services {
     ) -> Self {
         let (keys, quotas) = (Arc::default(), Arc::default());
         let validation = Arc::new(validation);
-        let clock = Arc::new(SystemClock);
-        Self { store, validation, vault, webhook_settings, keys, quotas, knowledge, tool_egress, clock }
+        let (clock, schedules_changed) = (Arc::new(SystemClock), Arc::default());
+        Self {
+            store,
+            validation,
+            vault,
+            webhook_settings,
+            keys,
+            quotas,
+            knowledge,
+            tool_egress,
+            clock,
+            schedules_changed,
+        }
     }
 
     /// The same services on another clock (a test's).
     pub fn with_clock(self, clock: Arc<dyn Clock>) -> Self {
         Self { clock, ..self }
+    }
+
+    /// Told when a schedule is created or changed through these services.
+    pub fn schedules_changed(&self) -> &tokio::sync::Notify {
+        &self.schedules_changed
     }
 
     /// What time it is for these services.

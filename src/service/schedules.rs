@@ -81,7 +81,9 @@ impl Services {
             next_run_at: None,
         };
         let fields = self.checked(&caller.tenant, fields).await?;
-        Ok(self.store.create_schedule(&caller.tenant, &fields, audit).await?)
+        let schedule = self.store.create_schedule(&caller.tenant, &fields, audit).await?;
+        self.schedules_changed.notify_one();
+        Ok(schedule)
     }
 
     /// One of the tenant's schedules.
@@ -126,7 +128,9 @@ impl Services {
         if !retimed && fields.enabled {
             fields.next_run_at = current.next_run_at.or(fields.next_run_at);
         }
-        self.store.update_schedule(&caller.tenant, id, &fields, audit).await?.ok_or_else(|| no_schedule(id))
+        let schedule = self.store.update_schedule(&caller.tenant, id, &fields, audit).await?;
+        self.schedules_changed.notify_one();
+        schedule.ok_or_else(|| no_schedule(id))
     }
 
     /// Delete a schedule (its runs stay).

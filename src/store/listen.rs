@@ -21,9 +21,6 @@ pub const CANCEL_CHANNEL: &str = "agentd_cancel";
 pub const EVENTS_CHANNEL: &str = "agentd_events";
 /// The channel on which new webhook deliveries are announced (by the `events_webhooks` trigger).
 pub const WEBHOOKS_CHANNEL: &str = "agentd_webhooks";
-/// The channel on which a schedule created, changed or enabled is announced (payload: its id), to
-/// wake schedulers that have none to look at.
-pub const SCHEDULES_CHANNEL: &str = "agentd_schedules";
 /// The channel on which streaming runs' reply text is announced, live and unjournaled (payload:
 /// an `llm.delta` message).
 pub const DELTAS_CHANNEL: &str = "agentd_deltas";

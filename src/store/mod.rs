@@ -51,8 +51,7 @@ pub use knowledge::{
 };
 pub use lease::{CancelOutcome, Lease, Recovered};
 pub use listen::{
-    Listened, Notification, CANCEL_CHANNEL, DELTAS_CHANNEL, EVENTS_CHANNEL, RUNS_CHANNEL, SCHEDULES_CHANNEL,
-    WEBHOOKS_CHANNEL,
+    Listened, Notification, CANCEL_CHANNEL, DELTAS_CHANNEL, EVENTS_CHANNEL, RUNS_CHANNEL, WEBHOOKS_CHANNEL,
 };
 pub use memory::RECALL_CANDIDATES;
 pub use retention::{Deleted, Pruned};

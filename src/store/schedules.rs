@@ -128,7 +128,6 @@ impl Store {
         .fetch_one(&mut *tx)
         .await?;
         audit.record_in(&mut tx, tenant, Some(&format!("/v1/schedules/{id}"))).await?;
-        announce(&mut tx, id).await?;
         tx.commit().await?;
         row.into_schedule()
     }
@@ -210,7 +209,6 @@ impl Store {
         .await?;
         if row.is_some() {
             audit.record_in(&mut tx, tenant, None).await?;
-            announce(&mut tx, id).await?;
         }
         tx.commit().await?;
         row.map(ScheduleRow::into_schedule).transpose()
@@ -384,14 +382,6 @@ impl Store {
         tx.commit().await?;
         Ok(true)
     }
-}
-
-/// Wake the schedulers (see [`super::SCHEDULES_CHANNEL`]) when `tx` commits.
-async fn announce(tx: &mut sqlx::Transaction<'_, sqlx::Postgres>, id: Uuid) -> StoreResult<()> {
-    sqlx::query!("SELECT pg_notify($1, $2)", super::SCHEDULES_CHANNEL, id.to_string())
-        .execute(&mut **tx)
-        .await?;
-    Ok(())
 }
 
 /// Kick off a tick's run in `tx`, as the schedule's `overlap` says (a run that joins a thread is
