@@ -58,6 +58,7 @@ struct Owned {
     document: String,
     memory: String,
     thread: String,
+    schedule: String,
 }
 
 /// A body each operation accepts (what the server checks before or after the tenant is a
@@ -82,6 +83,10 @@ fn body_of(method: &Method, path: &str) -> Option<Value> {
         ("POST", "/v1/memories") => json!({"scope": "b-scope", "text": "B's note"}),
         ("POST", "/v1/threads") => json!({"metadata": {"owner": "b"}}),
         ("POST", "/v1/runs/{id}/fork") => json!({"at": {"task": "research"}}),
+        ("POST", "/v1/schedules") => {
+            json!({"cron": "0 9 * * *", "kickoff": {"crew": sample_crew(), "inputs": sample_inputs()}})
+        }
+        ("PATCH", "/v1/schedules/{id}") => json!({"enabled": false}),
         _ => return None,
     })
 }
@@ -99,6 +104,8 @@ fn concrete(path: &str, owned: &Owned) -> String {
         owned.key_id.clone()
     } else if path.starts_with("/v1/threads") {
         owned.thread.clone()
+    } else if path.starts_with("/v1/schedules") {
+        owned.schedule.clone()
     } else {
         owned.run.clone()
     };
@@ -168,7 +175,11 @@ async fn the_openapi_matrix_keeps_tenants_apart_and_holds_keys_to_their_scopes(p
     let note = json!({"scope": A_SCOPE, "text": "The tide table is in the shed."});
     let memory = expect_json(a.post_json("/v1/memories", &note).await, StatusCode::CREATED).await;
     let thread = expect_json(a.post_json("/v1/threads", &json!({})).await, StatusCode::CREATED).await;
+    let every_morning =
+        json!({"cron": "0 9 * * *", "kickoff": {"crew": sample_crew(), "inputs": sample_inputs()}});
+    let schedule = expect_json(a.post_json("/v1/schedules", &every_morning).await, StatusCode::CREATED).await;
     let owned = Owned {
+        schedule: schedule["id"].as_str().expect("id").to_owned(),
         thread: thread["id"].as_str().expect("id").to_owned(),
         memory: memory["id"].as_str().expect("id").to_owned(),
         run: run["id"].as_str().expect("id").to_owned(),
@@ -184,6 +195,7 @@ async fn the_openapi_matrix_keeps_tenants_apart_and_holds_keys_to_their_scopes(p
         A_BASE,
         A_SCOPE,
         owned.thread.as_str(),
+        owned.schedule.as_str(),
     ];
 
     let document = expect_json(root.get("/openapi.json").await, StatusCode::OK).await;
@@ -256,6 +268,8 @@ async fn the_openapi_matrix_keeps_tenants_apart_and_holds_keys_to_their_scopes(p
     expect_json(a.get(&format!("/v1/webhooks/{}", owned.webhook)).await, StatusCode::OK).await;
     expect_json(a.get(&format!("/v1/memories/{}", owned.memory)).await, StatusCode::OK).await;
     expect_json(a.get(&format!("/v1/threads/{}", owned.thread)).await, StatusCode::OK).await;
+    let still = expect_json(a.get(&format!("/v1/schedules/{}", owned.schedule)).await, StatusCode::OK).await;
+    assert_eq!(still["enabled"], true, "B's PATCH did not reach A's schedule");
     // The operator sees both tenants' runs.
     let all = expect_json(root.get("/v1/runs").await, StatusCode::OK).await;
     let tenants: Vec<&str> =
