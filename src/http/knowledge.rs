@@ -141,8 +141,10 @@ pub struct NewDocumentJson {
     url: Option<String>,
 }
 
-/// A document uploaded as `multipart/form-data`.
-#[derive(Debug, ToSchema)]
+/// A document uploaded as `multipart/form-data`: its parts `file` and `title`, no other (an
+/// unknown part is a 422).
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 #[allow(dead_code)] // The schema of what the handler reads.
 pub struct NewDocumentUpload {
     /// The file: text, Markdown, HTML, JSON, CSV or PDF (by its part's `Content-Type`, else its file

@@ -65,15 +65,27 @@ pub struct SchedulePatch {
     enabled: Option<bool>,
 }
 
-/// Query of a list.
+/// Query of the list of schedules.
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct ScheduleQuery {
     /// Page size, 1 to 200 (default 50).
     #[param(nullable = false, minimum = 1, maximum = 200)]
     pub limit: Option<i64>,
-    /// `next_cursor` of the previous page.
-    #[param(nullable = false)]
+    /// `next_cursor` of the previous page (a schedule id).
+    #[param(nullable = false, value_type = Option<Uuid>)]
+    pub cursor: Option<String>,
+}
+
+/// Query of a schedule's ticks.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct TickQuery {
+    /// Page size, 1 to 200 (default 50).
+    #[param(nullable = false, minimum = 1, maximum = 200)]
+    pub limit: Option<i64>,
+    /// `next_cursor` of the previous page (a tick's time).
+    #[param(nullable = false, value_type = Option<DateTime<Utc>>)]
     pub cursor: Option<String>,
 }
 
@@ -208,7 +220,7 @@ pub async fn delete_schedule(
 /// `skipped` (a run of the schedule had not ended), `missed` or `failed` (with why).
 #[utoipa::path(
     get, path = "/schedules/{id}/runs", tag = "schedules",
-    params(("id" = Uuid, Path, description = "Schedule id"), ScheduleQuery),
+    params(("id" = Uuid, Path, description = "Schedule id"), TickQuery),
     responses(
         (status = 200, body = ScheduleRuns),
         (status = 400, description = "A malformed id, limit or cursor", body = Problem, content_type = "application/problem+json"),
@@ -219,7 +231,7 @@ pub async fn schedule_runs(
     State(state): State<AppState>,
     Authed(caller): Authed,
     ApiPath(id): ApiPath<Uuid>,
-    ApiQuery(query): ApiQuery<ScheduleQuery>,
+    ApiQuery(query): ApiQuery<TickQuery>,
 ) -> ApiResult<Json<ScheduleRuns>> {
     let limit = bounded(query.limit, DEFAULT_PAGE, MAX_PAGE, "limit")?;
     let before = cursor::<DateTime<Utc>>(query.cursor)?;

@@ -21,21 +21,23 @@ const DEFAULT_PAGE: i64 = 50;
 const MAX_PAGE: i64 = 200;
 
 /// The body of `POST /v1/threads`.
-#[derive(Debug, ToSchema)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[allow(dead_code)] // The schema of what the service reads.
 pub struct NewThread {
     /// Free-form data kept with the thread (at most 16 KiB as JSON); `GET /v1/threads?metadata=`
     /// finds threads by it.
+    #[serde(default)]
     #[schema(value_type = Object)]
-    metadata: Option<Value>,
+    metadata: serde_json::Map<String, Value>,
 }
 
 /// Query of `GET /v1/threads`.
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct ThreadsQuery {
-    /// A JSON object: only threads whose metadata contains it (`{"user":"42"}`).
-    #[param(nullable = false, min_length = 2, max_length = 4096)]
+    /// `key:value`: only threads whose metadata has this key with this string value
+    /// (`user:42`; the key is what comes before the first colon).
+    #[param(nullable = false, min_length = 2, max_length = 4096, pattern = r"^[^:\x00]+:[^\x00]*$")]
     pub metadata: Option<String>,
     /// Page size, 1 to 200 (default 50).
     #[param(nullable = false, minimum = 1, maximum = 200)]

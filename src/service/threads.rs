@@ -41,8 +41,8 @@ impl Services {
         self.store.get_thread(&caller.tenant, id).await?.ok_or_else(|| no_thread(id))
     }
 
-    /// The tenant's threads, newest first; with `metadata` (a JSON object, as text), those whose
-    /// metadata contains it.
+    /// The tenant's threads, newest first; with `metadata` (`key:value`), those whose metadata has
+    /// that key with that string value.
     pub async fn threads(
         &self,
         caller: &Caller,
@@ -52,9 +52,11 @@ impl Services {
     ) -> ServiceResult<ThreadPage> {
         let filter = match metadata {
             None => None,
-            Some(text) => match serde_json::from_str::<Value>(text) {
-                Ok(Value::Object(map)) => Some(map),
-                _ => return Err(invalid("metadata", "must be a JSON object, e.g. {\"user\":\"42\"}")),
+            Some(text) => match text.split_once(':') {
+                Some((key, value)) if !key.is_empty() && !text.contains('\0') => {
+                    Some(Map::from_iter([(key.to_owned(), Value::String(value.to_owned()))]))
+                }
+                _ => return Err(invalid("metadata", "must be key:value, e.g. user:42")),
             },
         };
         Ok(self.store.list_threads(&caller.tenant, filter.as_ref(), before, limit).await?)

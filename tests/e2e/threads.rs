@@ -128,10 +128,11 @@ async fn a_thread_of_three_runs_shows_the_third_the_first_two(pool: PgPool) {
             .collect()
     };
     assert_eq!(ids(&list(&[]).await), [other.clone(), thread.clone()]);
-    let adas = list(&[("metadata", r#"{"user":"ada"}"#)]).await;
+    let adas = list(&[("metadata", "user:ada")]).await;
     assert_eq!(ids(&adas), std::slice::from_ref(&thread));
     assert_eq!(adas["threads"][0]["status"], "idle");
-    assert_eq!(ids(&list(&[("metadata", r#"{"user":"eve"}"#)]).await), Vec::<String>::new());
+    assert_eq!(ids(&list(&[("metadata", "user:eve")]).await), Vec::<String>::new());
+    assert_eq!(ids(&list(&[("metadata", "topic:travel")]).await), std::slice::from_ref(&thread));
     let first_page = list(&[("limit", "1")]).await;
     assert_eq!(ids(&first_page), std::slice::from_ref(&other));
     let cursor = first_page["next_cursor"].as_str().expect("a cursor").to_owned();
@@ -333,8 +334,8 @@ async fn threads_refuse_bad_input_and_running_deletes(pool: PgPool) {
     let get = |query: &'static [(&'static str, &'static str)]| {
         app.request(Method::GET, "/v1/threads").query(query).send()
     };
-    expect_problem(get(&[("metadata", "[1]")]).await.expect("GET"), StatusCode::UNPROCESSABLE_ENTITY).await;
-    expect_problem(get(&[("metadata", "{")]).await.expect("GET"), StatusCode::UNPROCESSABLE_ENTITY).await;
+    expect_problem(get(&[("metadata", "user")]).await.expect("GET"), StatusCode::UNPROCESSABLE_ENTITY).await;
+    expect_problem(get(&[("metadata", ":ada")]).await.expect("GET"), StatusCode::UNPROCESSABLE_ENTITY).await;
     expect_problem(get(&[("limit", "0")]).await.expect("GET"), StatusCode::BAD_REQUEST).await;
     expect_problem(get(&[("cursor", "x")]).await.expect("GET"), StatusCode::BAD_REQUEST).await;
     expect_problem(app.get("/v1/threads/not-a-uuid").await, StatusCode::BAD_REQUEST).await;
