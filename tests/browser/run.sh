@@ -38,6 +38,8 @@ database=""
 admin_url=""
 supervisor_pid=""
 stop_file="$artifacts/stop"
+# A stop file left by an earlier run in the same BROWSER_ARTIFACTS would keep agentd from starting.
+rm -f "$stop_file"
 pid_file="$artifacts/agentd.pid"
 passed=false
 
