@@ -22,6 +22,12 @@ pub struct CrewSpec {
     /// The crew's name (letters, digits, `-`, `_`, `.`; at most 100 characters; not dots only).
     #[schema(min_length = 1, max_length = 100, pattern = "^[A-Za-z0-9._-]*[A-Za-z0-9_-][A-Za-z0-9._-]*$")]
     pub name: String,
+    /// What the crew does, in a sentence or two (at most 2,000 characters): the description the
+    /// protocols publish it with (the MCP tool's, the A2A agent card's). Absent: one made from
+    /// its tasks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(min_length = 1, max_length = 2000, pattern = "\\S")]
+    pub description: Option<String>,
     #[serde(default)]
     pub process: Process,
     /// At least one (at most the server's `max_agents`, default 50).
@@ -79,6 +85,64 @@ pub struct CrewSpec {
     /// and each task's prompt recalls the scope's most relevant items from earlier runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory: Option<super::memory::MemorySpec>,
+    /// A JSON Schema of the kickoff's `inputs` (an object schema declaring every `{placeholder}`
+    /// as a required property). Kickoffs are checked against it, and the protocols publish it
+    /// (the MCP tool's `inputSchema`). Absent: each placeholder is a required string.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub inputs_schema: Option<Value>,
+    /// The protocols a registered crew is reachable through besides the REST API (all off by
+    /// default): the MCP server at `/mcp`, A2A at `/a2a/{name}`, AG-UI at
+    /// `/v1/ag-ui/crews/{name}`. Only the tenant's own keys see it there.
+    #[serde(default, skip_serializing_if = "Publish::is_none")]
+    pub publish: Publish,
+}
+
+/// Which protocols publish a registered crew.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Publish {
+    /// A tool of the MCP server (`/mcp`).
+    #[serde(default)]
+    pub mcp: bool,
+    /// An A2A agent (`/a2a/{name}`, card at `/a2a/{name}/.well-known/agent-card.json`).
+    #[serde(default)]
+    pub a2a: bool,
+    /// An AG-UI agent (`POST /v1/ag-ui/crews/{name}`).
+    #[serde(default)]
+    pub ag_ui: bool,
+}
+
+/// A protocol a crew can be published through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protocol {
+    Mcp,
+    A2a,
+    AgUi,
+}
+
+impl Protocol {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Protocol::Mcp => "mcp",
+            Protocol::A2a => "a2a",
+            Protocol::AgUi => "ag_ui",
+        }
+    }
+}
+
+impl Publish {
+    pub fn is_none(&self) -> bool {
+        !(self.mcp || self.a2a || self.ag_ui)
+    }
+
+    pub fn includes(&self, protocol: Protocol) -> bool {
+        match protocol {
+            Protocol::Mcp => self.mcp,
+            Protocol::A2a => self.a2a,
+            Protocol::AgUi => self.ag_ui,
+        }
+    }
 }
 
 /// How tasks are executed.
@@ -549,6 +613,37 @@ pub enum HttpMethod {
 }
 
 impl CrewSpec {
+    /// The JSON Schema of the crew's inputs: its own `inputs_schema`, or each `{placeholder}` a
+    /// required string.
+    pub fn inputs_json_schema(&self) -> Value {
+        if let Some(schema) = &self.inputs_schema {
+            return schema.clone();
+        }
+        let names = super::interpolate::required_inputs(self);
+        let properties: serde_json::Map<String, Value> =
+            names.iter().map(|name| (name.clone(), serde_json::json!({"type": "string"}))).collect();
+        serde_json::json!({
+            "type": "object",
+            "properties": properties,
+            "required": names,
+            "additionalProperties": true,
+        })
+    }
+
+    /// What the crew does: its `description`, or a sentence made from its tasks.
+    pub fn summary(&self) -> String {
+        if let Some(description) = &self.description {
+            return description.clone();
+        }
+        let tasks: Vec<&str> = self.tasks.iter().map(|task| task.name.as_str()).collect();
+        let whole = self.tasks.first().map(|task| task.description.trim()).unwrap_or_default();
+        let mut first: String = whole.chars().take(500).collect();
+        if first.len() < whole.len() {
+            first.push('…');
+        }
+        format!("Runs the crew '{}' (tasks: {}). First task: {first}", self.name, tasks.join(", "))
+    }
+
     /// The agent with this name.
     /// Every knowledge base the crew and its agents name, with the path of each reference.
     pub fn knowledge_refs(&self) -> Vec<(String, &KnowledgeRef)> {

@@ -103,7 +103,11 @@ pub fn budget_errors(max_tokens: Option<u64>, max_cost_usd: Option<f64>) -> Vec<
     errors
 }
 
-/// Check that `inputs` fills every placeholder of the crew; one error per missing name.
+/// The most characters of a crew's `description`.
+pub const MAX_DESCRIPTION_CHARS: usize = 2000;
+
+/// Check that `inputs` fills every placeholder of the crew (one error per missing name) and
+/// satisfies the crew's `inputs_schema`.
 pub fn validate_inputs(crew: &CrewSpec, inputs: &Map<String, Value>) -> Result<(), Vec<FieldError>> {
     let mut errors: Vec<FieldError> = required_inputs(crew)
         .into_iter()
@@ -119,6 +123,14 @@ pub fn validate_inputs(crew: &CrewSpec, inputs: &Map<String, Value>) -> Result<(
             .filter(|(_, value)| value.is_null())
             .map(|(name, _)| FieldError::new(format!("inputs.{name}"), "must not be null")),
     );
+    if let (true, Some(schema)) = (errors.is_empty(), &crew.inputs_schema) {
+        match super::schema::CompiledSchema::compile(schema) {
+            Ok(compiled) => errors.extend(compiled.violations(&Value::Object(inputs.clone())).into_iter().map(
+                |(path, message)| FieldError::new(format!("inputs{}", path.trim_start_matches('$')), message),
+            )),
+            Err(error) => errors.push(FieldError::new(format!("crew.inputs_schema{}", error.field), error.message)),
+        }
+    }
     if let (true, Some(memory)) = (errors.is_empty(), &crew.memory) {
         let scope = super::interpolate::interpolate(&memory.scope, inputs);
         if let Err(message) = super::memory::check_scope(&scope) {
@@ -187,6 +199,40 @@ impl Validator<'_> {
         }
     }
 
+    /// What the protocols publish: the description, and an inputs schema that is an object
+    /// schema declaring every placeholder as a required property.
+    fn published(&mut self, crew: &CrewSpec) {
+        if let Some(description) = &crew.description {
+            if description.trim().is_empty() {
+                self.error("description", "must not be blank");
+            } else if description.chars().count() > MAX_DESCRIPTION_CHARS {
+                self.error("description", format!("must be at most {MAX_DESCRIPTION_CHARS} characters"));
+            }
+        }
+        let Some(schema) = &crew.inputs_schema else { return };
+        let before = self.errors.len();
+        check_schema(schema, "inputs_schema", &mut self.errors);
+        if self.errors.len() > before {
+            return;
+        }
+        if schema_type(schema) != Some("object") {
+            self.error("inputs_schema.type", "must be \"object\" (the inputs are an object)");
+            return;
+        }
+        let properties = schema.get("properties").and_then(Value::as_object);
+        let required: BTreeSet<&str> =
+            schema.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
+        for name in required_inputs(crew) {
+            if !properties.is_some_and(|properties| properties.contains_key(&name)) {
+                let message = format!("must declare '{name}' (used as {{{name}}} in the crew)");
+                self.error("inputs_schema.properties", message);
+            } else if !required.contains(name.as_str()) {
+                let message = format!("must list '{name}' (used as {{{name}}} in the crew, so every kickoff needs it)");
+                self.error("inputs_schema.required", message);
+            }
+        }
+    }
+
     /// The crew's memory: its scope (as written: a placeholder counts as it stands; the kickoff
     /// checks it interpolated) and `k`.
     fn memory(&mut self, crew: &CrewSpec) {
@@ -221,6 +267,7 @@ impl Validator<'_> {
         self.errors.extend(budget_errors(crew.max_tokens, crew.max_cost_usd));
         self.knowledge(crew);
         self.memory(crew);
+        self.published(crew);
         if let Some(llm) = &crew.planning_llm {
             self.llm(llm, "planning_llm");
         }

@@ -14,9 +14,12 @@ use super::AppState;
 use crate::domain::{Caller, Scope};
 use crate::store::{Audit, Outcome};
 
-/// The prefix of every route that needs a key (including unknown ones, which must not reveal
-/// whether they exist).
-const PROTECTED_PREFIX: &str = "/v1/";
+/// Does `path` need a key? Every route under `/v1/` (including unknown ones, which must not
+/// reveal whether they exist), the MCP server and the A2A agents: the protocols act for the key's
+/// tenant with its scopes (each method checks its own).
+fn is_protected(path: &str) -> bool {
+    path.starts_with("/v1/") || path == "/mcp" || path.starts_with("/a2a/")
+}
 
 /// Who is calling, for the handlers of `/v1/*` (resolved by [`require_api_key`]).
 #[derive(Debug, Clone)]
@@ -60,21 +63,12 @@ pub async fn require_api_key(
     mut request: Request,
     next: Next,
 ) -> Result<Response, ApiError> {
-    if !request.uri().path().starts_with(PROTECTED_PREFIX) {
+    if !is_protected(request.uri().path()) {
         return Ok(next.run(request).await);
     }
-    let keys = &state.config.api_keys;
     let header = request.headers().get(header::AUTHORIZATION).and_then(|value| value.to_str().ok());
     let token = header.and_then(bearer_token).map(str::to_owned).or_else(|| query_token(&request));
-    let caller = if keys.is_empty() && !state.services.keys_exist().await? {
-        Caller::operator()
-    } else {
-        match token {
-            Some(token) if keys.accepts(&token) => Caller::operator(),
-            Some(token) => state.services.authenticate(&token).await?.ok_or(ApiError::Unauthorized)?,
-            None => return Err(ApiError::Unauthorized),
-        }
-    };
+    let caller = resolve_caller(&state, token.as_deref()).await?.ok_or(ApiError::Unauthorized)?;
     let operation = request.extensions().get::<MatchedPath>().map(|path| path.as_str().to_owned());
     let audit = operation
         .as_deref()
@@ -101,6 +95,28 @@ pub async fn require_api_key(
         Box::pin(audit_outcome(&state, &audit, response.status().as_u16())).await;
     }
     Ok(response)
+}
+
+/// Who presents `token`: an admin of `default` when the API is open (no key configured, none
+/// stored) or for a key of `AGENTD_API_KEYS`, a stored key's tenant and scopes; `None` for no
+/// token or an unknown one.
+async fn resolve_caller(state: &AppState, token: Option<&str>) -> Result<Option<Caller>, ApiError> {
+    let keys = &state.config.api_keys;
+    if keys.is_empty() && !state.services.keys_exist().await? {
+        return Ok(Some(Caller::operator()));
+    }
+    Ok(match token {
+        Some(token) if keys.accepts(token) => Some(Caller::operator()),
+        Some(token) => state.services.authenticate(token).await?,
+        None => None,
+    })
+}
+
+/// The caller of a route open to anyone that shows more to a key (the A2A discovery card): who
+/// the request's bearer key is, if it has a valid one.
+pub async fn optional_caller(state: &AppState, headers: &axum::http::HeaderMap) -> Result<Option<Caller>, ApiError> {
+    let header = headers.get(header::AUTHORIZATION).and_then(|value| value.to_str().ok());
+    resolve_caller(state, header.and_then(bearer_token)).await
 }
 
 /// Record how an audited request ended, unless its use case recorded the change it made.

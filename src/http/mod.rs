@@ -10,6 +10,9 @@ pub mod error;
 pub mod events;
 mod examples;
 pub mod extract;
+mod follow;
+mod jsonrpc;
+pub mod mcp;
 pub mod forks;
 pub mod kickoffs;
 pub mod knowledge;
@@ -27,6 +30,7 @@ pub mod wire;
 
 use axum::body::Bytes;
 use axum::extract::DefaultBodyLimit;
+use axum::routing::post;
 use axum::Router;
 use axum::{middleware, Extension};
 use tower_http::catch_panic::CatchPanicLayer;
@@ -141,6 +145,7 @@ fn routes_and_document() -> (Router<AppState>, OpenApiDoc) {
         .nest("/v1", v1_routes())
         .merge(service_routes())
         .split_for_parts();
+    let router = router.route("/mcp", post(mcp::post_mcp).get(mcp::get_mcp).delete(mcp::delete_mcp));
     add_edge_responses(&mut document);
     examples::add(&mut document);
     (router, document)

@@ -5,6 +5,7 @@ use serde_json::Value;
 
 use super::{invalid, ServiceError, ServiceResult, Services};
 use crate::domain::validate::validate_crew;
+use crate::domain::crew::Protocol;
 use crate::domain::{Caller, CrewSpec};
 use crate::store::{Audit, CrewRecord, UpsertOutcome};
 
@@ -44,6 +45,25 @@ impl Services {
 
     pub async fn crew(&self, caller: &Caller, name: &str) -> ServiceResult<CrewRecord> {
         self.store.get_crew(&caller.tenant, name).await?.ok_or_else(|| no_crew(name))
+    }
+
+    /// The caller's tenant's crews published through `protocol`, by name.
+    pub async fn published_crews(&self, caller: &Caller, protocol: Protocol) -> ServiceResult<Vec<CrewRecord>> {
+        let mut crews = self.store.list_crews(&caller.tenant).await?;
+        crews.retain(|crew| crew.spec.publish.includes(protocol));
+        Ok(crews)
+    }
+
+    /// The caller's tenant's crew `name` if it is published through `protocol` (one that is not
+    /// is as missing as one that does not exist).
+    pub async fn published_crew(&self, caller: &Caller, name: &str, protocol: Protocol) -> ServiceResult<CrewRecord> {
+        match self.store.get_crew(&caller.tenant, name).await? {
+            Some(crew) if crew.spec.publish.includes(protocol) => Ok(crew),
+            _ => Err(ServiceError::NotFound(format!(
+                "no crew named '{name}' is published through {}",
+                protocol.as_str()
+            ))),
+        }
     }
 
     pub async fn delete_crew(&self, caller: &Caller, name: &str, audit: &Audit) -> ServiceResult<()> {

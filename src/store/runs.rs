@@ -200,6 +200,20 @@ impl Store {
         Ok(Some(Created::Replayed(runs)))
     }
 
+    /// The runs a tenant's idempotency key made (whatever the request), if the key is in use.
+    pub async fn idempotent_run_ids(&self, tenant: &str, key: &str) -> StoreResult<Option<Vec<Uuid>>> {
+        let ids = sqlx::query_scalar!(
+            r#"SELECT run_ids FROM idempotency_keys
+               WHERE tenant = $1 AND key = $2 AND created_at >= now() - make_interval(hours => $3)"#,
+            tenant,
+            key,
+            IDEMPOTENCY_TTL_HOURS
+        )
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(ids)
+    }
+
     /// These runs, in the order of `ids` (missing ones left out).
     async fn get_runs(&self, ids: &[Uuid]) -> StoreResult<Vec<Run>> {
         let rows = sqlx::query_as!(

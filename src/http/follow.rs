@@ -1,0 +1,105 @@
+//! What the protocol surfaces (MCP, A2A, AG-UI) share: kicking off a published crew for a
+//! protocol's request, following the run's events from any replica (the event bus, with the
+//! database behind it, so a stream that resumes on another replica after a crash misses nothing),
+//! and server-sent events fed from a task.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use futures_util::stream::{self, Stream};
+use serde_json::{json, Map, Value};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::AppState;
+use crate::domain::{Caller, Run, RunId};
+use crate::events::stream::{run_stream, FrameStream};
+use crate::events::Envelope;
+use crate::service::{Kicked, ServiceResult};
+use crate::store::Audit;
+
+/// Comments sent on idle protocol streams so proxies keep them open.
+const KEEP_ALIVE: Duration = Duration::from_secs(15);
+/// Messages buffered between a protocol stream's task and its response.
+const BUFFER: usize = 64;
+
+/// What a followed run brings next.
+pub enum Step {
+    /// A journaled event (in `seq` order, none skipped).
+    Event(Arc<Envelope>),
+    /// A streamed reply's text (`llm.delta` data), live only.
+    Delta(Arc<str>),
+    /// The stream ended: after the run's terminal event, or the server is shutting down.
+    End,
+}
+
+/// A run's events after a position, as a protocol stream consumes them.
+pub struct Follow {
+    frames: FrameStream,
+    shutdown: CancellationToken,
+}
+
+impl Follow {
+    pub fn new(state: &AppState, run: RunId, after: i64) -> Self {
+        let frames = run_stream(state.store.clone(), &state.bus, run, after);
+        Self { frames, shutdown: state.shutdown.clone() }
+    }
+
+    pub async fn next(&mut self) -> Step {
+        let frame = tokio::select! {
+            frame = self.frames.frames.recv() => frame,
+            () = self.shutdown.cancelled() => None,
+        };
+        match frame {
+            Some(frame) => match (frame.event, frame.delta) {
+                (Some(event), _) => Step::Event(event),
+                (None, Some(delta)) => Step::Delta(delta),
+                (None, None) => Step::End,
+            },
+            None => Step::End,
+        }
+    }
+}
+
+/// Kick off the registered crew `crew` with `inputs` for a protocol request (a published crew,
+/// checked by the caller): a run like any other, in `thread` when given, once per
+/// `idempotency_key`.
+pub async fn kickoff(
+    state: &AppState,
+    caller: &Caller,
+    crew: &str,
+    inputs: Map<String, Value>,
+    thread: Option<uuid::Uuid>,
+    metadata: Map<String, Value>,
+    idempotency_key: Option<&str>,
+) -> ServiceResult<Run> {
+    let mut body = json!({"crew": crew, "inputs": inputs, "metadata": metadata});
+    if let Some(thread) = thread {
+        body["thread_id"] = json!(thread);
+    }
+    match state.services.kickoff(caller, body, idempotency_key, None).await? {
+        Kicked::Created(run) | Kicked::Replayed(run) => Ok(run),
+    }
+}
+
+/// The audit record of a change a protocol request makes (`run.cancel` from `/mcp`, …).
+pub fn audit(caller: &Caller, action: &str, resource: &str) -> Arc<Audit> {
+    Arc::new(Audit::new(caller.key_id, &caller.tenant, action, resource))
+}
+
+/// A channel whose messages become a server-sent event stream; the sender's task sees the
+/// client leave when `send` fails (or `closed()` resolves).
+pub fn sse_channel() -> (mpsc::Sender<SseEvent>, mpsc::Receiver<SseEvent>) {
+    mpsc::channel(BUFFER)
+}
+
+/// The response of a stream fed by `receiver`, with keep-alive comments.
+pub fn sse_response(receiver: mpsc::Receiver<SseEvent>) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>>> {
+    let events = stream::unfold(receiver, |mut receiver| async move {
+        let event = receiver.recv().await?;
+        Some((Ok(event), receiver))
+    });
+    Sse::new(events).keep_alive(KeepAlive::new().interval(KEEP_ALIVE).text("keep-alive"))
+}
