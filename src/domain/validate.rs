@@ -125,10 +125,14 @@ pub fn validate_inputs(crew: &CrewSpec, inputs: &Map<String, Value>) -> Result<(
     );
     if let (true, Some(schema)) = (errors.is_empty(), &crew.inputs_schema) {
         match super::schema::CompiledSchema::compile(schema) {
-            Ok(compiled) => errors.extend(compiled.violations(&Value::Object(inputs.clone())).into_iter().map(
-                |(path, message)| FieldError::new(format!("inputs{}", path.trim_start_matches('$')), message),
-            )),
-            Err(error) => errors.push(FieldError::new(format!("crew.inputs_schema{}", error.field), error.message)),
+            Ok(compiled) => errors.extend(
+                compiled.violations(&Value::Object(inputs.clone())).into_iter().map(|(path, message)| {
+                    FieldError::new(format!("inputs{}", path.trim_start_matches('$')), message)
+                }),
+            ),
+            Err(error) => {
+                errors.push(FieldError::new(format!("crew.inputs_schema{}", error.field), error.message))
+            }
         }
     }
     if let (true, Some(memory)) = (errors.is_empty(), &crew.memory) {
@@ -220,14 +224,20 @@ impl Validator<'_> {
             return;
         }
         let properties = schema.get("properties").and_then(Value::as_object);
-        let required: BTreeSet<&str> =
-            schema.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
+        let required: BTreeSet<&str> = schema
+            .get("required")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
         for name in required_inputs(crew) {
             if !properties.is_some_and(|properties| properties.contains_key(&name)) {
                 let message = format!("must declare '{name}' (used as {{{name}}} in the crew)");
                 self.error("inputs_schema.properties", message);
             } else if !required.contains(name.as_str()) {
-                let message = format!("must list '{name}' (used as {{{name}}} in the crew, so every kickoff needs it)");
+                let message =
+                    format!("must list '{name}' (used as {{{name}}} in the crew, so every kickoff needs it)");
                 self.error("inputs_schema.required", message);
             }
         }

@@ -114,7 +114,10 @@ async fn resolve_caller(state: &AppState, token: Option<&str>) -> Result<Option<
 
 /// The caller of a route open to anyone that shows more to a key (the A2A discovery card): who
 /// the request's bearer key is, if it has a valid one.
-pub async fn optional_caller(state: &AppState, headers: &axum::http::HeaderMap) -> Result<Option<Caller>, ApiError> {
+pub async fn optional_caller(
+    state: &AppState,
+    headers: &axum::http::HeaderMap,
+) -> Result<Option<Caller>, ApiError> {
     let header = headers.get(header::AUTHORIZATION).and_then(|value| value.to_str().ok());
     resolve_caller(state, header.and_then(bearer_token)).await
 }

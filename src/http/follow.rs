@@ -96,7 +96,9 @@ pub fn sse_channel() -> (mpsc::Sender<SseEvent>, mpsc::Receiver<SseEvent>) {
 }
 
 /// The response of a stream fed by `receiver`, with keep-alive comments.
-pub fn sse_response(receiver: mpsc::Receiver<SseEvent>) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>>> {
+pub fn sse_response(
+    receiver: mpsc::Receiver<SseEvent>,
+) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>>> {
     let events = stream::unfold(receiver, |mut receiver| async move {
         let event = receiver.recv().await?;
         Some((Ok(event), receiver))

@@ -50,14 +50,15 @@ impl RpcError {
             ServiceError::Invalid(errors) => {
                 let fields: Vec<Value> =
                     errors.iter().map(|e| json!({"field": e.field, "message": e.message})).collect();
-                let summary: Vec<String> = errors.iter().map(|e| format!("{}: {}", e.field, e.message)).collect();
+                let summary: Vec<String> =
+                    errors.iter().map(|e| format!("{}: {}", e.field, e.message)).collect();
                 Self::invalid_params(format!("invalid arguments: {}", summary.join("; ")))
                     .with_data(json!({"errors": fields}))
             }
             ServiceError::NotFound(message) => Self::new(not_found, message.clone()),
-            ServiceError::Conflict(message) | ServiceError::NotConfigured(message) | ServiceError::Upstream(message) => {
-                Self::new(INVALID_REQUEST, message.clone())
-            }
+            ServiceError::Conflict(message)
+            | ServiceError::NotConfigured(message)
+            | ServiceError::Upstream(message) => Self::new(INVALID_REQUEST, message.clone()),
             ServiceError::Quota { message, retry_after } => Self::new(INTERNAL_ERROR, message.clone())
                 .with_data(json!({"retry_after_s": retry_after.as_secs().max(1)})),
             ServiceError::Unavailable(_) => {
@@ -92,7 +93,9 @@ impl Incoming {
         let invalid = |id: Value, message: &str| Err((id, RpcError::new(INVALID_REQUEST, message)));
         let mut object = match value {
             Value::Object(object) => object,
-            Value::Array(_) => return invalid(Value::Null, "batches are not supported: send one message per request"),
+            Value::Array(_) => {
+                return invalid(Value::Null, "batches are not supported: send one message per request")
+            }
             _ => return invalid(Value::Null, "a JSON-RPC message must be an object"),
         };
         let id = object.remove("id");
@@ -151,7 +154,10 @@ mod tests {
     #[test]
     fn reads_requests_notifications_and_responses() {
         let request = Incoming::parse(br#"{"jsonrpc":"2.0","id":7,"method":"tools/list"}"#).unwrap();
-        assert_eq!(request, Incoming::Request { id: json!(7), method: "tools/list".into(), params: Value::Null });
+        assert_eq!(
+            request,
+            Incoming::Request { id: json!(7), method: "tools/list".into(), params: Value::Null }
+        );
         let note = Incoming::parse(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).unwrap();
         assert!(matches!(note, Incoming::Notification { .. }));
         let response = Incoming::parse(br#"{"jsonrpc":"2.0","id":"a","result":{}}"#).unwrap();

@@ -43,12 +43,18 @@ pub const MODERN_VERSIONS: [&str; 1] = ["2026-07-28"];
 const SESSION_HEADER: &str = "mcp-session-id";
 const VERSION_HEADER: &str = "mcp-protocol-version";
 const LAST_EVENT_ID: &str = "last-event-id";
+const METHOD_HEADER: &str = "mcp-method";
+const NAME_HEADER: &str = "mcp-name";
 const VERSION_META: &str = "io.modelcontextprotocol/protocolVersion";
+const CAPABILITIES_META: &str = "io.modelcontextprotocol/clientCapabilities";
 const SERVER_INFO_META: &str = "io.modelcontextprotocol/serverInfo";
 /// The error of a request at a protocol version the server does not speak.
 const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 /// The error of a request whose headers and body disagree (version header vs `_meta`).
-const HEADER_MISMATCH: i64 = -32001;
+const HEADER_MISMATCH: i64 = -32020;
+/// How long a client waits before it resumes a broken stream (sent with the priming event): long
+/// enough for a load balancer to notice a replica is gone.
+const RESUME_AFTER: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Which era a request belongs to, and at what version.
 #[derive(Debug, Clone, PartialEq)]
@@ -62,12 +68,27 @@ enum Era {
 impl Era {
     /// Does a response stream start with an event that only primes resumption (2025-11-25)?
     fn primes(&self) -> bool {
-        matches!(self, Era::Handshake { version, session: Some(_) } if version.as_str() >= "2025-11-25")
+        match self {
+            Era::Handshake { version, session: Some(_) } => version.as_str() >= "2025-11-25",
+            Era::Handshake { session: None, .. } => false,
+            Era::Modern { .. } => true,
+        }
+    }
+
+    /// Are its streams resumable (event ids)? Not an older client's without a session, which
+    /// never resumes.
+    fn resumes(&self) -> bool {
+        !matches!(self, Era::Handshake { session: None, .. })
     }
 }
 
 /// `POST /mcp`: one JSON-RPC message.
-pub async fn post_mcp(State(state): State<AppState>, Authed(caller): Authed, headers: HeaderMap, body: Bytes) -> Response {
+pub async fn post_mcp(
+    State(state): State<AppState>,
+    Authed(caller): Authed,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     let (id, method, params) = match Incoming::parse(&body) {
         Ok(Incoming::Request { id, method, params }) => (id, method, params),
         Ok(Incoming::Notification { method, params }) => {
@@ -85,8 +106,13 @@ pub async fn post_mcp(State(state): State<AppState>, Authed(caller): Authed, hea
         "initialize" => initialize(&id, &params),
         "server/discover" => json_reply(StatusCode::OK, &jsonrpc::success(&id, discover()), None),
         "ping" if matches!(era, Era::Handshake { .. }) => ok(&id, &era, json!({})),
+        // A client lists the tools to check a call's result: a key that may call may list.
+        "tools/list" if !(caller.may(Scope::Read) || caller.may(Scope::Kickoff)) => {
+            forbidden(&id, Scope::Read)
+        }
+        "tools/call" if !caller.may(Scope::Kickoff) => forbidden(&id, Scope::Kickoff),
         "tools/list" => match list_tools(&state, &caller).await {
-            Ok(tools) => ok(&id, &era, json!({"tools": tools})),
+            Ok(tools) => ok(&id, &era, listed(&era, json!({"tools": tools}))),
             Err(error) => err(&id, &error),
         },
         "tools/call" => call_tool(state, caller, headers, id, era, params).await,
@@ -98,22 +124,42 @@ pub async fn post_mcp(State(state): State<AppState>, Authed(caller): Authed, hea
 /// stream to open (the server sends nothing unasked): 405.
 pub async fn get_mcp(State(state): State<AppState>, Authed(caller): Authed, headers: HeaderMap) -> Response {
     let Some(last) = headers.get(LAST_EVENT_ID).and_then(|value| value.to_str().ok()) else {
-        return method_not_allowed("GET /mcp resumes a response stream (send Last-Event-ID); the server opens no other stream");
+        return method_not_allowed(
+            "GET /mcp resumes a response stream (send Last-Event-ID); the server opens no other stream",
+        );
     };
     let Some(position) = Position::decode(last) else {
         return json_reply(
             StatusCode::BAD_REQUEST,
-            &jsonrpc::failure(&Value::Null, &RpcError::new(INVALID_REQUEST, "Last-Event-ID names no event of this server")),
+            &jsonrpc::failure(
+                &Value::Null,
+                &RpcError::new(INVALID_REQUEST, "Last-Event-ID names no event of this server"),
+            ),
             None,
         );
     };
-    let session = header_text(&headers, SESSION_HEADER).map(str::to_owned);
     let version = header_text(&headers, VERSION_HEADER).unwrap_or("2025-11-25").to_owned();
-    let era = Era::Handshake { version, session };
+    let era = match MODERN_VERSIONS.contains(&version.as_str()) {
+        true => Era::Modern { version },
+        false => {
+            Era::Handshake { version, session: header_text(&headers, SESSION_HEADER).map(str::to_owned) }
+        }
+    };
     if let Err(error) = state.services.visible_run(&caller, position.run).await {
-        return json_reply(StatusCode::NOT_FOUND, &jsonrpc::failure(&position.request, &rpc_error(&error)), None);
+        return json_reply(
+            StatusCode::NOT_FOUND,
+            &jsonrpc::failure(&position.request, &rpc_error(&error)),
+            None,
+        );
     }
-    let call = Call { state, caller, era, request: position.request, progress: position.progress, run: position.run };
+    let call = Call {
+        state,
+        caller,
+        era,
+        request: position.request,
+        progress: position.progress,
+        run: position.run,
+    };
     let (sender, receiver) = follow::sse_channel();
     tokio::spawn(call.stream(position.seq, sender));
     follow::sse_response(receiver).into_response()
@@ -130,36 +176,82 @@ fn method_not_allowed(detail: &str) -> Response {
     response
 }
 
-/// The era and version of a request, from its `_meta` and headers.
+/// The era and version of a request, from its `_meta` and headers. A current-revision request
+/// must carry the envelope (`_meta` with its version and the client's capabilities) and headers
+/// that repeat it (`MCP-Protocol-Version`, `Mcp-Method`, and `Mcp-Name` for a call); an older one
+/// follows `initialize` and carries its session.
 fn era(headers: &HeaderMap, method: &str, params: &Value) -> Result<Era, (StatusCode, RpcError)> {
     let header_version = header_text(headers, VERSION_HEADER);
-    let meta_version = params.get("_meta").and_then(|meta| meta.get(VERSION_META)).and_then(Value::as_str);
-    if let Some(version) = meta_version.or(if method == "server/discover" { header_version } else { None }) {
-        if !MODERN_VERSIONS.contains(&version) {
-            return Err((StatusCode::BAD_REQUEST, unsupported(version)));
-        }
-        if header_version.is_some_and(|header| header != version) {
-            let message = format!("the {VERSION_HEADER} header does not match _meta's protocol version '{version}'");
-            return Err((StatusCode::BAD_REQUEST, RpcError::new(HEADER_MISMATCH, message)));
-        }
-        return Ok(Era::Modern { version: version.to_owned() });
+    let meta = params.get("_meta").and_then(Value::as_object);
+    let meta_version = meta.and_then(|meta| meta.get(VERSION_META)).and_then(Value::as_str);
+    let handshake_header = header_version.is_none_or(|version| HANDSHAKE_VERSIONS.contains(&version));
+    let modern = meta_version.is_some()
+        || method == "server/discover"
+        || (!handshake_header && method != "initialize");
+    if !modern {
+        return handshake_era(headers, method, header_version);
     }
-    if method == "server/discover" {
-        return Ok(Era::Modern { version: MODERN_VERSIONS[MODERN_VERSIONS.len() - 1].to_owned() });
+    let bad = |code: i64, message: String| Err((StatusCode::BAD_REQUEST, RpcError::new(code, message)));
+    let (Some(version), true) = (meta_version, meta.is_some_and(|meta| meta.contains_key(CAPABILITIES_META)))
+    else {
+        return bad(
+            INVALID_PARAMS,
+            format!("params._meta must be an object carrying the required '{VERSION_META}' and '{CAPABILITIES_META}' envelope keys"),
+        );
+    };
+    if [VERSION_HEADER, METHOD_HEADER, NAME_HEADER]
+        .iter()
+        .any(|name| headers.get_all(*name).iter().count() > 1)
+    {
+        return bad(
+            HEADER_MISMATCH,
+            "a routing header (mcp-protocol-version, mcp-method, mcp-name) is repeated".to_owned(),
+        );
     }
+    if header_version != Some(version) {
+        return bad(
+            HEADER_MISMATCH,
+            format!("the {VERSION_HEADER} header does not match _meta's protocol version"),
+        );
+    }
+    if header_text(headers, METHOD_HEADER) != Some(method) {
+        return bad(
+            HEADER_MISMATCH,
+            "the mcp-method header does not match the request body's method".to_owned(),
+        );
+    }
+    if method == "tools/call" {
+        let name = params.get("name").and_then(Value::as_str);
+        if header_text(headers, NAME_HEADER).is_some_and(|header| Some(header) != name) {
+            return bad(
+                HEADER_MISMATCH,
+                "the mcp-name header does not match the request's tool name".to_owned(),
+            );
+        }
+    }
+    if !MODERN_VERSIONS.contains(&version) {
+        return Err((StatusCode::BAD_REQUEST, unsupported(version)));
+    }
+    Ok(Era::Modern { version: version.to_owned() })
+}
+
+/// An older-revision request: `initialize`, or one of its session's.
+fn handshake_era(
+    headers: &HeaderMap,
+    method: &str,
+    header_version: Option<&str>,
+) -> Result<Era, (StatusCode, RpcError)> {
     if method == "initialize" {
         return Ok(Era::Handshake { version: String::new(), session: None });
     }
     let Some(session) = header_text(headers, SESSION_HEADER) else {
         let message = format!(
-            "no {VERSION_META} in _meta and no Mcp-Session-Id: send initialize first, or the protocol version in _meta"
+            "Bad Request: Missing session ID (send initialize first, or the protocol version in _meta['{VERSION_META}'])"
         );
         return Err((StatusCode::BAD_REQUEST, RpcError::new(INVALID_REQUEST, message)));
     };
+    // A client of 2025-03-26 may leave the version header out.
     let version = header_version.unwrap_or("2025-03-26");
-    if !HANDSHAKE_VERSIONS.contains(&version) {
-        return Err((StatusCode::BAD_REQUEST, unsupported(version)));
-    }
     Ok(Era::Handshake { version: version.to_owned(), session: Some(session.to_owned()) })
 }
 
@@ -181,7 +273,8 @@ fn capabilities() -> Value {
     json!({"tools": {"listChanged": false}})
 }
 
-const INSTRUCTIONS: &str = "Each tool runs a crew of LLM agents on agentd and answers with its final output. \
+const INSTRUCTIONS: &str =
+    "Each tool runs a crew of LLM agents on agentd and answers with its final output. \
 A call can take minutes: ask for progress to follow its tasks.";
 
 /// `initialize`: the client's version when it is one of the handshake's, else the newest; a new
@@ -215,14 +308,28 @@ fn new_session_id() -> String {
 
 /// `server/discover` (2026-07-28).
 fn discover() -> Value {
-    let versions: Vec<&str> = MODERN_VERSIONS.iter().chain(HANDSHAKE_VERSIONS.iter().rev()).copied().collect();
+    let versions: Vec<&str> =
+        MODERN_VERSIONS.iter().chain(HANDSHAKE_VERSIONS.iter().rev()).copied().collect();
     json!({
         "supportedVersions": versions,
         "capabilities": capabilities(),
         "instructions": INSTRUCTIONS,
         "resultType": "complete",
+        "ttlMs": 0,
+        "cacheScope": "private",
         "_meta": {SERVER_INFO_META: server_info()},
     })
+}
+
+/// A list result as the request's era wants it: the current revision's say how long a client may
+/// cache them (not at all: a crew may be published or changed at any time; and they are the
+/// key's tenant's own).
+fn listed(era: &Era, mut result: Value) -> Value {
+    if let (Era::Modern { .. }, Some(object)) = (era, result.as_object_mut()) {
+        object.insert("ttlMs".into(), json!(0));
+        object.insert("cacheScope".into(), json!("private"));
+    }
+    result
 }
 
 /// A result as the request's era wants it: the current revision's carry their type and the
@@ -242,8 +349,19 @@ fn ok(id: &Value, era: &Era, result: Value) -> Response {
     json_reply(StatusCode::OK, &jsonrpc::success(id, stamped(era, result)), None)
 }
 
+/// An error response, with the HTTP status the protocol gives its code (malformed requests 400,
+/// an unknown method 404, the rest 200).
 fn err(id: &Value, error: &RpcError) -> Response {
-    json_reply(StatusCode::OK, &jsonrpc::failure(id, error), None)
+    let status = match error.code {
+        jsonrpc::PARSE_ERROR
+        | INVALID_REQUEST
+        | INVALID_PARAMS
+        | HEADER_MISMATCH
+        | UNSUPPORTED_PROTOCOL_VERSION => StatusCode::BAD_REQUEST,
+        METHOD_NOT_FOUND => StatusCode::NOT_FOUND,
+        _ => StatusCode::OK,
+    };
+    json_reply(status, &jsonrpc::failure(id, error), None)
 }
 
 fn json_reply(status: StatusCode, message: &Value, session: Option<&str>) -> Response {
@@ -260,15 +378,15 @@ fn rpc_error(error: &ServiceError) -> RpcError {
 
 /// The tools: one per crew of the tenant published through MCP.
 async fn list_tools(state: &AppState, caller: &Caller) -> Result<Vec<Value>, RpcError> {
-    if !caller.may(Scope::Read) {
-        return Err(scope_error(Scope::Read));
-    }
     let crews = state.services.published_crews(caller, Protocol::Mcp).await.map_err(|e| rpc_error(&e))?;
     Ok(crews.iter().map(|crew| tool(&crew.spec)).collect())
 }
 
-fn scope_error(scope: Scope) -> RpcError {
-    RpcError::new(INVALID_REQUEST, format!("this key lacks the '{scope}' scope this method needs"))
+/// A key without the scope a method needs: 403, with the JSON-RPC error a client shows.
+fn forbidden(id: &Value, scope: Scope) -> Response {
+    let error =
+        RpcError::new(INVALID_REQUEST, format!("this key lacks the '{scope}' scope this method needs"));
+    json_reply(StatusCode::FORBIDDEN, &jsonrpc::failure(id, &error), None)
 }
 
 fn tool(crew: &crate::domain::CrewSpec) -> Value {
@@ -311,7 +429,8 @@ async fn notified(state: &AppState, caller: &Caller, headers: &HeaderMap, method
     if method != "notifications/cancelled" {
         return;
     }
-    let (Some(session), Some(request)) = (header_text(headers, SESSION_HEADER), params.get("requestId")) else {
+    let (Some(session), Some(request)) = (header_text(headers, SESSION_HEADER), params.get("requestId"))
+    else {
         return;
     };
     let key = call_key(session, request);
@@ -369,10 +488,14 @@ impl Position {
 }
 
 /// `tools/call`: kick the crew off and answer with a stream of its progress and its result.
-async fn call_tool(state: AppState, caller: Caller, headers: HeaderMap, id: Value, era: Era, params: Value) -> Response {
-    if !caller.may(Scope::Kickoff) {
-        return err(&id, &scope_error(Scope::Kickoff));
-    }
+async fn call_tool(
+    state: AppState,
+    caller: Caller,
+    headers: HeaderMap,
+    id: Value,
+    era: Era,
+    params: Value,
+) -> Response {
     let Some(name) = params.get("name").and_then(Value::as_str) else {
         return err(&id, &RpcError::invalid_params("tools/call needs the tool's `name`"));
     };
@@ -398,7 +521,8 @@ async fn call_tool(state: AppState, caller: Caller, headers: HeaderMap, id: Valu
         Ok(run) => run,
         // The arguments do not fit the crew: an error the model can act on, not a protocol error.
         Err(ServiceError::Invalid(errors)) => {
-            let text = errors.iter().map(|e| format!("{}: {}", e.field, e.message)).collect::<Vec<_>>().join("\n");
+            let text =
+                errors.iter().map(|e| format!("{}: {}", e.field, e.message)).collect::<Vec<_>>().join("\n");
             let result = json!({"content": [{"type": "text", "text": format!("invalid arguments:\n{text}")}], "isError": true});
             return ok(&id, &era, result);
         }
@@ -463,14 +587,18 @@ impl Call {
     /// the legacy era (which resumes streams).
     fn event(&self, seq: i64, message: Option<Value>) -> SseEvent {
         let mut event = SseEvent::default();
-        if matches!(self.era, Era::Handshake { session: Some(_), .. }) {
-            let position =
-                Position { run: self.run, seq, request: self.request.clone(), progress: self.progress.clone() };
+        if self.era.resumes() {
+            let position = Position {
+                run: self.run,
+                seq,
+                request: self.request.clone(),
+                progress: self.progress.clone(),
+            };
             event = event.id(position.encode());
         }
         match message {
             Some(message) => event.event("message").data(message.to_string()),
-            None => event.data(""),
+            None => event.data("").retry(RESUME_AFTER),
         }
     }
 
@@ -513,9 +641,15 @@ fn describe(envelope: &Envelope) -> Option<String> {
         EventType::TaskStarted => format!("task '{task}' started"),
         EventType::ToolStarted => format!("task '{task}': calling {}", tool()),
         EventType::ToolApprovalRequested => {
-            format!("task '{task}': {} awaits approval (POST /v1/runs/{}/tool-calls/…/approval)", tool(), event.run_id)
+            format!(
+                "task '{task}': {} awaits approval (POST /v1/runs/{}/tool-calls/…/approval)",
+                tool(),
+                event.run_id
+            )
         }
-        EventType::RunAwaitingInput => format!("task '{task}': the answer awaits review (POST /v1/runs/{}/resume)", event.run_id),
+        EventType::RunAwaitingInput => {
+            format!("task '{task}': the answer awaits review (POST /v1/runs/{}/resume)", event.run_id)
+        }
         EventType::TaskCompleted => format!("task '{task}' completed"),
         EventType::TaskFailed => format!("task '{task}' failed"),
         _ => return None,
@@ -546,7 +680,9 @@ fn call_result(run: &Run) -> Value {
         }
         status => {
             let why = match &run.error {
-                Some(error) => format!("the run {} ({}): {}", status.as_str(), error.kind.as_str(), error.message),
+                Some(error) => {
+                    format!("the run {} ({}): {}", status.as_str(), error.kind.as_str(), error.message)
+                }
                 None => format!("the run ended {}", status.as_str()),
             };
             json!({"content": [{"type": "text", "text": why}], "isError": true})
@@ -569,18 +705,43 @@ mod tests {
 
     #[test]
     fn eras_come_from_meta_headers_and_method() {
-        let mut headers = HeaderMap::new();
-        let modern = json!({"_meta": {VERSION_META: "2026-07-28"}});
-        assert_eq!(era(&headers, "tools/list", &modern), Ok(Era::Modern { version: "2026-07-28".into() }));
-        headers.insert(VERSION_HEADER, HeaderValue::from_static("2025-06-18"));
-        assert_eq!(era(&headers, "tools/list", &modern).unwrap_err().1.code, HEADER_MISMATCH);
-        let old = json!({"_meta": {VERSION_META: "2025-06-18"}});
-        assert_eq!(era(&HeaderMap::new(), "tools/list", &old).unwrap_err().1.code, UNSUPPORTED_PROTOCOL_VERSION);
-        assert_eq!(era(&headers, "tools/list", &json!({})).unwrap_err().1.code, INVALID_REQUEST);
-        headers.insert(SESSION_HEADER, HeaderValue::from_static("s1"));
+        let modern_headers = |version: &'static str, method: &'static str| {
+            let mut headers = HeaderMap::new();
+            headers.insert(VERSION_HEADER, HeaderValue::from_static(version));
+            headers.insert(METHOD_HEADER, HeaderValue::from_static(method));
+            headers
+        };
+        let envelope = |version: &str| json!({"_meta": {VERSION_META: version, CAPABILITIES_META: {}}});
+        let headers = modern_headers("2026-07-28", "tools/list");
         assert_eq!(
-            era(&headers, "tools/list", &json!({})),
+            era(&headers, "tools/list", &envelope("2026-07-28")),
+            Ok(Era::Modern { version: "2026-07-28".into() })
+        );
+        let code = |headers: &HeaderMap, method: &str, params: &Value| {
+            era(headers, method, params).unwrap_err().1.code
+        };
+        assert_eq!(
+            code(&headers, "tools/list", &json!({"_meta": {VERSION_META: "2026-07-28"}})),
+            INVALID_PARAMS
+        );
+        assert_eq!(
+            code(&modern_headers("2025-06-18", "tools/list"), "tools/list", &envelope("2026-07-28")),
+            HEADER_MISMATCH
+        );
+        assert_eq!(code(&headers, "tools/call", &envelope("2026-07-28")), HEADER_MISMATCH);
+        let future = modern_headers("2099-01-01", "tools/list");
+        assert_eq!(code(&future, "tools/list", &envelope("2099-01-01")), UNSUPPORTED_PROTOCOL_VERSION);
+        let mut legacy = HeaderMap::new();
+        legacy.insert(VERSION_HEADER, HeaderValue::from_static("2025-06-18"));
+        assert_eq!(code(&legacy, "tools/list", &json!({})), INVALID_REQUEST);
+        legacy.insert(SESSION_HEADER, HeaderValue::from_static("s1"));
+        assert_eq!(
+            era(&legacy, "tools/list", &json!({})),
             Ok(Era::Handshake { version: "2025-06-18".into(), session: Some("s1".into()) })
+        );
+        assert_eq!(
+            era(&HeaderMap::new(), "initialize", &json!({})),
+            Ok(Era::Handshake { version: String::new(), session: None })
         );
     }
 }

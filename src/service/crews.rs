@@ -4,8 +4,8 @@
 use serde_json::Value;
 
 use super::{invalid, ServiceError, ServiceResult, Services};
-use crate::domain::validate::validate_crew;
 use crate::domain::crew::Protocol;
+use crate::domain::validate::validate_crew;
 use crate::domain::{Caller, CrewSpec};
 use crate::store::{Audit, CrewRecord, UpsertOutcome};
 
@@ -48,7 +48,11 @@ impl Services {
     }
 
     /// The caller's tenant's crews published through `protocol`, by name.
-    pub async fn published_crews(&self, caller: &Caller, protocol: Protocol) -> ServiceResult<Vec<CrewRecord>> {
+    pub async fn published_crews(
+        &self,
+        caller: &Caller,
+        protocol: Protocol,
+    ) -> ServiceResult<Vec<CrewRecord>> {
         let mut crews = self.store.list_crews(&caller.tenant).await?;
         crews.retain(|crew| crew.spec.publish.includes(protocol));
         Ok(crews)
@@ -56,7 +60,12 @@ impl Services {
 
     /// The caller's tenant's crew `name` if it is published through `protocol` (one that is not
     /// is as missing as one that does not exist).
-    pub async fn published_crew(&self, caller: &Caller, name: &str, protocol: Protocol) -> ServiceResult<CrewRecord> {
+    pub async fn published_crew(
+        &self,
+        caller: &Caller,
+        name: &str,
+        protocol: Protocol,
+    ) -> ServiceResult<CrewRecord> {
         match self.store.get_crew(&caller.tenant, name).await? {
             Some(crew) if crew.spec.publish.includes(protocol) => Ok(crew),
             _ => Err(ServiceError::NotFound(format!(

@@ -17,6 +17,7 @@ mod kickoffs;
 mod knowledge;
 mod local_embeddings;
 mod memory;
+mod protocols;
 mod quotas;
 mod real_model;
 mod runs;

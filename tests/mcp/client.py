@@ -46,6 +46,9 @@ from pydantic import ValidationError
 from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
 
+if sys.version_info < (3, 11):  # pragma: no cover - anyio brings the backport
+    from exceptiongroup import BaseExceptionGroup
+
 MAX_PAGES = 1000
 # How long `cancel` lets the SDK's cancellation reach the server before the client closes.
 CANCEL_SETTLE_SECONDS = 0.5
