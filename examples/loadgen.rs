@@ -17,7 +17,10 @@
 //! deliveries per second and commit-to-delivery p50/p99), `fairness` (not in the default set:
 //! tenant A queues `FAIRNESS_BACKLOG` (2,000) runs against a 200 ms model on `FAIRNESS_SLOTS` (20)
 //! slots, then tenant B kicks off 20; B's wait from kickoff to `run.started`, p50 and p99, and
-//! how much of A's backlog was still queued when B's last run started). The fan-out scenario is
+//! how much of A's backlog was still queued when B's last run started), `mcp` (not in the default
+//! set: `MCP_CALLS` (200) MCP `tools/call`s of a published one-call crew, interleaved one at a
+//! time with as many REST kickoffs each long-polled to completion; p50/p99 of both and the
+//! difference of the medians). The fan-out scenario is
 //! `examples/sse_fanout.rs`.
 //! `KEEP_DATABASE=1` keeps each scenario's database for a look afterwards. `PRUNE_BACKLOG=<runs>`
 //! seeds that many finished runs 40 days old and runs agentd with `AGENTD_RETENTION_DAYS=30`,
@@ -82,11 +85,12 @@ async fn bench() -> Result<(), BoxError> {
     let wanted: Vec<String> = std::env::args().skip(1).collect();
     let run = |name: &str| wanted.is_empty() || wanted.iter().any(|w| w == name);
     let mut rows = Vec::new();
-    for scenario in ["latency", "throughput", "inflight", "inflight_batch", "dbcost", "webhooks", "fairness"]
+    for scenario in
+        ["latency", "throughput", "inflight", "inflight_batch", "dbcost", "webhooks", "fairness", "mcp"]
     {
         // The webhook and fairness scenarios only when asked for: the others are the
         // before/after guard.
-        let on_request = ["webhooks", "fairness"].contains(&scenario);
+        let on_request = ["webhooks", "fairness", "mcp"].contains(&scenario);
         if (!on_request && run(scenario)) || wanted.iter().any(|w| w == scenario) {
             let bench = Bench::start(&admin_url, scenario).await?;
             let result = bench.scenario(scenario).await;
@@ -341,6 +345,7 @@ impl Bench {
             "inflight_batch" => self.inflight(setting("INFLIGHT_BATCH", 1000)).await,
             "webhooks" => self.webhooks().await,
             "fairness" => self.fairness().await,
+            "mcp" => self.mcp().await,
             _ => self.db_cost().await,
         }
     }
@@ -372,6 +377,78 @@ impl Bench {
                 scenario: "latency", metric: "p50".into(), value: ms(0.5), unit: "ms", target: "≤ 15 ms"
             },
             Row { scenario: "latency", metric: "p99".into(), value: ms(0.99), unit: "ms", target: "" },
+        ])
+    }
+
+    /// What the MCP server adds to a run: `MCP_CALLS` (200) `tools/call`s of the bench crew,
+    /// published as a tool (the current revision: one POST answered by an event stream that ends
+    /// with the result), interleaved one at a time with as many REST kickoffs of it, each followed
+    /// by a long-poll of `/wait`. Both see the run from kickoff to completion.
+    async fn mcp(&self) -> Result<Vec<Row>, BoxError> {
+        self.model(Duration::ZERO);
+        let mut published = crew();
+        published["publish"] = json!({"mcp": true});
+        let put = self
+            .handle
+            .client
+            .put(format!("{}/v1/crews/bench", self.handle.base))
+            .json(&published)
+            .send()
+            .await?;
+        if !put.status().is_success() {
+            return Err(format!("PUT /v1/crews/bench: {}", put.status()).into());
+        }
+        let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": "bench", "arguments": {},
+            "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}},
+        }});
+        let call = serde_json::to_vec(&call)?;
+        let mcp_call = || async {
+            let started = Instant::now();
+            let response = self
+                .handle
+                .client
+                .post(format!("{}/mcp", self.handle.base))
+                .header("content-type", "application/json")
+                .header("accept", "application/json, text/event-stream")
+                .header("mcp-protocol-version", "2026-07-28")
+                .header("mcp-method", "tools/call")
+                .body(call.clone())
+                .send()
+                .await?;
+            let text = response.text().await?;
+            if !text.contains("\"structuredContent\"") || text.contains("\"isError\":true") {
+                return Err::<Duration, BoxError>(format!("the MCP call did not complete: {text}").into());
+            }
+            Ok(started.elapsed())
+        };
+        for _ in 0..20 {
+            mcp_call().await?;
+            self.one_run().await?;
+        }
+        let (mut mcp, mut rest) = (Vec::new(), Vec::new());
+        for _ in 0..setting("MCP_CALLS", 200) {
+            mcp.push(mcp_call().await?);
+            rest.push(self.one_run().await?);
+        }
+        mcp.sort();
+        rest.sort();
+        let ms = |times: &[Duration], q: f64| {
+            times[((times.len() as f64 * q) as usize).min(times.len() - 1)].as_secs_f64() * 1e3
+        };
+        let row = |metric: &str, value: f64| Row {
+            scenario: "mcp",
+            metric: metric.into(),
+            value,
+            unit: "ms",
+            target: "",
+        };
+        Ok(vec![
+            row("tools/call p50", ms(&mcp, 0.5)),
+            row("tools/call p99", ms(&mcp, 0.99)),
+            row("rest kickoff+wait p50", ms(&rest, 0.5)),
+            row("rest kickoff+wait p99", ms(&rest, 0.99)),
+            row("overhead p50", ms(&mcp, 0.5) - ms(&rest, 0.5)),
         ])
     }
 
