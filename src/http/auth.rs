@@ -191,6 +191,8 @@ pub fn required_scope(method: &Method, path: &str) -> Option<Scope> {
         p if p.starts_with("/threads") && !reads => Scope::Kickoff,
         "/runs/{id}" if method == Method::DELETE => Scope::Kickoff,
         "/runs/{id}/resume" | "/runs/{id}/tool-calls/{tool_call_id}/approval" => Scope::Approve,
+        // An AG-UI run kicks a crew off (resuming an interrupt needs `approve` too).
+        p if p.starts_with("/ag-ui/") => Scope::Kickoff,
         "/audit" => Scope::Manage,
         p if p.starts_with("/keys") || p.starts_with("/tenants") => Scope::Admin,
         p if p.starts_with("/webhooks") => Scope::Manage,

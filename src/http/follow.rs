@@ -63,24 +63,62 @@ impl Follow {
     }
 }
 
-/// Kick off the registered crew `crew` with `inputs` for a protocol request (a published crew,
-/// checked by the caller): a run like any other, in `thread` when given, once per
-/// `idempotency_key`.
-pub async fn kickoff(
+/// A protocol request's kickoff of a published crew (checked by the caller): a run like any
+/// other.
+#[derive(Debug, Default)]
+pub struct ProtocolKickoff<'a> {
+    pub crew: &'a str,
+    pub inputs: Map<String, Value>,
+    /// The thread the run joins; a busy thread refuses it (409) rather than queueing it.
+    pub thread: Option<uuid::Uuid>,
+    pub metadata: Map<String, Value>,
+    /// Makes a repeated request answer with the same run.
+    pub idempotency_key: Option<&'a str>,
+    /// Stream the model's replies (`llm.delta`).
+    pub stream: bool,
+}
+
+impl ProtocolKickoff<'_> {
+    pub async fn start(self, state: &AppState, caller: &Caller) -> ServiceResult<Run> {
+        let mut body = json!({"crew": self.crew, "inputs": self.inputs, "metadata": self.metadata});
+        if let Some(thread) = self.thread {
+            body["thread_id"] = json!(thread);
+            body["multitask_strategy"] = json!("reject");
+        }
+        if self.stream {
+            body["stream"] = json!(true);
+        }
+        match state.services.kickoff(caller, body, self.idempotency_key, None).await? {
+            Kicked::Created(run) | Kicked::Replayed(run) => Ok(run),
+        }
+    }
+}
+
+/// A protocol's conversation id (an A2A `contextId`, an AG-UI `threadId`) as a thread of the
+/// caller's tenant: a thread's own id names it; any other text names the thread derived from it
+/// (created on first use, with the id in its metadata). `None`: the id is another tenant's thread.
+pub async fn protocol_thread(
     state: &AppState,
     caller: &Caller,
-    crew: &str,
-    inputs: Map<String, Value>,
-    thread: Option<uuid::Uuid>,
-    metadata: Map<String, Value>,
-    idempotency_key: Option<&str>,
-) -> ServiceResult<Run> {
-    let mut body = json!({"crew": crew, "inputs": inputs, "metadata": metadata});
-    if let Some(thread) = thread {
-        body["thread_id"] = json!(thread);
-    }
-    match state.services.kickoff(caller, body, idempotency_key, None).await? {
-        Kicked::Created(run) | Kicked::Replayed(run) => Ok(run),
+    protocol: &str,
+    conversation: &str,
+) -> ServiceResult<Option<uuid::Uuid>> {
+    let id = match conversation.parse::<uuid::Uuid>() {
+        Ok(id) => id,
+        Err(_) => {
+            use sha2::Digest;
+            let digest =
+                sha2::Sha256::digest(format!("{}\n{protocol}\n{conversation}", caller.tenant).as_bytes());
+            let mut bytes = [0u8; 16];
+            bytes.copy_from_slice(&digest[..16]);
+            uuid::Builder::from_custom_bytes(bytes).into_uuid()
+        }
+    };
+    let metadata = Map::from_iter([(format!("{protocol}_id"), json!(conversation))]);
+    match state.store.ensure_thread(&caller.tenant, id, &metadata).await {
+        Ok(true) => Ok(Some(id)),
+        Ok(false) => Ok(None),
+        Err(error) => Err(error.into()),
     }
 }
 

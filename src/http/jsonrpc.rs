@@ -2,7 +2,7 @@
 //! request, a notification or a response), the standard error codes, and the mapping of a use
 //! case's [`ServiceError`] onto an error object.
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use crate::service::ServiceError;
 
@@ -140,11 +140,6 @@ pub fn failure(id: &Value, error: &RpcError) -> Value {
 /// A notification from the server.
 pub fn notification(method: &str, params: Value) -> Value {
     json!({"jsonrpc": "2.0", "method": method, "params": params})
-}
-
-/// The params object (`null` is an empty one).
-pub fn params_object(params: &Value) -> Map<String, Value> {
-    params.as_object().cloned().unwrap_or_default()
 }
 
 #[cfg(test)]

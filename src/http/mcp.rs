@@ -517,7 +517,14 @@ async fn call_tool(
         _ => None,
     };
     let metadata = Map::from_iter([("mcp_tool".to_owned(), json!(name))]);
-    let run = match follow::kickoff(&state, &caller, name, arguments, None, metadata, key.as_deref()).await {
+    let kickoff = follow::ProtocolKickoff {
+        crew: name,
+        inputs: arguments,
+        metadata,
+        idempotency_key: key.as_deref(),
+        ..Default::default()
+    };
+    let run = match kickoff.start(&state, &caller).await {
         Ok(run) => run,
         // The arguments do not fit the crew: an error the model can act on, not a protocol error.
         Err(ServiceError::Invalid(errors)) => {

@@ -3,6 +3,7 @@
 //! authentication, the wire types, and the OpenAPI document, built once with the one axum router.
 
 pub mod access;
+pub mod ag_ui;
 pub mod audit;
 pub mod auth;
 pub mod crews;
@@ -65,6 +66,7 @@ pub use state::AppState;
         (name = "secrets", description = "Stored secrets crews reference in tool headers and queries"),
         (name = "webhooks", description = "Endpoints that receive run events, signed (Standard Webhooks), and their deliveries"),
         (name = "access", description = "Tenants and API keys (admin)"),
+        (name = "protocols", description = "Published crews through the agent protocols: AG-UI here; the MCP server at `/mcp` and A2A agents at `/a2a/{name}` speak JSON-RPC (see docs/guides/protocols.md)"),
         (name = "service", description = "Health, readiness and documentation"),
     )
 )]
@@ -126,6 +128,7 @@ fn v1_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(access::create_key, access::list_keys))
         .routes(routes!(access::revoke_key))
         .routes(routes!(access::whoami))
+        .routes(routes!(ag_ui::run_agent))
 }
 
 /// Routes open to anyone: health, readiness, documentation, the dashboard page.

@@ -93,6 +93,30 @@ impl Store {
         })
     }
 
+    /// Make sure thread `id` exists for `tenant` (a protocol's conversation id, mapped onto a
+    /// thread): created with `metadata` when it does not. `false` when the id is another
+    /// tenant's thread.
+    pub async fn ensure_thread(
+        &self,
+        tenant: &str,
+        id: Uuid,
+        metadata: &Map<String, Value>,
+    ) -> StoreResult<bool> {
+        let owner = sqlx::query_scalar!(
+            r#"WITH made AS (
+                 INSERT INTO threads (id, tenant, metadata) VALUES ($1, $2, $3)
+                 ON CONFLICT (id) DO NOTHING RETURNING tenant)
+               SELECT tenant AS "tenant!" FROM made
+               UNION ALL SELECT tenant FROM threads WHERE id = $1"#,
+            id,
+            tenant,
+            Value::Object(metadata.clone())
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(owner.first().is_some_and(|owner| owner == tenant))
+    }
+
     /// One of the tenant's threads, with its newest runs (oldest first).
     #[tracing::instrument(skip_all, fields(thread_id = %id), err)]
     pub async fn get_thread(&self, tenant: &str, id: Uuid) -> StoreResult<Option<Thread>> {

@@ -165,34 +165,36 @@ def build_send_request(args) -> SendMessageRequest:
 
 
 async def run(args) -> None:
-    headers = {'Authorization': f'Bearer {args.key}'} if args.key else {}
-    timeout = httpx.Timeout(args.timeout, connect=10.0)
-    async with httpx.AsyncClient(headers=headers, timeout=timeout) as http:
-        # Resolve the card with the SDK's resolver: base URL = scheme://host[:port], card path =
-        # the rest of --card-url. ClientFactory(config) first adds `A2A-Version: 1.0` to `http`.
+    bearer = {'Authorization': f'Bearer {args.key}'} if args.key else {}
+    # Without --auth-from-card the key is a default header of the one HTTP client the SDK uses for
+    # everything; with it, only the card fetch gets it here and A2A calls get it (or not) from
+    # the SDK's AuthInterceptor according to the card's security schemes.
+    http = httpx.AsyncClient(
+        headers={} if args.auth_from_card else bearer,
+        timeout=httpx.Timeout(args.timeout, connect=10.0),
+    )
+    async with http:
         binding = {'jsonrpc': TransportProtocol.JSONRPC, 'rest': TransportProtocol.HTTP_JSON}[
             args.binding
         ]
-        streaming = args.command in ('stream', 'subscribe')
-        auth_headers_on_client = bool(args.key) and not args.auth_from_card
-        if not auth_headers_on_client:
-            http.headers.pop('Authorization', None)
         config = ClientConfig(
-            streaming=streaming, httpx_client=http, supported_protocol_bindings=[binding]
+            streaming=args.command in ('stream', 'subscribe'),
+            httpx_client=http,
+            supported_protocol_bindings=[binding],
         )
-        factory = ClientFactory(config)
+        factory = ClientFactory(config)  # adds the `A2A-Version: 1.0` default header to `http`
+        # The SDK's card resolver: base URL = scheme://host[:port], card path = the rest of
+        # --card-url (the resolver GETs base + '/' + path).
         u = urlsplit(args.card_url)
         card_path = u.path + (f'?{u.query}' if u.query else '')
         resolver = A2ACardResolver(http, f'{u.scheme}://{u.netloc}', card_path or '/')
-        card = await resolver.get_agent_card(
-            http_kwargs={'headers': headers} if args.key else None
-        )
+        card = await resolver.get_agent_card(http_kwargs={'headers': bearer} if bearer else None)
         if args.command == 'card':
             emit({'card': to_json(card)})
             return
-        interceptors = [AuthInterceptor(_KeyForEveryScheme(args.key))] if (
-            args.key and args.auth_from_card
-        ) else []
+        interceptors = (
+            [AuthInterceptor(_KeyForEveryScheme(args.key))] if args.key and args.auth_from_card else []
+        )
         client = factory.create(card, interceptors)
         try:
             await run_command(client, card, args)

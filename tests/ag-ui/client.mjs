@@ -18,7 +18,8 @@
 // Output, one JSON object per line on stdout, each written as soon as it is known:
 //   {"event": {...}}            every event as it came off the wire, before the library judged it
 //                               (so the offending event is the last one printed before a
-//                               verify_error)
+//                               verify_error); only the library's always-on pre-1.0 normalisation
+//                               (legacy nulls dropped, THINKING_* renamed) has run, and it warns
 //   {"warning": "..."}          the library warned (e.g. it stripped a field the schema does not
 //                               describe, or dropped an event type it does not know)
 //   then exactly one of:

@@ -3,6 +3,7 @@
 //! registry, pinned, by its `setup.sh` (which `scripts/test.sh` and CI run). Each client is a
 //! small script printing JSON lines; these tests spawn it and read them.
 
+mod ag_ui;
 mod mcp;
 
 use std::process::Stdio;
@@ -29,7 +30,7 @@ impl Client {
     /// Start `program` with `args` (a script of a client installed by a setup script: `needs`
     /// names what to run when it is missing).
     pub fn start(program: &str, args: &[String], needs: &str) -> Self {
-        if !std::path::Path::new(program).exists() {
+        if program.contains('/') && !std::path::Path::new(program).exists() {
             panic!("{program} is not installed: run {needs} (scripts/test.sh does) before the tests");
         }
         let mut child = tokio::process::Command::new(program)
