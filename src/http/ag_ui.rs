@@ -158,6 +158,7 @@ pub async fn run_agent(
         metadata,
         idempotency_key: Some(&key),
         stream: true,
+        enqueue: false,
     };
     let run = kickoff.start(&state, &caller).await?;
     Ok(stream(state, ids, run.id, 0, None))

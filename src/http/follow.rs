@@ -69,13 +69,15 @@ impl Follow {
 pub struct ProtocolKickoff<'a> {
     pub crew: &'a str,
     pub inputs: Map<String, Value>,
-    /// The thread the run joins; a busy thread refuses it (409) rather than queueing it.
+    /// The thread the run joins; a busy thread refuses it (409) unless `enqueue`.
     pub thread: Option<uuid::Uuid>,
     pub metadata: Map<String, Value>,
     /// Makes a repeated request answer with the same run.
     pub idempotency_key: Option<&'a str>,
     /// Stream the model's replies (`llm.delta`).
     pub stream: bool,
+    /// A busy thread queues the run (`enqueue`) instead of refusing it.
+    pub enqueue: bool,
 }
 
 impl ProtocolKickoff<'_> {
@@ -83,7 +85,7 @@ impl ProtocolKickoff<'_> {
         let mut body = json!({"crew": self.crew, "inputs": self.inputs, "metadata": self.metadata});
         if let Some(thread) = self.thread {
             body["thread_id"] = json!(thread);
-            body["multitask_strategy"] = json!("reject");
+            body["multitask_strategy"] = json!(if self.enqueue { "enqueue" } else { "reject" });
         }
         if self.stream {
             body["stream"] = json!(true);

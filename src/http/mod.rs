@@ -2,6 +2,7 @@
 //! render its answer; extractors, problem+json errors (the one mapping of `ServiceError`),
 //! authentication, the wire types, and the OpenAPI document, built once with the one axum router.
 
+pub mod a2a;
 pub mod access;
 pub mod ag_ui;
 pub mod audit;
@@ -31,7 +32,7 @@ pub mod wire;
 
 use axum::body::Bytes;
 use axum::extract::DefaultBodyLimit;
-use axum::routing::post;
+use axum::routing::{get, post};
 use axum::Router;
 use axum::{middleware, Extension};
 use tower_http::catch_panic::CatchPanicLayer;
@@ -148,7 +149,12 @@ fn routes_and_document() -> (Router<AppState>, OpenApiDoc) {
         .nest("/v1", v1_routes())
         .merge(service_routes())
         .split_for_parts();
-    let router = router.route("/mcp", post(mcp::post_mcp).get(mcp::get_mcp).delete(mcp::delete_mcp));
+    let router = router
+        .route("/mcp", post(mcp::post_mcp).get(mcp::get_mcp).delete(mcp::delete_mcp))
+        .route("/.well-known/agent-card.json", get(a2a::discovery_card))
+        .route("/a2a", post(a2a::agentd_rpc))
+        .route("/a2a/{name}", post(a2a::crew_rpc))
+        .route("/a2a/{name}/.well-known/agent-card.json", get(a2a::crew_card));
     add_edge_responses(&mut document);
     examples::add(&mut document);
     (router, document)

@@ -81,11 +81,53 @@ impl Services {
             url: body.url,
             events: body.events,
             crew: body.crew,
+            run_id: None,
             description: body.description,
-            salt,
+            salt: Some(salt),
         };
         let endpoint = self.store.create_webhook(&caller.tenant, &endpoint, audit).await?;
         Ok(WithSecret { endpoint, secret })
+    }
+
+    /// Whether the server signs webhooks (has `AGENTD_WEBHOOK_SECRET`).
+    pub fn webhooks_configured(&self) -> bool {
+        self.webhook_settings.key.is_some()
+    }
+
+    /// Add an endpoint to a run that has not ended (an A2A push notification config): it receives
+    /// the run's events from now on, signed with the server's secret as a kickoff's webhooks are.
+    pub async fn add_run_webhook(
+        &self,
+        caller: &Caller,
+        run: RunId,
+        url: &str,
+        audit: &Audit,
+    ) -> ServiceResult<WebhookEndpoint> {
+        self.signing_key()?;
+        let found = self.run(caller, run).await?;
+        if found.status.is_terminal() {
+            return Err(ServiceError::Conflict(format!(
+                "the run has already ended ({})",
+                found.status.as_str()
+            )));
+        }
+        if let Err(message) = self.check_webhook_url(url).await {
+            return Err(ServiceError::Invalid(vec![FieldError::new("url", message)]));
+        }
+        if self.store.list_webhooks(None, Some(run)).await?.len() >= MAX_KICKOFF_WEBHOOKS {
+            let message = format!("a run has at most {MAX_KICKOFF_WEBHOOKS} webhooks");
+            return Err(ServiceError::Invalid(vec![FieldError::new("url", message)]));
+        }
+        let endpoint = NewEndpoint {
+            id: Uuid::now_v7(),
+            url: url.to_owned(),
+            events: every_event(),
+            crew: None,
+            run_id: Some(run),
+            description: "A2A push notifications".to_owned(),
+            salt: None,
+        };
+        Ok(self.store.create_webhook(&found.tenant, &endpoint, audit).await?)
     }
 
     /// Registered endpoints, or those of a run's kickoff.

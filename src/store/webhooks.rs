@@ -37,8 +37,11 @@ pub struct NewEndpoint {
     pub url: String,
     pub events: Vec<String>,
     pub crew: Option<String>,
+    /// The run it belongs to (an A2A push notification config); `None`: registered.
+    pub run_id: Option<RunId>,
     pub description: String,
-    pub salt: Vec<u8>,
+    /// `None` for a run's endpoint: signed with the server's secret, as a kickoff's webhooks.
+    pub salt: Option<Vec<u8>>,
 }
 
 /// A change of an endpoint (`None`: unchanged).
@@ -263,8 +266,8 @@ impl Store {
         let mut tx = self.pool.begin().await?;
         let row = sqlx::query_as!(
             EndpointRow,
-            r#"INSERT INTO webhook_endpoints (id, url, events, crew, description, salt, tenant)
-               VALUES ($1, $2, $3, $4, $5, $6, $7)
+            r#"INSERT INTO webhook_endpoints (id, url, events, crew, description, salt, tenant, run_id)
+               VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
                RETURNING id, url, events, crew, run_id, description, enabled, disabled_reason,
                          previous_until, created_at, updated_at"#,
             endpoint.id,
@@ -274,6 +277,7 @@ impl Store {
             endpoint.description,
             endpoint.salt,
             tenant,
+            endpoint.run_id.map(|run| run.0),
         )
         .fetch_one(&mut *tx)
         .await?;

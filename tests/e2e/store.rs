@@ -197,7 +197,8 @@ async fn the_outbox_has_a_delivery_exactly_for_each_committed_matching_event(poo
         events: events.iter().map(|e| e.to_string()).collect(),
         crew: crew.map(str::to_owned),
         description: String::new(),
-        salt: vec![1; 32],
+        salt: Some(vec![1; 32]),
+        run_id: None,
     };
     let everything =
         store.create_webhook("default", &endpoint(&["*"], None), &audit()).await.expect("create");

@@ -3,6 +3,7 @@
 //! registry, pinned, by its `setup.sh` (which `scripts/test.sh` and CI run). Each client is a
 //! small script printing JSON lines; these tests spawn it and read them.
 
+mod a2a;
 mod ag_ui;
 mod mcp;
 

@@ -1,0 +1,970 @@
+//! A2A 1.0 (JSON-RPC binding): each crew of the caller's tenant published with `publish.a2a` is an
+//! agent, its card at `/a2a/{name}/.well-known/agent-card.json` and its endpoint at
+//! `POST /a2a/{name}`; `/.well-known/agent-card.json` is agentd's own card (its skills are the
+//! key's published crews; messages to its endpoint, `POST /a2a`, name the crew in
+//! `metadata.skill`).
+//!
+//! A task is a run: `SendMessage` kicks the crew off (its inputs from the message's data part,
+//! its text as the input `message`) and answers when the task has ended or needs input (unless
+//! `returnImmediately`); `SendStreamingMessage` and `SubscribeToTask` stream the task and its
+//! status and artifact updates from the run's events (from any replica: a client whose stream
+//! broke subscribes again); `GetTask`, `ListTasks`, `CancelTask`. A run awaiting a decision (a tool
+//! call to approve, an answer to review) is `TASK_STATE_INPUT_REQUIRED`; the follow-up message
+//! (same `taskId`) approves (`{"approve": true}` or "approve") or rejects it. The final output is
+//! the artifact `output`. A `contextId` is a thread. Push notification configs are the run's
+//! webhooks (signed, Standard Webhooks: agentd's event envelopes, not A2A stream items).
+
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::sse::Event as SseEvent;
+use axum::response::{IntoResponse, Response};
+use chrono::SecondsFormat;
+use serde_json::{json, Map, Value};
+use tokio::sync::mpsc;
+use uuid::Uuid;
+
+use super::auth::{optional_caller, Authed};
+use super::follow::{self, Follow, ProtocolKickoff, Step};
+use super::jsonrpc::{self, Incoming, RpcError, METHOD_NOT_FOUND};
+use super::AppState;
+use crate::domain::crew::Protocol;
+use crate::domain::{Caller, CrewSpec, EventType, Run, RunId, RunStatus, Scope};
+use crate::engine::journal::Approval;
+use crate::service::ServiceError;
+
+const PROTOCOL_VERSION: &str = "1.0";
+const TASK_NOT_FOUND: i64 = -32001;
+const TASK_NOT_CANCELABLE: i64 = -32002;
+const PUSH_NOT_SUPPORTED: i64 = -32003;
+const UNSUPPORTED_OPERATION: i64 = -32004;
+const EXTENDED_CARD_NOT_CONFIGURED: i64 = -32007;
+const VERSION_NOT_SUPPORTED: i64 = -32009;
+/// Most tasks in a `ListTasks` page.
+const MAX_PAGE: usize = 100;
+/// Runs looked at for one `ListTasks` page (newest first).
+const LIST_SCAN: i64 = 1000;
+
+/// The origin clients reach this server at: the forwarded host and scheme a proxy sets, or the
+/// request's `Host`.
+fn origin(headers: &HeaderMap) -> String {
+    let text = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(|v| v.split(',').next().unwrap_or(v).trim().to_owned())
+    };
+    let host = text("x-forwarded-host")
+        .or_else(|| text(header::HOST.as_str()))
+        .unwrap_or_else(|| "localhost".to_owned());
+    let scheme = text("x-forwarded-proto")
+        .filter(|s| s == "https" || s == "http")
+        .unwrap_or_else(|| "http".to_owned());
+    format!("{scheme}://{host}")
+}
+
+fn card(
+    headers: &HeaderMap,
+    name: &str,
+    description: &str,
+    endpoint: &str,
+    skills: Vec<Value>,
+    push: bool,
+) -> Value {
+    json!({
+        "name": name,
+        "description": description,
+        "version": env!("CARGO_PKG_VERSION"),
+        "supportedInterfaces": [{"url": format!("{}{endpoint}", origin(headers)), "protocolBinding": "JSONRPC", "protocolVersion": PROTOCOL_VERSION}],
+        "provider": {"organization": "agentd", "url": origin(headers)},
+        "capabilities": {"streaming": true, "pushNotifications": push, "extendedAgentCard": false},
+        "securitySchemes": {"bearer": {"httpAuthSecurityScheme": {"scheme": "Bearer", "description": "An agentd API key"}}},
+        "securityRequirements": [{"schemes": {"bearer": {"list": []}}}],
+        "defaultInputModes": ["text/plain", "application/json"],
+        "defaultOutputModes": ["text/plain", "application/json"],
+        "skills": skills,
+    })
+}
+
+fn skill(crew: &CrewSpec) -> Value {
+    let inputs = crate::domain::interpolate::required_inputs(crew);
+    let mut description = crew.summary();
+    if !inputs.is_empty() {
+        let names: Vec<&str> = inputs.iter().map(String::as_str).collect();
+        description
+            .push_str(&format!(" Inputs (a data part, or the text as `message`): {}.", names.join(", ")));
+    }
+    json!({
+        "id": crew.name,
+        "name": crew.name,
+        "description": description,
+        "tags": ["crew"],
+        "inputModes": ["text/plain", "application/json"],
+        "outputModes": ["text/plain", "application/json"],
+    })
+}
+
+/// `GET /.well-known/agent-card.json`: agentd's card. Open to anyone; with a key, its skills are
+/// the key's tenant's crews published through A2A.
+pub async fn discovery_card(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    let caller = match optional_caller(&state, &headers).await {
+        Ok(caller) => caller,
+        Err(error) => return error.into_response(),
+    };
+    let skills = match caller {
+        Some(caller) if caller.may(Scope::Read) => {
+            match state.services.published_crews(&caller, Protocol::A2a).await {
+                Ok(crews) => crews.iter().map(|crew| skill(&crew.spec)).collect(),
+                Err(error) => return super::error::ApiError::from(error).into_response(),
+            }
+        }
+        _ => Vec::new(),
+    };
+    let description = "Runs crews of LLM agents durably. Each skill is a crew; name it in a message's `metadata.skill`, \
+                       or talk to its own agent at /a2a/{skill} (card: /a2a/{skill}/.well-known/agent-card.json).";
+    let push = state.services.webhooks_configured();
+    axum::Json(card(&headers, "agentd", description, "/a2a", skills, push)).into_response()
+}
+
+/// `GET /a2a/{name}/.well-known/agent-card.json`: a published crew's card.
+pub async fn crew_card(
+    State(state): State<AppState>,
+    Authed(caller): Authed,
+    headers: HeaderMap,
+    Path(name): Path<String>,
+) -> Response {
+    match state.services.published_crew(&caller, &name, Protocol::A2a).await {
+        Ok(crew) => {
+            let spec = &crew.spec;
+            let push = state.services.webhooks_configured();
+            axum::Json(card(
+                &headers,
+                &spec.name,
+                &spec.summary(),
+                &format!("/a2a/{name}"),
+                vec![skill(spec)],
+                push,
+            ))
+            .into_response()
+        }
+        Err(error) => super::error::ApiError::from(error).into_response(),
+    }
+}
+
+/// `POST /a2a/{name}`: a published crew's JSON-RPC endpoint.
+pub async fn crew_rpc(
+    State(state): State<AppState>,
+    Authed(caller): Authed,
+    headers: HeaderMap,
+    Path(name): Path<String>,
+    body: Bytes,
+) -> Response {
+    rpc(state, caller, headers, Some(name), body).await
+}
+
+/// `POST /a2a`: agentd's JSON-RPC endpoint (a message names its crew in `metadata.skill`).
+pub async fn agentd_rpc(
+    State(state): State<AppState>,
+    Authed(caller): Authed,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    rpc(state, caller, headers, None, body).await
+}
+
+/// A JSON-RPC answer: always HTTP 200 (an A2A client reads errors only from a 200).
+fn reply(message: Value) -> Response {
+    axum::Json(message).into_response()
+}
+
+fn task_not_found(id: &str) -> RpcError {
+    RpcError::new(TASK_NOT_FOUND, format!("Task not found: {id}"))
+}
+
+fn service_error(error: &ServiceError) -> RpcError {
+    RpcError::from_service(error, TASK_NOT_FOUND)
+}
+
+async fn rpc(
+    state: AppState,
+    caller: Caller,
+    headers: HeaderMap,
+    crew: Option<String>,
+    body: Bytes,
+) -> Response {
+    let (id, method, params) = match Incoming::parse(&body) {
+        Ok(Incoming::Request { id, method, params }) => (id, method, params),
+        Ok(Incoming::Notification { .. } | Incoming::Response) => {
+            return StatusCode::ACCEPTED.into_response();
+        }
+        Err((id, error)) => return reply(jsonrpc::failure(&id, &error)),
+    };
+    if let Some(version) = headers.get("a2a-version").and_then(|v| v.to_str().ok()) {
+        if !version.trim().starts_with("1.") && version.trim() != "1" {
+            let error = RpcError::new(
+                VERSION_NOT_SUPPORTED,
+                format!("A2A version '{version}' is not supported; this agent speaks {PROTOCOL_VERSION}"),
+            );
+            return reply(jsonrpc::failure(&id, &error));
+        }
+    }
+    let a2a = A2a { state, caller, crew, id };
+    let needs = match method.as_str() {
+        "SendMessage" | "SendStreamingMessage" | "CancelTask" => Scope::Kickoff,
+        "CreateTaskPushNotificationConfig" | "DeleteTaskPushNotificationConfig" => Scope::Kickoff,
+        _ => Scope::Read,
+    };
+    if !a2a.caller.may(needs) {
+        let detail = format!("this key lacks the '{needs}' scope {method} needs");
+        return (StatusCode::FORBIDDEN, detail).into_response();
+    }
+    let params = match params {
+        Value::Object(params) => params,
+        _ => Map::new(),
+    };
+    let answer = match method.as_str() {
+        "SendMessage" => a2a.send(params, false).await,
+        "SendStreamingMessage" => a2a.send(params, true).await,
+        "GetTask" => a2a.get_task(&params).await,
+        "ListTasks" => a2a.list_tasks(&params).await,
+        "CancelTask" => a2a.cancel(&params).await,
+        "SubscribeToTask" => a2a.subscribe(&params).await,
+        "CreateTaskPushNotificationConfig" => a2a.create_push(&params).await,
+        "GetTaskPushNotificationConfig" => a2a.get_push(&params).await,
+        "ListTaskPushNotificationConfigs" => a2a.list_push(&params).await,
+        "DeleteTaskPushNotificationConfig" => a2a.delete_push(&params).await,
+        "GetExtendedAgentCard" => {
+            Err(RpcError::new(EXTENDED_CARD_NOT_CONFIGURED, "this agent has no extended card"))
+        }
+        other => Err(RpcError::new(METHOD_NOT_FOUND, format!("Method not found: {other}"))),
+    };
+    match answer {
+        Ok(Answer::Result(result)) => reply(jsonrpc::success(&a2a.id, result)),
+        Ok(Answer::Stream(response)) => response,
+        Err(error) => reply(jsonrpc::failure(&a2a.id, &error)),
+    }
+}
+
+enum Answer {
+    Result(Value),
+    Stream(Response),
+}
+
+type Answered = Result<Answer, RpcError>;
+
+/// One request to an agent.
+struct A2a {
+    state: AppState,
+    caller: Caller,
+    /// The agent's crew (`None`: agentd's own endpoint).
+    crew: Option<String>,
+    id: Value,
+}
+
+fn str_param<'p>(params: &'p Map<String, Value>, name: &str) -> Result<&'p str, RpcError> {
+    params
+        .get(name)
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .ok_or_else(|| RpcError::invalid_params(format!("`{name}` is required")))
+}
+
+fn now() -> String {
+    chrono::Utc::now().to_rfc3339_opts(SecondsFormat::Micros, true)
+}
+
+fn state_of(status: RunStatus) -> &'static str {
+    match status {
+        RunStatus::Queued | RunStatus::Waiting => "TASK_STATE_SUBMITTED",
+        RunStatus::Running | RunStatus::Cancelling => "TASK_STATE_WORKING",
+        RunStatus::AwaitingInput => "TASK_STATE_INPUT_REQUIRED",
+        RunStatus::Completed => "TASK_STATE_COMPLETED",
+        RunStatus::Failed => "TASK_STATE_FAILED",
+        RunStatus::Cancelled => "TASK_STATE_CANCELED",
+    }
+}
+
+/// Does the stream of a task end at this state?
+fn settled(status: RunStatus) -> bool {
+    status.is_terminal() || status == RunStatus::AwaitingInput
+}
+
+fn agent_message(task: &Run, context: &str, parts: Vec<Value>) -> Value {
+    json!({"messageId": Uuid::now_v7().to_string(), "taskId": task.id.to_string(), "contextId": context, "role": "ROLE_AGENT", "parts": parts})
+}
+
+fn text_part(text: impl Into<String>) -> Value {
+    json!({"text": text.into()})
+}
+
+impl A2a {
+    /// The run of task `id`, if it is one of this agent's tasks the caller may see.
+    async fn task_run(&self, id: &str) -> Result<Run, RpcError> {
+        let run_id = id.parse::<Uuid>().map_err(|_| task_not_found(id))?;
+        let run = self.state.services.run(&self.caller, RunId(run_id)).await.map_err(|e| match e {
+            ServiceError::NotFound(_) => task_not_found(id),
+            other => service_error(&other),
+        })?;
+        let ours = run.metadata.contains_key("a2a_context")
+            && self.crew.as_ref().is_none_or(|crew| *crew == run.crew_name);
+        if !ours {
+            return Err(task_not_found(id));
+        }
+        Ok(run)
+    }
+
+    fn context_of(run: &Run) -> String {
+        run.metadata.get("a2a_context").and_then(Value::as_str).map(str::to_owned).unwrap_or_default()
+    }
+
+    /// The task a run is, with its status message (what input it needs) and its artifact.
+    async fn task(&self, run: &Run) -> Value {
+        let context = Self::context_of(run);
+        let mut status = json!({"state": state_of(run.status), "timestamp": run.finished_at.or(run.started_at).unwrap_or(run.created_at).to_rfc3339_opts(SecondsFormat::Micros, true)});
+        if let Some(message) = self.status_message(run, &context).await {
+            status["message"] = message;
+        }
+        let mut task = json!({"id": run.id.to_string(), "contextId": context, "status": status, "metadata": {"run_id": run.id.to_string(), "crew": run.crew_name}});
+        if let Some(artifact) = artifact(run) {
+            task["artifacts"] = json!([artifact]);
+        }
+        task
+    }
+
+    /// What the task's status says: why it failed, or the decision it waits for.
+    async fn status_message(&self, run: &Run, context: &str) -> Option<Value> {
+        match run.status {
+            RunStatus::Failed | RunStatus::Cancelled => {
+                let text = run.error.as_ref().map_or_else(
+                    || format!("the run {}", run.status.as_str()),
+                    |e| format!("{}: {}", e.kind.as_str(), e.message),
+                );
+                Some(agent_message(run, context, vec![text_part(text)]))
+            }
+            RunStatus::AwaitingInput => Some(agent_message(run, context, self.awaited(run).await)),
+            _ => None,
+        }
+    }
+
+    /// The parts of an input-required message: the tool calls awaiting approval, or the answer
+    /// awaiting review, and how to answer.
+    async fn awaited(&self, run: &Run) -> Vec<Value> {
+        let calls = self.state.services.tool_calls(&self.caller, run.id).await.unwrap_or_default();
+        let pending: Vec<Value> = calls
+            .iter()
+            .filter(|call| call.approval == Some(Approval::Pending))
+            .map(|call| json!({"tool_call_id": call.id, "tool": call.tool, "arguments": call.arguments}))
+            .collect();
+        if !pending.is_empty() {
+            let names: Vec<&str> = pending.iter().filter_map(|c| c["tool"].as_str()).collect();
+            let text = format!(
+                "Approve the call of {} (reply \"approve\", or \"reject: why\"; or a data part {{\"approve\": bool, \"reason\"?}}).",
+                names.join(", ")
+            );
+            return vec![
+                text_part(text),
+                json!({"data": {"awaiting": "tool_approval", "tool_calls": pending}}),
+            ];
+        }
+        let answer = run
+            .tasks
+            .iter()
+            .rev()
+            .find_map(|task| task.output.as_ref().map(|o| (task.name.clone(), o.raw.clone())));
+        let (task, output) = answer.unwrap_or_default();
+        let text = format!(
+            "Review the answer of task '{task}' (reply \"approve\", or \"reject: feedback\"; or a data part {{\"approve\": bool, \"feedback\"?}}): {output}"
+        );
+        vec![text_part(text), json!({"data": {"awaiting": "review", "task": task, "output": output}})]
+    }
+
+    /// `SendMessage` / `SendStreamingMessage`: a new task, or the answer a waiting one needs.
+    async fn send(&self, params: Map<String, Value>, streaming: bool) -> Answered {
+        let message = params
+            .get("message")
+            .and_then(Value::as_object)
+            .ok_or_else(|| RpcError::invalid_params("`message` is required"))?;
+        let parts = message
+            .get("parts")
+            .and_then(Value::as_array)
+            .filter(|p| !p.is_empty())
+            .ok_or_else(|| RpcError::invalid_params("`message.parts` must hold at least one part"))?;
+        if message.get("messageId").and_then(Value::as_str).is_none_or(str::is_empty) {
+            return Err(RpcError::invalid_params("`message.messageId` is required"));
+        }
+        let configuration =
+            params.get("configuration").and_then(Value::as_object).cloned().unwrap_or_default();
+        let immediately = configuration.get("returnImmediately").and_then(Value::as_bool).unwrap_or(false);
+        let push = configuration.get("taskPushNotificationConfig").and_then(Value::as_object);
+        let context = message.get("contextId").and_then(Value::as_str).filter(|c| !c.is_empty());
+        let (run, after) = match message.get("taskId").and_then(Value::as_str).filter(|t| !t.is_empty()) {
+            Some(task) => self.answer(task, context, parts).await?,
+            None => (self.start(message, parts, context).await?, 0),
+        };
+        if let Some(push) = push {
+            self.add_push(&run, push).await?;
+        }
+        if streaming {
+            return Ok(Answer::Stream(self.stream(run, after, true)));
+        }
+        let run = if immediately { run } else { self.settle(run.id, after).await? };
+        Ok(Answer::Result(json!({"task": self.task(&run).await})))
+    }
+
+    /// Start a task: the crew's inputs from the message (a data part's object; the text as the
+    /// input `message`, or as the crew's one input).
+    async fn start(
+        &self,
+        message: &Map<String, Value>,
+        parts: &[Value],
+        context: Option<&str>,
+    ) -> Result<Run, RpcError> {
+        let skill = message.get("metadata").and_then(|m| m.get("skill")).and_then(Value::as_str);
+        let name = match (&self.crew, skill) {
+            (Some(crew), _) => crew.clone(),
+            (None, Some(skill)) => skill.to_owned(),
+            (None, None) => {
+                let crews = self
+                    .state
+                    .services
+                    .published_crews(&self.caller, Protocol::A2a)
+                    .await
+                    .map_err(|e| service_error(&e))?;
+                match crews.as_slice() {
+                    [only] => only.name.clone(),
+                    _ => {
+                        return Err(RpcError::invalid_params(
+                            "name the crew in `message.metadata.skill` (or talk to /a2a/{crew})",
+                        ))
+                    }
+                }
+            }
+        };
+        let crew = self.state.services.published_crew(&self.caller, &name, Protocol::A2a).await.map_err(
+            |e| match e {
+                ServiceError::NotFound(message) => RpcError::invalid_params(message),
+                other => service_error(&other),
+            },
+        )?;
+        let mut inputs = Map::new();
+        let mut texts = Vec::new();
+        for part in parts {
+            if let Some(Value::Object(data)) = part.get("data") {
+                inputs.extend(data.clone());
+            } else if let Some(text) = part.get("text").and_then(Value::as_str) {
+                texts.push(text);
+            } else if part.get("raw").is_some() || part.get("url").is_some() {
+                return Err(RpcError::new(-32005, "file parts are not supported: send text or data parts"));
+            }
+        }
+        if !texts.is_empty() {
+            let wanted = crate::domain::interpolate::required_inputs(&crew.spec);
+            let missing: Vec<&String> = wanted.iter().filter(|name| !inputs.contains_key(*name)).collect();
+            let target = match missing.as_slice() {
+                _ if wanted.contains("message") => Some("message".to_owned()),
+                [only] => Some((*only).clone()),
+                _ => None,
+            };
+            if let Some(target) = target.filter(|t| !inputs.contains_key(t)) {
+                inputs.insert(target, json!(texts.join("\n")));
+            }
+        }
+        let context = context.map_or_else(|| Uuid::now_v7().to_string(), str::to_owned);
+        let thread = follow::protocol_thread(&self.state, &self.caller, "a2a", &context)
+            .await
+            .map_err(|e| service_error(&e))?
+            .ok_or_else(|| RpcError::invalid_params("`contextId` names another tenant's conversation"))?;
+        let mut metadata = Map::from_iter([("a2a_context".to_owned(), json!(context))]);
+        if let Some(id) = message.get("messageId") {
+            metadata.insert("a2a_message_id".into(), id.clone());
+        }
+        let kickoff = ProtocolKickoff {
+            crew: &name,
+            inputs,
+            thread: Some(thread),
+            metadata,
+            enqueue: true,
+            ..Default::default()
+        };
+        kickoff.start(&self.state, &self.caller).await.map_err(|e| match e {
+            ServiceError::Invalid(errors) => {
+                let text: Vec<String> = errors.iter().map(|e| format!("{}: {}", e.field, e.message)).collect();
+                RpcError::invalid_params(format!("the message does not give the crew's inputs: {}", text.join("; ")))
+                    .with_data(json!([{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "INVALID_INPUTS", "domain": "agentd", "metadata": {"errors": text.join("; ")}}]))
+            }
+            other => service_error(&other),
+        })
+    }
+
+    /// A follow-up message to a waiting task: its decision (approve or reject).
+    async fn answer(
+        &self,
+        task: &str,
+        context: Option<&str>,
+        parts: &[Value],
+    ) -> Result<(Run, i64), RpcError> {
+        let run = self.task_run(task).await?;
+        if context.is_some_and(|context| context != Self::context_of(&run)) {
+            return Err(RpcError::invalid_params("`contextId` is not the task's"));
+        }
+        if run.status.is_terminal() {
+            return Err(RpcError::new(
+                UNSUPPORTED_OPERATION,
+                format!("Task {task} is in terminal state: {}", run.status.as_str()),
+            ));
+        }
+        if run.status != RunStatus::AwaitingInput {
+            return Err(RpcError::new(
+                UNSUPPORTED_OPERATION,
+                format!("Task {task} is not waiting for input ({})", state_of(run.status)),
+            ));
+        }
+        let (approve, why) = decision(parts).ok_or_else(|| {
+            RpcError::invalid_params("the task waits for a decision: reply \"approve\" or \"reject: why\", or a data part {\"approve\": bool}")
+        })?;
+        let after = self
+            .state
+            .store
+            .run_progress(run.id)
+            .await
+            .map_err(|e| service_error(&e.into()))?
+            .map_or(0, |(_, last)| last);
+        let audit = follow::audit(&self.caller, "run.approval", "/a2a");
+        let calls =
+            self.state.services.tool_calls(&self.caller, run.id).await.map_err(|e| service_error(&e))?;
+        let pending: Vec<String> =
+            calls.into_iter().filter(|c| c.approval == Some(Approval::Pending)).map(|c| c.id).collect();
+        let decided = if pending.is_empty() {
+            let feedback = match (approve, why.as_deref()) {
+                (false, None) => Some("rejected through A2A"),
+                (_, why) => why,
+            };
+            self.state.services.resume(&self.caller, run.id, approve, feedback, &audit).await
+        } else {
+            let mut last = None;
+            for call in &pending {
+                let mut body = json!({"approve": approve});
+                if let (false, Some(why)) = (approve, &why) {
+                    body["reason"] = json!(why);
+                }
+                last = Some(
+                    self.state.services.decide_tool_call(&self.caller, run.id, call, body, &audit).await,
+                );
+            }
+            last.unwrap_or_else(|| Ok(run.clone()))
+        };
+        let run = decided.map_err(|e| service_error(&e))?;
+        Ok((run, after))
+    }
+
+    /// Follow run `id` after `after` until it ends or needs input; the run then.
+    async fn settle(&self, id: RunId, after: i64) -> Result<Run, RpcError> {
+        let mut follow = Follow::new(&self.state, id, after);
+        loop {
+            match follow.next().await {
+                Step::Event(envelope) => {
+                    let kind = envelope.event.event_type;
+                    if kind.is_terminal()
+                        || matches!(kind, EventType::RunAwaitingInput | EventType::ToolApprovalRequested)
+                    {
+                        break;
+                    }
+                }
+                Step::Delta(_) => {}
+                Step::End => break,
+            }
+        }
+        self.state.services.run(&self.caller, id).await.map_err(|e| service_error(&e))
+    }
+
+    /// A task's stream: the task, then its updates from its events after `after`, ending when it
+    /// ends or needs input.
+    fn stream(&self, run: Run, after: i64, first: bool) -> Response {
+        let (sender, receiver) = follow::sse_channel();
+        let streamer = Streamer {
+            a2a: A2a {
+                state: self.state.clone(),
+                caller: self.caller.clone(),
+                crew: self.crew.clone(),
+                id: self.id.clone(),
+            },
+            run,
+            sender,
+        };
+        tokio::spawn(streamer.run(after, first));
+        follow::sse_response(receiver).into_response()
+    }
+
+    async fn get_task(&self, params: &Map<String, Value>) -> Answered {
+        let run = self.task_run(str_param(params, "id")?).await?;
+        Ok(Answer::Result(self.task(&run).await))
+    }
+
+    async fn list_tasks(&self, params: &Map<String, Value>) -> Answered {
+        let page_size = match params.get("pageSize") {
+            None | Some(Value::Null) => 50,
+            Some(size) => match size.as_u64() {
+                Some(size) if (1..=MAX_PAGE as u64).contains(&size) => size as usize,
+                _ => return Err(RpcError::invalid_params(format!("`pageSize` must be 1 to {MAX_PAGE}"))),
+            },
+        };
+        let context = params.get("contextId").and_then(Value::as_str);
+        let status = params.get("status").and_then(Value::as_str);
+        let mut before = match params.get("pageToken").and_then(Value::as_str).filter(|t| !t.is_empty()) {
+            Some(token) => Some(RunId(
+                token
+                    .parse()
+                    .map_err(|_| RpcError::invalid_params("`pageToken` is not one of this server's"))?,
+            )),
+            None => None,
+        };
+        let mut tasks = Vec::new();
+        let mut scanned = 0;
+        let mut next = None;
+        'pages: while scanned < LIST_SCAN {
+            let page = self
+                .state
+                .services
+                .runs(&self.caller, None, before, 100)
+                .await
+                .map_err(|e| service_error(&e))?;
+            scanned += page.runs.len() as i64;
+            for run in &page.runs {
+                let ours = run.metadata.contains_key("a2a_context")
+                    && self.crew.as_ref().is_none_or(|crew| *crew == run.crew_name)
+                    && context
+                        .is_none_or(|c| run.metadata.get("a2a_context").and_then(Value::as_str) == Some(c))
+                    && status.is_none_or(|s| s == state_of(run.status));
+                if !ours {
+                    continue;
+                }
+                if tasks.len() == page_size {
+                    next = Some(tasks.last().and_then(|t: &(RunId, Value)| Some(t.0)));
+                    break 'pages;
+                }
+                tasks.push((run.id, self.task(run).await));
+            }
+            match page.next_before {
+                Some(cursor) => before = Some(cursor),
+                None => break,
+            }
+        }
+        let include_artifacts = params.get("includeArtifacts").and_then(Value::as_bool).unwrap_or(false);
+        let tasks: Vec<Value> = tasks
+            .into_iter()
+            .map(|(_, mut task)| {
+                if !include_artifacts {
+                    if let Some(task) = task.as_object_mut() {
+                        task.remove("artifacts");
+                    }
+                }
+                task
+            })
+            .collect();
+        let token = next.flatten().map(|id| id.to_string()).unwrap_or_default();
+        let count = tasks.len();
+        Ok(Answer::Result(
+            json!({"tasks": tasks, "nextPageToken": token, "pageSize": page_size, "totalSize": count}),
+        ))
+    }
+
+    async fn cancel(&self, params: &Map<String, Value>) -> Answered {
+        let id = str_param(params, "id")?;
+        let run = self.task_run(id).await?;
+        if run.status.is_terminal() {
+            return Err(RpcError::new(
+                TASK_NOT_CANCELABLE,
+                format!("Task {id} has already ended ({})", state_of(run.status)),
+            ));
+        }
+        let audit = follow::audit(&self.caller, "run.cancel", "/a2a");
+        let after = self
+            .state
+            .store
+            .run_progress(run.id)
+            .await
+            .map_err(|e| service_error(&e.into()))?
+            .map_or(0, |(_, last)| last);
+        self.state.services.cancel(&self.caller, run.id, &audit).await.map_err(|e| match e {
+            ServiceError::Conflict(message) => RpcError::new(TASK_NOT_CANCELABLE, message),
+            other => service_error(&other),
+        })?;
+        // A running run stops at its worker's next step: wait for it (briefly).
+        let settled =
+            tokio::time::timeout(std::time::Duration::from_secs(10), self.settle(run.id, after)).await;
+        let run = match settled {
+            Ok(run) => run?,
+            Err(_) => self.task_run(id).await?,
+        };
+        Ok(Answer::Result(self.task(&run).await))
+    }
+
+    async fn subscribe(&self, params: &Map<String, Value>) -> Answered {
+        let id = str_param(params, "id")?;
+        let run = self.task_run(id).await?;
+        if run.status.is_terminal() {
+            return Err(RpcError::new(
+                UNSUPPORTED_OPERATION,
+                format!("Task {id} is in terminal state: {}", run.status.as_str()),
+            ));
+        }
+        let after = self
+            .state
+            .store
+            .run_progress(run.id)
+            .await
+            .map_err(|e| service_error(&e.into()))?
+            .map_or(0, |(_, last)| last);
+        Ok(Answer::Stream(self.stream(run, after, true)))
+    }
+
+    fn push_supported(&self) -> Result<(), RpcError> {
+        match self.state.services.webhooks_configured() {
+            true => Ok(()),
+            false => Err(RpcError::new(
+                PUSH_NOT_SUPPORTED,
+                "push notifications need the server's webhook secret (AGENTD_WEBHOOK_SECRET)",
+            )),
+        }
+    }
+
+    async fn add_push(&self, run: &Run, config: &Map<String, Value>) -> Result<Value, RpcError> {
+        self.push_supported()?;
+        if config.contains_key("token") || config.contains_key("authentication") {
+            return Err(RpcError::invalid_params(
+                "push notifications are signed (Standard Webhooks, with the server's webhook secret): `token` and `authentication` are not used",
+            ));
+        }
+        let url = str_param(config, "url")?;
+        let audit = follow::audit(&self.caller, "webhook.create", "/a2a");
+        let endpoint = self.state.services.add_run_webhook(&self.caller, run.id, url, &audit).await.map_err(
+            |e| match e {
+                ServiceError::Conflict(message) => RpcError::new(UNSUPPORTED_OPERATION, message),
+                other => service_error(&other),
+            },
+        )?;
+        Ok(json!({"id": endpoint.id.to_string(), "taskId": run.id.to_string(), "url": endpoint.url}))
+    }
+
+    async fn create_push(&self, params: &Map<String, Value>) -> Answered {
+        self.push_supported()?;
+        let run = self.task_run(str_param(params, "taskId")?).await?;
+        Ok(Answer::Result(self.add_push(&run, params).await?))
+    }
+
+    /// A push config (a webhook) of task `taskId`.
+    async fn push_config(
+        &self,
+        params: &Map<String, Value>,
+    ) -> Result<(Run, crate::store::WebhookEndpoint), RpcError> {
+        self.push_supported()?;
+        let run = self.task_run(str_param(params, "taskId")?).await?;
+        let id = str_param(params, "id")?;
+        let missing = || RpcError::invalid_params(format!("the task has no push notification config {id}"));
+        let config = id.parse::<Uuid>().map_err(|_| missing())?;
+        let endpoint = self.state.services.webhook(&self.caller, config).await.map_err(|_| missing())?;
+        if endpoint.run_id != Some(run.id) {
+            return Err(missing());
+        }
+        Ok((run, endpoint))
+    }
+
+    async fn get_push(&self, params: &Map<String, Value>) -> Answered {
+        let (run, endpoint) = self.push_config(params).await?;
+        Ok(Answer::Result(
+            json!({"id": endpoint.id.to_string(), "taskId": run.id.to_string(), "url": endpoint.url}),
+        ))
+    }
+
+    async fn list_push(&self, params: &Map<String, Value>) -> Answered {
+        self.push_supported()?;
+        let run = self.task_run(str_param(params, "taskId")?).await?;
+        let endpoints =
+            self.state.services.webhooks(&self.caller, Some(run.id)).await.map_err(|e| service_error(&e))?;
+        let configs: Vec<Value> = endpoints
+            .iter()
+            .map(|e| json!({"id": e.id.to_string(), "taskId": run.id.to_string(), "url": e.url}))
+            .collect();
+        Ok(Answer::Result(json!({"configs": configs})))
+    }
+
+    async fn delete_push(&self, params: &Map<String, Value>) -> Answered {
+        let (_, endpoint) = self.push_config(params).await?;
+        let audit = follow::audit(&self.caller, "webhook.delete", "/a2a");
+        self.state
+            .services
+            .delete_webhook(&self.caller, endpoint.id, &audit)
+            .await
+            .map_err(|e| service_error(&e))?;
+        Ok(Answer::Result(Value::Null))
+    }
+}
+
+/// A follow-up's decision: a data part `{"approve": bool, "reason"|"feedback"?}`, or a text
+/// "approve"/"yes" or "reject[: why]"/"no".
+fn decision(parts: &[Value]) -> Option<(bool, Option<String>)> {
+    for part in parts {
+        if let Some(data) = part.get("data").and_then(Value::as_object) {
+            if let Some(approve) = data.get("approve").and_then(Value::as_bool) {
+                let why = data
+                    .get("reason")
+                    .or_else(|| data.get("feedback"))
+                    .and_then(Value::as_str)
+                    .map(str::to_owned);
+                return Some((approve, why));
+            }
+        }
+        if let Some(text) = part.get("text").and_then(Value::as_str) {
+            let text = text.trim();
+            let (word, why) = match text.split_once(':') {
+                Some((word, why)) => (word.trim(), Some(why.trim().to_owned()).filter(|w| !w.is_empty())),
+                None => (text, None),
+            };
+            match word.to_ascii_lowercase().as_str() {
+                "approve" | "approved" | "yes" | "ok" => return Some((true, None)),
+                "reject" | "rejected" | "no" => return Some((false, why)),
+                _ => {}
+            }
+        }
+    }
+    None
+}
+
+/// The artifact of a completed run: its final output (text, and JSON when it has it).
+fn artifact(run: &Run) -> Option<Value> {
+    if run.status != RunStatus::Completed {
+        return None;
+    }
+    let output = run.output.as_ref()?;
+    let mut parts = vec![text_part(output.raw.clone())];
+    if let Some(json) = &output.json {
+        parts.push(json!({"data": json}));
+    }
+    Some(json!({"artifactId": format!("{}-output", run.id), "name": "output", "parts": parts}))
+}
+
+/// Streams one task's updates.
+struct Streamer {
+    a2a: A2a,
+    run: Run,
+    sender: mpsc::Sender<SseEvent>,
+}
+
+impl Streamer {
+    async fn send(&self, item: Value) -> bool {
+        let message = jsonrpc::success(&self.a2a.id, item);
+        self.sender.send(SseEvent::default().data(message.to_string())).await.is_ok()
+    }
+
+    fn status(&self, state: &str, message: Option<Value>) -> Value {
+        let context = A2a::context_of(&self.run);
+        let mut status = json!({"state": state, "timestamp": now()});
+        if let Some(message) = message {
+            status["message"] = message;
+        }
+        json!({"statusUpdate": {"taskId": self.run.id.to_string(), "contextId": context, "status": status}})
+    }
+
+    async fn run(self, after: i64, first: bool) {
+        if first && !self.send(json!({"task": self.a2a.task(&self.run).await})).await {
+            return;
+        }
+        if settled(self.run.status) && after == 0 && self.run.status.is_terminal() {
+            return;
+        }
+        let mut follow = Follow::new(&self.a2a.state, self.run.id, after);
+        let context = A2a::context_of(&self.run);
+        loop {
+            let envelope = match follow.next().await {
+                Step::Event(envelope) => envelope,
+                Step::Delta(_) => continue,
+                Step::End => return,
+            };
+            let event = &envelope.event;
+            let task = event.task.as_deref().unwrap_or_default();
+            let update = match event.event_type {
+                EventType::RunStarted | EventType::RunResumed | EventType::RunRetried => {
+                    Some(self.status("TASK_STATE_WORKING", None))
+                }
+                EventType::TaskStarted => {
+                    let message =
+                        agent_message(&self.run, &context, vec![text_part(format!("task '{task}' started"))]);
+                    Some(self.status("TASK_STATE_WORKING", Some(message)))
+                }
+                EventType::TaskCompleted => {
+                    let message = agent_message(
+                        &self.run,
+                        &context,
+                        vec![text_part(format!("task '{task}' completed"))],
+                    );
+                    Some(self.status("TASK_STATE_WORKING", Some(message)))
+                }
+                EventType::ToolApprovalRequested
+                | EventType::RunAwaitingInput
+                | EventType::RunCompleted
+                | EventType::RunFailed
+                | EventType::RunCancelled => {
+                    // The run as it is now (its output, its error, what it waits for).
+                    let run = match self.a2a.state.services.run(&self.a2a.caller, self.run.id).await {
+                        Ok(run) => run,
+                        Err(_) => return,
+                    };
+                    if let Some(artifact) = artifact(&run) {
+                        let item = json!({"artifactUpdate": {"taskId": run.id.to_string(), "contextId": context, "artifact": artifact, "lastChunk": true}});
+                        if !self.send(item).await {
+                            return;
+                        }
+                    }
+                    let state = match event.event_type {
+                        EventType::RunCompleted => "TASK_STATE_COMPLETED",
+                        EventType::RunFailed => "TASK_STATE_FAILED",
+                        EventType::RunCancelled => "TASK_STATE_CANCELED",
+                        _ => "TASK_STATE_INPUT_REQUIRED",
+                    };
+                    let message = self.a2a.status_message(&run, &context).await;
+                    let message = match (state, message) {
+                        ("TASK_STATE_INPUT_REQUIRED", None) => {
+                            Some(agent_message(&run, &context, self.a2a.awaited(&run).await))
+                        }
+                        (_, message) => message,
+                    };
+                    self.send(self.status(state, message)).await;
+                    return;
+                }
+                _ => None,
+            };
+            if let Some(update) = update {
+                if !self.send(update).await {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decisions_are_read_from_data_and_text() {
+        assert_eq!(decision(&[json!({"data": {"approve": true}})]), Some((true, None)));
+        assert_eq!(
+            decision(&[json!({"data": {"approve": false, "reason": "too risky"}})]),
+            Some((false, Some("too risky".into())))
+        );
+        assert_eq!(decision(&[json!({"text": "Approve"})]), Some((true, None)));
+        assert_eq!(decision(&[json!({"text": "reject: not now"})]), Some((false, Some("not now".into()))));
+        assert_eq!(decision(&[json!({"text": "what?"})]), None);
+    }
+
+    #[test]
+    fn the_origin_follows_a_proxy() {
+        let mut headers = HeaderMap::new();
+        headers.insert(header::HOST, "127.0.0.1:8080".parse().unwrap());
+        assert_eq!(origin(&headers), "http://127.0.0.1:8080");
+        headers.insert("x-forwarded-host", "agents.example.com".parse().unwrap());
+        headers.insert("x-forwarded-proto", "https".parse().unwrap());
+        assert_eq!(origin(&headers), "https://agents.example.com");
+    }
+}
