@@ -26,6 +26,10 @@ fi
 
 # The MCP peers the end-to-end tests run against (the reference server, the Python SDK).
 tests/mcp/setup.sh
+# The protocols' own clients the protocol tests drive agentd with: the official A2A SDK (PyPI
+# a2a-sdk) and the AG-UI client (npm @ag-ui/client); the MCP client is the Python SDK above.
+tests/a2a/setup.sh
+tests/ag-ui/setup.sh
 # The official Standard Webhooks library the webhook tests verify deliveries with.
 tests/webhooks/setup.sh
 # The official OpenTelemetry protocol package the trace tests' OTLP receiver decodes with.

@@ -25,8 +25,9 @@ use tokio::sync::mpsc;
 use uuid::Uuid;
 
 use super::auth::{optional_caller, Authed};
+use super::error::Problem;
 use super::follow::{self, Follow, ProtocolKickoff, Step};
-use super::jsonrpc::{self, Incoming, RpcError, METHOD_NOT_FOUND};
+use super::jsonrpc::{self, Incoming, JsonRpcMessage, JsonRpcResponse, RpcError, METHOD_NOT_FOUND};
 use super::AppState;
 use crate::domain::crew::Protocol;
 use crate::domain::{Caller, CrewSpec, EventType, Run, RunId, RunStatus, Scope};
@@ -104,8 +105,15 @@ fn skill(crew: &CrewSpec) -> Value {
     })
 }
 
-/// `GET /.well-known/agent-card.json`: agentd's card. Open to anyone; with a key, its skills are
-/// the key's tenant's crews published through A2A.
+/// agentd's A2A agent card.
+///
+/// Open to anyone; with a key, its skills are the key's tenant's crews published through A2A
+/// (`publish.a2a`), and its endpoint (`POST /a2a`) runs the one a message names in
+/// `metadata.skill`.
+#[utoipa::path(
+    get, path = "/.well-known/agent-card.json", tag = "protocols", security((), ("bearer" = [])),
+    responses((status = 200, description = "An A2A 1.0 agent card", body = Object))
+)]
 pub async fn discovery_card(State(state): State<AppState>, headers: HeaderMap) -> Response {
     let caller = match optional_caller(&state, &headers).await {
         Ok(caller) => caller,
@@ -126,7 +134,15 @@ pub async fn discovery_card(State(state): State<AppState>, headers: HeaderMap) -
     axum::Json(card(&headers, "agentd", description, "/a2a", skills, push)).into_response()
 }
 
-/// `GET /a2a/{name}/.well-known/agent-card.json`: a published crew's card.
+/// A published crew's A2A agent card.
+#[utoipa::path(
+    get, path = "/a2a/{name}/.well-known/agent-card.json", tag = "protocols",
+    params(("name" = String, Path, description = "Crew name")),
+    responses(
+        (status = 200, description = "An A2A 1.0 agent card", body = Object),
+        (status = 404, description = "No crew of that name is published through A2A", body = Problem, content_type = "application/problem+json"),
+    )
+)]
 pub async fn crew_card(
     State(state): State<AppState>,
     Authed(caller): Authed,
@@ -151,7 +167,22 @@ pub async fn crew_card(
     }
 }
 
-/// `POST /a2a/{name}`: a published crew's JSON-RPC endpoint.
+/// A published crew's A2A endpoint (JSON-RPC binding).
+///
+/// `SendMessage`, `SendStreamingMessage`, `GetTask`, `ListTasks`, `CancelTask`,
+/// `SubscribeToTask` and the push notification config methods; errors are JSON-RPC errors with
+/// HTTP 200, as A2A clients read them. See docs/guides/protocols.md.
+#[utoipa::path(
+    post, path = "/a2a/{name}", tag = "protocols",
+    params(("name" = String, Path, description = "Crew name")),
+    request_body(content = JsonRpcMessage, content_type = "application/json"),
+    responses(
+        (status = 200, description = "The response (JSON, errors included), or for the streaming methods an event stream of JSON-RPC responses",
+         content((JsonRpcResponse = "application/json"), (String = "text/event-stream"))),
+        (status = 202, description = "A notification or a response, accepted"),
+        (status = 403, description = "The key lacks the method's scope", content_type = "text/plain"),
+    )
+)]
 pub async fn crew_rpc(
     State(state): State<AppState>,
     Authed(caller): Authed,
@@ -162,7 +193,18 @@ pub async fn crew_rpc(
     rpc(state, caller, headers, Some(name), body).await
 }
 
-/// `POST /a2a`: agentd's JSON-RPC endpoint (a message names its crew in `metadata.skill`).
+/// agentd's A2A endpoint: a message names its crew in `metadata.skill` (or the tenant publishes
+/// one crew).
+#[utoipa::path(
+    post, path = "/a2a", tag = "protocols",
+    request_body(content = JsonRpcMessage, content_type = "application/json"),
+    responses(
+        (status = 200, description = "The response (JSON, errors included), or for the streaming methods an event stream of JSON-RPC responses",
+         content((JsonRpcResponse = "application/json"), (String = "text/event-stream"))),
+        (status = 202, description = "A notification or a response, accepted"),
+        (status = 403, description = "The key lacks the method's scope", content_type = "text/plain"),
+    )
+)]
 pub async fn agentd_rpc(
     State(state): State<AppState>,
     Authed(caller): Authed,

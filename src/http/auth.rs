@@ -151,7 +151,8 @@ pub fn audited_action(method: &Method, path: &str) -> Option<String> {
         return None;
     }
     let path = path.strip_prefix("/v1/")?;
-    if path.starts_with("kickoffs") {
+    // A kickoff is its own record, through AG-UI too.
+    if path.starts_with("kickoffs") || path.starts_with("ag-ui/") {
         return None;
     }
     let mut segments: Vec<&str> = path.split('/').collect();
@@ -263,6 +264,8 @@ mod tests {
         assert_eq!(scope(Method::POST, "/v1/runs/{id}/retry"), Some(Scope::Kickoff));
         assert_eq!(scope(Method::POST, "/v1/threads"), Some(Scope::Kickoff));
         assert_eq!(scope(Method::DELETE, "/v1/threads/{id}"), Some(Scope::Kickoff));
+        assert_eq!(scope(Method::POST, "/v1/ag-ui/crews/{name}"), Some(Scope::Kickoff));
+        assert_eq!(scope(Method::POST, "/mcp"), None, "each MCP method checks its own scope");
     }
 
     #[test]
@@ -292,6 +295,7 @@ mod tests {
         );
         assert_eq!(action(Method::POST, "/v1/webhooks").as_deref(), Some("webhook.create"));
         assert_eq!(action(Method::POST, "/v1/kickoffs"), None);
+        assert_eq!(action(Method::POST, "/v1/ag-ui/crews/{name}"), None);
         assert_eq!(action(Method::GET, "/v1/secrets"), None);
         assert_eq!(action(Method::GET, "/v1/audit"), None);
     }

@@ -12,6 +12,36 @@ pub const METHOD_NOT_FOUND: i64 = -32601;
 pub const INVALID_PARAMS: i64 = -32602;
 pub const INTERNAL_ERROR: i64 = -32603;
 
+/// A JSON-RPC 2.0 message as a client sends it (the OpenAPI document's view: the methods and
+/// their params are the protocol's).
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+pub struct JsonRpcMessage {
+    /// `"2.0"`.
+    #[schema(example = "2.0")]
+    jsonrpc: String,
+    /// A request's id (a string or an integer); none in a notification.
+    #[schema(value_type = Option<String>)]
+    id: Option<Value>,
+    /// The method (`tools/call`, `SendMessage`, …); none in a response to the server.
+    method: Option<String>,
+    #[schema(value_type = Option<Object>)]
+    params: Option<Value>,
+}
+
+/// A JSON-RPC 2.0 response: `result` or `error` (`code`, `message`, `data`).
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+pub struct JsonRpcResponse {
+    jsonrpc: String,
+    #[schema(value_type = Option<String>)]
+    id: Option<Value>,
+    #[schema(value_type = Option<Object>)]
+    result: Option<Value>,
+    #[schema(value_type = Option<Object>)]
+    error: Option<Value>,
+}
+
 /// An error object: `code`, `message`, and what the client may act on in `data`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RpcError {

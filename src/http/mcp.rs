@@ -28,7 +28,10 @@ use uuid::Uuid;
 
 use super::auth::Authed;
 use super::follow::{self, Follow, Step};
-use super::jsonrpc::{self, Incoming, RpcError, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND};
+use super::jsonrpc::{
+    self, Incoming, JsonRpcMessage, JsonRpcResponse, RpcError, INVALID_PARAMS, INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+};
 use super::AppState;
 use crate::domain::crew::Protocol;
 use crate::domain::{Caller, EventType, Run, RunId, RunStatus, Scope};
@@ -82,7 +85,24 @@ impl Era {
     }
 }
 
-/// `POST /mcp`: one JSON-RPC message.
+/// The MCP server (Streamable HTTP): one JSON-RPC message.
+///
+/// Published crews (`publish.mcp`) are its tools: `tools/list`, `tools/call` (answered with an
+/// event stream of progress notifications and the result), `server/discover` and the current
+/// revision's envelope (2026-07-28), or `initialize`, `ping` and `notifications/cancelled` of the
+/// older revisions. See docs/guides/protocols.md.
+#[utoipa::path(
+    post, path = "/mcp", tag = "protocols",
+    request_body(content = JsonRpcMessage, content_type = "application/json"),
+    responses(
+        (status = 200, description = "The response (JSON), or for `tools/call` an event stream of JSON-RPC messages ending with it",
+         content((JsonRpcResponse = "application/json"), (String = "text/event-stream"))),
+        (status = 202, description = "A notification or a response, accepted"),
+        (status = 400, description = "Not one JSON-RPC message, no session (older revisions), an envelope or header that does not fit, an unsupported version", body = JsonRpcResponse, content_type = "application/json"),
+        (status = 403, description = "The key lacks the method's scope (`read` to list, `kickoff` to call)", body = JsonRpcResponse, content_type = "application/json"),
+        (status = 404, description = "An unknown method", body = JsonRpcResponse, content_type = "application/json"),
+    )
+)]
 pub async fn post_mcp(
     State(state): State<AppState>,
     Authed(caller): Authed,
@@ -120,8 +140,21 @@ pub async fn post_mcp(
     }
 }
 
-/// `GET /mcp`: resume a call's response stream after `Last-Event-ID`. Without one there is no
-/// stream to open (the server sends nothing unasked): 405.
+/// Resume an MCP call's response stream.
+///
+/// After `Last-Event-ID` (an event id of a `tools/call` stream, from any replica): the rest of
+/// its progress and its result. Without one there is no stream to open (the server sends nothing
+/// unasked): 405.
+#[utoipa::path(
+    get, path = "/mcp", tag = "protocols",
+    params(("Last-Event-ID" = Option<String>, Header, description = "The last event id of the stream to resume")),
+    responses(
+        (status = 200, description = "The rest of the call's stream", content_type = "text/event-stream"),
+        (status = 400, description = "An event id this server did not write", body = JsonRpcResponse, content_type = "application/json"),
+        (status = 404, description = "The call's run is not the caller's", body = JsonRpcResponse, content_type = "application/json"),
+        (status = 405, description = "No Last-Event-ID: no stream to open", content_type = "text/plain"),
+    )
+)]
 pub async fn get_mcp(State(state): State<AppState>, Authed(caller): Authed, headers: HeaderMap) -> Response {
     let Some(last) = headers.get(LAST_EVENT_ID).and_then(|value| value.to_str().ok()) else {
         return method_not_allowed(
@@ -165,8 +198,9 @@ pub async fn get_mcp(State(state): State<AppState>, Authed(caller): Authed, head
     follow::sse_response(receiver).into_response()
 }
 
-/// `DELETE /mcp`: sessions hold nothing on the server, so there is none to end.
-pub async fn delete_mcp(Authed(_): Authed) -> Response {
+/// End an MCP session: sessions hold nothing on the server, so there is none to end (405).
+#[utoipa::path(delete, path = "/mcp", tag = "protocols", responses((status = 405, description = "Sessions hold no state here", content_type = "text/plain")))]
+pub async fn delete_mcp(Authed(_caller): Authed) -> Response {
     method_not_allowed("sessions hold no state on this server: there is nothing to delete")
 }
 

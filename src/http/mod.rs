@@ -32,7 +32,6 @@ pub mod wire;
 
 use axum::body::Bytes;
 use axum::extract::DefaultBodyLimit;
-use axum::routing::{get, post};
 use axum::Router;
 use axum::{middleware, Extension};
 use tower_http::catch_panic::CatchPanicLayer;
@@ -143,18 +142,24 @@ fn service_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(service::docs))
 }
 
+/// The agent protocols' endpoints outside `/v1`: the MCP server and the A2A agents (JSON-RPC,
+/// behind the API key), and agentd's A2A card (open).
+fn protocol_routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(mcp::post_mcp, mcp::get_mcp, mcp::delete_mcp))
+        .routes(routes!(a2a::discovery_card))
+        .routes(routes!(a2a::agentd_rpc))
+        .routes(routes!(a2a::crew_rpc))
+        .routes(routes!(a2a::crew_card))
+}
+
 /// The routes and the OpenAPI document that describes them, made together.
 fn routes_and_document() -> (Router<AppState>, OpenApiDoc) {
     let (router, mut document) = OpenApiRouter::with_openapi(ApiDoc::openapi())
         .nest("/v1", v1_routes())
         .merge(service_routes())
+        .merge(protocol_routes())
         .split_for_parts();
-    let router = router
-        .route("/mcp", post(mcp::post_mcp).get(mcp::get_mcp).delete(mcp::delete_mcp))
-        .route("/.well-known/agent-card.json", get(a2a::discovery_card))
-        .route("/a2a", post(a2a::agentd_rpc))
-        .route("/a2a/{name}", post(a2a::crew_rpc))
-        .route("/a2a/{name}/.well-known/agent-card.json", get(a2a::crew_card));
     add_edge_responses(&mut document);
     examples::add(&mut document);
     (router, document)
@@ -201,7 +206,8 @@ fn add_edge_responses(document: &mut OpenApiDoc) {
             let mut add = |status: &str, description: &str| {
                 responses.entry(status.to_owned()).or_insert_with(|| problem(description).into());
             };
-            if path.starts_with("/v1/") {
+            let keyed = path.starts_with("/v1/") || path == "/mcp" || path.starts_with("/a2a");
+            if keyed {
                 add("401", "Missing or invalid API key (when the server has API keys)");
             }
             if operation.request_body.is_some() {

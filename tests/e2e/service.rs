@@ -162,6 +162,10 @@ async fn served_openapi_matches_the_committed_file(pool: PgPool) {
         "/v1/runs/{id}/wait",
         "/v1/runs/{id}/cancel",
         "/v1/runs/{id}/resume",
+        "/v1/ag-ui/crews/{name}",
+        "/mcp",
+        "/a2a/{name}",
+        "/.well-known/agent-card.json",
     ] {
         assert!(paths.contains_key(path), "{path} missing from the OpenAPI document");
     }
@@ -170,7 +174,9 @@ async fn served_openapi_matches_the_committed_file(pool: PgPool) {
         for (method, operation) in item.as_object().expect("path item") {
             let responses = operation["responses"].as_object().expect("responses");
             let has = |status: &str| responses.contains_key(status);
-            assert_eq!(has("401"), path.starts_with("/v1/"), "{method} {path}: 401");
+            // Behind the key: `/v1`, the MCP server and the A2A agents (not agentd's open card).
+            let keyed = path.starts_with("/v1/") || path == "/mcp" || path.starts_with("/a2a");
+            assert_eq!(has("401"), keyed, "{method} {path}: 401");
             if operation.get("requestBody").is_some() {
                 for status in ["400", "408", "413", "415"] {
                     assert!(has(status), "{method} {path}: {status}");

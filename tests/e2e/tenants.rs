@@ -87,6 +87,9 @@ fn body_of(method: &Method, path: &str) -> Option<Value> {
             json!({"cron": "0 9 * * *", "kickoff": {"crew": sample_crew(), "inputs": sample_inputs()}})
         }
         ("PATCH", "/v1/schedules/{id}") => json!({"enabled": false}),
+        ("POST", "/v1/ag-ui/crews/{name}") => {
+            json!({"threadId": "t", "runId": "r", "messages": [], "forwardedProps": {"inputs": sample_inputs()}})
+        }
         _ => return None,
     })
 }
@@ -110,7 +113,7 @@ fn concrete(path: &str, owned: &Owned) -> String {
         owned.run.clone()
     };
     let name = match path {
-        p if p.starts_with("/v1/crews") => crew,
+        p if p.starts_with("/v1/crews") || p.starts_with("/v1/ag-ui/crews") => crew,
         p if p.starts_with("/v1/secrets") => "a_secret".to_owned(),
         p if p.starts_with("/v1/tenants") => "team-a".to_owned(),
         p if p.starts_with("/v1/knowledge") => A_BASE.to_owned(),
@@ -160,6 +163,7 @@ async fn the_openapi_matrix_keeps_tenants_apart_and_holds_keys_to_their_scopes(p
     let crew_name = A_CREW.to_owned();
     let mut a_crew = sample_crew();
     a_crew["name"] = json!(A_CREW);
+    a_crew["publish"] = json!({"ag_ui": true});
     expect_json(a.put_json(&format!("/v1/crews/{crew_name}"), &a_crew).await, StatusCode::CREATED).await;
     expect_json(a.put_json("/v1/secrets/a_secret", &json!({"value": "A-ONLY"})).await, StatusCode::CREATED)
         .await;
