@@ -250,7 +250,8 @@ async fn rpc(
             return reply(jsonrpc::failure(&id, &error));
         }
     }
-    let a2a = A2a { state, caller, crew, id };
+    let trace = crate::telemetry::kickoff_trace(&headers);
+    let a2a = A2a { state, caller, trace, crew, id };
     let needs = match method.as_str() {
         "SendMessage" | "SendStreamingMessage" | "CancelTask" => Scope::Kickoff,
         "CreateTaskPushNotificationConfig" | "DeleteTaskPushNotificationConfig" => Scope::Kickoff,
@@ -298,6 +299,8 @@ type Answered = Result<Answer, RpcError>;
 struct A2a {
     state: AppState,
     caller: Caller,
+    /// The caller's trace context (its `traceparent`), which a new task's run joins.
+    trace: Option<crate::domain::RunTrace>,
     /// The agent's crew (`None`: agentd's own endpoint).
     crew: Option<String>,
     id: Value,
@@ -526,6 +529,7 @@ impl A2a {
             thread: Some(thread),
             metadata,
             enqueue: true,
+            trace: self.trace.clone(),
             ..Default::default()
         };
         kickoff.start(&self.state, &self.caller).await.map_err(|e| match e {
@@ -627,6 +631,7 @@ impl A2a {
             a2a: A2a {
                 state: self.state.clone(),
                 caller: self.caller.clone(),
+                trace: None,
                 crew: self.crew.clone(),
                 id: self.id.clone(),
             },
@@ -681,7 +686,7 @@ impl A2a {
                     continue;
                 }
                 if tasks.len() == page_size {
-                    next = Some(tasks.last().and_then(|t: &(RunId, Value)| Some(t.0)));
+                    next = tasks.last().map(|task: &(RunId, Value)| task.0);
                     break 'pages;
                 }
                 tasks.push((run.id, self.task(run).await));
@@ -703,7 +708,7 @@ impl A2a {
                 task
             })
             .collect();
-        let token = next.flatten().map(|id| id.to_string()).unwrap_or_default();
+        let token = next.map(|id| id.to_string()).unwrap_or_default();
         let count = tasks.len();
         Ok(Answer::Result(
             json!({"tasks": tasks, "nextPageToken": token, "pageSize": page_size, "totalSize": count}),
@@ -911,7 +916,8 @@ impl Streamer {
         if first && !self.send(json!({"task": self.a2a.task(&self.run).await})).await {
             return;
         }
-        if settled(self.run.status) && after == 0 && self.run.status.is_terminal() {
+        // A task that has ended or needs input: its snapshot says all (the stream closes).
+        if settled(self.run.status) {
             return;
         }
         let mut follow = Follow::new(&self.a2a.state, self.run.id, after);

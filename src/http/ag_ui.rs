@@ -124,6 +124,7 @@ pub struct AgUiEvent {
 pub async fn run_agent(
     State(state): State<AppState>,
     Authed(caller): Authed,
+    headers: axum::http::HeaderMap,
     ApiPath(name): ApiPath<String>,
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<Response> {
@@ -159,6 +160,7 @@ pub async fn run_agent(
         idempotency_key: Some(&key),
         stream: true,
         enqueue: false,
+        trace: crate::telemetry::kickoff_trace(&headers),
     };
     let run = kickoff.start(&state, &caller).await?;
     Ok(stream(state, ids, run.id, 0, None))

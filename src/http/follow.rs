@@ -78,6 +78,8 @@ pub struct ProtocolKickoff<'a> {
     pub stream: bool,
     /// A busy thread queues the run (`enqueue`) instead of refusing it.
     pub enqueue: bool,
+    /// The caller's trace (its `traceparent`), which the run joins.
+    pub trace: Option<crate::domain::RunTrace>,
 }
 
 impl ProtocolKickoff<'_> {
@@ -90,7 +92,7 @@ impl ProtocolKickoff<'_> {
         if self.stream {
             body["stream"] = json!(true);
         }
-        match state.services.kickoff(caller, body, self.idempotency_key, None).await? {
+        match state.services.kickoff(caller, body, self.idempotency_key, self.trace).await? {
             Kicked::Created(run) | Kicked::Replayed(run) => Ok(run),
         }
     }

@@ -556,6 +556,7 @@ async fn call_tool(
         inputs: arguments,
         metadata,
         idempotency_key: key.as_deref(),
+        trace: crate::telemetry::kickoff_trace(&headers),
         ..Default::default()
     };
     let run = match kickoff.start(&state, &caller).await {
@@ -569,7 +570,6 @@ async fn call_tool(
         }
         Err(error) => return err(&id, &rpc_error(&error)),
     };
-    let _ = headers;
     let call = Call { state, caller, era, request: id, progress, run: run.id };
     let (sender, receiver) = follow::sse_channel();
     tokio::spawn(call.stream(0, sender));
