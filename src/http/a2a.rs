@@ -549,6 +549,12 @@ impl A2a {
         context: Option<&str>,
         parts: &[Value],
     ) -> Result<(Run, i64), RpcError> {
+        if !self.caller.may(Scope::Approve) {
+            return Err(RpcError::new(
+                jsonrpc::INVALID_REQUEST,
+                "this key lacks the 'approve' scope answering a task that needs input needs",
+            ));
+        }
         let run = self.task_run(task).await?;
         if context.is_some_and(|context| context != Self::context_of(&run)) {
             return Err(RpcError::invalid_params("`contextId` is not the task's"));

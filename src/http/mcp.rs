@@ -460,7 +460,8 @@ fn output_schema() -> Value {
 /// A legacy-era notification: `notifications/cancelled` cancels the call's run; the others need
 /// nothing (`notifications/initialized`, progress of ours never asked).
 async fn notified(state: &AppState, caller: &Caller, headers: &HeaderMap, method: &str, params: &Value) {
-    if method != "notifications/cancelled" {
+    // Cancelling needs what a call needs.
+    if method != "notifications/cancelled" || !caller.may(Scope::Kickoff) {
         return;
     }
     let (Some(session), Some(request)) = (header_text(headers, SESSION_HEADER), params.get("requestId"))

@@ -22,7 +22,9 @@ pub struct ClaimedRun {
     pub tenant: String,
     /// The attempt this claim started (1 for the first claim); every journal write carries it.
     pub attempt: i32,
-    pub crew: CrewSpec,
+    /// Boxed: a claimed run is held by its task for as long as it runs, and a crew spec is large
+    /// (what the spec gains leaves each running task's size alone).
+    pub crew: Box<CrewSpec>,
     pub inputs: Map<String, Value>,
     /// When the run was kicked off.
     pub created_at: DateTime<Utc>,

@@ -49,7 +49,7 @@ async fn a_claim_leases_the_run_and_logs_run_started(pool: PgPool) {
     store.create_run(&run).await.expect("create");
     let claimed = store.claim_next_run("worker-1", LEASE).await.expect("claim").expect("a run");
     assert_eq!((claimed.id, claimed.attempt), (run.id, 1));
-    assert_eq!((&claimed.crew, &claimed.inputs), (&run.crew, &run.inputs));
+    assert_eq!((&*claimed.crew, &claimed.inputs), (&run.crew, &run.inputs));
 
     let stored = store.get_run(run.id).await.expect("get").expect("run");
     assert_eq!((stored.status, stored.attempt), (RunStatus::Running, 1));

@@ -185,9 +185,13 @@ async fn the_sdk_sends_streams_gets_lists_and_cancels_tasks(pool: PgPool) {
 #[sqlx::test(migrator = "agentd::store::MIGRATOR")]
 async fn a_tool_call_awaiting_approval_is_input_required_and_a_reply_decides_it(pool: PgPool) {
     let fake = FakeLlm::start().await.expect("fake");
-    let config = fake_config(&fake);
-    let app = TestApp::spawn_with(pool.clone(), config.clone()).await;
+    let mut config = fake_config(&fake);
+    config.api_keys = agentd::config::ApiKeys::parse(ROOT_KEY);
+    let root = TestApp::spawn_with(pool.clone(), config.clone()).await.as_key(Some(ROOT_KEY));
     let _workers = start_workers(&pool, &config, fast_settings(2, Duration::from_secs(5)));
+    let approver = tenant_key(&root, "team-a", &["read", "kickoff", "manage", "approve"]).await;
+    let kicker = tenant_key(&root, "team-a", &["read", "kickoff"]).await;
+    let app = root.as_key(Some(&approver));
     register(&app, &json!({
         "name": "calc",
         "agents": [{"name": "a", "role": "Mathematician", "goal": "Compute", "backstory": "Exact.", "tools": ["calculator"]}],
@@ -201,7 +205,7 @@ async fn a_tool_call_awaiting_approval_is_input_required_and_a_reply_decides_it(
         FakeReply::text("42."),
     ]);
     // The text is the crew's one input.
-    let waiting = last(&card, None, &["send", "6*7"]).await;
+    let waiting = last(&card, Some(&approver), &["send", "6*7"]).await;
     let task = &waiting["task"];
     assert_eq!(state(task), "TASK_STATE_INPUT_REQUIRED", "{waiting}");
     let parts = &task["status"]["message"]["parts"];
@@ -209,14 +213,18 @@ async fn a_tool_call_awaiting_approval_is_input_required_and_a_reply_decides_it(
     let id = task["id"].as_str().expect("id").to_owned();
     let context = task["contextId"].as_str().expect("context").to_owned();
 
+    // A key that may kick off but not approve cannot decide.
+    let refused = last(&card, Some(&kicker), &["send", "approve", "--task-id", &id]).await;
+    let message = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("'approve' scope"), "{refused}");
     // A reply that decides nothing, one in another context.
-    let unclear = last(&card, None, &["send", "hmm", "--task-id", &id]).await;
+    let unclear = last(&card, Some(&approver), &["send", "hmm", "--task-id", &id]).await;
     assert_eq!(unclear["error"]["code"], -32602, "{unclear}");
-    let elsewhere = last(&card, None, &["send", "approve", "--task-id", &id, "--context-id", "other"]).await;
+    let elsewhere = last(&card, Some(&approver), &["send", "approve", "--task-id", &id, "--context-id", "other"]).await;
     assert_eq!(elsewhere["error"]["code"], -32602, "{elsewhere}");
 
     // Approve (streamed): the call runs, the task completes.
-    let streamed = client(&card, None, &["stream", "approve", "--task-id", &id, "--context-id", &context])
+    let streamed = client(&card, Some(&approver), &["stream", "approve", "--task-id", &id, "--context-id", &context])
         .finish(Duration::from_secs(60))
         .await;
     let items: Vec<&Value> = streamed.iter().filter_map(|l| l.get("event")).collect();
@@ -226,8 +234,8 @@ async fn a_tool_call_awaiting_approval_is_input_required_and_a_reply_decides_it(
     let calls = expect_json(app.get(&format!("/v1/runs/{id}/tool-calls")).await, StatusCode::OK).await;
     assert_eq!(calls["tool_calls"][0]["result"], "42", "{calls}");
     // A finished task takes no more messages.
-    assert_eq!(last(&card, None, &["send", "approve", "--task-id", &id]).await["error"]["code"], -32004);
-    assert_eq!(last(&card, None, &["subscribe", &id]).await["error"]["code"], -32004);
+    assert_eq!(last(&card, Some(&approver), &["send", "approve", "--task-id", &id]).await["error"]["code"], -32004);
+    assert_eq!(last(&card, Some(&approver), &["subscribe", &id]).await["error"]["code"], -32004);
 }
 
 #[sqlx::test(migrator = "agentd::store::MIGRATOR")]
