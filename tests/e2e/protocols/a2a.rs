@@ -220,13 +220,15 @@ async fn a_tool_call_awaiting_approval_is_input_required_and_a_reply_decides_it(
     // A reply that decides nothing, one in another context.
     let unclear = last(&card, Some(&approver), &["send", "hmm", "--task-id", &id]).await;
     assert_eq!(unclear["error"]["code"], -32602, "{unclear}");
-    let elsewhere = last(&card, Some(&approver), &["send", "approve", "--task-id", &id, "--context-id", "other"]).await;
+    let elsewhere =
+        last(&card, Some(&approver), &["send", "approve", "--task-id", &id, "--context-id", "other"]).await;
     assert_eq!(elsewhere["error"]["code"], -32602, "{elsewhere}");
 
     // Approve (streamed): the call runs, the task completes.
-    let streamed = client(&card, Some(&approver), &["stream", "approve", "--task-id", &id, "--context-id", &context])
-        .finish(Duration::from_secs(60))
-        .await;
+    let streamed =
+        client(&card, Some(&approver), &["stream", "approve", "--task-id", &id, "--context-id", &context])
+            .finish(Duration::from_secs(60))
+            .await;
     let items: Vec<&Value> = streamed.iter().filter_map(|l| l.get("event")).collect();
     let states: Vec<&str> =
         items.iter().filter_map(|i| i["statusUpdate"]["status"]["state"].as_str()).collect();
@@ -234,7 +236,10 @@ async fn a_tool_call_awaiting_approval_is_input_required_and_a_reply_decides_it(
     let calls = expect_json(app.get(&format!("/v1/runs/{id}/tool-calls")).await, StatusCode::OK).await;
     assert_eq!(calls["tool_calls"][0]["result"], "42", "{calls}");
     // A finished task takes no more messages.
-    assert_eq!(last(&card, Some(&approver), &["send", "approve", "--task-id", &id]).await["error"]["code"], -32004);
+    assert_eq!(
+        last(&card, Some(&approver), &["send", "approve", "--task-id", &id]).await["error"]["code"],
+        -32004
+    );
     assert_eq!(last(&card, Some(&approver), &["subscribe", &id]).await["error"]["code"], -32004);
 }
 
