@@ -18,14 +18,15 @@ pub const INTERNAL_ERROR: i64 = -32603;
 #[allow(dead_code)]
 pub struct JsonRpcMessage {
     /// `"2.0"`.
-    #[schema(example = "2.0")]
+    #[schema(pattern = "^2\\.0$", example = "2.0")]
     jsonrpc: String,
-    /// A request's id (a string or an integer); none in a notification.
-    #[schema(value_type = Option<String>)]
+    /// A request's id; none in a notification.
+    #[schema(schema_with = request_id)]
     id: Option<Value>,
     /// The method (`tools/call`, `SendMessage`, …); none in a response to the server.
+    #[schema(nullable = false)]
     method: Option<String>,
-    #[schema(value_type = Option<Object>)]
+    #[schema(value_type = Option<Object>, nullable = false)]
     params: Option<Value>,
 }
 
@@ -34,12 +35,25 @@ pub struct JsonRpcMessage {
 #[allow(dead_code)]
 pub struct JsonRpcResponse {
     jsonrpc: String,
-    #[schema(value_type = Option<String>)]
+    /// The request's id (`null` when the request could not be read).
+    #[schema(schema_with = response_id)]
     id: Option<Value>,
     #[schema(value_type = Option<Object>)]
     result: Option<Value>,
     #[schema(value_type = Option<Object>)]
     error: Option<Value>,
+}
+
+/// A request id: a string or an integer.
+fn request_id() -> utoipa::openapi::schema::Object {
+    use utoipa::openapi::schema::{ObjectBuilder, SchemaType, Type};
+    ObjectBuilder::new().schema_type(SchemaType::Array(vec![Type::String, Type::Integer])).build()
+}
+
+/// A response's id: the request's, or `null`.
+fn response_id() -> utoipa::openapi::schema::Object {
+    use utoipa::openapi::schema::{ObjectBuilder, SchemaType, Type};
+    ObjectBuilder::new().schema_type(SchemaType::Array(vec![Type::String, Type::Integer, Type::Null])).build()
 }
 
 /// An error object: `code`, `message`, and what the client may act on in `data`.

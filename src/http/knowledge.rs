@@ -160,8 +160,8 @@ pub struct NewDocumentUpload {
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct SearchQuery {
-    /// What to look for (as a task's prompt would be).
-    #[param(min_length = 1, max_length = 4096)]
+    /// What to look for (as a task's prompt would be; not blank).
+    #[param(min_length = 1, max_length = 4096, pattern = "\\S")]
     pub q: String,
     /// Hits, 1 to 50 (default 5).
     #[param(minimum = 1, maximum = 50)]

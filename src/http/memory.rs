@@ -55,8 +55,9 @@ pub struct MemoryQuery {
         pattern = r"^[^\x00-\x1F\x7F-\x9F]*[^\s\x00-\x1F\x7F-\x9F][^\x00-\x1F\x7F-\x9F]*$"
     )]
     pub scope: String,
-    /// Only items matching these words, most relevant first (at most 4,096 characters).
-    #[param(min_length = 1, max_length = 4096)]
+    /// Only items matching these words, most relevant first (at most 4,096 characters, not
+    /// blank).
+    #[param(min_length = 1, max_length = 4096, pattern = "\\S")]
     pub q: Option<String>,
     /// At most this many (default 20).
     #[param(minimum = 1, maximum = 200)]
