@@ -34,10 +34,11 @@ const PRUNED_RUNS: &str = "agentd_pruned_runs_total";
 const PRUNED_ROWS: &str = "agentd_pruned_rows_total";
 const WEBHOOK_DELIVERIES: &str = "agentd_webhook_deliveries_total";
 const WEBHOOK_LAG: &str = "agentd_webhook_delivery_lag_seconds";
+const PROTOCOL_REQUESTS: &str = "agentd_protocol_requests_total";
 
 /// The recorded families: name, Prometheus type and help. Each is announced (HELP and TYPE) even
 /// before its first sample, as scrapers and dashboards expect.
-const RECORDED: [(&str, &str, &str); 10] = [
+const RECORDED: [(&str, &str, &str); 11] = [
     (CLAIM_LATENCY, "histogram", "Time from kickoff to a run's first claim."),
     (LLM_LATENCY, "histogram", "LLM call latency by provider and model."),
     (LLM_TOKENS, "counter", "LLM tokens by provider, model and kind (prompt, completion; cached: the part of prompt read from the provider's cache; estimated: the part of prompt and completion agentd counted because the provider sent no usage; embedding: the input of embedding models, for knowledge bases)."),
@@ -56,6 +57,11 @@ const RECORDED: [(&str, &str, &str); 10] = [
         "Webhook delivery attempts by outcome (delivered, retrying, failed: the schedule is used up, gone: 410).",
     ),
     (WEBHOOK_LAG, "histogram", "Time from an event's commit to its webhook's delivery."),
+    (
+        PROTOCOL_REQUESTS,
+        "counter",
+        "Requests to the agent protocols by protocol (mcp, a2a, ag_ui) and method (the JSON-RPC method; other for one not served; run or resume for AG-UI).",
+    ),
 ];
 
 /// Histogram samples are buffered until drained into their buckets; a scrape drains them, and so
@@ -209,6 +215,13 @@ impl Metrics {
         counted.push(Label::new("outcome", outcome));
         self.recorder.register_counter(&Key::from_parts(MCP_CALLS, counted), &METADATA).increment(1);
         self.observed();
+    }
+
+    /// A request to an agent protocol's `method` (`protocol` is `mcp`, `a2a` or `ag_ui`; the
+    /// method one the server serves, or `other`: a client's text never becomes a label).
+    pub fn observe_protocol(&self, protocol: &'static str, method: &'static str) {
+        let labels = vec![Label::new("protocol", protocol), Label::new("method", method)];
+        self.recorder.register_counter(&Key::from_parts(PROTOCOL_REQUESTS, labels), &METADATA).increment(1);
     }
 
     /// A webhook delivery attempt ended with `outcome`; `lag` is the time from its event's commit

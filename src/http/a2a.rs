@@ -250,6 +250,7 @@ async fn rpc(
             return reply(jsonrpc::failure(&id, &error));
         }
     }
+    state.metrics.observe_protocol("a2a", served(&method));
     let trace = crate::telemetry::kickoff_trace(&headers);
     let a2a = A2a { state, caller, trace, crew, id };
     let needs = match method.as_str() {
@@ -286,6 +287,24 @@ async fn rpc(
         Ok(Answer::Stream(response)) => response,
         Err(error) => reply(jsonrpc::failure(&a2a.id, &error)),
     }
+}
+
+/// The method as a metrics label: one this server serves, or `other`.
+fn served(method: &str) -> &'static str {
+    const SERVED: [&str; 11] = [
+        "SendMessage",
+        "SendStreamingMessage",
+        "GetTask",
+        "ListTasks",
+        "CancelTask",
+        "SubscribeToTask",
+        "CreateTaskPushNotificationConfig",
+        "GetTaskPushNotificationConfig",
+        "ListTaskPushNotificationConfigs",
+        "DeleteTaskPushNotificationConfig",
+        "GetExtendedAgentCard",
+    ];
+    SERVED.into_iter().find(|served| *served == method).unwrap_or("other")
 }
 
 enum Answer {

@@ -135,6 +135,8 @@ pub async fn run_agent(
         .await?
         .ok_or_else(|| invalid("threadId", "names another tenant's thread"))?;
     let ids = RunIds { thread: input.thread_id.clone(), run: input.run_id.clone() };
+    let resuming = input.resume.as_ref().is_some_and(|entries| !entries.is_empty());
+    state.metrics.observe_protocol("ag_ui", if resuming { "resume" } else { "run" });
     if let Some(entries) = input.resume.as_ref().filter(|entries| !entries.is_empty()) {
         if !caller.may(Scope::Approve) {
             return Err(ApiError::Forbidden(

@@ -118,6 +118,7 @@ pub async fn post_mcp(
         Ok(Incoming::Response) => return StatusCode::ACCEPTED.into_response(),
         Err((id, error)) => return json_reply(StatusCode::BAD_REQUEST, &jsonrpc::failure(&id, &error), None),
     };
+    state.metrics.observe_protocol("mcp", served(&method));
     let era = match era(&headers, &method, &params) {
         Ok(era) => era,
         Err((status, error)) => return json_reply(status, &jsonrpc::failure(&id, &error), None),
@@ -138,6 +139,12 @@ pub async fn post_mcp(
         "tools/call" => call_tool(state, caller, headers, id, era, params).await,
         _ => err(&id, &RpcError::new(METHOD_NOT_FOUND, format!("method '{method}' is not served here"))),
     }
+}
+
+/// The method as a metrics label: one this server serves, or `other`.
+fn served(method: &str) -> &'static str {
+    const SERVED: [&str; 5] = ["initialize", "server/discover", "ping", "tools/list", "tools/call"];
+    SERVED.into_iter().find(|served| *served == method).unwrap_or("other")
 }
 
 /// Resume an MCP call's response stream.

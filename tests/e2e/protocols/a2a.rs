@@ -326,6 +326,13 @@ async fn malformed_requests_get_the_protocols_errors(pool: PgPool) {
     let unnamed: Value = unnamed.json().await.expect("json");
     assert_eq!(code(unnamed.clone()), Some(-32602), "{unnamed}");
     assert!(unnamed["error"]["message"].as_str().is_some_and(|m| m.contains("metadata.skill")));
+    let metrics = app.get("/metrics").await.text().await.expect("metrics");
+    for line in [
+        "agentd_protocol_requests_total{protocol=\"a2a\",method=\"other\"} 1",
+        "agentd_protocol_requests_total{protocol=\"a2a\",method=\"SendMessage\"} 5",
+    ] {
+        assert!(metrics.contains(line), "{line} missing from:\n{metrics}");
+    }
 }
 
 #[sqlx::test(migrations = false)]

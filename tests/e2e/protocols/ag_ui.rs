@@ -115,6 +115,9 @@ async fn the_client_runs_a_crew_in_a_thread_and_verifies_its_events(pool: PgPool
     let again = events(&lines(&app.base, "chat", None, &input("thr-1", "run-2", "What is my name?")).await);
     assert_eq!(again.last().expect("last")["result"]["run_id"].as_str(), Some(second_id.as_str()));
     assert_eq!(fake.requests().len(), 2);
+    let metrics = app.get("/metrics").await.text().await.expect("metrics");
+    let line = "agentd_protocol_requests_total{protocol=\"ag_ui\",method=\"run\"} 3";
+    assert!(metrics.contains(line), "{line} missing from:\n{metrics}");
 }
 
 #[sqlx::test(migrator = "agentd::store::MIGRATOR")]

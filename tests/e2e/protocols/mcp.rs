@@ -316,6 +316,17 @@ async fn malformed_requests_get_the_protocols_errors(pool: PgPool) {
     assert_eq!(forged.status(), StatusCode::BAD_REQUEST);
     let delete = app.client.delete(format!("{}/mcp", app.base)).send().await.expect("DELETE");
     assert_eq!(delete.status(), StatusCode::METHOD_NOT_ALLOWED);
+
+    // Requests are counted by method; one the server does not serve is `other` (a client's text
+    // never becomes a label).
+    let metrics = app.get("/metrics").await.text().await.expect("metrics");
+    for line in [
+        "agentd_protocol_requests_total{protocol=\"mcp\",method=\"other\"} 1",
+        "agentd_protocol_requests_total{protocol=\"mcp\",method=\"server/discover\"} 1",
+        "agentd_protocol_requests_total{protocol=\"mcp\",method=\"initialize\"} 1",
+    ] {
+        assert!(metrics.contains(line), "{line} missing from:\n{metrics}");
+    }
 }
 
 #[sqlx::test(migrations = false)]
