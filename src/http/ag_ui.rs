@@ -16,7 +16,6 @@ use axum::response::sse::Event as SseEvent;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
-use sha2::{Digest, Sha256};
 use tokio::sync::mpsc;
 use utoipa::ToSchema;
 
@@ -147,9 +146,7 @@ pub async fn run_agent(
         return Ok(stream(state, ids, run, after, task));
     }
     let inputs = inputs_of(&input, &crew.spec)?;
-    let digest = Sha256::digest(format!("{}\n{}", input.thread_id, input.run_id).as_bytes());
-    let key: String = digest.iter().take(16).map(|byte| format!("{byte:02x}")).collect();
-    let key = format!("ag-ui:{key}");
+    let key = follow::request_key("ag-ui", &format!("{}\n{}", input.thread_id, input.run_id));
     let metadata = Map::from_iter([
         ("ag_ui_thread_id".to_owned(), json!(input.thread_id)),
         ("ag_ui_run_id".to_owned(), json!(input.run_id)),

@@ -126,6 +126,15 @@ pub async fn protocol_thread(
     }
 }
 
+/// The idempotency key of a protocol request named by `identity` (a session and request id, a
+/// thread and run id): `prefix:` and 128 bits of its SHA-256, as hex (ids may be long).
+pub fn request_key(prefix: &str, identity: &str) -> String {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(identity.as_bytes());
+    let hex: String = digest.iter().take(16).map(|byte| format!("{byte:02x}")).collect();
+    format!("{prefix}:{hex}")
+}
+
 /// The audit record of a change a protocol request makes (`run.cancel` from `/mcp`, …).
 pub fn audit(caller: &Caller, action: &str, resource: &str) -> Arc<Audit> {
     Arc::new(Audit::new(caller.key_id, &caller.tenant, action, resource))

@@ -22,7 +22,6 @@ use axum::response::sse::Event as SseEvent;
 use axum::response::{IntoResponse, Response};
 use base64::Engine;
 use serde_json::{json, Map, Value};
-use sha2::{Digest, Sha256};
 use tokio::sync::mpsc;
 use uuid::Uuid;
 
@@ -494,9 +493,7 @@ async fn notified(state: &AppState, caller: &Caller, headers: &HeaderMap, method
 
 /// The idempotency key of a legacy call: its session and request id (hashed: ids may be long).
 fn call_key(session: &str, request: &Value) -> String {
-    let digest = Sha256::digest(format!("{session}\n{request}").as_bytes());
-    let hex: String = digest.iter().take(16).map(|byte| format!("{byte:02x}")).collect();
-    format!("mcp-call:{hex}")
+    follow::request_key("mcp-call", &format!("{session}\n{request}"))
 }
 
 /// Where a call's response stream stands: its run and last `seq`, the request it answers and the
