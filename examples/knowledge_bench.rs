@@ -289,9 +289,15 @@ async fn ingest(store: &Store, pool: &sqlx::PgPool, url: &str, docs: usize) -> R
     }
     let outbound = agentd::app::tool_outbound(&config).map_err(|e| e.to_string())?;
     let stop = tokio_util::sync::CancellationToken::new();
-    tokio::spawn(
-        Ingester::new(store.clone(), outbound, knowledge.clone(), Duration::from_secs(30)).run(stop.clone()),
-    );
+    let settings = agentd::knowledge::ingest::IngestSettings {
+        lease: Duration::from_secs(30),
+        extraction: agentd::knowledge::Extraction {
+            program: Some(agentd_binary()?),
+            ..config.extraction.clone()
+        },
+        quarantine_after_deaths: config.quarantine_after_deaths,
+    };
+    tokio::spawn(Ingester::new(store.clone(), outbound, knowledge.clone(), settings).run(stop.clone()));
     let ingested = loop {
         let (pending, chunks): (i64, i64) = sqlx::query_as(
             "SELECT count(*) FILTER (WHERE status = 'pending'), coalesce(sum(chunks), 0)::int8 FROM knowledge_documents",
@@ -322,4 +328,19 @@ fn sha2_digest(text: &str) -> Vec<u8> {
 
 fn agentd_literal(vector: &[f32]) -> String {
     format!("[{}]", vector.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(","))
+}
+
+/// The agentd binary that reads documents (`agentd extract`): `AGENTD_BIN`, else the one built
+/// beside this example (`target/<profile>/agentd`; build it with `cargo build --release`).
+fn agentd_binary() -> Result<std::path::PathBuf, String> {
+    if let Some(path) = std::env::var_os("AGENTD_BIN") {
+        return Ok(path.into());
+    }
+    let example = std::env::current_exe().map_err(|e| e.to_string())?;
+    let beside =
+        example.parent().and_then(|examples| examples.parent()).map(|profile| profile.join("agentd"));
+    match beside {
+        Some(path) if path.exists() => Ok(path),
+        _ => Err("no agentd binary beside the example: run `cargo build --release` or set AGENTD_BIN".into()),
+    }
 }

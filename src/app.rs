@@ -16,7 +16,7 @@ use crate::domain::ValidationContext;
 use crate::engine::{Engine, EngineParts};
 use crate::events::EventBus;
 use crate::http::AppState;
-use crate::knowledge::ingest::Ingester;
+use crate::knowledge::ingest::{IngestSettings, Ingester};
 use crate::knowledge::Knowledge;
 use crate::llm::{LlmRegistry, RetryPolicy};
 use crate::metrics::Metrics;
@@ -227,8 +227,16 @@ impl App {
                     knowledge.clone(),
                 )?;
                 let pool = WorkerPool::new(store.clone(), Arc::new(engine), worker_settings(&config));
-                let ingester =
-                    Ingester::new(store.clone(), tool_outbound(&config)?, knowledge.clone(), config.lease);
+                let ingester = Ingester::new(
+                    store.clone(),
+                    tool_outbound(&config)?,
+                    knowledge.clone(),
+                    IngestSettings {
+                        lease: config.lease,
+                        extraction: config.extraction.clone(),
+                        quarantine_after_deaths: config.quarantine_after_deaths,
+                    },
+                );
                 (Some(pool), Some(ingester))
             }
             false => (None, None),
@@ -368,6 +376,7 @@ pub fn worker_settings(config: &Config) -> WorkerSettings {
         default_timeout: config.run_timeout,
         grace: config.shutdown_grace,
         thread_history_bytes: config.thread_history_bytes,
+        quarantine_after_deaths: config.quarantine_after_deaths,
         ..WorkerSettings::new(config.workers, config.lease)
     }
 }

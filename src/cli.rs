@@ -40,6 +40,23 @@ enum Command {
     /// Serve a fake OpenAI-compatible LLM (for demos and curl-driven integration tests; point a
     /// provider's base_url or OPENAI_BASE_URL at it): scripted with --script, or one text reply.
     FakeLlm(FakeLlmArgs),
+    /// Read a document from stdin and write its text as JSON (what `serve` runs, as a child
+    /// process, for every document it ingests: see `knowledge::extractor`).
+    #[command(hide = true)]
+    Extract(ExtractArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+struct ExtractArgs {
+    /// The document's media type (text/plain, application/pdf, ...).
+    #[arg(long)]
+    media_type: String,
+    /// The address space this process may use, in bytes.
+    #[arg(long, default_value_t = 1024 * 1024 * 1024)]
+    max_memory_bytes: u64,
+    /// The CPU time this process may use, in seconds.
+    #[arg(long, default_value_t = 60)]
+    cpu_seconds: u64,
 }
 
 #[derive(Debug, Subcommand)]
@@ -180,6 +197,9 @@ pub fn main() -> ExitCode {
         Some(Command::Keys(KeysCommand::Create(args))) => run_async(create_key(args)),
         Some(Command::Serve(args)) => run_serve(args),
         Some(Command::FakeLlm(args)) => run_async(fake_llm(args)),
+        Some(Command::Extract(args)) => {
+            crate::knowledge::extractor::child_main(&args.media_type, args.max_memory_bytes, args.cpu_seconds)
+        }
         None => run_serve(cli.serve),
     }
 }

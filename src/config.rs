@@ -115,6 +115,10 @@ pub struct Config {
     pub tool_max_response_bytes: usize,
     /// Largest document uploaded to a knowledge base.
     pub max_document_bytes: usize,
+    /// How documents' text is extracted: in a child process, within limits.
+    pub extraction: crate::knowledge::Extraction,
+    /// Deaths of the replicas working on a run or document after which it is quarantined.
+    pub quarantine_after_deaths: u32,
     /// Time allowed for one LLM request.
     pub llm_timeout: std::time::Duration,
     /// Attempts per LLM call (transient failures are retried).
@@ -203,6 +207,12 @@ impl Config {
             tool_timeout: secs(s.tool_timeout_s),
             tool_max_response_bytes: s.tool_max_response_bytes as usize,
             max_document_bytes: s.max_document_bytes as usize,
+            extraction: crate::knowledge::Extraction {
+                program: None,
+                max_memory_bytes: s.extract_max_memory_mib * 1024 * 1024,
+                timeout: secs(s.extract_timeout_s),
+            },
+            quarantine_after_deaths: s.quarantine_after_deaths,
             llm_timeout: secs(s.llm_timeout_s),
             llm_max_attempts: s.llm_max_attempts,
             role: s.role,

@@ -158,6 +158,8 @@ pub enum ErrorKind {
     Limit,
     /// Over the run's `max_tokens` or `max_cost_usd` budget.
     Budget,
+    /// Its replicas died running it too often (`quarantine_after_deaths`): never handed on again.
+    Quarantined,
     Internal,
 }
 
@@ -172,6 +174,7 @@ impl ErrorKind {
             ErrorKind::Cancelled => "cancelled",
             ErrorKind::Limit => "limit",
             ErrorKind::Budget => "budget",
+            ErrorKind::Quarantined => "quarantined",
             ErrorKind::Internal => "internal",
         }
     }

@@ -21,7 +21,9 @@ use super::AppState;
 use crate::domain::knowledge::{
     check_base_name, Chunking, DocumentSource, DocumentStatus, KnowledgeHit, SearchMode, DEFAULT_K,
 };
-use crate::knowledge::extract::{media_type_of_name, normalize_media_type, SUPPORTED};
+use crate::knowledge::extract::{
+    judge_content, media_type_of_content, media_type_of_name, normalize_media_type, SUPPORTED,
+};
 use crate::service::{KnowledgeBase, KnowledgeDocument, Posted, Upload};
 
 /// Bytes a multipart body may carry besides its file (boundaries, part headers, a title).
@@ -381,13 +383,16 @@ async fn read_upload(body: Body, boundary: String, limit: usize) -> ApiResult<Up
     let by_name = file_name.as_deref().and_then(media_type_of_name);
     let media_type = match media_type.filter(|m| m != "application/octet-stream") {
         Some(declared) => declared,
-        None => by_name.map(str::to_owned).unwrap_or_else(|| "text/plain".to_owned()),
+        None => by_name.unwrap_or_else(|| media_type_of_content(&bytes)).to_owned(),
     };
     if !SUPPORTED.contains(&media_type.as_str()) {
         return Err(ApiError::UnsupportedMediaType(format!(
             "documents of type '{media_type}' are not supported (supported: {})",
             SUPPORTED.join(", ")
         )));
+    }
+    if !bytes.is_empty() {
+        judge_content(&media_type, &bytes).map_err(ApiError::UnsupportedMediaType)?;
     }
     Ok(Upload { file_name, title, media_type, bytes })
 }

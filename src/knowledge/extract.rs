@@ -24,6 +24,61 @@ pub fn media_type_of_name(name: &str) -> Option<&'static str> {
     })
 }
 
+/// What the first bytes of a file say it is, for the kinds often uploaded by mistake (or on
+/// purpose) as documents: (what it is, its media type if it is a supported one).
+fn signature(bytes: &[u8]) -> Option<(&'static str, Option<&'static str>)> {
+    const SIGNATURES: &[(&[u8], &str, Option<&str>)] = &[
+        (b"%PDF-", "a PDF document", Some("application/pdf")),
+        (b"MZ", "a Windows executable", None),
+        (b"\x7fELF", "an ELF executable", None),
+        (b"\xca\xfe\xba\xbe", "a Mach-O or Java class file", None),
+        (b"\xcf\xfa\xed\xfe", "a Mach-O executable", None),
+        (b"#!", "a script", None),
+        (b"PK\x03\x04", "a ZIP archive (or an Office document)", None),
+        (b"\x1f\x8b", "a gzip archive", None),
+        (b"7z\xbc\xaf\x27\x1c", "a 7-Zip archive", None),
+        (b"Rar!", "a RAR archive", None),
+        (b"\x89PNG", "a PNG image", None),
+        (b"\xff\xd8\xff", "a JPEG image", None),
+        (b"GIF8", "a GIF image", None),
+        (b"\xd0\xcf\x11\xe0", "an old Office document", None),
+    ];
+    SIGNATURES.iter().find(|(magic, _, _)| bytes.starts_with(magic)).map(|(_, what, media)| (*what, *media))
+}
+
+/// The media type an upload's content says it has when nothing declared one: a PDF by its
+/// header, else text.
+pub fn media_type_of_content(bytes: &[u8]) -> &'static str {
+    match signature(bytes) {
+        Some((_, Some(media_type))) => media_type,
+        _ => "text/plain",
+    }
+}
+
+/// Whether `bytes` can be a document of `media_type`, judged by their content: a PDF starts with
+/// `%PDF-`, text is UTF-8, and nothing is an executable, an archive or an image. `Err` says what
+/// the content is instead (the upload is refused at once rather than failing later).
+pub fn judge_content(media_type: &str, bytes: &[u8]) -> Result<(), String> {
+    let found = signature(bytes);
+    if media_type == "application/pdf" {
+        return match found {
+            Some((_, Some("application/pdf"))) => Ok(()),
+            Some((what, _)) => Err(format!("the file is {what}, not a PDF")),
+            None => Err("the file is not a PDF (it does not start with %PDF-)".to_owned()),
+        };
+    }
+    match found {
+        Some((what, Some(actual))) => Err(format!("the file is {what}: upload it as {actual}")),
+        Some((what, None)) if what != "a script" => Err(format!("the file is {what}, not {media_type}")),
+        _ => match std::str::from_utf8(bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes)) {
+            Ok(_) => Ok(()),
+            Err(e) => {
+                Err(format!("the file is not UTF-8 text (at byte {}), so not {media_type}", e.valid_up_to()))
+            }
+        },
+    }
+}
+
 /// The essence of a `Content-Type` value (`text/html; charset=utf-8` → `text/html`), with the
 /// common aliases read as the supported types.
 pub fn normalize_media_type(value: &str) -> String {
@@ -417,6 +472,33 @@ mod tests {
             extract("text/csv", csv.as_bytes()).expect("text").text,
             "code: LL-1; meaning: Disk full, \"really\"\n\ncode: LL-2; meaning: Offline"
         );
+    }
+
+    #[test]
+    fn uploads_are_judged_by_what_their_bytes_are() {
+        let pdf = include_bytes!("../../tests/knowledge/pdf/night-jobs.pdf");
+        assert_eq!(judge_content("application/pdf", pdf), Ok(()));
+        assert_eq!(media_type_of_content(pdf), "application/pdf");
+        assert_eq!(media_type_of_content(b"plain words"), "text/plain");
+        assert_eq!(judge_content("text/markdown", "# Caf\u{e9}".as_bytes()), Ok(()));
+        assert_eq!(judge_content("text/plain", b"\xEF\xBB\xBFwith a BOM"), Ok(()));
+        assert_eq!(judge_content("text/plain", b"#!/bin/sh\necho text"), Ok(()));
+        let refused = [
+            ("text/plain", b"MZ\x90\x00".as_slice(), "the file is a Windows executable, not text/plain"),
+            ("text/markdown", b"\x7fELF\x02", "the file is an ELF executable, not text/markdown"),
+            (
+                "application/pdf",
+                b"PK\x03\x04",
+                "the file is a ZIP archive (or an Office document), not a PDF",
+            ),
+            ("application/pdf", b"hello", "the file is not a PDF (it does not start with %PDF-)"),
+            ("text/html", b"%PDF-1.7 ...", "the file is a PDF document: upload it as application/pdf"),
+            ("text/csv", b"a,b\n\xe9,1", "the file is not UTF-8 text (at byte 4), so not text/csv"),
+            ("application/json", b"\x89PNG\r\n", "the file is a PNG image, not application/json"),
+        ];
+        for (media_type, bytes, why) in refused {
+            assert_eq!(judge_content(media_type, bytes), Err(why.to_owned()), "{media_type}");
+        }
     }
 
     #[test]

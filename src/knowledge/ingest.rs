@@ -1,9 +1,10 @@
 //! The ingester every replica runs: it leases pending documents (like runs: a lease renewed every
 //! third of its length, fenced by the attempt), fetches a URL's content through the tools' egress
-//! guard, extracts the text, cuts it into chunks and writes them with the document's `ready` in
-//! one transaction, so a search never sees half a document. A replica killed mid-ingestion leaves
-//! its lease to expire and another takes the document from the start; one interrupted
-//! [`MAX_ATTEMPTS`] times fails.
+//! guard, extracts the text in a child process ([`super::extractor`]), cuts it into chunks and
+//! writes them with the document's `ready` in one transaction, so a search never sees half a
+//! document. A replica killed mid-ingestion leaves its lease to expire and another takes the
+//! document from the start; a document whose replicas died `quarantine_after_deaths` times is
+//! failed as quarantined, never handed on again. A replica that stops gives its documents back.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,7 +16,7 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use super::chunk::chunk;
-use super::extract::{extract, media_type_of_name, normalize_media_type};
+use super::extract::{media_type_of_name, normalize_media_type};
 use super::Knowledge;
 use crate::domain::knowledge::DocumentSource;
 use crate::outbound::describe;
@@ -26,8 +27,19 @@ use crate::tools::http::Outbound;
 const CONCURRENCY: usize = 2;
 /// How often pending documents are looked for without a notification.
 const POLL: Duration = Duration::from_secs(1);
-/// Leases of one document before it is failed (each a crash or a lost lease mid-ingestion).
-pub const MAX_ATTEMPTS: i32 = 5;
+/// Time the documents in progress get to be given back when the ingester stops.
+const STOP_GRACE: Duration = Duration::from_secs(5);
+
+/// How the ingester works.
+#[derive(Debug, Clone)]
+pub struct IngestSettings {
+    /// How long a lease on a document lasts without renewal.
+    pub lease: Duration,
+    /// How a document's text is read (the child process and its limits).
+    pub extraction: super::Extraction,
+    /// Deaths of the replicas ingesting a document after which it is failed as quarantined.
+    pub quarantine_after_deaths: u32,
+}
 
 /// Ingests documents until stopped.
 pub struct Ingester {
@@ -35,14 +47,19 @@ pub struct Ingester {
     outbound: Arc<Outbound>,
     /// Embeds the chunks of bases with an embedding model.
     knowledge: Knowledge,
-    lease: Duration,
+    settings: IngestSettings,
 }
 
 impl Ingester {
     /// An ingester fetching URLs through `outbound` (the tools' egress guard, size and time
-    /// limits), leasing documents for `lease`.
-    pub fn new(store: Store, outbound: Arc<Outbound>, knowledge: Knowledge, lease: Duration) -> Self {
-        Self { store, outbound, knowledge, lease }
+    /// limits), leasing documents and reading them as `settings` say.
+    pub fn new(
+        store: Store,
+        outbound: Arc<Outbound>,
+        knowledge: Knowledge,
+        settings: IngestSettings,
+    ) -> Self {
+        Self { store, outbound, knowledge, settings }
     }
 
     /// Ingest until `stop`; a document in progress then is left to its lease (another replica,
@@ -56,7 +73,7 @@ impl Ingester {
         while !stop.is_cancelled() {
             let free = slots.available_permits();
             if free > 0 {
-                match this.store.lease_documents(free as i64, this.lease).await {
+                match this.store.lease_documents(free as i64, this.settings.lease).await {
                     Ok(documents) => {
                         for document in documents {
                             let Ok(permit) = slots.clone().try_acquire_owned() else { break };
@@ -78,28 +95,43 @@ impl Ingester {
                 Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
             }
         }
-        tasks.abort_all();
-        while tasks.join_next().await.is_some() {}
+        // Each ingestion gives its document back when told to stop; wait for that a moment.
+        let drained = async { while tasks.join_next().await.is_some() {} };
+        if tokio::time::timeout(STOP_GRACE, drained).await.is_err() {
+            tasks.abort_all();
+            while tasks.join_next().await.is_some() {}
+        }
     }
 
     /// Ingest one leased document, renewing its lease meanwhile; the outcome is written only
     /// while the lease is still this attempt's.
     async fn ingest(&self, document: LeasedDocument, stop: &CancellationToken) {
         let (id, attempt) = (document.id, document.attempt);
-        if attempt > MAX_ATTEMPTS {
-            let reason = format!("ingestion was interrupted {} times", attempt - 1);
+        if i64::from(document.deaths) >= i64::from(self.settings.quarantine_after_deaths) {
+            tracing::error!(document = %id, deaths = document.deaths, "knowledge: a document is quarantined: its replicas died ingesting it");
+            let reason = format!(
+                "quarantined: the replica ingesting it died {} times (its process ended or stopped renewing \
+                 the lease); it is not handed to another replica",
+                document.deaths
+            );
             self.record(id, attempt, Err(reason)).await;
             return;
         }
         let work = self.prepare(&document);
         tokio::pin!(work);
-        let mut renew = tokio::time::interval(self.lease / 3);
+        let lease = self.settings.lease;
+        let mut renew = tokio::time::interval(lease / 3);
         renew.tick().await;
         let outcome = loop {
             tokio::select! {
                 outcome = &mut work => break outcome,
-                () = stop.cancelled() => return,
-                _ = renew.tick() => match self.store.renew_document_lease(id, attempt, self.lease).await {
+                () = stop.cancelled() => {
+                    if let Err(error) = self.store.release_document(id, attempt).await {
+                        tracing::warn!(%error, document = %id, "knowledge: giving a document back failed; its lease will expire");
+                    }
+                    return;
+                }
+                _ = renew.tick() => match self.store.renew_document_lease(id, attempt, lease).await {
                     Ok(true) => {}
                     Ok(false) => {
                         tracing::info!(document = %id, "knowledge: the document was deleted or taken over; stopping");
@@ -139,8 +171,8 @@ impl Ingester {
             _ => return Err("the document has no content".to_owned()),
         };
         let chunking = document.chunking;
+        let extracted = self.settings.extraction.extract(&media_type, bytes).await?;
         let prepared = tokio::task::spawn_blocking(move || {
-            let extracted = extract(&media_type, &bytes)?;
             let chunks = chunk(&extracted.text, chunking, &crate::llm::estimate::count);
             if chunks.is_empty() {
                 return Err("the document has no text".to_owned());

@@ -5,10 +5,13 @@
 
 pub mod chunk;
 pub mod extract;
+pub mod extractor;
 pub mod ingest;
 pub mod memory;
 
 use std::sync::Arc;
+
+pub use extractor::Extraction;
 
 use crate::domain::knowledge::{EmbeddingSpend, KnowledgeHit, SearchMode, MAX_K};
 use crate::engine::knowledge::{KnowledgeSource, SearchFuture, Searched};

@@ -56,6 +56,7 @@ pub struct Settings {
     pub role: Role,
     pub workers: u32,
     pub lease_s: u64,
+    pub quarantine_after_deaths: u32,
     pub run_timeout_s: u64,
     pub llm_timeout_s: u64,
     pub llm_max_attempts: u32,
@@ -63,6 +64,8 @@ pub struct Settings {
     pub tool_timeout_s: u64,
     pub tool_max_response_bytes: u64,
     pub max_document_bytes: u64,
+    pub extract_max_memory_mib: u64,
+    pub extract_timeout_s: u64,
     pub max_agents: u32,
     pub max_tasks: u32,
     pub max_tools: u32,
@@ -116,6 +119,7 @@ impl Default for Settings {
             role: Role::All,
             workers: 64,
             lease_s: 30,
+            quarantine_after_deaths: 2,
             run_timeout_s: 3600,
             llm_timeout_s: 120,
             llm_max_attempts: 4,
@@ -123,6 +127,8 @@ impl Default for Settings {
             tool_timeout_s: 30,
             tool_max_response_bytes: 64 * 1024,
             max_document_bytes: 10 * 1024 * 1024,
+            extract_max_memory_mib: 1024,
+            extract_timeout_s: 60,
             max_agents: crew.max_agents as u32,
             max_tasks: crew.max_tasks as u32,
             max_tools: crew.max_tools as u32,
@@ -396,6 +402,11 @@ pub const SETTINGS: &[Setting] = &[
         "Seconds a worker's claim on a run lasts without a heartbeat (a crashed replica's runs resume after this)",
     )
     .range(1, 3600),
+    Setting::new(
+        "quarantine_after_deaths",
+        "Times the replica working on a run or a document may die (its lease expire) before the item is failed as quarantined instead of handed to another replica",
+    )
+    .range(1, 100),
     Setting::new("run_timeout_s", "Time limit of a run in seconds when its kickoff sets none (0: none)")
         .range(0, 31_536_000),
     Setting::new("llm_timeout_s", "Seconds one LLM request may take").range(1, 3600),
@@ -418,6 +429,16 @@ pub const SETTINGS: &[Setting] = &[
         .range(256, 16_777_216),
     Setting::new("max_document_bytes", "Largest document uploaded to a knowledge base (multipart), in bytes (more: 413)")
         .range(1024, 268_435_456),
+    Setting::new(
+        "extract_max_memory_mib",
+        "Memory (address space) of the child process that reads one uploaded or fetched document, in MiB (more: the document fails)",
+    )
+    .range(64, 65_536),
+    Setting::new(
+        "extract_timeout_s",
+        "Seconds the child process reading one document may take (more: it is killed and the document fails)",
+    )
+    .range(1, 3600),
     Setting::new("max_agents", "Agents a crew may have (more: 422 at kickoff)").range(1, 100_000),
     Setting::new("max_tasks", "Tasks a crew may have (more: 422 at kickoff)").range(1, 100_000),
     Setting::new("max_tools", "Tools a crew may declare, and an agent or a task may name (more: 422 at kickoff)")

@@ -88,6 +88,8 @@ pub struct LeasedDocument {
     pub base_id: Uuid,
     /// The lease's attempt (from 1): the fence of every write under it.
     pub attempt: i32,
+    /// Leases before this one that expired under way: their replica died (or hung).
+    pub deaths: i32,
     pub title: String,
     pub source: DocumentSource,
     pub url: Option<String>,
@@ -429,18 +431,20 @@ impl Store {
     }
 
     /// Lease up to `limit` pending documents (oldest first) for `lease`, bumping each one's
-    /// attempt.
+    /// attempt. A document whose last lease expired (rather than being released) counts one more
+    /// death of the replica that held it.
     #[tracing::instrument(skip_all, err)]
     pub async fn lease_documents(&self, limit: i64, lease: Duration) -> StoreResult<Vec<LeasedDocument>> {
         let rows = sqlx::query!(
             r#"UPDATE knowledge_documents AS d
-                 SET lease_until = now() + $2, attempts = d.attempts + 1
+                 SET lease_until = now() + $2, attempts = d.attempts + 1,
+                     deaths = d.deaths + (d.lease_until IS NOT NULL)::int4
                FROM knowledge_bases AS b,
                     (SELECT id FROM knowledge_documents
                       WHERE status = 'pending' AND (lease_until IS NULL OR lease_until < now())
                       ORDER BY created_at LIMIT $1 FOR UPDATE SKIP LOCKED) AS due
                WHERE d.id = due.id AND b.id = d.base_id
-               RETURNING d.id, d.tenant, d.base_id, d.attempts, d.title, d.source, d.url, d.media_type,
+               RETURNING d.id, d.tenant, d.base_id, d.attempts, d.deaths, d.title, d.source, d.url, d.media_type,
                          d.content, b.max_tokens, b.overlap, b.embedding, b.dims"#,
             limit,
             interval(lease),
@@ -454,6 +458,7 @@ impl Store {
                     tenant: row.tenant,
                     base_id: row.base_id,
                     attempt: row.attempts,
+                    deaths: row.deaths,
                     title: row.title,
                     source: source(&row.source)?,
                     url: row.url,
@@ -465,6 +470,22 @@ impl Store {
                 })
             })
             .collect()
+    }
+
+    /// Give a leased document back unfinished (this replica is stopping): the next lease is not
+    /// counted as a death. `false` when the lease was no longer this attempt's.
+    #[tracing::instrument(level = "debug", skip_all, err)]
+    pub async fn release_document(&self, id: Uuid, attempt: i32) -> StoreResult<bool> {
+        let released = sqlx::query!(
+            r#"UPDATE knowledge_documents SET lease_until = NULL
+               WHERE id = $1 AND attempts = $2 AND status = 'pending'"#,
+            id,
+            attempt,
+        )
+        .execute(&self.pool)
+        .await?
+        .rows_affected();
+        Ok(released > 0)
     }
 
     /// Extend a document's lease; `false` when it is no longer this attempt's (taken over,

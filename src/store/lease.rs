@@ -43,6 +43,9 @@ pub enum CancelOutcome {
 pub struct Recovered {
     pub requeued: u64,
     pub failed: u64,
+    /// Failed because their replicas died too often while running them (see
+    /// [`Store::recover_expired_leases`]).
+    pub quarantined: u64,
     pub cancelled: u64,
     /// The runs whose running attempt died (requeued or failed) and that attempt, for their
     /// traces.
@@ -104,12 +107,15 @@ impl Store {
     }
 
     /// Handle runs whose lease expired (their worker died or hung): requeue them, fail those that
-    /// used up their attempts, cancel those being cancelled.
+    /// used up their attempts, cancel those being cancelled. An expired lease of a running run is
+    /// a death of its replica: a run whose replicas died `quarantine_after` times is failed as
+    /// quarantined (`error.kind = "quarantined"`) and never handed to another replica, so work
+    /// that kills its process cannot kill every replica in turn.
     #[tracing::instrument(skip_all, err)]
-    pub async fn recover_expired_leases(&self) -> StoreResult<Recovered> {
+    pub async fn recover_expired_leases(&self, quarantine_after: u32) -> StoreResult<Recovered> {
         let mut tx = self.pool.begin().await?;
         let expired = sqlx::query!(
-            r#"SELECT id, status, interruptions, max_attempts, attempt FROM runs
+            r#"SELECT id, status, interruptions, deaths, max_attempts, attempt FROM runs
                WHERE status IN ('running', 'cancelling') AND lease_expires_at < now()
                ORDER BY lease_expires_at LIMIT 100
                FOR UPDATE SKIP LOCKED"#
@@ -122,20 +128,29 @@ impl Store {
             if run.status == "cancelling" {
                 cancel_now(&mut tx, id).await?;
                 recovered.cancelled += 1;
+                continue;
+            }
+            count_death(&mut tx, id).await?;
+            recovered.interrupted.push((id, run.attempt));
+            let deaths = run.deaths + 1;
+            if i64::from(deaths) >= i64::from(quarantine_after) {
+                let message = format!(
+                    "quarantined: the replica running it died {deaths} times (its process ended or stopped \
+                     renewing the run's lease mid-run); it is not handed to another replica"
+                );
+                tracing::error!(run_id = %id, deaths, "a run is quarantined: its replicas died running it");
+                fail(&mut tx, id, RunError { kind: ErrorKind::Quarantined, message }).await?;
+                recovered.quarantined += 1;
             } else if run.interruptions + 1 >= run.max_attempts {
                 let message = format!(
                     "the run was interrupted {} times (its worker stopped or lost its lease); giving up",
                     run.interruptions + 1
                 );
-                count_interruption(&mut tx, id).await?;
                 fail(&mut tx, id, RunError { kind: ErrorKind::Internal, message }).await?;
                 recovered.failed += 1;
-                recovered.interrupted.push((id, run.attempt));
             } else {
-                count_interruption(&mut tx, id).await?;
                 requeue(&mut tx, id).await?;
                 recovered.requeued += 1;
-                recovered.interrupted.push((id, run.attempt));
             }
         }
         tx.commit().await?;
@@ -260,6 +275,17 @@ async fn holds(tx: &mut Transaction<'_, Postgres>, id: RunId, attempt: i32) -> S
     .fetch_optional(&mut **tx)
     .await?;
     Ok(matches!(status.as_deref(), Some("running" | "cancelling")))
+}
+
+/// Count one more death of a run's replica (an interruption too).
+async fn count_death(tx: &mut Transaction<'_, Postgres>, id: RunId) -> StoreResult<()> {
+    sqlx::query!(
+        "UPDATE runs SET interruptions = interruptions + 1, deaths = deaths + 1 WHERE id = $1",
+        id.0
+    )
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
 }
 
 /// Count one more interruption of a run.

@@ -45,6 +45,8 @@ pub struct WorkerSettings {
     pub owner: String,
     /// Bytes of a thread's history a run of the thread sees.
     pub thread_history_bytes: usize,
+    /// Deaths of the replicas running a run (expired leases) after which it is quarantined.
+    pub quarantine_after_deaths: u32,
 }
 
 impl WorkerSettings {
@@ -60,6 +62,7 @@ impl WorkerSettings {
             default_timeout: Some(Duration::from_secs(3600)),
             grace: Duration::from_secs(30),
             thread_history_bytes: 32 * 1024,
+            quarantine_after_deaths: 2,
             owner: format!(
                 "{host}/{}/{}",
                 std::process::id(),
@@ -281,7 +284,7 @@ async fn recover_periodically(shared: Arc<Shared>, stop: CancellationToken) {
             () = tokio::time::sleep(shared.settings.recovery_interval) => {}
         }
         let recovering = std::time::SystemTime::now();
-        match shared.store.recover_expired_leases().await {
+        match shared.store.recover_expired_leases(shared.settings.quarantine_after_deaths).await {
             Ok(recovered) if recovered != Default::default() => {
                 tracing::warn!(?recovered, "recovered runs with expired leases");
                 if crate::telemetry::is_on() {

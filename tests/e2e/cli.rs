@@ -235,6 +235,11 @@ impl Agentd {
         seen.clone()
     }
 
+    /// Whether the process is still running.
+    pub fn alive(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
     pub fn pid(&self) -> String {
         self.child.id().to_string()
     }

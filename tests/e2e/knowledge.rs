@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use agentd::config::Config;
 use agentd::fake_llm::{FakeLlm, FakeReply};
-use agentd::knowledge::ingest::Ingester;
+use agentd::knowledge::ingest::{IngestSettings, Ingester};
 use agentd::outbound::egress::EgressPolicy;
 use agentd::store::{Ingested, NewChunk, Store};
 use reqwest::{Method, StatusCode};
@@ -30,7 +30,12 @@ pub fn start_ingester(pool: &PgPool, config: &Config, lease: Duration) -> Cancel
     let metrics = std::sync::Arc::new(agentd::metrics::Metrics::default());
     let knowledge = agentd::knowledge::Knowledge::new(store.clone(), Some(llms), metrics);
     let stop = CancellationToken::new();
-    tokio::spawn(Ingester::new(store, outbound, knowledge, lease).run(stop.clone()));
+    let settings = IngestSettings {
+        lease,
+        extraction: config.extraction.clone(),
+        quarantine_after_deaths: config.quarantine_after_deaths,
+    };
+    tokio::spawn(Ingester::new(store, outbound, knowledge, settings).run(stop.clone()));
     stop
 }
 
@@ -69,7 +74,7 @@ async fn search(app: &TestApp, base: &str, q: &str) -> Value {
 }
 
 /// A `multipart/form-data` body with a `file` part (and a `title` part when given).
-fn multipart(
+pub(crate) fn multipart(
     file_name: &str,
     content_type: Option<&str>,
     bytes: &[u8],
@@ -98,7 +103,7 @@ fn multipart(
     (format!("multipart/form-data; boundary={boundary}"), body)
 }
 
-async fn upload(
+pub(crate) async fn upload(
     app: &TestApp,
     base: &str,
     file_name: &str,
@@ -352,12 +357,18 @@ async fn bad_documents_are_refused_or_fail_with_the_reason(pool: PgPool) {
         .expect("POST");
     expect_problem(garbled, StatusCode::BAD_REQUEST).await;
 
-    // Accepted, then failed with the reason: no text, invalid JSON, not UTF-8, a host that
-    // resolves to a private address.
-    let failing: [(&str, Option<&str>, &[u8], &str); 3] = [
+    // Refused at once for what its content is: text that is not UTF-8.
+    let latin1 = expect_problem(
+        upload(&app, "docs", "latin1.txt", None, b"caf\xe9").await,
+        StatusCode::UNSUPPORTED_MEDIA_TYPE,
+    )
+    .await;
+    assert!(latin1["detail"].as_str().is_some_and(|d| d.contains("not UTF-8")), "{latin1}");
+    // Accepted, then failed with the reason: no text, invalid JSON, a host that resolves to a
+    // private address.
+    let failing: [(&str, Option<&str>, &[u8], &str); 2] = [
         ("blank.html", None, b"<html><script>var x;</script></html>", "the document has no text"),
         ("broken.json", None, b"{\"a\": ", "not valid JSON"),
-        ("latin1.txt", None, b"caf\xe9", "not UTF-8"),
     ];
     for (name, content_type, bytes, reason) in failing {
         let accepted =
@@ -714,13 +725,19 @@ async fn a_pdf_upload_is_ingested_page_by_page(pool: PgPool) {
     for (name, bytes, reason) in [
         ("scan.pdf", scan.as_slice(), "the PDF has no text"),
         ("broken.pdf", broken, "the PDF could not be read"),
-        ("fake.pdf", b"just text".as_slice(), "not a PDF"),
     ] {
         let accepted = expect_json(upload(&app, "docs", name, None, bytes).await, StatusCode::ACCEPTED).await;
         let failed = wait_document(&app, "docs", accepted["id"].as_str().expect("id")).await;
         assert_eq!(failed["status"], "failed", "{failed}");
         assert!(failed["error"].as_str().is_some_and(|e| e.contains(reason)), "{name}: {failed}");
     }
+    // A "PDF" that is not one is refused at once, for what its content is.
+    let fake = expect_problem(
+        upload(&app, "docs", "fake.pdf", None, b"just text").await,
+        StatusCode::UNSUPPORTED_MEDIA_TYPE,
+    )
+    .await;
+    assert!(fake["detail"].as_str().is_some_and(|d| d.contains("not a PDF")), "{fake}");
     ingester.cancel();
 }
 

@@ -18,6 +18,7 @@ mod knowledge;
 mod local_embeddings;
 mod memory;
 mod protocols;
+mod quarantine;
 mod quotas;
 mod real_model;
 mod runs;

@@ -31,6 +31,11 @@ pub fn test_config() -> Config {
         db_max_connections: 4,
         providers: config::providers(&file, |_| None).expect("providers"),
         shutdown_grace: Duration::from_secs(1),
+        // Documents are read by the agentd binary (`agentd extract`), not by this test binary.
+        extraction: agentd::knowledge::Extraction {
+            program: Some(env!("CARGO_BIN_EXE_agentd").into()),
+            ..agentd::knowledge::Extraction::default()
+        },
         ..Config::new(Secret::new("postgres://unused"))
     }
 }
@@ -98,6 +103,11 @@ impl TestApp {
     /// The same server, asked with `key` (`None`: with no key).
     pub fn as_key(&self, key: Option<&str>) -> TestApp {
         TestApp { base: self.base.clone(), client: self.client.clone(), api_key: key.map(str::to_owned) }
+    }
+
+    /// The key requests carry.
+    pub fn key(&self) -> Option<&str> {
+        self.api_key.as_deref()
     }
 
     pub fn request(&self, method: Method, path: &str) -> RequestBuilder {

@@ -254,7 +254,7 @@ async fn a_worker_that_lost_its_lease_cannot_write(pool: PgPool) {
     let first =
         store.claim_run(id, "paused", Duration::from_millis(100)).await.expect("claim").expect("claimed");
     tokio::time::sleep(Duration::from_millis(150)).await;
-    store.recover_expired_leases().await.expect("recover");
+    store.recover_expired_leases(2).await.expect("recover");
     let second = store.claim_run(id, "live", Duration::from_secs(30)).await.expect("claim").expect("claimed");
     assert_eq!((first.attempt, second.attempt), (1, 2));
     let mut step = Step::default();
