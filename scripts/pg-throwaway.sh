@@ -1,6 +1,7 @@
 # shellcheck shell=bash
-# Shared by scripts/test.sh and tests/browser/run.sh (source it): a throw-away PostgreSQL cluster
-# in a temporary directory on a free port, for machines where DATABASE_URL is not set.
+# Sourced by scripts/test-env.sh, tests/browser/run.sh and tests/recipe/run.sh: a throw-away
+# PostgreSQL cluster in a temporary directory on a free port, for machines where DATABASE_URL is
+# not set.
 #
 #   pg_throwaway_start   starts it and exports DATABASE_URL (exits when PostgreSQL is missing)
 #   pg_throwaway_stop    stops it and removes its directory (safe to call when none was started)

@@ -5,9 +5,11 @@
 #
 #   scripts/soak.sh [runs] [extra nextest arguments, e.g. a filter: -E 'test(/rpm|budget/)']
 #
-# Uses DATABASE_URL when set (else starts a throw-away cluster, as scripts/test.sh does); needs
-# stress-ng (Debian: apt-get install stress-ng). SOAK_STRESS_WORKERS sets how many CPU hogs run
-# (default: one per core; more oversubscribe the machine). Logs go to target/soak/run-<n>.log.
+# Sets up what the suite needs exactly as scripts/test.sh does (scripts/test-env.sh: DATABASE_URL
+# when set, else a throw-away cluster; the test peers, clients and model server; PostgreSQL 18 with
+# pgvector for the vector tests), so that a run fails only for its tests. Needs stress-ng (Debian:
+# apt-get install stress-ng). SOAK_STRESS_WORKERS sets how many CPU hogs run (default: one per
+# core; more oversubscribe the machine). Logs go to target/soak/run-<n>.log.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${1:-5}
@@ -15,19 +17,15 @@ shift || true
 export SQLX_OFFLINE=true
 command -v stress-ng >/dev/null 2>&1 || { echo "soak.sh: stress-ng is required (apt-get install stress-ng)" >&2; exit 1; }
 
-# shellcheck source=scripts/pg-throwaway.sh
-. scripts/pg-throwaway.sh
+# shellcheck source=scripts/test-env.sh
+. scripts/test-env.sh
 stress_pid=""
 cleanup() {
   [ -n "$stress_pid" ] && kill "$stress_pid" 2>/dev/null || true
-  pg_throwaway_stop
+  test_env_stop
 }
 trap cleanup EXIT
-if [ -z "${DATABASE_URL:-}" ]; then
-  pg_throwaway_start
-fi
-tests/mcp/setup.sh
-tests/webhooks/setup.sh
+test_env_start
 # Built once, up front: a source edited while the runs go would be built into the next run.
 cargo nextest run --no-run "$@" >/dev/null 2>&1 || cargo nextest run --no-run "$@"
 

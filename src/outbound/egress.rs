@@ -17,6 +17,8 @@
 //!   hop go through the resolver again) and stops after [`MAX_REDIRECTS`] hops.
 //! - [`EgressError::find_in`] digs the guard's verdict out of a `reqwest::Error`, so the tool can
 //!   show the short, secret-free message to the model.
+//! - [`EgressPolicy::refusing_public`] turns public addresses away too, leaving only the
+//!   allow-list: the end-to-end tests' guard, so that nothing a test names leaves the machine.
 
 use std::error::Error as StdError;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -44,6 +46,8 @@ pub enum EgressError {
     PrivateAddress(IpAddr),
     #[error("blocked: {0} resolves only to loopback/private/reserved addresses")]
     PrivateHost(String),
+    #[error("blocked: {0} is not on the allow-list, and public addresses are refused")]
+    NotAllowed(String),
     #[error("could not resolve host {0}")]
     Unresolved(String),
     #[error("blocked: more than {} redirects", MAX_REDIRECTS)]
@@ -314,13 +318,21 @@ fn parse_host_name(entry: &str) -> Result<String, &'static str> {
 }
 
 /// Which private destinations tools may reach: the operator's `AGENTD_ALLOW_PRIVATE_TOOL_HOSTS`.
-/// The default allows nothing private.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// The default allows nothing private and every public address.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EgressPolicy {
     /// Host names whose every address is allowed (normalised).
     hosts: Vec<String>,
     /// Networks whose addresses are allowed even though not public.
     nets: Vec<IpNet>,
+    /// Whether public addresses are allowed (always, except with [`EgressPolicy::refusing_public`]).
+    public: bool,
+}
+
+impl Default for EgressPolicy {
+    fn default() -> Self {
+        Self { hosts: Vec::new(), nets: Vec::new(), public: true }
+    }
 }
 
 impl EgressPolicy {
@@ -350,15 +362,23 @@ impl EgressPolicy {
         self.hosts.is_empty() && self.nets.is_empty()
     }
 
+    /// The same allow-list with public addresses refused too: only what the list names may be
+    /// reached. The end-to-end tests use it so that no request of theirs leaves the machine; a
+    /// host name nothing on the list could allow is refused without asking DNS.
+    pub fn refusing_public(self) -> Self {
+        Self { public: false, ..self }
+    }
+
     /// Whether the host name is allow-listed (case-insensitive, trailing dot ignored).
     pub fn allows_host(&self, host: &str) -> bool {
         let host = normalize_host(host);
         self.hosts.contains(&host)
     }
 
-    /// Whether a tool may connect to the address: public, or inside an allowed network.
+    /// Whether a tool may connect to the address: public (unless public addresses are refused),
+    /// or inside an allowed network.
     pub fn allows_ip(&self, ip: IpAddr) -> bool {
-        is_public_ip(ip) || self.nets.iter().any(|net| net_contains(net, ip))
+        (self.public && is_public_ip(ip)) || self.nets.iter().any(|net| net_contains(net, ip))
     }
 
     /// Judges a URL before it is requested: only http and https, a host is required, and an
@@ -382,6 +402,8 @@ impl EgressPolicy {
     fn check_ip(&self, ip: IpAddr) -> Result<(), EgressError> {
         if self.allows_ip(ip) {
             Ok(())
+        } else if is_public_ip(ip) {
+            Err(EgressError::NotAllowed(ip.to_string()))
         } else {
             Err(EgressError::PrivateAddress(ip))
         }
@@ -401,6 +423,10 @@ impl EgressPolicy {
     /// it). All addresses of an allow-listed name are kept; otherwise only allowed addresses.
     #[tracing::instrument(level = "debug", skip(self))]
     pub async fn resolve_host(&self, host: &str) -> Result<Vec<SocketAddr>, EgressError> {
+        if !self.public && self.nets.is_empty() && !self.allows_host(host) {
+            // No address could be allowed: DNS is not asked.
+            return Err(EgressError::NotAllowed(quoted(host)));
+        }
         let found = lookup(host).await?;
         let total = found.len();
         let kept: Vec<SocketAddr> = if self.allows_host(host) {
@@ -411,7 +437,10 @@ impl EgressPolicy {
         tracing::debug!(total, kept = kept.len(), "egress: resolved");
         if kept.is_empty() {
             tracing::warn!(host, "egress: host resolves only to disallowed addresses");
-            return Err(EgressError::PrivateHost(quoted(host)));
+            return Err(match self.public {
+                true => EgressError::PrivateHost(quoted(host)),
+                false => EgressError::NotAllowed(quoted(host)),
+            });
         }
         Ok(kept)
     }
@@ -921,6 +950,34 @@ mod tests {
         assert!(by_name.iter().any(|a| a.ip() == ip("127.0.0.1")), "{by_name:?}");
         let by_net = policy("127.0.0.0/8").resolve_host("localhost").await.unwrap();
         assert!(by_net.iter().all(|a| a.ip().is_ipv4() && a.ip().is_loopback()), "{by_net:?}");
+    }
+
+    #[tokio::test]
+    async fn refusing_public_leaves_only_the_allow_list() {
+        let nothing = EgressPolicy::default().refusing_public();
+        for public in ["8.8.8.8", "2606:4700::1111", "::ffff:8.8.8.8"] {
+            assert!(!nothing.allows_ip(ip(public)), "{public}");
+        }
+        assert_eq!(
+            nothing.check_url(&url("https://8.8.8.8/")).unwrap_err().to_string(),
+            "blocked: 8.8.8.8 is not on the allow-list, and public addresses are refused"
+        );
+        assert!(matches!(nothing.check_url(&url("http://127.0.0.1/")), Err(EgressError::PrivateAddress(_))));
+        assert_eq!(nothing.resolve_host("8.8.8.8").await, Err(EgressError::NotAllowed("8.8.8.8".into())));
+        assert_eq!(nothing.resolve_host("localhost").await, Err(EgressError::NotAllowed("localhost".into())));
+
+        let loopback = policy("127.0.0.1/32").refusing_public();
+        assert!(loopback.allows_ip(ip("127.0.0.1")) && !loopback.allows_ip(ip("8.8.8.8")));
+        assert_eq!(loopback.check_url(&url("http://127.0.0.1:9/x")), Ok(()));
+        assert!(loopback.check_url(&url("http://8.8.8.8/")).is_err());
+        assert_eq!(loopback.resolve_host("8.8.8.8").await, Err(EgressError::NotAllowed("8.8.8.8".into())));
+        let by_net = loopback.resolve_host("localhost").await.unwrap();
+        assert!(by_net.iter().all(|a| a.ip() == ip("127.0.0.1")), "{by_net:?}");
+        let by_name = policy("localhost").refusing_public().resolve_host("localhost").await.unwrap();
+        assert!(by_name.iter().any(|a| a.ip() == ip("127.0.0.1")), "{by_name:?}");
+        // The allow-list is unchanged; the default still allows public addresses.
+        assert_eq!(policy("127.0.0.1/32").refusing_public().nets, policy("127.0.0.1/32").nets);
+        assert!(EgressPolicy::default().allows_ip(ip("8.8.8.8")));
     }
 
     #[tokio::test]

@@ -10,7 +10,10 @@ use reqwest::StatusCode;
 use serde_json::{json, Value};
 use sqlx::PgPool;
 
-use crate::support::{expect_json, expect_problem, sample_crew, sample_inputs, test_config, TestApp};
+use crate::support::{
+    expect_json, expect_problem, loopback_egress, sample_crew, sample_inputs, test_config, TestApp,
+    WebhookSink,
+};
 
 const ROOT: &str = "root-key-of-the-operator";
 const WEBHOOK_SECRET: &str = "whsec_KioqKioqKioqKioqKioqKioqKioqKioqKioqKio=";
@@ -43,6 +46,9 @@ async fn changes_and_refusals_are_audited_and_each_tenant_reads_its_own(pool: Pg
     config.api_keys = ApiKeys::parse(ROOT);
     config.secrets_key = Some(crate::secrets::test_key());
     config.webhooks.key = Some(SigningKey::parse(WEBHOOK_SECRET).expect("signing key"));
+    // The webhook below is delivered to (its deliverer runs): to a receiver of the test's own.
+    config.webhooks.egress = loopback_egress();
+    let sink = WebhookSink::start().await;
     let root = TestApp::spawn_with(pool, config).await.as_key(Some(ROOT));
     for name in ["team-a", "team-b"] {
         expect_json(root.post_json("/v1/tenants", &json!({"name": name})).await, StatusCode::CREATED).await;
@@ -68,7 +74,7 @@ async fn changes_and_refusals_are_audited_and_each_tenant_reads_its_own(pool: Pg
     expect_json(a.post_json(&format!("{run_path}/cancel"), &json!({})).await, StatusCode::ACCEPTED).await;
     expect_problem(a.post_json(&format!("{run_path}/cancel"), &json!({})).await, StatusCode::CONFLICT).await;
     assert_eq!(a.delete(&run_path).await.status(), StatusCode::NO_CONTENT);
-    let hook = json!({"url": "https://93.184.215.14/hook", "events": ["*"]});
+    let hook = json!({"url": sink.url("/hook"), "events": ["*"]});
     let webhook = expect_json(a.post_json("/v1/webhooks", &hook).await, StatusCode::CREATED).await;
     let webhook_path = format!("/v1/webhooks/{}", webhook["id"].as_str().expect("id"));
     // B tries A's crew: to B it does not exist, and the record is B's.

@@ -200,6 +200,17 @@ impl Agentd {
             .env("RUST_LOG", "info")
             .env_remove("NO_COLOR")
             .stderr(Stdio::piped());
+        // Nothing in the environment the tests run in sends the child's traffic off the machine:
+        // the default provider is on loopback (where nothing listens) unless the test names its
+        // fake, and traces are exported only where the test says.
+        command.env("OPENAI_BASE_URL", "http://127.0.0.1:9/v1");
+        for name in [
+            "OTEL_EXPORTER_OTLP_ENDPOINT",
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+            "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
+        ] {
+            command.env_remove(name);
+        }
         for (name, value) in env {
             command.env(name, value);
         }

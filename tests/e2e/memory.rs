@@ -202,7 +202,7 @@ async fn a_crew_remembers_across_kickoffs_in_its_scope_and_not_in_another(pool: 
     assert!(!user_prompt(&fake, 0).contains("Relevant memories"), "{}", user_prompt(&fake, 0));
     let first_events = events(&app, &first).await;
     let types = event_types(&first_events);
-    let at = |t: &str| types.iter().position(|x| x == t).unwrap_or(usize::MAX);
+    let at = |t: &str| types.iter().position(|x| x == t).unwrap_or_else(|| panic!("no {t} in {types:?}"));
     assert!(
         at("task.started") < at("memory.retrieved") && at("memory.retrieved") < at("llm.started"),
         "{types:?}"

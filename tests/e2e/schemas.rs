@@ -16,9 +16,9 @@ async fn runs(pool: &PgPool) -> i64 {
 async fn a_remote_ref_is_refused_at_kickoff(pool: PgPool) {
     let app = TestApp::spawn(pool.clone()).await;
     let mut crew = sample_crew();
-    crew["tools"][0]["parameters"]["properties"]["order_id"] = json!({"$ref": "https://example.com/s.json"});
+    crew["tools"][0]["parameters"]["properties"]["order_id"] = json!({"$ref": "http://127.0.0.1:9/s.json"});
     crew["tasks"][1]["output_schema"]["properties"]["answer"] =
-        json!({"$ref": "https://example.com/s.json#/x"});
+        json!({"$ref": "http://127.0.0.1:9/s.json#/x"});
     let body = json!({"crew": crew, "inputs": sample_inputs()});
     let problem =
         expect_problem(app.post_json("/v1/kickoffs", &body).await, StatusCode::UNPROCESSABLE_ENTITY).await;
@@ -29,7 +29,7 @@ async fn a_remote_ref_is_refused_at_kickoff(pool: PgPool) {
     ] {
         let message = fields.get(field).unwrap_or_else(|| panic!("no error for {field}: {fields:?}"));
         assert!(
-            message.contains("'https://example.com/s.json") && message.contains("not fetched"),
+            message.contains("'http://127.0.0.1:9/s.json") && message.contains("not fetched"),
             "{message}"
         );
     }

@@ -41,7 +41,7 @@ fn crew_with_secret(name: &str) -> Value {
         "agents": [{"name": "a", "role": "r", "goal": "g", "backstory": "b", "tools": ["orders"]}],
         "tasks": [{"name": "t", "description": "d", "expected_output": "e", "agent": "a"}],
         "tools": [{"name": "orders", "description": "Orders", "parameters": {"type": "object"},
-                   "http": {"url": "https://orders.example/api",
+                   "http": {"url": "http://127.0.0.1:9/api",
                             "headers": {"Authorization": {"secret": name, "prefix": "Bearer "},
                                         "X-Plain": "yes"},
                             "query": {"key": {"secret": name}}}}]

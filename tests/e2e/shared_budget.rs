@@ -149,14 +149,9 @@ async fn three_replicas_share_one_provider_budget(pool: PgPool) {
     let mut prompt_tokens = 0.0;
     let mut cost = 0.0;
     for replica in &replicas {
-        let metrics = client
-            .get(format!("{}/metrics", replica.base))
-            .send()
-            .await
-            .expect("GET")
-            .text()
-            .await
-            .expect("text");
+        let response = client.get(format!("{}/metrics", replica.base)).send().await.expect("GET");
+        assert_eq!(response.status(), StatusCode::OK, "{}/metrics", replica.base);
+        let metrics = response.text().await.expect("text");
         let value = |prefix: &str| -> f64 {
             metrics
                 .lines()

@@ -193,7 +193,7 @@ async fn the_outbox_has_a_delivery_exactly_for_each_committed_matching_event(poo
     let store = Store::new(pool.clone());
     let endpoint = |events: &[&str], crew: Option<&str>| agentd::store::NewEndpoint {
         id: uuid::Uuid::now_v7(),
-        url: "https://example.com/hook".into(),
+        url: "http://127.0.0.1:9/hook".into(),
         events: events.iter().map(|e| e.to_string()).collect(),
         crew: crew.map(str::to_owned),
         description: String::new(),

@@ -1,6 +1,7 @@
 //! The test harness: spawn the app on port 0 and talk to it.
 
 use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use agentd::app::App;
@@ -10,6 +11,7 @@ use agentd::domain::kickoff::{prepare_run, NewRun};
 use agentd::domain::{CrewSpec, ValidationContext};
 use agentd::engine::Engine;
 use agentd::metrics::Metrics;
+use agentd::outbound::egress::EgressPolicy;
 use agentd::secrets::Vault;
 use agentd::store::Store;
 use reqwest::{Method, RequestBuilder, Response, StatusCode};
@@ -23,20 +25,86 @@ pub struct TestApp {
     api_key: Option<String>,
 }
 
-/// A configuration for tests: loopback, no keys, the default provider plus `local`.
+/// A configuration for tests: loopback, no keys, the default provider plus `local`. Nothing in
+/// it reaches past the machine: both providers are on loopback (a port nothing listens on), and
+/// the egress guards of tools and webhooks refuse public addresses as well as private ones, so a
+/// test reaches only what it allows ([`loopback_egress`]).
 pub fn test_config() -> Config {
     let file: Settings =
         toml::from_str("[providers.local]\nbase_url = \"http://127.0.0.1:9\"\n").expect("toml");
-    Config {
+    let env = |name: &str| (name == "OPENAI_BASE_URL").then(|| "http://127.0.0.1:9/v1".to_owned());
+    let mut config = Config {
         db_max_connections: 4,
-        providers: config::providers(&file, |_| None).expect("providers"),
+        providers: config::providers(&file, env).expect("providers"),
         shutdown_grace: Duration::from_secs(1),
         // Documents are read by the agentd binary (`agentd extract`), not by this test binary.
         extraction: agentd::knowledge::Extraction {
             program: Some(env!("CARGO_BIN_EXE_agentd").into()),
             ..agentd::knowledge::Extraction::default()
         },
+        tool_egress: EgressPolicy::default().refusing_public(),
         ..Config::new(Secret::new("postgres://unused"))
+    };
+    config.webhooks.egress = EgressPolicy::default().refusing_public();
+    config
+}
+
+/// The egress guard of tests whose tools or webhooks reach servers they own: 127.0.0.1 and
+/// nothing else (no public address either).
+pub fn loopback_egress() -> EgressPolicy {
+    EgressPolicy::parse("127.0.0.1/32").expect("policy").refusing_public()
+}
+
+/// A webhook receiver the test owns, on loopback: it answers every request 204 and keeps each
+/// one's path and JSON body. Tests register their endpoints here (with [`loopback_egress`] as
+/// the webhooks' guard), never at an address off the machine.
+pub struct WebhookSink {
+    base: String,
+    received: Arc<Mutex<Vec<(String, Value)>>>,
+}
+
+impl WebhookSink {
+    pub async fn start() -> Self {
+        let received = Arc::new(Mutex::new(Vec::new()));
+        let kept = received.clone();
+        let app = axum::Router::new().fallback(move |uri: axum::http::Uri, body: axum::body::Bytes| {
+            let kept = kept.clone();
+            async move {
+                let json = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                kept.lock().expect("lock").push((uri.path().to_owned(), json));
+                axum::http::StatusCode::NO_CONTENT
+            }
+        });
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        tokio::spawn(async move { axum::serve(listener, app).await.expect("serve") });
+        Self { base: format!("http://{addr}"), received }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    /// What arrived so far: (path, body) in arrival order.
+    pub fn received(&self) -> Vec<(String, Value)> {
+        self.received.lock().expect("lock").clone()
+    }
+
+    /// Wait (up to 30 s) until `done` holds of what arrived.
+    pub async fn wait_until(
+        &self,
+        what: &str,
+        done: impl Fn(&[(String, Value)]) -> bool,
+    ) -> Vec<(String, Value)> {
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let received = self.received();
+            if done(&received) {
+                return received;
+            }
+            assert!(std::time::Instant::now() < deadline, "never {what}; received: {received:#?}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
     }
 }
 
@@ -199,7 +267,7 @@ pub fn sample_crew() -> Value {
         "tools": [{
             "name": "lookup_order", "description": "Look up an order by id",
             "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}}, "required": ["order_id"]},
-            "http": {"url": "https://orders.example/lookup", "method": "POST", "timeout_ms": 10000}
+            "http": {"url": "http://127.0.0.1:9/lookup", "method": "POST", "timeout_ms": 10000}
         }]
     })
 }

@@ -13,7 +13,8 @@ use serde_json::{json, Value};
 use sqlx::PgPool;
 
 use crate::support::{
-    database_text, expect_json, expect_problem, sample_crew, sample_inputs, test_config, TestApp,
+    database_text, expect_json, expect_problem, loopback_egress, sample_crew, sample_inputs, test_config,
+    TestApp, WebhookSink,
 };
 
 const ROOT: &str = "root-key-of-the-operator";
@@ -26,12 +27,14 @@ const A_BASE: &str = "a-private-kb";
 const A_SCOPE: &str = "a-private-scope";
 const NON_ADMIN: [&str; 4] = ["read", "kickoff", "approve", "manage"];
 
-/// A server with an operator key, secrets and webhooks, answering for `root`.
+/// A server with an operator key, secrets and webhooks (sent to loopback receivers the tests
+/// own, [`WebhookSink`], and nowhere else), answering for `root`.
 async fn server(pool: PgPool) -> TestApp {
     let mut config = test_config();
     config.api_keys = ApiKeys::parse(ROOT);
     config.secrets_key = Some(crate::secrets::test_key());
     config.webhooks.key = Some(SigningKey::parse(WEBHOOK_SECRET).expect("signing key"));
+    config.webhooks.egress = loopback_egress();
     TestApp::spawn_with(pool, config).await.as_key(Some(ROOT))
 }
 
@@ -62,15 +65,15 @@ struct Owned {
 }
 
 /// A body each operation accepts (what the server checks before or after the tenant is a
-/// separate question: these pass validation).
-fn body_of(method: &Method, path: &str) -> Option<Value> {
+/// separate question: these pass validation); a webhook's is `hook_url`.
+fn body_of(method: &Method, path: &str, hook_url: &str) -> Option<Value> {
     let kickoff = json!({"crew": sample_crew(), "inputs": sample_inputs()});
     Some(match (method.as_str(), path) {
         ("POST", "/v1/kickoffs") => kickoff,
         ("POST", "/v1/kickoffs/batch") => json!({"crew": sample_crew(), "inputs": [sample_inputs()]}),
         ("PUT", "/v1/crews/{name}") => sample_crew(),
         ("PUT", "/v1/secrets/{name}") => json!({"value": "s3cret"}),
-        ("POST", "/v1/webhooks") => json!({"url": "https://93.184.215.14/hook", "events": ["*"]}),
+        ("POST", "/v1/webhooks") => json!({"url": hook_url, "events": ["*"]}),
         ("PATCH", "/v1/webhooks/{id}") => json!({"enabled": true}),
         ("POST", "/v1/runs/{id}/resume") | ("POST", "/v1/runs/{id}/tool-calls/{tool_call_id}/approval") => {
             json!({"approve": true})
@@ -143,6 +146,7 @@ async fn send(app: &TestApp, method: &Method, path: &str, body: Option<&Value>) 
 #[sqlx::test(migrator = "agentd::store::MIGRATOR")]
 async fn the_openapi_matrix_keeps_tenants_apart_and_holds_keys_to_their_scopes(pool: PgPool) {
     let root = server(pool).await;
+    let sink = WebhookSink::start().await;
     tenant(&root, "team-a").await;
     tenant(&root, "team-b").await;
     let (a_key, a_key_id) = key(&root, "team-a", &NON_ADMIN).await;
@@ -167,7 +171,7 @@ async fn the_openapi_matrix_keeps_tenants_apart_and_holds_keys_to_their_scopes(p
     expect_json(a.put_json(&format!("/v1/crews/{crew_name}"), &a_crew).await, StatusCode::CREATED).await;
     expect_json(a.put_json("/v1/secrets/a_secret", &json!({"value": "A-ONLY"})).await, StatusCode::CREATED)
         .await;
-    let hook = json!({"url": "https://93.184.215.14/hook", "events": ["*"]});
+    let hook = json!({"url": sink.url("/hook"), "events": ["*"]});
     let webhook = expect_json(a.post_json("/v1/webhooks", &hook).await, StatusCode::CREATED).await;
     expect_json(a.post_json("/v1/knowledge", &json!({"name": A_BASE})).await, StatusCode::CREATED).await;
     let text = json!({"text": "# Tides\n\nHigh tide comes at six."});
@@ -216,7 +220,7 @@ async fn the_openapi_matrix_keeps_tenants_apart_and_holds_keys_to_their_scopes(p
                 operation["x-required-scope"].as_str().unwrap_or_else(|| panic!("{method} {path}: no scope"));
             assert!(operation["responses"]["403"].is_object(), "{method} {path}: no 403 declared");
             let url = concrete(path, &owned);
-            let body = body_of(&method, path);
+            let body = body_of(&method, path, &sink.url("/hook"));
             let what = format!("{method} {url}");
 
             // No key: 401.
@@ -241,12 +245,13 @@ async fn the_openapi_matrix_keeps_tenants_apart_and_holds_keys_to_their_scopes(p
                 expect_problem(response, StatusCode::NOT_FOUND).await;
                 *cases.entry("404 for another tenant's resource").or_default() += 1;
             } else if method == Method::GET {
-                // A list shows none of another tenant's.
-                let text = send(&b, &method, &url, None).await.text().await.expect("body");
+                // A list shows none of another tenant's (answered 200: an error shows nothing
+                // either).
+                let text = expect_json(send(&b, &method, &url, None).await, StatusCode::OK).await.to_string();
                 for owned in mine {
                     assert!(!text.contains(owned), "{what} shows A's {owned} to B: {text}");
                 }
-                let own = send(&a, &method, &url, None).await.text().await.expect("body");
+                let own = expect_json(send(&a, &method, &url, None).await, StatusCode::OK).await.to_string();
                 assert!(
                     mine.iter().any(|m| own.contains(m)) || path == "/v1/tools" || path == "/v1/whoami",
                     "{what}: A sees its own: {own}"
@@ -398,7 +403,8 @@ async fn names_idempotency_keys_and_webhook_deliveries_are_per_tenant(pool: PgPo
     tenant(&root, "team-b").await;
     let a = root.as_key(Some(&key(&root, "team-a", &NON_ADMIN).await.0));
     let b = root.as_key(Some(&key(&root, "team-b", &NON_ADMIN).await.0));
-    let hook = json!({"url": "https://93.184.215.14/hook", "events": ["run.queued"]});
+    let sink = WebhookSink::start().await;
+    let hook = json!({"url": sink.url("/hook"), "events": ["run.queued"]});
     let endpoint = expect_json(a.post_json("/v1/webhooks", &hook).await, StatusCode::CREATED).await;
     let endpoint = endpoint["id"].as_str().expect("id").to_owned();
 
@@ -437,11 +443,15 @@ async fn names_idempotency_keys_and_webhook_deliveries_are_per_tenant(pool: PgPo
     let crews = expect_json(a.get("/v1/crews").await, StatusCode::OK).await;
     assert_eq!(crews["crews"].as_array().map(Vec::len), Some(1), "{crews}");
 
-    // A's endpoint took A's run.queued and not B's.
+    // A's endpoint took A's run.queued and not B's: in its deliveries, and at the receiver.
     let deliveries =
         expect_json(a.get(&format!("/v1/webhooks/{endpoint}/deliveries")).await, StatusCode::OK).await;
     let text = deliveries.to_string();
     assert!(text.contains(a_run.as_str()) && !text.contains(b_run.as_str()), "{deliveries}");
+    let received =
+        sink.wait_until("A's run.queued", |r| r.iter().any(|(_, e)| e["run_id"] == a_run.as_str())).await;
+    let delivered = |run: &str| received.iter().filter(|(_, e)| e["run_id"] == run).count();
+    assert_eq!((delivered(a_run), delivered(b_run)), (1, 0), "{received:#?}");
 }
 
 /// `GET /v1/whoami` names the key's tenant, scopes and id (the operator's key has no id).

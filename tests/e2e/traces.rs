@@ -231,7 +231,9 @@ async fn a_run_is_one_trace_of_genai_spans_beneath_the_callers_span(pool: PgPool
         assert_eq!(task["attributes"]["gen_ai.operation.name"], "invoke_agent");
     }
     let (look, write) = (task_of["look"], task_of["write"]);
-    assert!(look["end"].as_u64() <= write["start"].as_u64(), "the tasks run in order");
+    let (look_end, write_start) =
+        (look["end"].as_u64().expect("end"), write["start"].as_u64().expect("start"));
+    assert!(look_end <= write_start, "the tasks run in order");
 
     // Model calls: beneath their task, with the GenAI attributes.
     let chats = named(&spans, "chat gpt-4o-mini");
@@ -388,7 +390,9 @@ async fn a_run_killed_mid_call_and_resumed_on_another_replica_is_one_trace(pool:
         (Some("interrupted"), Some(2))
     );
     assert_eq!(resumed["attributes"]["agentd.run.status"], "completed");
-    assert!(dead["end"].as_u64() <= resumed["start"].as_u64(), "the attempts do not overlap");
+    let (dead_end, resumed_start) =
+        (dead["end"].as_u64().expect("end"), resumed["start"].as_u64().expect("start"));
+    assert!(dead_end <= resumed_start, "the attempts do not overlap");
     // Nothing is orphaned: every span's parent is exported, or is the caller's.
     let ids: BTreeSet<&str> = spans.iter().map(|s| s["span_id"].as_str().expect("id")).collect();
     for span in &spans {
@@ -407,21 +411,26 @@ async fn a_run_killed_mid_call_and_resumed_on_another_replica_is_one_trace(pool:
     );
 }
 
+/// Traces off, with the receiver's address known to agentd: it is named as the metrics endpoint,
+/// which alone does not turn traces on (an endpoint of all signals or of traces does). Runs with
+/// and without a caller's traceparent export nothing, not even when agentd stops (a stop flushes
+/// what the exporters hold), and send no traceparent out. The same setup with the traces endpoint
+/// named too exports spans and metrics to that receiver: a leak would have been seen.
 #[sqlx::test(migrations = false)]
 async fn nothing_is_exported_when_traces_are_off(pool: PgPool) {
     let url = child_database_url(&pool).await;
     let otlp = Otlp::start();
     let fake = FakeLlm::start().await.expect("fake");
     let (tool_url, tool_seen) = weather_server(Duration::ZERO).await;
-    // The receiver's address is known to agentd only as a plain setting it does not read.
-    let env = [
-        ("OPENAI_BASE_URL", fake.base_url()),
-        ("OPENAI_API_KEY", API_KEY.to_owned()),
-        ("AGENTD_ALLOW_PRIVATE_TOOL_HOSTS", "127.0.0.1/32".to_owned()),
-        ("OTEL_SERVICE_NAME", "agentd-off".to_owned()),
-    ];
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let agentd = Agentd::start(&url, &env);
+    let fake_url = fake.base_url();
+    let metrics_endpoint = format!("{}/v1/metrics", otlp.base);
+    let traces_endpoint = format!("{}/v1/traces", otlp.base);
+    let off: Vec<(&str, &str)> = env(&fake_url, &otlp.base, &[])
+        .into_iter()
+        .filter(|(name, _)| *name != "OTEL_EXPORTER_OTLP_ENDPOINT")
+        .chain([("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", metrics_endpoint.as_str())])
+        .collect();
+    let agentd = Agentd::start(&url, &off);
     let body = json!({"crew": crew(&tool_url, true), "inputs": {"city": "Oslo"}});
     let traceparent = format!("00-{CALLER_TRACE}-{CALLER_SPAN}-01");
     for (traceparent, trace_id) in [(None, None), (Some(traceparent.as_str()), Some(CALLER_TRACE))] {
@@ -433,13 +442,39 @@ async fn nothing_is_exported_when_traces_are_off(pool: PgPool) {
         let done = wait_done(&agentd.base, run["id"].as_str().expect("id")).await;
         assert_eq!(done["status"], "completed", "{done}");
     }
+    let (stopped, _) = agentd.stop("-TERM").await;
+    assert!(stopped.success(), "{stopped:?}");
     assert!(tool_seen.lock().expect("lock").iter().all(Option::is_none), "no traceparent out");
     assert!(
         fake.request_headers().iter().all(|h| h.get("traceparent").is_none()),
         "no traceparent to the model"
     );
-    tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(otlp.get("/requests").await, json!([]), "nothing exported");
+
+    // Traces on: the same, with the traces endpoint named too.
+    let on: Vec<(&str, &str)> = off
+        .iter()
+        .copied()
+        .chain([("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", traces_endpoint.as_str())])
+        .collect();
+    let agentd = Agentd::start(&url, &on);
+    push_forecast(&fake);
+    let run = kickoff(&agentd.base, &body, Some(&traceparent)).await;
+    let done = wait_done(&agentd.base, run["id"].as_str().expect("id")).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    let (stopped, _) = agentd.stop("-TERM").await;
+    assert!(stopped.success(), "{stopped:?}");
+    let spans =
+        otlp.wait_spans("the run's spans", |s| !named(s, "invoke_workflow forecast").is_empty()).await;
+    assert!(
+        named(&spans, "invoke_workflow forecast").iter().all(|s| s["trace_id"] == CALLER_TRACE),
+        "{spans:#?}"
+    );
+    let metrics = otlp.get("/metrics").await;
+    assert!(
+        metrics["names"].as_array().expect("names").contains(&json!("gen_ai.client.token.usage")),
+        "the metrics endpoint took the GenAI metrics: {metrics}"
+    );
 }
 
 #[sqlx::test(migrations = false)]

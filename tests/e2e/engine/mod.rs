@@ -23,7 +23,6 @@ use agentd::config::{self, Config, Secret, Settings};
 use agentd::domain::{ErrorKind, RunId, TaskOutput};
 use agentd::engine::EngineError;
 use agentd::fake_llm::{FakeLlm, FakeReply};
-use agentd::outbound::egress::EgressPolicy;
 use agentd::store::Store;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
@@ -262,9 +261,9 @@ pub(super) fn allow_loopback_with_secrets(config: &mut Config) {
     config.secrets_key = Some(crate::secrets::test_key());
 }
 
-/// Tools may reach 127.0.0.1 (where the tool servers of these tests listen).
+/// Tools may reach 127.0.0.1 (where the tool servers of these tests listen), and nothing else.
 pub(super) fn allow_loopback(config: &mut Config) {
-    config.tool_egress = EgressPolicy::parse("127.0.0.1/32").expect("policy");
+    config.tool_egress = crate::support::loopback_egress();
 }
 
 /// The messages of a request the fake model received.

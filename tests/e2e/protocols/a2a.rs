@@ -13,7 +13,7 @@ use sqlx::PgPool;
 
 use super::{published_crew, register, run, Client, Failover, ROOT};
 use crate::cli::{child_database_url, Agentd};
-use crate::support::{expect_json, TestApp};
+use crate::support::{expect_json, loopback_egress, TestApp, WebhookSink};
 use crate::worker::{fake_config, fast_settings, start_workers};
 
 fn python() -> String {
@@ -69,6 +69,9 @@ async fn the_sdk_sends_streams_gets_lists_and_cancels_tasks(pool: PgPool) {
     config.webhooks.key = Some(
         agentd::webhooks::SigningKey::parse("whsec_KioqKioqKioqKioqKioqKioqKioqKioqKioqKio=").expect("key"),
     );
+    // Push notifications go to a receiver of the test's own, on loopback.
+    config.webhooks.egress = loopback_egress();
+    let sink = WebhookSink::start().await;
     let root = TestApp::spawn_with(pool.clone(), config.clone()).await.as_key(Some(ROOT_KEY));
     let _workers = start_workers(&pool, &config, fast_settings(2, Duration::from_secs(5)));
     let key = tenant_key(&root, "team-a", &["read", "kickoff", "manage", "approve"]).await;
@@ -143,14 +146,12 @@ async fn the_sdk_sends_streams_gets_lists_and_cancels_tasks(pool: PgPool) {
     let slow = pending["task"]["id"].as_str().expect("id").to_owned();
     crate::worker::wait_requests(&fake, 3).await;
     // A push config on it: a webhook of the run, signed.
-    let pushed = last(&card, Some(&key), &["push-set", &slow, "https://93.184.215.14/a2a"]).await;
+    let push_url = sink.url("/a2a");
+    let pushed = last(&card, Some(&key), &["push-set", &slow, &push_url]).await;
     let config_id = pushed["config"]["id"].as_str().unwrap_or_else(|| panic!("{pushed}")).to_owned();
     let hooks = expect_json(a.get(&format!("/v1/webhooks?run_id={slow}")).await, StatusCode::OK).await;
-    assert!(hooks.to_string().contains("https://93.184.215.14/a2a"), "{hooks}");
-    assert_eq!(
-        last(&card, Some(&key), &["push-get", &slow, &config_id]).await["config"]["url"],
-        "https://93.184.215.14/a2a"
-    );
+    assert!(hooks.to_string().contains(&push_url), "{hooks}");
+    assert_eq!(last(&card, Some(&key), &["push-get", &slow, &config_id]).await["config"]["url"], push_url);
     assert_eq!(
         last(&card, Some(&key), &["push-list", &slow]).await["configs"].as_array().map(Vec::len),
         Some(1)
@@ -283,7 +284,7 @@ async fn malformed_requests_get_the_protocols_errors(pool: PgPool) {
     assert_eq!(code(answer(rpc(no_parts).await.expect("POST")).await), Some(-32602));
     let no_inputs = r#"{"jsonrpc":"2.0","id":"1","method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"data":{"other":1}}]}}}"#;
     assert_eq!(code(answer(rpc(no_inputs).await.expect("POST")).await), Some(-32602));
-    let file = r#"{"jsonrpc":"2.0","id":"1","method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"url":"https://x/y.png"}]}}}"#;
+    let file = r#"{"jsonrpc":"2.0","id":"1","method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"url":"http://127.0.0.1:9/y.png"}]}}}"#;
     assert_eq!(code(answer(rpc(file).await.expect("POST")).await), Some(-32005));
     assert_eq!(
         code(
