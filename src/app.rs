@@ -306,6 +306,8 @@ impl App {
             let settings = crate::retention::RetentionSettings::keeping(keep);
             tokio::spawn(crate::retention::run(store.clone(), settings, metrics.clone(), shutdown.clone()))
         });
+        // The keys this replica's open streams were opened with, checked once a second.
+        let key_checker = api.as_ref().map(|state| tokio::spawn(state.services.check_keys(shutdown.clone())));
         let served = match (api, listener) {
             (Some(state), Some(listener)) => serve_api(listener, state, &config, shutdown.clone()).await,
             (Some(_), None) => Err(ServeError::Setup("the API needs a listener".into())),
@@ -330,6 +332,9 @@ impl App {
         }
         if let Some(scheduler) = scheduler {
             let _ = scheduler.await;
+        }
+        if let Some(key_checker) = key_checker {
+            let _ = key_checker.await;
         }
         served
     }

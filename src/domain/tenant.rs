@@ -123,6 +123,38 @@ impl Caller {
     }
 }
 
+/// Why a stored key no longer stands for its caller: what a stream opened with it says as it
+/// closes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum KeyEnd {
+    /// The key was revoked (`DELETE /v1/keys/{id}`).
+    KeyRevoked,
+    /// The key's `expires_at` passed.
+    KeyExpired,
+    /// The key's tenant no longer exists.
+    TenantDeleted,
+}
+
+impl KeyEnd {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            KeyEnd::KeyRevoked => "key_revoked",
+            KeyEnd::KeyExpired => "key_expired",
+            KeyEnd::TenantDeleted => "tenant_deleted",
+        }
+    }
+
+    /// The sentence a closing stream says it with.
+    pub fn detail(self) -> &'static str {
+        match self {
+            KeyEnd::KeyRevoked => "the API key this stream was opened with was revoked",
+            KeyEnd::KeyExpired => "the API key this stream was opened with has expired",
+            KeyEnd::TenantDeleted => "the tenant of the API key this stream was opened with was deleted",
+        }
+    }
+}
+
 /// A tenant's quotas; `null` is no limit.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Quotas {

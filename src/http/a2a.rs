@@ -171,7 +171,8 @@ pub async fn crew_card(
 ///
 /// `SendMessage`, `SendStreamingMessage`, `GetTask`, `ListTasks`, `CancelTask`,
 /// `SubscribeToTask` and the push notification config methods; errors are JSON-RPC errors with
-/// HTTP 200, as A2A clients read them. See docs/guides/protocols.md.
+/// HTTP 200, as A2A clients read them (a stream whose key ends: -32050 with `data.reason`). See
+/// docs/guides/protocols.md.
 #[utoipa::path(
     post, path = "/a2a/{name}", tag = "protocols",
     params(("name" = String, Path, description = "Crew name")),
@@ -630,7 +631,7 @@ impl A2a {
 
     /// Follow run `id` after `after` until it ends or needs input; the run then.
     async fn settle(&self, id: RunId, after: i64) -> Result<Run, RpcError> {
-        let mut follow = Follow::new(&self.state, id, after);
+        let mut follow = Follow::new(&self.state, &self.caller, id, after);
         loop {
             match follow.next().await {
                 Step::Event(envelope) => {
@@ -643,6 +644,7 @@ impl A2a {
                 }
                 Step::Delta(_) => {}
                 Step::End => break,
+                Step::KeyEnded(why) => return Err(RpcError::key_ended(why)),
             }
         }
         self.state.services.run(&self.caller, id).await.map_err(|e| service_error(&e))
@@ -945,13 +947,18 @@ impl Streamer {
         if settled(self.run.status) {
             return;
         }
-        let mut follow = Follow::new(&self.a2a.state, self.run.id, after);
+        let mut follow = Follow::new(&self.a2a.state, &self.a2a.caller, self.run.id, after);
         let context = A2a::context_of(&self.run);
         loop {
             let envelope = match follow.next().await {
                 Step::Event(envelope) => envelope,
                 Step::Delta(_) => continue,
                 Step::End => return,
+                Step::KeyEnded(why) => {
+                    let message = jsonrpc::failure(&self.a2a.id, &RpcError::key_ended(why));
+                    let _ = self.sender.send(SseEvent::default().data(message.to_string())).await;
+                    return;
+                }
             };
             let event = &envelope.event;
             let task = event.task.as_deref().unwrap_or_default();

@@ -108,7 +108,9 @@ pub struct AgUiEvent {
 ///
 /// The answer is `text/event-stream`: one AG-UI event per message. Refusals before the stream
 /// opens are problems (404 unknown or unpublished crew, 409 a thread busy with another run,
-/// 422 bad input or a resume naming no open interrupt).
+/// 422 bad input or a resume naming no open interrupt). A stream whose key is revoked, expires or
+/// loses its tenant ends with `RUN_ERROR` whose `code` says which (`key_revoked`, `key_expired`,
+/// `tenant_deleted`); the run goes on.
 #[utoipa::path(
     post, path = "/ag-ui/crews/{name}", tag = "protocols",
     params(("name" = String, Path, description = "Crew name", min_length = 1, max_length = 100, pattern = "^[A-Za-z0-9._-]*[A-Za-z0-9_-][A-Za-z0-9._-]*$")),
@@ -143,7 +145,7 @@ pub async fn run_agent(
             ));
         }
         let (run, after, task) = answer_interrupts(&state, &caller, thread, entries).await?;
-        return Ok(stream(state, ids, run, after, task));
+        return Ok(stream(state, caller, ids, run, after, task));
     }
     let inputs = inputs_of(&input, &crew.spec)?;
     let key = follow::request_key("ag-ui", &format!("{}\n{}", input.thread_id, input.run_id));
@@ -162,7 +164,7 @@ pub async fn run_agent(
         trace: crate::telemetry::kickoff_trace(&headers),
     };
     let run = kickoff.start(&state, &caller).await?;
-    Ok(stream(state, ids, run.id, 0, None))
+    Ok(stream(state, caller, ids, run.id, 0, None))
 }
 
 fn invalid(field: &str, message: impl Into<String>) -> ApiError {
@@ -301,11 +303,18 @@ struct RunIds {
     run: String,
 }
 
-fn stream(state: AppState, ids: RunIds, run: RunId, after: i64, task: Option<String>) -> Response {
+fn stream(
+    state: AppState,
+    caller: Caller,
+    ids: RunIds,
+    run: RunId,
+    after: i64,
+    task: Option<String>,
+) -> Response {
     let (sender, receiver) = follow::sse_channel();
     let mapper =
         Mapper { ids, run, sender, step: None, text: None, texts_in_step: false, outputs: Map::new() };
-    tokio::spawn(mapper.run(state, after, task));
+    tokio::spawn(mapper.run(state, caller, after, task));
     follow::sse_response(receiver).into_response()
 }
 
@@ -329,7 +338,7 @@ enum Flow {
 }
 
 impl Mapper {
-    async fn run(mut self, state: AppState, after: i64, task: Option<String>) {
+    async fn run(mut self, state: AppState, caller: Caller, after: i64, task: Option<String>) {
         let started = json!({"type": "RUN_STARTED", "threadId": self.ids.thread, "runId": self.ids.run});
         if let Flow::Done = self.send(started).await {
             return;
@@ -339,7 +348,7 @@ impl Mapper {
                 return;
             }
         }
-        let mut follow = Follow::new(&state, self.run, after);
+        let mut follow = Follow::new(&state, &caller, self.run, after);
         loop {
             let flow = match follow.next().await {
                 Step::Event(envelope) => self.event(&state, &envelope).await,
@@ -347,6 +356,12 @@ impl Mapper {
                 Step::End => {
                     // Shutting down: the client may send the same input again, to another replica.
                     let error = json!({"type": "RUN_ERROR", "message": "the server is shutting down: send the same input again to follow the run", "code": "unavailable"});
+                    self.send(error).await;
+                    Flow::Done
+                }
+                Step::KeyEnded(why) => {
+                    // The run goes on; this client may follow it no longer (`code` says why).
+                    let error = json!({"type": "RUN_ERROR", "message": why.detail(), "code": why.as_str()});
                     self.send(error).await;
                     Flow::Done
                 }

@@ -21,10 +21,11 @@ use super::extract::{ApiPath, ApiQuery};
 use super::runs::bounded;
 use super::wire::RunBody;
 use super::AppState;
-use crate::domain::{Event, RunId};
+use crate::domain::{Event, KeyEnd, RunId};
 use crate::events::deltas::LLM_DELTA;
 use crate::events::stream::{firehose, run_stream, FirehoseFilter, FrameStream};
 use crate::events::wait_for_run;
+use crate::service::WatchedKey;
 
 const DEFAULT_EVENTS: i64 = 100;
 const MAX_EVENTS: i64 = 1_000;
@@ -63,6 +64,8 @@ pub struct EventList {
 ///
 /// The stream replays the events after `Last-Event-ID` (or `?after=`), then follows the run live,
 /// and ends after its terminal event; `id:` is the `seq`, `event:` the type, `data:` the envelope.
+/// When the stored key it was opened with is revoked, expires or loses its tenant, it ends within
+/// about a second with `event: stream.closed` (`data:` a `StreamClosed`) and nothing after it.
 /// A streaming run (`"stream": true`) also sends `event: llm.delta` messages live, without an
 /// `id:` (never journaled): `data:` is `{"run_id", "type": "llm.delta", "at", "task", "agent",
 /// "data": {"iteration", "attempt", "text"}}`.
@@ -95,7 +98,8 @@ pub async fn run_events(
             return Ok(StatusCode::NO_CONTENT.into_response());
         }
         let frames = run_stream(state.store.clone(), &state.bus, id, after);
-        return Ok(sse(frames, state.shutdown.clone()).into_response());
+        let key = state.services.watch_key(&caller);
+        return Ok(sse(frames, key, state.shutdown.clone()).into_response());
     }
     let limit = bounded(query.limit, DEFAULT_EVENTS, MAX_EVENTS, "limit")?;
     let events = state.services.events(&caller, id, after, limit).await?;
@@ -119,7 +123,13 @@ impl utoipa::PartialSchema for SseMessage {
                 "id",
                 field(Type::String, "The run's `seq` (a run's stream) or the global event id (the firehose)"),
             )
-            .property("event", field(Type::String, "The event type, e.g. `run.completed`"))
+            .property(
+                "event",
+                field(
+                    Type::String,
+                    "The event type, e.g. `run.completed`; `llm.delta` for live reply text; `stream.closed` (data: `StreamClosed`) for the last message of a stream whose key ended",
+                ),
+            )
             .property("data", field(Type::String, "The event envelope (`Event`) as JSON"))
             .property(
                 "retry",
@@ -131,6 +141,30 @@ impl utoipa::PartialSchema for SseMessage {
 }
 
 impl ToSchema for SseMessage {}
+
+/// The SSE `event:` of the message that ends a stream whose key ended.
+pub const STREAM_CLOSED: &str = "stream.closed";
+
+/// The `data:` of a `stream.closed` message: the last message of an event stream whose key was
+/// revoked, expired or lost its tenant (sent without an `id:`, so `Last-Event-ID` keeps naming the
+/// last event delivered). A reconnect with the same key is refused (401).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct StreamClosed {
+    /// `stream.closed`.
+    #[serde(rename = "type")]
+    #[schema(example = "stream.closed")]
+    pub kind: &'static str,
+    pub reason: KeyEnd,
+    /// What happened, in a sentence.
+    pub detail: &'static str,
+}
+
+/// The message that ends a stream whose key ended.
+fn stream_closed(why: KeyEnd) -> SseEvent {
+    let data = StreamClosed { kind: STREAM_CLOSED, reason: why, detail: why.detail() };
+    let json = serde_json::to_string(&data).unwrap_or_else(|_| format!(r#"{{"reason":"{}"}}"#, why.as_str()));
+    SseEvent::default().event(STREAM_CLOSED).data(json)
+}
 
 /// Query of `GET /v1/events`.
 #[derive(Debug, Deserialize, IntoParams)]
@@ -155,7 +189,8 @@ pub struct FirehoseQuery {
 /// Every run's events, live (server-sent events); `id:` is the global event id.
 ///
 /// Replays from after `Last-Event-ID` (or `?after=`; by default from the start of the log, or with
-/// `from_now=true` from its end), then follows every run live.
+/// `from_now=true` from its end), then follows every run live. Ends with `event: stream.closed`
+/// when its key ends, as a run's stream does.
 #[utoipa::path(
     get, path = "/events", tag = "events",
     params(FirehoseQuery, ("Last-Event-ID" = Option<i64>, Header, description = "Resume after this global id", minimum = 0, nullable = false)),
@@ -176,8 +211,9 @@ pub async fn all_events(
     let from_end = query.from_now == Some(true) && !resuming;
     // A tenant's key sees its own runs' events; an admin's, every tenant's.
     let filter = FirehoseFilter { crew: query.crew, tenant: caller.visible_tenant().map(str::to_owned) };
+    let key = state.services.watch_key(&caller);
     let frames = firehose(state.store.clone(), &state.bus, (!from_end).then_some(after), filter);
-    Ok(sse(frames, state.shutdown.clone()).into_response())
+    Ok(sse(frames, key, state.shutdown.clone()).into_response())
 }
 
 /// Query of `GET /v1/runs/{id}/wait`.
@@ -190,6 +226,9 @@ pub struct WaitQuery {
 }
 
 /// The run once it is terminal or awaiting input, or as it stands when the timeout passes.
+///
+/// A key that is revoked, expires or loses its tenant while it waits is answered 401 within about
+/// a second.
 #[utoipa::path(
     get, path = "/runs/{id}/wait", tag = "runs",
     params(("id" = Uuid, Path, description = "Run id"), WaitQuery),
@@ -212,9 +251,14 @@ pub async fn wait_run(
     }
     let id = RunId(id);
     state.services.visible_run(&caller, id).await?;
-    let run = wait_for_run(&state.store, &state.bus, id, Duration::from_secs(timeout_s))
-        .await
-        .map_err(crate::service::ServiceError::from)?;
+    // A key that ends while it waits is answered as a key that had ended before (401).
+    let mut key = state.services.watch_key(&caller);
+    let run = tokio::select! {
+        biased;
+        _ = key.ended() => return Err(ApiError::Unauthorized),
+        run = wait_for_run(&state.store, &state.bus, id, Duration::from_secs(timeout_s)) => run,
+    }
+    .map_err(crate::service::ServiceError::from)?;
     run.map(|run| Json(run.into())).ok_or_else(|| crate::service::no_run(id).into())
 }
 
@@ -250,23 +294,28 @@ fn wants_event_stream(headers: &HeaderMap) -> bool {
 
 /// A frame stream as server-sent events, with keep-alive comments. At shutdown the stream ends at
 /// once with a `retry:` hint, so an EventSource reconnects (to another replica) soon, resuming
-/// from its `Last-Event-ID`.
+/// from its `Last-Event-ID`. When the key it was opened with ends (revoked, expired, its tenant
+/// deleted) it ends with a `stream.closed` message saying why, and sends nothing after it.
 fn sse(
     frames: FrameStream,
+    key: WatchedKey,
     shutdown: CancellationToken,
 ) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>>> {
-    let events = stream::unfold(Some((frames, shutdown)), |state| async move {
-        let (mut stream, shutdown) = state?;
+    let events = stream::unfold(Some((frames, key, shutdown)), |state| async move {
+        let (mut stream, mut key, shutdown) = state?;
         let frame = tokio::select! {
-            frame = stream.frames.recv() => frame?,
+            // The key first: a frame waiting is not sent once the key has ended.
+            biased;
+            why = key.ended() => return Some((Ok(stream_closed(why)), None)),
             () = shutdown.cancelled() => {
                 let goodbye = SseEvent::default().retry(RECONNECT_AFTER_SHUTDOWN).comment("server shutting down; reconnect");
                 return Some((Ok(goodbye), None));
             }
+            frame = stream.frames.recv() => frame?,
         };
         if let Some(delta) = &frame.delta {
             let message = SseEvent::default().event(LLM_DELTA).data(delta.as_ref());
-            return Some((Ok(message), Some((stream, shutdown))));
+            return Some((Ok(message), Some((stream, key, shutdown))));
         }
         let message = SseEvent::default().id(frame.id.to_string());
         let message = match &frame.event {
@@ -274,7 +323,7 @@ fn sse(
             // A bare position: EventSource keeps the id and dispatches nothing.
             None => message,
         };
-        Some((Ok(message), Some((stream, shutdown))))
+        Some((Ok(message), Some((stream, key, shutdown))))
     });
     Sse::new(events).keep_alive(KeepAlive::new().interval(KEEP_ALIVE).text("keep-alive"))
 }

@@ -14,10 +14,10 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::AppState;
-use crate::domain::{Caller, Run, RunId};
+use crate::domain::{Caller, KeyEnd, Run, RunId};
 use crate::events::stream::{run_stream, FrameStream};
 use crate::events::Envelope;
-use crate::service::{Kicked, ServiceResult};
+use crate::service::{Kicked, ServiceResult, WatchedKey};
 use crate::store::Audit;
 
 /// Comments sent on idle protocol streams so proxies keep them open.
@@ -33,24 +33,33 @@ pub enum Step {
     Delta(Arc<str>),
     /// The stream ended: after the run's terminal event, or the server is shutting down.
     End,
+    /// The caller's key ended (revoked, expired, its tenant deleted): the protocol's stream ends
+    /// with its own error saying so, and sends nothing more.
+    KeyEnded(KeyEnd),
 }
 
-/// A run's events after a position, as a protocol stream consumes them.
+/// A run's events after a position, as a protocol stream consumes them for a caller (whose key
+/// ending ends the following).
 pub struct Follow {
     frames: FrameStream,
+    key: WatchedKey,
     shutdown: CancellationToken,
 }
 
 impl Follow {
-    pub fn new(state: &AppState, run: RunId, after: i64) -> Self {
+    pub fn new(state: &AppState, caller: &Caller, run: RunId, after: i64) -> Self {
+        let key = state.services.watch_key(caller);
         let frames = run_stream(state.store.clone(), &state.bus, run, after);
-        Self { frames, shutdown: state.shutdown.clone() }
+        Self { frames, key, shutdown: state.shutdown.clone() }
     }
 
     pub async fn next(&mut self) -> Step {
         let frame = tokio::select! {
-            frame = self.frames.frames.recv() => frame,
+            // The key first: nothing more is handed on once it has ended.
+            biased;
+            why = self.key.ended() => return Step::KeyEnded(why),
             () = self.shutdown.cancelled() => None,
+            frame = self.frames.frames.recv() => frame,
         };
         match frame {
             Some(frame) => match (frame.event, frame.delta) {

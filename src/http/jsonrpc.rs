@@ -4,6 +4,7 @@
 
 use serde_json::{json, Value};
 
+use crate::domain::KeyEnd;
 use crate::service::ServiceError;
 
 pub const PARSE_ERROR: i64 = -32700;
@@ -11,6 +12,9 @@ pub const INVALID_REQUEST: i64 = -32600;
 pub const METHOD_NOT_FOUND: i64 = -32601;
 pub const INVALID_PARAMS: i64 = -32602;
 pub const INTERNAL_ERROR: i64 = -32603;
+/// This server's code (in JSON-RPC's range for implementations, clear of MCP's and A2A's own) for
+/// a stream whose key ended while it was open: revoked, expired, or its tenant deleted.
+pub const KEY_ENDED: i64 = -32050;
 
 /// A JSON-RPC 2.0 message as a client sends it (the OpenAPI document's view: the methods and
 /// their params are the protocol's).
@@ -76,6 +80,12 @@ impl RpcError {
 
     pub fn invalid_params(message: impl Into<String>) -> Self {
         Self::new(INVALID_PARAMS, message)
+    }
+
+    /// The error a protocol's stream ends with when the caller's key ended: `data.reason` says how
+    /// (`key_revoked`, `key_expired`, `tenant_deleted`).
+    pub fn key_ended(why: KeyEnd) -> Self {
+        Self::new(KEY_ENDED, why.detail()).with_data(json!({"reason": why.as_str()}))
     }
 
     pub fn to_json(&self) -> Value {

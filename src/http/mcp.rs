@@ -89,7 +89,8 @@ impl Era {
 /// Published crews (`publish.mcp`) are its tools: `tools/list`, `tools/call` (answered with an
 /// event stream of progress notifications and the result), `server/discover` and the current
 /// revision's envelope (2026-07-28), or `initialize`, `ping` and `notifications/cancelled` of the
-/// older revisions. See docs/guides/protocols.md.
+/// older revisions. A call's stream whose key is revoked, expires or loses its tenant ends with
+/// a JSON-RPC error -32050 (`data.reason`). See docs/guides/protocols.md.
 #[utoipa::path(
     post, path = "/mcp", tag = "protocols",
     request_body(content = JsonRpcMessage, content_type = "application/json"),
@@ -600,7 +601,7 @@ impl Call {
         if self.era.primes() && sender.send(self.event(last, None)).await.is_err() {
             return;
         }
-        let mut follow = Follow::new(&self.state, self.run, after);
+        let mut follow = Follow::new(&self.state, &self.caller, self.run, after);
         loop {
             let step = tokio::select! {
                 step = follow.next() => step,
@@ -625,6 +626,12 @@ impl Call {
                 }
                 Step::Delta(_) => {}
                 Step::End => return,
+                Step::KeyEnded(why) => {
+                    // The call's answer: an error (the run goes on; the client did not cancel it).
+                    let message = jsonrpc::failure(&self.request, &RpcError::key_ended(why));
+                    let _ = sender.send(self.event(last, Some(message))).await;
+                    return;
+                }
             }
         }
     }

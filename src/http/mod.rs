@@ -53,6 +53,8 @@ pub use state::AppState;
         description = "Runs CrewAI-style crews of LLM agents, durably, on Postgres.\n\nIn request bodies, strings must not contain the NUL character (`\\u0000`: PostgreSQL cannot store it) and integers are written without a fraction (`1`, not `1.0`)."
     ),
     modifiers(&BearerAuth),
+    // Not in any operation's schema: the data of an event stream's `stream.closed` message.
+    components(schemas(events::StreamClosed)),
     security(("bearer" = [])),
     tags(
         (name = "runs", description = "Kickoffs and runs"),

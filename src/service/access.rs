@@ -22,7 +22,7 @@ use uuid::Uuid;
 use super::{invalid, ServiceError, ServiceResult, Services};
 use crate::domain::tenant::check_tenant_name;
 use crate::domain::validate::parse_json;
-use crate::domain::{Caller, FieldError, QuotaPatch, Quotas, Scope, Scopes};
+use crate::domain::{Caller, FieldError, KeyEnd, QuotaPatch, Quotas, Scope, Scopes};
 use crate::store::{
     Audit, AuditFilter, AuditRecord, KeyRecord, NewKey, Outcome, Store, StoreError, TenantLoad, TenantRecord,
 };
@@ -190,11 +190,13 @@ impl Services {
         Ok(self.store.list_keys(caller.visible_tenant()).await?)
     }
 
-    /// Revoke a key (on every replica within [`KEY_CACHE_TTL`]).
+    /// Revoke a key (on every replica within [`KEY_CACHE_TTL`]): its streams here end at once,
+    /// on other replicas at their next check of keys.
     pub async fn revoke_key(&self, caller: &Caller, id: Uuid, audit: &Audit) -> ServiceResult<()> {
         match self.store.revoke_key(id, caller.visible_tenant(), audit).await? {
             true => {
                 self.keys.forget_all();
+                self.key_watch.end(id, KeyEnd::KeyRevoked);
                 Ok(())
             }
             false => Err(ServiceError::NotFound(format!("no key with id {id}"))),

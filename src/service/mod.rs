@@ -8,6 +8,7 @@ mod access;
 mod approval;
 mod crews;
 mod forks;
+mod key_watch;
 mod kickoffs;
 mod knowledge;
 mod memory;
@@ -21,6 +22,7 @@ mod webhooks;
 use std::sync::Arc;
 
 pub use access::{issue_key, CreatedKey, KEY_CACHE_TTL};
+pub use key_watch::{KeyWatch, WatchedKey};
 pub use kickoffs::Kicked;
 pub use knowledge::{Upload, MAX_QUERY_CHARS};
 pub use memory::{DEFAULT_MEMORY_LIMIT, MAX_MEMORY_LIMIT};
@@ -36,7 +38,7 @@ pub use crate::store::{
 };
 
 use crate::domain::schedule::{Clock, SystemClock};
-use crate::domain::{FieldError, ValidationContext};
+use crate::domain::{Caller, FieldError, ValidationContext};
 use crate::knowledge::Knowledge;
 use crate::outbound::egress::EgressPolicy;
 use crate::secrets::Vault;
@@ -56,6 +58,8 @@ pub struct Services {
     keys: Arc<access::KeyCache>,
     /// What this replica knows of tenants' quotas, for a second at a time.
     quotas: Arc<access::QuotaCache>,
+    /// The stored keys this replica's open streams were opened with, checked every second.
+    key_watch: Arc<KeyWatch>,
     /// Searches knowledge bases.
     knowledge: Knowledge,
     /// Where documents posted by URL may be fetched from (the tools' policy).
@@ -76,6 +80,7 @@ impl Services {
         knowledge: Knowledge,
     ) -> Self {
         let (keys, quotas) = (Arc::default(), Arc::default());
+        let key_watch = Arc::new(KeyWatch::new(store.clone()));
         let validation = Arc::new(validation);
         let (clock, schedules_changed) = (Arc::new(SystemClock), Arc::default());
         Self {
@@ -85,6 +90,7 @@ impl Services {
             webhook_settings,
             keys,
             quotas,
+            key_watch,
             knowledge,
             tool_egress,
             clock,
@@ -105,6 +111,22 @@ impl Services {
     /// What time it is for these services.
     pub fn now(&self) -> chrono::DateTime<chrono::Utc> {
         self.clock.now()
+    }
+
+    /// Hold `caller`'s stored key while a stream (or a long poll) of it is open: the hold resolves
+    /// [`WatchedKey::ended`] when the key is revoked, expires or loses its tenant. A caller without
+    /// a stored key holds nothing.
+    pub fn watch_key(&self, caller: &Caller) -> WatchedKey {
+        self.key_watch.watch(caller)
+    }
+
+    /// The checker of the keys open streams hold, to run until `stop` (one per replica that
+    /// serves the API).
+    pub fn check_keys(
+        &self,
+        stop: tokio_util::sync::CancellationToken,
+    ) -> impl std::future::Future<Output = ()> {
+        self.key_watch.clone().run(stop)
     }
 
     /// What crew specs are checked against: built-in tools, configured providers.

@@ -60,7 +60,7 @@ pub use run_journal::RunJournal;
 pub use runs::{Created, IdempotencyKey, RunPage};
 pub use schedules::{DueSchedule, ScheduleFields, SchedulePage, TickAction};
 pub use secrets::{SealedSecret, SecretInfo};
-pub use tenants::{KeyCandidate, KeyRecord, NewKey, TenantLoad, TenantRecord};
+pub use tenants::{KeyCandidate, KeyRecord, KeyStanding, NewKey, TenantLoad, TenantRecord};
 pub use threads::{ThreadDeleted, ThreadKickoff, ThreadPage};
 pub use webhooks::{
     Delivered, Delivery, DeliveryPage, DeliveryTarget, EndpointPatch, FailedAttempt, LeasedQueue,

@@ -81,6 +81,18 @@ pub struct NewKey {
     pub expires_at: Option<DateTime<Utc>>,
 }
 
+/// What the database says now of a key an open stream was opened with (and of its tenant).
+#[derive(Debug, Clone, PartialEq)]
+pub struct KeyStanding {
+    pub id: Uuid,
+    /// The key's row exists (a revoked key keeps its row).
+    pub exists: bool,
+    pub revoked: bool,
+    pub expires_at: Option<DateTime<Utc>>,
+    /// The tenant the key was read with exists.
+    pub tenant_exists: bool,
+}
+
 /// A live key with the prefix a presented key has, for the caller to compare digests.
 #[derive(Debug, Clone)]
 pub struct KeyCandidate {
@@ -317,6 +329,24 @@ impl Store {
             r#"SELECT id, tenant, digest, scopes, expires_at FROM api_keys
                 WHERE prefix = $1 AND revoked_at IS NULL"#,
             prefix
+        )
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    /// How keys stand now (`ids[i]` read with tenant `tenants[i]`), all in one query: one row per
+    /// key asked about, whether or not it still exists.
+    #[tracing::instrument(skip_all, fields(keys = ids.len()), err)]
+    pub async fn key_standings(&self, ids: &[Uuid], tenants: &[String]) -> StoreResult<Vec<KeyStanding>> {
+        Ok(sqlx::query_as!(
+            KeyStanding,
+            r#"SELECT w.id AS "id!", k.id IS NOT NULL AS "exists!", k.revoked_at IS NOT NULL AS "revoked!",
+                      k.expires_at, t.name IS NOT NULL AS "tenant_exists!"
+                 FROM unnest($1::uuid[], $2::text[]) AS w (id, tenant)
+                 LEFT JOIN api_keys AS k ON k.id = w.id
+                 LEFT JOIN tenants AS t ON t.name = w.tenant"#,
+            ids,
+            tenants
         )
         .fetch_all(&self.pool)
         .await?)

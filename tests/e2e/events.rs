@@ -41,7 +41,11 @@ impl SseReader {
         if let Some(id) = last_event_id {
             request = request.header("last-event-id", id);
         }
-        let response = request.send().await.expect("GET");
+        Self::of(request.send().await.expect("GET"))
+    }
+
+    /// Read `response`, which must be a stream (a protocol's answer to a POST, say).
+    pub fn of(response: reqwest::Response) -> Self {
         assert_eq!(response.status(), StatusCode::OK);
         assert!(response.headers()["content-type"].to_str().expect("type").starts_with("text/event-stream"));
         Self { response, buffer: String::new(), partial: Vec::new(), comments: 0, positions: Vec::new() }

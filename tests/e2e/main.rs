@@ -13,6 +13,7 @@ mod fake_llm;
 mod fakes;
 mod forks;
 mod journal;
+mod key_ends;
 mod kickoffs;
 mod knowledge;
 mod local_embeddings;

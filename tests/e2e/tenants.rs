@@ -29,7 +29,7 @@ const NON_ADMIN: [&str; 4] = ["read", "kickoff", "approve", "manage"];
 
 /// A server with an operator key, secrets and webhooks (sent to loopback receivers the tests
 /// own, [`WebhookSink`], and nowhere else), answering for `root`.
-async fn server(pool: PgPool) -> TestApp {
+pub(crate) async fn server(pool: PgPool) -> TestApp {
     let mut config = test_config();
     config.api_keys = ApiKeys::parse(ROOT);
     config.secrets_key = Some(crate::secrets::test_key());
@@ -39,12 +39,12 @@ async fn server(pool: PgPool) -> TestApp {
 }
 
 /// Create tenant `name` (as the operator).
-async fn tenant(root: &TestApp, name: &str) {
+pub(crate) async fn tenant(root: &TestApp, name: &str) {
     expect_json(root.post_json("/v1/tenants", &json!({"name": name})).await, StatusCode::CREATED).await;
 }
 
 /// A new key of `tenant` with `scopes`: (its text, its id).
-async fn key(root: &TestApp, tenant: &str, scopes: &[&str]) -> (String, String) {
+pub(crate) async fn key(root: &TestApp, tenant: &str, scopes: &[&str]) -> (String, String) {
     let body = json!({"tenant": tenant, "name": format!("{tenant} {scopes:?}"), "scopes": scopes});
     let created = expect_json(root.post_json("/v1/keys", &body).await, StatusCode::CREATED).await;
     let text = created["key"].as_str().expect("key").to_owned();
