@@ -25,7 +25,7 @@ pub struct AuditQuery {
     /// Only this tenant's records (an admin's filter; other keys see their own tenant's only).
     #[param(nullable = false)]
     pub tenant: Option<String>,
-    /// Only this action (`secret.put`, `run.cancel`, `key.delete`...).
+    /// Only this action (`secret.put`, `run.cancel`, `key.revoke`...).
     #[param(nullable = false)]
     pub action: Option<String>,
     /// Only this outcome.

@@ -144,7 +144,7 @@ async fn record_refusal(state: &AppState, audit: &Audit, outcome: Outcome) {
 }
 
 /// The audit action of an operation that changes something (`secret.put`, `run.cancel`,
-/// `key.delete`...): the resource kind, then the operation's own last path segment or what its
+/// `key.revoke`...): the resource kind, then the operation's own last path segment or what its
 /// method does. Reads are not audited, nor kickoffs (a run is its own record).
 pub fn audited_action(method: &Method, path: &str) -> Option<String> {
     if [Method::GET, Method::HEAD, Method::OPTIONS].contains(method) {
@@ -166,6 +166,8 @@ pub fn audited_action(method: &Method, path: &str) -> Option<String> {
     };
     let verb = match segments.last() {
         Some(last) if segments.len() > 1 && !last.starts_with('{') => (*last).to_owned(),
+        // A key is never deleted: DELETE revokes it (its row stays, for the audit).
+        _ if kind == "key" && *method == Method::DELETE => "revoke".to_owned(),
         _ => match *method {
             Method::POST => "create".to_owned(),
             Method::PUT => "put".to_owned(),
@@ -286,7 +288,7 @@ mod tests {
             action(Method::DELETE, "/v1/knowledge/{name}/documents/{id}").as_deref(),
             Some("document.delete")
         );
-        assert_eq!(action(Method::DELETE, "/v1/keys/{id}").as_deref(), Some("key.delete"));
+        assert_eq!(action(Method::DELETE, "/v1/keys/{id}").as_deref(), Some("key.revoke"));
         assert_eq!(action(Method::PATCH, "/v1/tenants/{name}").as_deref(), Some("tenant.update"));
         assert_eq!(action(Method::POST, "/v1/runs/{id}/cancel").as_deref(), Some("run.cancel"));
         assert_eq!(

@@ -152,7 +152,7 @@ async fn a_revoked_or_expired_key_ends_its_event_streams_saying_why(pool: PgPool
     assert_eq!(&next.data["run_id"], &third["id"]);
 
     // The revocation is audited (in its own transaction): by the operator, of A, for team-a.
-    let audit = expect_json(first.get("/v1/audit?action=key.delete").await, StatusCode::OK).await;
+    let audit = expect_json(first.get("/v1/audit?action=key.revoke").await, StatusCode::OK).await;
     let records = audit["entries"].as_array().expect("entries");
     assert_eq!(records.len(), 1, "{audit}");
     let record = &records[0];
