@@ -324,6 +324,8 @@ async fn migrate(args: ServeArgs) -> Result<(), BoxError> {
 /// `agentd keys create`: a key straight into the database, printed once on stdout.
 async fn create_key(args: KeysCreateArgs) -> Result<(), BoxError> {
     crate::domain::tenant::check_tenant_name(&args.tenant)?;
+    crate::domain::field::check_text("--name", &args.name, crate::domain::field::TextKind::Line)
+        .map_err(|error| format!("{} {}", error.field, error.message))?;
     let loaded = args.serve.load()?;
     let Some(url) = loaded.settings.database_url.clone() else {
         return Err(

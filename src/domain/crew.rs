@@ -26,7 +26,11 @@ pub struct CrewSpec {
     /// protocols publish it with (the MCP tool's, the A2A agent card's). Absent: one made from
     /// its tasks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(min_length = 1, max_length = 2000, pattern = "\\S")]
+    #[schema(
+        min_length = 1,
+        max_length = 2000,
+        pattern = r"^[^\x00-\x08\x0B-\x1F\x7F-\x9F]*[^\s\x00-\x1F\x7F-\x9F][^\x00-\x08\x0B-\x1F\x7F-\x9F]*$"
+    )]
     pub description: Option<String>,
     #[serde(default)]
     pub process: Process,
@@ -160,13 +164,23 @@ pub enum Process {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AgentSpec {
-    #[schema(min_length = 1, max_length = 100, pattern = "\\S")]
+    #[schema(
+        min_length = 1,
+        max_length = 100,
+        pattern = r"^[^\x00-\x1F\x7F-\x9F]*[^\s\x00-\x1F\x7F-\x9F][^\x00-\x1F\x7F-\x9F]*$"
+    )]
     pub name: String,
-    #[schema(pattern = "\\S")]
+    #[schema(
+        pattern = r"^[^\x00-\x08\x0B-\x1F\x7F-\x9F]*[^\s\x00-\x1F\x7F-\x9F][^\x00-\x08\x0B-\x1F\x7F-\x9F]*$"
+    )]
     pub role: String,
-    #[schema(pattern = "\\S")]
+    #[schema(
+        pattern = r"^[^\x00-\x08\x0B-\x1F\x7F-\x9F]*[^\s\x00-\x1F\x7F-\x9F][^\x00-\x08\x0B-\x1F\x7F-\x9F]*$"
+    )]
     pub goal: String,
-    #[schema(pattern = "\\S")]
+    #[schema(
+        pattern = r"^[^\x00-\x08\x0B-\x1F\x7F-\x9F]*[^\s\x00-\x1F\x7F-\x9F][^\x00-\x08\x0B-\x1F\x7F-\x9F]*$"
+    )]
     pub backstory: String,
     /// The model; the server's default model when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -316,11 +330,19 @@ pub enum ToolCalling {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TaskSpec {
-    #[schema(min_length = 1, max_length = 100, pattern = "\\S")]
+    #[schema(
+        min_length = 1,
+        max_length = 100,
+        pattern = r"^[^\x00-\x1F\x7F-\x9F]*[^\s\x00-\x1F\x7F-\x9F][^\x00-\x1F\x7F-\x9F]*$"
+    )]
     pub name: String,
-    #[schema(pattern = "\\S")]
+    #[schema(
+        pattern = r"^[^\x00-\x08\x0B-\x1F\x7F-\x9F]*[^\s\x00-\x1F\x7F-\x9F][^\x00-\x08\x0B-\x1F\x7F-\x9F]*$"
+    )]
     pub description: String,
-    #[schema(pattern = "\\S")]
+    #[schema(
+        pattern = r"^[^\x00-\x08\x0B-\x1F\x7F-\x9F]*[^\s\x00-\x1F\x7F-\x9F][^\x00-\x08\x0B-\x1F\x7F-\x9F]*$"
+    )]
     pub expected_output: String,
     /// The agent's name; optional only in the hierarchical process.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -351,7 +373,9 @@ pub struct TaskSpec {
     pub step_timeout_s: Option<u32>,
     /// A sentence the answer must satisfy, checked by the model (JSON shape: `output_schema`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(pattern = "\\S")]
+    #[schema(
+        pattern = r"^[^\x00-\x08\x0B-\x1F\x7F-\x9F]*[^\s\x00-\x1F\x7F-\x9F][^\x00-\x08\x0B-\x1F\x7F-\x9F]*$"
+    )]
     pub guardrail: Option<String>,
     /// Redos a failed guardrail allows (default 3).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -367,7 +391,9 @@ pub struct ToolSpec {
     /// built-in tool's name.
     #[schema(pattern = "^[A-Za-z0-9_-]{1,64}$")]
     pub name: String,
-    #[schema(pattern = "\\S")]
+    #[schema(
+        pattern = r"^[^\x00-\x08\x0B-\x1F\x7F-\x9F]*[^\s\x00-\x1F\x7F-\x9F][^\x00-\x08\x0B-\x1F\x7F-\x9F]*$"
+    )]
     pub description: String,
     /// JSON schema of the arguments (`"type": "object"`; 2020-12 unless `$schema` says
     /// otherwise; `$ref`s resolve inside it only).

@@ -222,6 +222,7 @@ pub fn prepare_batch(
             webhooks: Vec::new(),
             trace: None,
             thread: None,
+            max_queued: None,
         })
         .collect();
     Ok(runs)
@@ -322,6 +323,11 @@ pub struct NewRun {
     pub trace: Option<crate::domain::RunTrace>,
     /// The thread it joins.
     pub thread: Option<super::thread::ThreadJoin>,
+    /// Its tenant's `max_queued`, when the tenant has one (set when the run is admitted): the
+    /// transaction that stores the run takes the tenant's queue lock, counts the tenant's queued
+    /// runs and refuses the run past this, so concurrent kickoffs on any replica keep the limit.
+    /// `None`: no lock, no count.
+    pub max_queued: Option<u32>,
 }
 
 impl NewRun {
@@ -402,6 +408,7 @@ pub fn prepare_run(
             webhooks: Vec::new(),
             trace: None,
             thread: None,
+            max_queued: None,
         })
     } else {
         Err(errors)

@@ -7,6 +7,8 @@
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use super::field::{is_refused_char, TextKind};
+
 /// Memories a task's prompt receives when the crew does not say, and at most.
 pub const DEFAULT_MEMORY_K: u32 = 5;
 pub const MAX_MEMORY_K: u32 = 50;
@@ -14,7 +16,7 @@ pub const MAX_MEMORY_K: u32 = 50;
 pub const MAX_SCOPE_CHARS: usize = 256;
 /// [`check_scope`]'s rule as a JSON Schema `pattern`: no control character, one at least that
 /// is not white space.
-pub const SCOPE_PATTERN: &str = r"^[^\x00-\x1F\x7F-\x9F]*[^\s\x00-\x1F\x7F-\x9F][^\x00-\x1F\x7F-\x9F]*$";
+pub const SCOPE_PATTERN: &str = super::field::LINE_NOT_BLANK_PATTERN;
 /// Longest memory item, in bytes: a task's answer is cut to fit.
 pub const MAX_MEMORY_BYTES: usize = 4096;
 /// Facts and entities one extraction saves at most.
@@ -63,7 +65,8 @@ impl MemorySpec {
 /// An embedding model's name is `<provider>/<model>`, at most 200 bytes.
 pub fn check_embedding(embedding: &str) -> Result<(), String> {
     let parts = embedding.split_once('/').filter(|(p, m)| !p.is_empty() && !m.trim().is_empty());
-    if parts.is_none() || embedding.len() > 200 || embedding.chars().any(char::is_control) {
+    let controls = embedding.chars().any(|c| is_refused_char(c, TextKind::Line));
+    if parts.is_none() || embedding.len() > 200 || controls {
         return Err("must be '<provider>/<model>' (at most 200 bytes)".to_owned());
     }
     Ok(())
@@ -78,7 +81,7 @@ pub fn check_scope(scope: &str) -> Result<(), String> {
     if scope.chars().count() > MAX_SCOPE_CHARS {
         return Err(format!("must be at most {MAX_SCOPE_CHARS} characters"));
     }
-    if scope.chars().any(char::is_control) {
+    if scope.chars().any(|c| is_refused_char(c, TextKind::Line)) {
         return Err("must not contain control characters".to_owned());
     }
     Ok(())

@@ -27,5 +27,5 @@ pub use limits::{CrewLimits, RunLimits};
 pub use run::{
     ErrorKind, Run, RunError, RunStatus, RunTrace, TaskOutput, TaskRun, TaskStatus, Usage, UsageLine,
 };
-pub use tenant::{Caller, KeyEnd, QuotaPatch, Quotas, Scope, Scopes, DEFAULT_TENANT};
+pub use tenant::{Caller, KeyEnd, QueueFull, QuotaPatch, Quotas, Scope, Scopes, DEFAULT_TENANT};
 pub use validate::{FieldError, ValidationContext};

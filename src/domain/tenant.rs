@@ -185,6 +185,20 @@ impl Quotas {
     }
 }
 
+/// A kickoff refused by its tenant's `max_queued`: the tenant's queued (and waiting) runs when it
+/// was counted, under the tenant's lock, in the transaction that would have stored it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "tenant '{tenant}' has {queued} runs queued and may queue {max} (max_queued); {adding} more would exceed it"
+)]
+pub struct QueueFull {
+    pub tenant: String,
+    pub queued: i64,
+    pub max: u32,
+    /// The runs the kickoff would have queued.
+    pub adding: usize,
+}
+
 /// The largest `max_running` and `max_queued` (the database keeps them as `integer`).
 pub const MAX_COUNT: u32 = i32::MAX as u32;
 /// The largest `max_tokens_per_day` (the database keeps it as `bigint`).

@@ -9,7 +9,7 @@ use super::crew::{
     AgentSpec, CrewSpec, LlmSpec, McpServerSpec, McpToolRef, Process, TaskSpec, ToolSpec, ValueSource,
     MCP_SEPARATOR,
 };
-pub use super::field::{parse_json, FieldError};
+pub use super::field::{check_text, parse_json, FieldError, TextKind};
 use super::interpolate::required_inputs;
 use super::limits::CrewLimits;
 use super::schema::{check_schema, schema_type};
@@ -211,6 +211,8 @@ impl Validator<'_> {
                 self.error("description", "must not be blank");
             } else if description.chars().count() > MAX_DESCRIPTION_CHARS {
                 self.error("description", format!("must be at most {MAX_DESCRIPTION_CHARS} characters"));
+            } else if let Err(error) = check_text("description", description, TextKind::Lines) {
+                self.errors.push(error);
             }
         }
         let Some(schema) = &crew.inputs_schema else { return };
@@ -346,17 +348,23 @@ impl Validator<'_> {
         }
     }
 
+    /// An agent's or a task's name: one line, not blank.
     fn name(&mut self, name: &str, path: &str) {
         if name.trim().is_empty() {
             self.error(path, "must not be empty");
         } else if name.len() > MAX_NAME_LEN {
             self.error(path, format!("must be at most {MAX_NAME_LEN} characters"));
+        } else if let Err(error) = check_text(path, name, TextKind::Line) {
+            self.errors.push(error);
         }
     }
 
+    /// A prompt's text or a description: lines, not blank.
     fn text(&mut self, text: &str, path: &str) {
         if text.trim().is_empty() {
             self.error(path, "must not be empty");
+        } else if let Err(error) = check_text(path, text, TextKind::Lines) {
+            self.errors.push(error);
         }
     }
 
@@ -564,8 +572,8 @@ impl Validator<'_> {
         if task.async_execution && task.human_input {
             self.error(format!("{path}.human_input"), "an async task cannot wait for human input");
         }
-        if task.guardrail.as_deref().is_some_and(|g| g.trim().is_empty()) {
-            self.error(format!("{path}.guardrail"), "must not be empty");
+        if let Some(guardrail) = &task.guardrail {
+            self.text(guardrail, &format!("{path}.guardrail"));
         }
         if task.guardrail_max_retries.is_some_and(|n| n > 10) {
             self.error(format!("{path}.guardrail_max_retries"), "must be at most 10");

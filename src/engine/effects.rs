@@ -633,7 +633,10 @@ fn tool_call_part(call: &crate::llm::ToolCallRequest) -> Value {
 /// A tool call's span (traces on), its arguments captured if the operator opted in.
 fn tool_span(entry: &ToolEntry, call_id: &str, arguments: &Value) -> Option<crate::telemetry::Scope> {
     let (kind, server) = match &entry.runner {
-        Runner::Tool(tool) => tool.kind(),
+        Runner::Tool(tool) => {
+            let (kind, server) = tool.kind();
+            (kind, server.map(|server| (server, tool.mcp_method())))
+        }
         Runner::Delegate(_) => ("delegation", None),
     };
     let call = crate::telemetry::ToolCall {

@@ -2,22 +2,30 @@
 //! tools each offers, discovered when a task first needs the server and journaled with the run
 //! (a resumed run offers exactly what it offered before, without asking again), and the toolbox
 //! entries agents' `<server>__<tool>` and `<server>__*` names become.
+//!
+//! A listing is a tool call of the runtime (`mcp:<server>`, `{"method": "tools/list"}`), run by
+//! the effects layer like every call: a listing that fails (a server the egress guard refuses, one
+//! out of reach) is a failed tool call of the run with the reason, announced as `tool.started`
+//! and `tool.failed`, and the next task that needs the server lists again.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 
 use serde_json::json;
 
+use super::effects::ToolEffect;
 use super::journal::{Snapshot, Step, ToolCallEnd, ToolCallOutcome, ToolCallStart};
 use super::toolbox::ToolEntry;
 use super::{Context, EngineError};
 use crate::domain::crew::{CrewSpec, McpServerSpec, McpToolRef, Process, TaskSpec, MCP_SEPARATOR};
+use crate::domain::event::{ToolFailed, ToolStarted};
 use crate::domain::schema::CompiledSchema;
 use crate::domain::validate::check_tool_name;
+use crate::domain::EventData;
 use crate::metrics::Metrics;
 use crate::tools::http::Outbound;
 use crate::tools::mcp::client::McpClient;
-use crate::tools::mcp::{discover, discovery_key, McpTool, McpToolInfo, UnavailableTool};
+use crate::tools::mcp::{discovery_key, is_discovery_key, McpListing, McpTool, McpToolInfo, UnavailableTool};
 use crate::tools::secrets::SecretSource;
 use crate::tools::{Tool, ToolInfo};
 
@@ -40,6 +48,8 @@ struct Discovered {
 pub(super) struct McpRun {
     servers: HashMap<String, (McpServerSpec, Arc<McpClient>)>,
     catalog: Mutex<HashMap<String, Listing>>,
+    /// The listings of each server that failed in the run (journaled), to key the next one.
+    failed: Mutex<HashMap<String, u32>>,
     metrics: Arc<Metrics>,
     max_text_bytes: usize,
 }
@@ -55,24 +65,25 @@ impl McpRun {
     ) -> Self {
         let mut servers = HashMap::new();
         let mut catalog = HashMap::new();
+        let mut failed = HashMap::new();
         for spec in &crew.mcp_servers {
             let Ok(url) = reqwest::Url::parse(&spec.url) else { continue };
             let headers = spec.headers.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
             let timeout = std::time::Duration::from_millis(spec.timeout_ms);
             let client = McpClient::new(url, headers, timeout, outbound.clone(), secrets.clone());
             servers.insert(spec.name.clone(), (spec.clone(), Arc::new(client)));
-            let key = discovery_key(&spec.name);
-            let journaled = snapshot.tool_calls.iter().find(|call| call.id == key);
-            if let Some(ToolCallOutcome::Succeeded { result, .. }) =
-                journaled.and_then(|c| c.outcome.as_ref())
-            {
-                if let Ok(tools) = serde_json::from_str::<Vec<McpToolInfo>>(result) {
-                    catalog.insert(spec.name.clone(), Listing::Listed(Arc::new(compiled(tools))));
+            let listings = snapshot.tool_calls.iter().filter(|call| is_discovery_key(&spec.name, &call.id));
+            for outcome in listings.filter_map(|call| call.outcome.as_ref()) {
+                match listed(outcome) {
+                    Some(tools) => {
+                        catalog.insert(spec.name.clone(), Listing::Listed(Arc::new(compiled(tools))));
+                    }
+                    None => *failed.entry(spec.name.clone()).or_default() += 1,
                 }
             }
         }
         let max_text_bytes = outbound.max_response_bytes;
-        Self { servers, catalog: Mutex::new(catalog), metrics, max_text_bytes }
+        Self { servers, catalog: Mutex::new(catalog), failed: Mutex::new(failed), metrics, max_text_bytes }
     }
 
     pub fn is_empty(&self) -> bool {
@@ -98,9 +109,10 @@ impl McpRun {
     }
 
     /// Make sure the tools of `server` are known: from the journal, else by asking the server
-    /// (the list joins `pending`, journaled with the task's next commit). A server out of reach
-    /// leaves its tools unavailable to this task (each call says why) and is asked again by the
-    /// next task.
+    /// through the effects layer (the listing, a tool call `mcp:<server>`, joins `pending`; its
+    /// start may be committed while it goes on, as an idempotent call's). A server out of reach
+    /// leaves a failed call with the reason and its tools unavailable to this task (each call of
+    /// one says why); the next task asks again.
     pub async fn ensure(
         &self,
         ctx: &Context<'_>,
@@ -113,30 +125,55 @@ impl McpRun {
             return Ok(());
         }
         let Some((_, client)) = self.servers.get(server) else { return Ok(()) };
-        let listing = match ctx.guarded(discover(client)).await.ok_or(EngineError::Cancelled)? {
-            Ok(tools) => {
-                let key = discovery_key(server);
-                let result = serde_json::to_string(&tools).unwrap_or_else(|_| "[]".to_owned());
-                pending.tool_starts.push(ToolCallStart {
-                    id: key.clone(),
-                    conversation: format!("mcp:{server}"),
-                    task: task.to_owned(),
-                    agent: agent.to_owned(),
-                    tool: format!("mcp:{server}"),
-                    arguments: json!({"method": "tools/list"}),
-                    approval: None,
-                });
-                let outcome = ToolCallOutcome::Succeeded { result, cached: false };
-                pending.tool_ends.push(ToolCallEnd { id: key, outcome });
-                Listing::Listed(Arc::new(compiled(tools)))
-            }
-            Err(error) => {
-                tracing::warn!(server, %error, "an MCP server's tools could not be listed");
-                Listing::Failed(format!("MCP server '{server}' is unavailable: {error}"))
-            }
+        let attempt = self.failures().get(server).copied().unwrap_or(0) + 1;
+        let call = ListingCall {
+            key: discovery_key(server, attempt),
+            entry: ToolEntry::plain(Arc::new(McpListing::new(server, client.clone())), object_schema()),
+            arguments: json!({"method": "tools/list"}),
+            task,
+            agent,
         };
+        pending.tool_starts.push(call.start());
+        let effect =
+            ToolEffect { entry: &call.entry, arguments: &call.arguments, key: &call.key, id: &call.key };
+        let outcomes = ctx.run_tools(task, &[Some(effect)], pending).await?;
+        let outcome =
+            outcomes.into_iter().flatten().next().map(|(outcome, _)| outcome).unwrap_or_else(|| {
+                ToolCallOutcome::Failed {
+                    error: format!("MCP server '{server}' was not asked for its tools"),
+                }
+            });
+        let listing = match listed(&outcome) {
+            Some(tools) => Listing::Listed(Arc::new(compiled(tools))),
+            None => self.failed_listing(server, &call, &outcome, pending),
+        };
+        pending.tool_ends.push(ToolCallEnd { id: call.key, outcome });
         self.catalog.lock().unwrap_or_else(|p| p.into_inner()).insert(server.to_owned(), listing);
         Ok(())
+    }
+
+    /// A listing of `server` that gave no tools: counted (the next one has the next key), logged
+    /// and announced; the tools are unavailable, each call of one saying why.
+    fn failed_listing(
+        &self,
+        server: &str,
+        call: &ListingCall<'_>,
+        outcome: &ToolCallOutcome,
+        pending: &mut Step,
+    ) -> Listing {
+        let error = match outcome {
+            ToolCallOutcome::Failed { error } => error.clone(),
+            ToolCallOutcome::Succeeded { .. } => format!("MCP server '{server}' listed unreadable tools"),
+        };
+        tracing::warn!(server, %error, "an MCP server's tools could not be listed");
+        *self.failures().entry(server.to_owned()).or_default() += 1;
+        call.announce_failure(pending, &error);
+        Listing::Failed(error)
+    }
+
+    /// The listings of each server that gave no tools.
+    fn failures(&self) -> std::sync::MutexGuard<'_, HashMap<String, u32>> {
+        self.failed.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// The entries an agent's tool name stands for, if it names MCP tools: one tool, or all the
@@ -184,6 +221,47 @@ impl McpRun {
             McpTool::new(info, &spec.name, remote, client.clone(), self.metrics.clone(), self.max_text_bytes);
         let requires_approval = spec.requires_approval.iter().any(|t| t == remote);
         ToolEntry { requires_approval, ..ToolEntry::plain(Arc::new(tool), found.schema.clone()) }
+    }
+}
+
+/// The tools a journaled listing holds; `None` for one that failed.
+fn listed(outcome: &ToolCallOutcome) -> Option<Vec<McpToolInfo>> {
+    match outcome {
+        ToolCallOutcome::Succeeded { result, .. } => serde_json::from_str(result).ok(),
+        ToolCallOutcome::Failed { .. } => None,
+    }
+}
+
+/// One listing of a server's tools, as a tool call of the task that needs the server.
+struct ListingCall<'a> {
+    key: String,
+    entry: ToolEntry,
+    arguments: serde_json::Value,
+    task: &'a str,
+    agent: &'a str,
+}
+
+impl ListingCall<'_> {
+    fn start(&self) -> ToolCallStart {
+        ToolCallStart {
+            id: self.key.clone(),
+            conversation: self.entry.name().to_owned(),
+            task: self.task.to_owned(),
+            agent: self.agent.to_owned(),
+            tool: self.entry.name().to_owned(),
+            arguments: self.arguments.clone(),
+            approval: None,
+        }
+    }
+
+    /// `tool.started` and `tool.failed` for a listing that failed (in the step that journals it).
+    fn announce_failure(&self, pending: &mut Step, error: &str) {
+        let (id, tool) = (self.key.clone(), self.entry.name().to_owned());
+        let arguments = self.arguments.clone();
+        let started = ToolStarted { tool_call_id: id.clone(), tool: tool.clone(), arguments };
+        pending.event(Some(self.task), Some(self.agent), EventData::ToolStarted(started));
+        let failed = ToolFailed { tool_call_id: id, tool, error: error.to_owned() };
+        pending.event(Some(self.task), Some(self.agent), EventData::ToolFailed(failed));
     }
 }
 

@@ -19,7 +19,8 @@
 //! once by `runtime` and handed to the turns by `assemble`; `knowledge` gives a task's prompt what
 //! its crew's knowledge bases hold (through the [`knowledge::KnowledgeSource`] the composition
 //! root hands in) and makes the `search_knowledge` tool; `memory` recalls a crew's memories into a
-//! task's prompt (through the [`memory::MemorySource`]) and saves what a completed task leaves.
+//! task's prompt (through the [`memory::MemorySource`]) and saves what a completed task leaves;
+//! `mcp` lists a crew's MCP servers' tools (a call of the effects layer) and makes their entries.
 //! `keys`, `prompts`, `react`, `repair` and `toolbox` are leaves.
 
 mod agent;

@@ -535,10 +535,12 @@ impl A2a {
             }
         }
         let context = context.map_or_else(|| Uuid::now_v7().to_string(), str::to_owned);
-        let thread = follow::protocol_thread(&self.state, &self.caller, "a2a", &context)
+        let thread = self
+            .state
+            .services
+            .protocol_thread(&self.caller, Protocol::A2a, &context)
             .await
-            .map_err(|e| service_error(&e))?
-            .ok_or_else(|| RpcError::invalid_params("`contextId` names another tenant's conversation"))?;
+            .map_err(|e| service_error(&e))?;
         let mut metadata = Map::from_iter([("a2a_context".to_owned(), json!(context))]);
         if let Some(id) = message.get("messageId") {
             metadata.insert("a2a_message_id".into(), id.clone());

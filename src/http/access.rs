@@ -116,8 +116,13 @@ pub struct NewApiKey {
     /// The tenant the key acts for.
     #[schema(example = "default")]
     tenant: String,
-    /// What the key is for (shown in lists).
-    #[schema(min_length = 1, max_length = 200, example = "billing service")]
+    /// What the key is for (shown in lists): one line, no control characters.
+    #[schema(
+        min_length = 1,
+        max_length = 200,
+        pattern = r"^[^\x00-\x1F\x7F-\x9F]*[^\s\x00-\x1F\x7F-\x9F][^\x00-\x1F\x7F-\x9F]*$",
+        example = "billing service"
+    )]
     name: String,
     /// What the key may do.
     #[schema(min_items = 1)]

@@ -120,6 +120,7 @@ pub struct AgUiEvent {
         (status = 404, description = "No crew of that name is published through AG-UI", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "The thread is busy with another run (or awaits an answer to an interrupt)", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "Invalid input", body = Problem, content_type = "application/problem+json"),
+        (status = 429, description = "A quota of the tenant refuses it (`max_queued`, a daily cap); `Retry-After` says when to try again", body = Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn run_agent(
@@ -132,9 +133,7 @@ pub async fn run_agent(
     let input: RunAgentInput = parse_json(body).map_err(ServiceError::Invalid)?;
     check_ids(&input)?;
     let crew = state.services.published_crew(&caller, &name, Protocol::AgUi).await?;
-    let thread = follow::protocol_thread(&state, &caller, "ag_ui", &input.thread_id)
-        .await?
-        .ok_or_else(|| invalid("threadId", "names another tenant's thread"))?;
+    let thread = state.services.protocol_thread(&caller, Protocol::AgUi, &input.thread_id).await?;
     let ids = RunIds { thread: input.thread_id.clone(), run: input.run_id.clone() };
     let resuming = input.resume.as_ref().is_some_and(|entries| !entries.is_empty());
     state.metrics.observe_protocol("ag_ui", if resuming { "resume" } else { "run" });

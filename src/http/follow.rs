@@ -107,34 +107,6 @@ impl ProtocolKickoff<'_> {
     }
 }
 
-/// A protocol's conversation id (an A2A `contextId`, an AG-UI `threadId`) as a thread of the
-/// caller's tenant: a thread's own id names it; any other text names the thread derived from it
-/// (created on first use, with the id in its metadata). `None`: the id is another tenant's thread.
-pub async fn protocol_thread(
-    state: &AppState,
-    caller: &Caller,
-    protocol: &str,
-    conversation: &str,
-) -> ServiceResult<Option<uuid::Uuid>> {
-    let id = match conversation.parse::<uuid::Uuid>() {
-        Ok(id) => id,
-        Err(_) => {
-            use sha2::Digest;
-            let digest =
-                sha2::Sha256::digest(format!("{}\n{protocol}\n{conversation}", caller.tenant).as_bytes());
-            let mut bytes = [0u8; 16];
-            bytes.copy_from_slice(&digest[..16]);
-            uuid::Builder::from_custom_bytes(bytes).into_uuid()
-        }
-    };
-    let metadata = Map::from_iter([(format!("{protocol}_id"), json!(conversation))]);
-    match state.store.ensure_thread(&caller.tenant, id, &metadata).await {
-        Ok(true) => Ok(Some(id)),
-        Ok(false) => Ok(None),
-        Err(error) => Err(error.into()),
-    }
-}
-
 /// The idempotency key of a protocol request named by `identity` (a session and request id, a
 /// thread and run id): `prefix:` and 128 bits of its SHA-256, as hex (ids may be long).
 pub fn request_key(prefix: &str, identity: &str) -> String {

@@ -34,6 +34,7 @@ use crate::domain::RunId;
         (status = 404, description = "No such run", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "The run has not ended, or a task before `at` did not complete in it", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "An unknown task, or changes that do not fit the crew", body = Problem, content_type = "application/problem+json"),
+        (status = 429, description = "A quota of the tenant refuses it (`max_queued`, a daily cap); `Retry-After` says when to try again", body = Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn fork_run(
@@ -58,6 +59,7 @@ pub async fn fork_run(
         (status = 400, description = "Malformed id", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such run", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "The run has not failed", body = Problem, content_type = "application/problem+json"),
+        (status = 429, description = "The tenant's `max_queued` refuses it; `Retry-After` says when to try again", body = Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn retry_run(

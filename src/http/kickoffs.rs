@@ -41,6 +41,7 @@ const IDEMPOTENT_REPLAYED: HeaderName = HeaderName::from_static("idempotent-repl
         (status = 413, description = "Body over 2 MiB", body = Problem, content_type = "application/problem+json"),
         (status = 415, description = "Not JSON", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "Invalid crew or inputs, or key reused with another body", body = Problem, content_type = "application/problem+json"),
+        (status = 429, description = "A quota of the tenant refuses it (`max_queued`, a daily cap); `Retry-After` says when to try again", body = Problem, content_type = "application/problem+json"),
         (status = 503, description = "The database is unavailable (retry later)", body = Problem, content_type = "application/problem+json"),
     )
 )]
@@ -104,6 +105,7 @@ pub struct RunBatch {
         (status = 413, description = "Body over 2 MiB", body = Problem, content_type = "application/problem+json"),
         (status = 415, description = "Not JSON", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "Invalid crew or inputs, or key reused with another body", body = Problem, content_type = "application/problem+json"),
+        (status = 429, description = "A quota of the tenant refuses it (`max_queued`, a daily cap); `Retry-After` says when to try again", body = Problem, content_type = "application/problem+json"),
         (status = 503, description = "The database is unavailable (retry later)", body = Problem, content_type = "application/problem+json"),
     )
 )]

@@ -71,7 +71,8 @@ pub struct NewKnowledgeBase {
     /// Letters, digits, `-`, `_`, `.` (1 to 100); unique in the tenant.
     #[schema(min_length = 1, max_length = 100, pattern = "^[A-Za-z0-9._-]*[A-Za-z0-9_-][A-Za-z0-9._-]*$")]
     name: String,
-    #[schema(max_length = 4096)]
+    /// Lines of text (line feeds and tabs, no other control characters).
+    #[schema(max_length = 4096, pattern = r"^[^\x00-\x08\x0B-\x1F\x7F-\x9F]*$")]
     description: Option<String>,
     /// `<provider>/<model>` of an embedding model (OpenAI-compatible `POST /embeddings`): chunks
     /// are embedded and the base is searched hybrid. Needs pgvector in the database.
@@ -134,7 +135,11 @@ pub struct DocumentList {
 #[allow(dead_code)] // The schema of what the service reads.
 pub struct NewDocumentJson {
     /// Its first Markdown heading or line (text), or the URL, when absent.
-    #[schema(min_length = 1, max_length = 300)]
+    #[schema(
+        min_length = 1,
+        max_length = 300,
+        pattern = r"^[^\x00-\x1F\x7F-\x9F]*[^\s\x00-\x1F\x7F-\x9F][^\x00-\x1F\x7F-\x9F]*$"
+    )]
     title: Option<String>,
     /// Markdown or plain text (not with `url`).
     #[schema(min_length = 1)]
@@ -154,7 +159,11 @@ pub struct NewDocumentUpload {
     #[schema(value_type = String, format = Binary)]
     file: Vec<u8>,
     /// The file's name when absent.
-    #[schema(min_length = 1, max_length = 300)]
+    #[schema(
+        min_length = 1,
+        max_length = 300,
+        pattern = r"^[^\x00-\x1F\x7F-\x9F]*[^\s\x00-\x1F\x7F-\x9F][^\x00-\x1F\x7F-\x9F]*$"
+    )]
     title: Option<String>,
 }
 

@@ -309,3 +309,55 @@ fn panic_response(_: Box<dyn std::any::Any + Send + 'static>) -> axum::response:
         errors: Vec::new(),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::domain::field::{
+        LINES_NOT_BLANK_PATTERN, LINES_PATTERN, LINE_NOT_BLANK_PATTERN, LINE_PATTERN,
+    };
+    use serde_json::Value;
+
+    /// Every `pattern` in `value` (a part of the document), with its JSON path.
+    fn patterns(value: &Value, path: &str, found: &mut Vec<(String, String)>) {
+        match value {
+            Value::Object(map) => {
+                for (key, child) in map {
+                    match (key.as_str(), child) {
+                        ("pattern", Value::String(pattern)) => found.push((path.to_owned(), pattern.clone())),
+                        _ => patterns(child, &format!("{path}/{key}"), found),
+                    }
+                }
+            }
+            Value::Array(items) => {
+                for (i, child) in items.iter().enumerate() {
+                    patterns(child, &format!("{path}/{i}"), found);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// What the document says of control characters is what the server checks: every pattern
+    /// about them is one of the rule's (`crate::domain::field`), and the fields the rule guards
+    /// say so.
+    #[test]
+    fn the_documents_control_character_patterns_are_the_rules() {
+        let document = serde_json::to_value(super::openapi()).expect("the document as JSON");
+        let mut found = Vec::new();
+        patterns(&document, "", &mut found);
+        let rules = [LINE_PATTERN, LINE_NOT_BLANK_PATTERN, LINES_PATTERN, LINES_NOT_BLANK_PATTERN];
+        for (path, pattern) in &found {
+            if pattern.contains(r"\x1F") {
+                assert!(rules.contains(&pattern.as_str()), "{path}: {pattern} is not one of the rule's");
+            }
+        }
+        let schemas = &document["components"]["schemas"];
+        let pattern = |schema: &str, field: &str| schemas[schema]["properties"][field]["pattern"].clone();
+        assert_eq!(pattern("NewApiKey", "name"), LINE_NOT_BLANK_PATTERN);
+        assert_eq!(pattern("WebhookCreate", "description"), LINES_PATTERN);
+        assert_eq!(pattern("WebhookPatch", "description"), LINES_PATTERN);
+        assert_eq!(pattern("AgentSpec", "role"), LINES_NOT_BLANK_PATTERN);
+        assert_eq!(pattern("TaskSpec", "name"), LINE_NOT_BLANK_PATTERN);
+        assert!(found.len() > 20, "{found:?}");
+    }
+}

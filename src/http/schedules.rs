@@ -25,8 +25,12 @@ const MAX_PAGE: i64 = 200;
 #[derive(Debug, ToSchema)]
 #[allow(dead_code)] // The schema of what the service reads.
 pub struct NewSchedule {
-    /// A name to tell it by (1 to 200 characters).
-    #[schema(min_length = 1, max_length = 200)]
+    /// A name to tell it by (1 to 200 characters, one line, no control characters).
+    #[schema(
+        min_length = 1,
+        max_length = 200,
+        pattern = r"^[^\x00-\x1F\x7F-\x9F]*[^\s\x00-\x1F\x7F-\x9F][^\x00-\x1F\x7F-\x9F]*$"
+    )]
     name: Option<String>,
     /// 5 fields (minute hour day-of-month month day-of-week, e.g. `0 9 * * MON-FRI`) or 6 with
     /// seconds first (`*/10 * * * * *`).
@@ -51,7 +55,11 @@ pub struct NewSchedule {
 #[derive(Debug, ToSchema)]
 #[allow(dead_code)] // The schema of what the service reads.
 pub struct SchedulePatch {
-    #[schema(min_length = 1, max_length = 200)]
+    #[schema(
+        min_length = 1,
+        max_length = 200,
+        pattern = r"^[^\x00-\x1F\x7F-\x9F]*[^\s\x00-\x1F\x7F-\x9F][^\x00-\x1F\x7F-\x9F]*$"
+    )]
     name: Option<String>,
     #[schema(min_length = 1, max_length = 200)]
     cron: Option<String>,

@@ -97,7 +97,8 @@ pub struct WebhookCreate {
     /// Only this crew's runs.
     #[schema(min_length = 1, max_length = 100, pattern = "^[A-Za-z0-9._-]*[A-Za-z0-9_-][A-Za-z0-9._-]*$")]
     crew: Option<String>,
-    #[schema(max_length = 1024)]
+    /// Lines of text (line feeds and tabs, no other control characters).
+    #[schema(max_length = 1024, pattern = r"^[^\x00-\x08\x0B-\x1F\x7F-\x9F]*$")]
     description: Option<String>,
 }
 
@@ -109,7 +110,8 @@ pub struct WebhookPatch {
     events: Option<Vec<String>>,
     /// `true` resumes a disabled endpoint's deliveries where they stopped.
     enabled: Option<bool>,
-    #[schema(max_length = 1024)]
+    /// Lines of text (line feeds and tabs, no other control characters).
+    #[schema(max_length = 1024, pattern = r"^[^\x00-\x08\x0B-\x1F\x7F-\x9F]*$")]
     description: Option<String>,
 }
 

@@ -18,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 use super::chunk::chunk;
 use super::extract::{media_type_of_name, normalize_media_type};
 use super::Knowledge;
+use crate::domain::field::{strip_refused, TextKind};
 use crate::domain::knowledge::DocumentSource;
 use crate::outbound::describe;
 use crate::store::{Ingested, LeasedDocument, Listened, Store, KNOWLEDGE_CHANNEL};
@@ -177,7 +178,9 @@ impl Ingester {
             if chunks.is_empty() {
                 return Err("the document has no text".to_owned());
             }
-            Ok(Ingested { chunks, vectors: None, title: extracted.title })
+            // The content's own title, as a title is stored: one line, no control characters.
+            let title = extracted.title.map(|title| strip_refused(&title, TextKind::Line));
+            Ok(Ingested { chunks, vectors: None, title: title.filter(|t| !t.trim().is_empty()) })
         });
         let mut ingested = prepared.await.map_err(|e| format!("ingestion failed: {e}"))??;
         if let Some(embedding) = &document.embedding {

@@ -20,9 +20,10 @@ use subtle::ConstantTimeEq;
 use uuid::Uuid;
 
 use super::{invalid, ServiceError, ServiceResult, Services};
+use crate::domain::kickoff::NewRun;
 use crate::domain::tenant::check_tenant_name;
-use crate::domain::validate::parse_json;
-use crate::domain::{Caller, FieldError, KeyEnd, QuotaPatch, Quotas, Scope, Scopes};
+use crate::domain::validate::{check_text, parse_json, TextKind};
+use crate::domain::{Caller, FieldError, KeyEnd, QueueFull, QuotaPatch, Quotas, Scope, Scopes};
 use crate::store::{
     Audit, AuditFilter, AuditRecord, KeyRecord, NewKey, Outcome, Store, StoreError, TenantLoad, TenantRecord,
 };
@@ -153,6 +154,8 @@ impl Services {
         }
         if body.name.trim().is_empty() || body.name.len() > 200 {
             errors.push(FieldError::new("name", "must be 1 to 200 characters"));
+        } else if let Err(error) = check_text("name", &body.name, TextKind::Line) {
+            errors.push(error);
         }
         if body.expires_at.is_some_and(|at| at <= Utc::now()) {
             errors.push(FieldError::new("expires_at", "must be in the future"));
@@ -266,7 +269,7 @@ impl Services {
     }
 
     /// A tenant's quotas as this replica knows them (read at most once a second).
-    async fn quotas_of(&self, tenant: &str) -> ServiceResult<Quotas> {
+    pub(super) async fn quotas_of(&self, tenant: &str) -> ServiceResult<Quotas> {
         if let Some(quotas) = self.quotas.cached(tenant) {
             return Ok(quotas);
         }
@@ -275,24 +278,18 @@ impl Services {
         Ok(quotas)
     }
 
-    /// May `tenant` queue `runs` more runs? Not past its `max_queued`, nor once it has spent
-    /// today's token or cost cap (429 with when to retry). A tenant without such quotas costs no
-    /// query beyond a cached read of its quotas.
-    pub(super) async fn admit(&self, tenant: &str, runs: usize) -> ServiceResult<()> {
+    /// Admit `runs` (one kickoff's, of `tenant`) under the tenant's quotas: refused (429 with when
+    /// to retry) once the tenant has spent today's token or cost cap; under a `max_queued`, the
+    /// runs carry it, and the transaction that stores them keeps it (a full queue is then
+    /// [`queue_full`]). A tenant without such quotas costs no query beyond a cached read of its
+    /// quotas.
+    pub(super) async fn admit(&self, tenant: &str, runs: &mut [NewRun]) -> ServiceResult<()> {
         let quotas = self.quotas_of(tenant).await?;
         if !quotas.binds_kickoffs() {
             return Ok(());
         }
-        if let Some(max) = quotas.max_queued {
-            let queued = self.store.queued_runs(tenant).await?;
-            if queued.saturating_add(runs as i64) > i64::from(max) {
-                return Err(ServiceError::Quota {
-                    message: format!(
-                        "tenant '{tenant}' has {queued} runs queued and may queue {max} (max_queued); {runs} more would exceed it"
-                    ),
-                    retry_after: QUEUE_FULL_RETRY,
-                });
-            }
+        for run in runs.iter_mut() {
+            run.max_queued = quotas.max_queued;
         }
         if quotas.caps_spend() {
             let (tokens, cost_usd) = self.store.spent_today(tenant).await?;
@@ -319,6 +316,11 @@ impl Services {
     pub async fn record_refusal(&self, audit: &Audit, outcome: Outcome) -> ServiceResult<()> {
         Ok(self.store.record_refusal(audit, outcome).await?)
     }
+}
+
+/// A kickoff its tenant's `max_queued` refused: a 429 saying how full the queue is.
+pub(super) fn queue_full(full: &QueueFull) -> ServiceError {
+    ServiceError::Quota { message: full.to_string(), retry_after: QUEUE_FULL_RETRY }
 }
 
 /// The time from `now` to the next midnight, UTC (when daily caps start again).

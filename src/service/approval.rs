@@ -10,10 +10,10 @@ use crate::domain::crew::McpToolRef;
 use crate::domain::schema::CompiledSchema;
 use crate::domain::validate::parse_json;
 use crate::domain::{Caller, FieldError, Run, RunId};
-use crate::engine::journal::Approval;
+use crate::engine::journal::{Approval, ToolCallOutcome};
 use crate::store::{Audit, DecideOutcome, PendingCall};
 use crate::tools::builtin_tools;
-use crate::tools::mcp::{discovery_key, McpToolInfo};
+use crate::tools::mcp::{is_discovery_key, McpToolInfo};
 
 /// The body of a decision.
 #[derive(Debug, Deserialize)]
@@ -79,7 +79,13 @@ impl Services {
         } else if let Some(tool) = builtin_tools().into_iter().find(|t| t.name == call.tool) {
             Some(tool.parameters)
         } else if let Some(McpToolRef::One { server, tool }) = McpToolRef::parse(&call.tool) {
-            let listed = self.store.journaled_result(id, &discovery_key(server)).await?;
+            // The listing of the server's tools that succeeded (after any that failed).
+            let calls = self.store.list_tool_calls(id).await?;
+            let listed =
+                calls.into_iter().filter(|c| is_discovery_key(server, &c.id)).find_map(|c| match c.outcome {
+                    Some(ToolCallOutcome::Succeeded { result, .. }) => Some(result),
+                    _ => None,
+                });
             let tools: Vec<McpToolInfo> =
                 listed.and_then(|l| serde_json::from_str(&l).ok()).unwrap_or_default();
             tools.into_iter().find(|t| t.name == tool).map(|t| t.input_schema)

@@ -3,6 +3,7 @@
 
 use serde_json::Value;
 
+use super::access::queue_full;
 use super::runs::no_run;
 use super::{ServiceError, ServiceResult, Services};
 use crate::domain::fork::{apply, ForkPlan, ForkRequest};
@@ -27,15 +28,16 @@ impl Services {
             apply(&source.crew, &source.inputs, &request.at.task, &request.changes)
                 .map_err(ServiceError::Invalid)?;
         let tenant = source.tenant.as_str();
-        let run = prepare_run(crew, inputs, source.metadata, source.timeout_s, tenant, &self.validation)
+        let mut run = prepare_run(crew, inputs, source.metadata, source.timeout_s, tenant, &self.validation)
             .map_err(ServiceError::Invalid)?;
         self.check_secrets_exist(tenant, &run.crew, "crew.").await?;
         self.check_knowledge_exists(tenant, &run.crew, "crew.").await?;
-        self.admit(tenant, 1).await?;
+        self.admit(tenant, std::slice::from_mut(&mut run)).await?;
         match self.store.fork_run(&run, id, &request.at.task, &reused, audit).await? {
             Forked::Stored(run) => Ok(*run),
             Forked::NoSource => Err(no_run(id)),
             Forked::Unfinished(status) => Err(unfinished(status.as_str())),
+            Forked::QueueFull(full) => Err(queue_full(&full)),
             Forked::TaskNotDone(task, status) => Err(ServiceError::Conflict(format!(
                 "task '{task}' comes before '{}' but did not complete in the run ({status}): fork at it or before it",
                 request.at.task
@@ -43,10 +45,16 @@ impl Services {
         }
     }
 
-    /// Queue failed run `id` again, to continue from where it failed.
+    /// Queue failed run `id` again, to continue from where it failed (under its tenant's
+    /// `max_queued`, as a kickoff).
     pub async fn retry(&self, caller: &Caller, id: RunId, audit: &Audit) -> ServiceResult<Run> {
-        self.visible_run(caller, id).await?;
-        match self.store.retry_run(id, audit).await? {
+        let tenant = match self.store.run_tenant(id).await? {
+            Some(tenant) if caller.sees(&tenant) => tenant,
+            _ => return Err(no_run(id)),
+        };
+        let max_queued = self.quotas_of(&tenant).await?.max_queued;
+        match self.store.retry_run(id, max_queued.map(|max| (tenant.as_str(), max)), audit).await? {
+            Retried::QueueFull(full) => Err(queue_full(&full)),
             Retried::Queued(run) => Ok(*run),
             Retried::NotFound => Err(no_run(id)),
             Retried::NotFailed(status) => Err(ServiceError::Conflict(format!(

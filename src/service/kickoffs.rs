@@ -5,6 +5,7 @@
 
 use serde_json::Value;
 
+use super::access::queue_full;
 use super::{invalid, ServiceError, ServiceResult, Services};
 use crate::domain::kickoff::{
     apply_budgets, apply_memory_scope, prepare_batch, prepare_run, request_fingerprint, BatchKickoffRequest,
@@ -40,8 +41,8 @@ impl Services {
         let created = match self.earlier(key.as_ref()).await? {
             Some(earlier) => earlier,
             None => {
-                let run = self.prepare_kickoff(tenant, body, trace).await?;
-                self.admit(tenant, 1).await?;
+                let mut run = self.prepare_kickoff(tenant, body, trace).await?;
+                self.admit(tenant, std::slice::from_mut(&mut run)).await?;
                 match &run.thread {
                     None => self.store.create_runs(std::slice::from_ref(&run), key.as_ref()).await?,
                     Some(join) => self.kickoff_in_thread(&run, join, key.as_ref()).await?,
@@ -109,7 +110,7 @@ impl Services {
             self.check_secrets_exist(tenant, &first.crew, "crew.").await?;
             self.check_knowledge_exists(tenant, &first.crew, "crew.").await?;
         }
-        self.admit(tenant, runs.len()).await?;
+        self.admit(tenant, &mut runs).await?;
         for run in &mut runs {
             run.trace.clone_from(&trace);
         }
@@ -171,6 +172,7 @@ fn answer(created: Created) -> ServiceResult<Kicked<Vec<Run>>> {
         Created::KeyConflict => {
             Err(invalid("Idempotency-Key", "this key was already used with a different request body"))
         }
+        Created::QueueFull(full) => Err(queue_full(&full)),
     }
 }
 

@@ -9,8 +9,9 @@ use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
 use super::{invalid, ServiceError, ServiceResult, Services};
+use crate::domain::field::strip_refused;
 use crate::domain::knowledge::{check_base_name, Chunking, DocumentSource, SearchMode, MAX_K};
-use crate::domain::validate::parse_json;
+use crate::domain::validate::{check_text, parse_json, TextKind};
 use crate::domain::{Caller, CrewSpec, FieldError};
 use crate::knowledge::{Found, KnowledgeError};
 use crate::store::{Audit, KnowledgeBase, KnowledgeDocument, NewBase, NewDocument, Posted};
@@ -77,6 +78,8 @@ impl Services {
                 "description",
                 format!("must be at most {MAX_DESCRIPTION_BYTES} bytes"),
             ));
+        } else if let Err(error) = check_text("description", &body.description, TextKind::Lines) {
+            errors.push(error);
         }
         let chunking = body.chunking.unwrap_or_default();
         if let Err((field, message)) = chunking.check() {
@@ -204,7 +207,10 @@ impl Services {
         let given = check_title(upload.title)?;
         let title_given = given.is_some();
         let title = given
-            .or(upload.file_name.map(|name| name.replace('\0', "")).filter(|name| !name.trim().is_empty()))
+            .or(upload
+                .file_name
+                .map(|name| strip_refused(&name, TextKind::Line))
+                .filter(|name| !name.trim().is_empty()))
             .unwrap_or_else(|| "Untitled".to_owned());
         let document = NewDocument {
             title_given,
@@ -330,18 +336,21 @@ impl Services {
 }
 
 fn check_title(title: Option<String>) -> ServiceResult<Option<String>> {
-    match title {
-        Some(title) if title.trim().is_empty() => Err(invalid("title", "must not be empty")),
-        Some(title) if title.contains('\0') => Err(invalid("title", "must not contain the NUL character")),
-        Some(title) if title.chars().count() > MAX_TITLE_CHARS => {
-            Err(invalid("title", format!("must be at most {MAX_TITLE_CHARS} characters")))
-        }
-        other => Ok(other.map(|t| t.trim().to_owned())),
+    let Some(title) = title else { return Ok(None) };
+    if title.trim().is_empty() {
+        return Err(invalid("title", "must not be empty"));
     }
+    if title.chars().count() > MAX_TITLE_CHARS {
+        return Err(invalid("title", format!("must be at most {MAX_TITLE_CHARS} characters")));
+    }
+    check_text("title", &title, TextKind::Line).map_err(|error| ServiceError::Invalid(vec![error]))?;
+    Ok(Some(title.trim().to_owned()))
 }
 
-/// A text's title: its first `# ` heading, else its first line (shortened).
+/// A text's title: its first `# ` heading, else its first line (shortened, without control
+/// characters).
 fn title_of_text(text: &str) -> String {
+    let text = strip_refused(text, TextKind::Lines);
     let first = text.lines().map(str::trim).find(|line| !line.is_empty()).unwrap_or("Untitled");
     let heading = text.lines().find_map(|line| line.trim().strip_prefix("# ")).map(str::trim);
     let title = heading.unwrap_or(first).trim_start_matches('#').trim();

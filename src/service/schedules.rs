@@ -11,7 +11,7 @@ use uuid::Uuid;
 use super::{ServiceError, ServiceResult, Services};
 use crate::domain::kickoff::NewRun;
 use crate::domain::schedule::{CatchUp, Overlap, Schedule, ScheduleTick, Timetable};
-use crate::domain::validate::parse_json;
+use crate::domain::validate::{check_text, parse_json, TextKind};
 use crate::domain::{Caller, FieldError};
 use crate::store::{Audit, ScheduleFields, SchedulePage};
 
@@ -153,12 +153,13 @@ impl Services {
         Ok(self.store.schedule_ticks(id, before, limit).await?)
     }
 
-    /// The run a tick of a schedule of `tenant` kicks off, admitted under the tenant's quotas; or
-    /// why it cannot be (recorded with the tick).
+    /// The run a tick of a schedule of `tenant` kicks off, admitted under the tenant's quotas
+    /// (its `max_queued` is kept when the tick stores it); or why it cannot be (recorded with the
+    /// tick).
     pub async fn scheduled_run(&self, tenant: &str, kickoff: &Map<String, Value>) -> Result<NewRun, String> {
         let prepared = async {
-            let run = self.prepare_kickoff(tenant, Value::Object(kickoff.clone()), None).await?;
-            self.admit(tenant, 1).await?;
+            let mut run = self.prepare_kickoff(tenant, Value::Object(kickoff.clone()), None).await?;
+            self.admit(tenant, std::slice::from_mut(&mut run)).await?;
             Ok::<_, ServiceError>(run)
         };
         prepared.await.map_err(|error| match error {
@@ -176,11 +177,10 @@ impl Services {
     async fn checked(&self, tenant: &str, mut fields: ScheduleFields) -> ServiceResult<ScheduleFields> {
         let mut errors: Vec<FieldError> = Vec::new();
         if let Some(name) = &fields.name {
-            if name.trim().is_empty() || name.chars().count() > 200 || name.chars().any(char::is_control) {
-                errors.push(FieldError::new(
-                    "name",
-                    "must be 1 to 200 characters, not blank, no control characters",
-                ));
+            if name.trim().is_empty() || name.chars().count() > 200 {
+                errors.push(FieldError::new("name", "must be 1 to 200 characters, not blank"));
+            } else if let Err(error) = check_text("name", name, TextKind::Line) {
+                errors.push(error);
             }
         }
         let timetable = match Timetable::parse(&fields.cron, &fields.timezone) {

@@ -1,13 +1,15 @@
 //! Threads (`/v1/threads`): a tenant's conversations of runs. Creating one, reading one with its
 //! runs, listing them (by metadata), deleting one with its runs. Runs join a thread through a
-//! kickoff's `thread_id` (see [`kickoffs`](super::kickoffs)).
+//! kickoff's `thread_id` (see [`kickoffs`](super::kickoffs)), and a protocol's conversation (an
+//! A2A `contextId`, an AG-UI `threadId`) through the thread it names.
 
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use uuid::Uuid;
 
 use super::{invalid, ServiceError, ServiceResult, Services};
-use crate::domain::thread::Thread;
+use crate::domain::crew::Protocol;
+use crate::domain::thread::{conversation_thread, Thread};
 use crate::domain::validate::parse_json;
 use crate::domain::Caller;
 use crate::store::{Audit, ThreadDeleted, ThreadPage};
@@ -34,6 +36,30 @@ impl Services {
             ));
         }
         Ok(self.store.create_thread(&caller.tenant, &body.metadata, audit).await?)
+    }
+
+    /// The thread a protocol's conversation id names for the caller's tenant: one of the tenant's
+    /// threads by its id; any other text (a made-up id, another tenant's thread id) names the
+    /// tenant's own thread derived from it ([`conversation_thread`]), created on first use with
+    /// the id in its metadata (`a2a_id`, `ag_ui_id`). Another tenant's thread is thus, to the
+    /// caller, an id that names no thread: it neither joins nor sees it.
+    pub async fn protocol_thread(
+        &self,
+        caller: &Caller,
+        protocol: Protocol,
+        conversation: &str,
+    ) -> ServiceResult<Uuid> {
+        let tenant = caller.tenant.as_str();
+        let derived = conversation_thread(tenant, protocol.as_str(), conversation);
+        let named = conversation.parse::<Uuid>().ok();
+        let metadata = Map::from_iter([(format!("{}_id", protocol.as_str()), Value::from(conversation))]);
+        match self.store.conversation_thread(tenant, named, derived, &metadata).await? {
+            Some(thread) => Ok(thread),
+            None => Err(ServiceError::Internal(crate::store::StoreError::Corrupt(format!(
+                "the thread derived for a {} conversation of '{tenant}' is another tenant's",
+                protocol.as_str()
+            )))),
+        }
     }
 
     /// One of the caller's tenant's threads, with its runs.

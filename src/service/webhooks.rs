@@ -8,7 +8,7 @@ use uuid::Uuid;
 
 use super::{ServiceError, ServiceResult, Services};
 use crate::domain::kickoff::{every_event, KickoffWebhook, NewRun, RunWebhook};
-use crate::domain::validate::{check_crew_name, parse_json};
+use crate::domain::validate::{check_crew_name, check_text, parse_json, TextKind};
 use crate::domain::{Caller, FieldError, RunId};
 use crate::store::{Audit, Delivery, DeliveryPage, EndpointPatch, NewEndpoint, WebhookEndpoint};
 use crate::webhooks::signing::new_salt;
@@ -68,8 +68,8 @@ impl Services {
         if let Some(Err(message)) = body.crew.as_deref().map(check_crew_name) {
             errors.push(FieldError::new("crew", message));
         }
-        if let Err(message) = check_description(&body.description) {
-            errors.push(FieldError::new("description", message));
+        if let Err(error) = check_description(&body.description) {
+            errors.push(error);
         }
         if !errors.is_empty() {
             return Err(ServiceError::Invalid(errors));
@@ -177,8 +177,8 @@ impl Services {
         if let Some(Err(message)) = body.events.as_deref().map(check_patterns) {
             errors.push(FieldError::new("events", message));
         }
-        if let Some(Err(message)) = body.description.as_deref().map(check_description) {
-            errors.push(FieldError::new("description", message));
+        if let Some(Err(error)) = body.description.as_deref().map(check_description) {
+            errors.push(error);
         }
         if !errors.is_empty() {
             return Err(ServiceError::Invalid(errors));
@@ -327,11 +327,13 @@ impl Services {
     }
 }
 
-fn check_description(text: &str) -> Result<(), String> {
-    match text.len() > MAX_DESCRIPTION_BYTES {
-        true => Err(format!("must be at most {MAX_DESCRIPTION_BYTES} bytes")),
-        false => Ok(()),
+/// A description: at most [`MAX_DESCRIPTION_BYTES`], lines of text without other control
+/// characters.
+fn check_description(text: &str) -> Result<(), FieldError> {
+    if text.len() > MAX_DESCRIPTION_BYTES {
+        return Err(FieldError::new("description", format!("must be at most {MAX_DESCRIPTION_BYTES} bytes")));
     }
+    check_text("description", text, TextKind::Lines)
 }
 
 fn no_webhook(id: Uuid) -> ServiceError {

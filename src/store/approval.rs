@@ -53,18 +53,6 @@ impl Store {
         }))
     }
 
-    /// The result journaled under `call_id` (a runtime record such as an MCP discovery).
-    pub async fn journaled_result(&self, id: RunId, call_id: &str) -> StoreResult<Option<String>> {
-        let result = sqlx::query_scalar!(
-            "SELECT result FROM tool_calls WHERE run_id = $1 AND id = $2 AND status = 'succeeded'",
-            id.0,
-            call_id
-        )
-        .fetch_optional(&self.pool)
-        .await?;
-        Ok(result.flatten())
-    }
-
     /// Record `decision` (approved or rejected) on the waiting call `call_id` of run `id`.
     #[tracing::instrument(skip_all, fields(run_id = %id, call = %call_id), err)]
     pub async fn decide_tool_call(

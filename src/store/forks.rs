@@ -11,11 +11,12 @@ use uuid::Uuid;
 use super::events::append_event_tx;
 use super::listen::{notify, RUNS_CHANNEL};
 use super::runs::{insert_runs, QueuedRun};
+use super::tenants::{hold_queue, hold_tenant_queue};
 use super::{decode, parse, Audit, Owner, Store, StoreResult};
 use crate::domain::event::{RunForked, RunRetried};
 use crate::domain::fork::ForkedFrom;
 use crate::domain::kickoff::NewRun;
-use crate::domain::{CrewSpec, EventData, Run, RunError, RunId, RunStatus};
+use crate::domain::{CrewSpec, EventData, QueueFull, Run, RunError, RunId, RunStatus};
 
 /// What a fork starts from: an ended run's crew, inputs and settings.
 #[derive(Debug, Clone)]
@@ -38,6 +39,8 @@ pub enum Forked {
     Unfinished(RunStatus),
     /// A task to take over did not complete in the run it forks: (task, its status).
     TaskNotDone(String, String),
+    /// The tenant's `max_queued` refused it.
+    QueueFull(QueueFull),
 }
 
 /// What a retry did.
@@ -48,6 +51,8 @@ pub enum Retried {
     NotFound,
     /// Only a failed run is retried.
     NotFailed(RunStatus),
+    /// The tenant's `max_queued` refused it.
+    QueueFull(QueueFull),
 }
 
 impl Store {
@@ -110,6 +115,10 @@ impl Store {
             let missing = reused.iter().find(|name| !reused_tasks.iter().any(|t| &t.name == *name));
             return Ok(Forked::TaskNotDone(missing.cloned().unwrap_or_default(), "missing".into()));
         }
+        if let Err(full) = hold_queue(&mut tx, std::slice::from_ref(run)).await? {
+            tx.rollback().await?;
+            return Ok(Forked::QueueFull(full));
+        }
         insert_runs(&mut tx, std::slice::from_ref(&row)).await?;
         sqlx::query!(
             r#"UPDATE runs SET forked_from = $2, forked_at = $3, thread_history = $4 WHERE id = $1"#,
@@ -138,10 +147,22 @@ impl Store {
 
     /// Queue failed run `id` again, to continue its journal: its failed tasks pending again, its
     /// error and interruptions cleared (a new series of attempts), `run.retried` logged. A run of
-    /// a thread whose other run has not ended waits for it.
+    /// a thread whose other run has not ended waits for it. `queue`: its tenant and the tenant's
+    /// `max_queued`, kept as a kickoff's is.
     #[tracing::instrument(skip_all, fields(run_id = %id), err)]
-    pub async fn retry_run(&self, id: RunId, audit: &Audit) -> StoreResult<Retried> {
+    pub async fn retry_run(
+        &self,
+        id: RunId,
+        queue: Option<(&str, u32)>,
+        audit: &Audit,
+    ) -> StoreResult<Retried> {
         let mut tx = self.pool.begin().await?;
+        if let Some((tenant, max)) = queue {
+            if let Err(full) = hold_tenant_queue(&mut tx, tenant, max, 1).await? {
+                tx.rollback().await?;
+                return Ok(Retried::QueueFull(full));
+            }
+        }
         // The thread first (kickoffs into it and the ends of its runs take it before a run's row).
         let thread = sqlx::query_scalar!("SELECT thread_id FROM runs WHERE id = $1", id.0)
             .fetch_optional(&mut *tx)

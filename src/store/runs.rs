@@ -9,10 +9,11 @@ use uuid::Uuid;
 
 use super::group::{Failure, GroupWrite};
 use super::listen::{notify, RUNS_CHANNEL};
+use super::tenants::hold_queue;
 use super::{decode, parse, Store, StoreError, StoreResult};
 use crate::domain::fork::ForkedFrom;
 use crate::domain::kickoff::NewRun;
-use crate::domain::{EventType, Run, RunId, RunStatus, RunTrace, TaskRun, Usage, UsageLine};
+use crate::domain::{EventType, QueueFull, Run, RunId, RunStatus, RunTrace, TaskRun, Usage, UsageLine};
 
 /// An `Idempotency-Key` and the fingerprint of the request that carried it.
 #[derive(Debug, Clone)]
@@ -37,6 +38,8 @@ pub enum Created {
     Replayed(Vec<Run>),
     /// The key was used before with a different request (or another kind of kickoff).
     KeyConflict,
+    /// The tenant's `max_queued` refused the runs: nothing was stored.
+    QueueFull(QueueFull),
 }
 
 /// One page of runs, newest first.
@@ -139,35 +142,47 @@ impl TaskRow {
 }
 
 impl Store {
-    /// Store a validated run as [`Store::create_runs`] does, without an idempotency key.
+    /// Store a validated run without `max_queued` as [`Store::create_runs`] does, without an
+    /// idempotency key.
     pub async fn create_run(&self, run: &NewRun) -> StoreResult<Run> {
         match self.create_runs(std::slice::from_ref(run), None).await? {
             Created::New(runs) | Created::Replayed(runs) => {
                 runs.into_iter().next().ok_or_else(|| StoreError::Corrupt("a stored run vanished".into()))
             }
             Created::KeyConflict => Err(StoreError::Corrupt("a run without a key met a key conflict".into())),
+            Created::QueueFull(full) => {
+                Err(StoreError::Corrupt(format!("create_run takes runs without max_queued: {full}")))
+            }
         }
     }
 
-    /// Store validated runs as `queued`, all or none, each with its tasks and its `run.queued`
-    /// event, in one transaction. With an idempotency key (one covers them all), a key already
-    /// used for the same request returns the original runs instead, and concurrent requests with
-    /// one key make exactly one set of runs (the later ones wait on the key's row lock, then
-    /// replay).
+    /// Store validated runs (of one tenant) as `queued`, all or none, each with its tasks and its
+    /// `run.queued` event, in one transaction. With an idempotency key (one covers them all), a
+    /// key already used for the same request returns the original runs instead, and concurrent
+    /// requests with one key make exactly one set of runs (the later ones wait on the key's row
+    /// lock, then replay). Runs under a `max_queued` are counted against it in that transaction
+    /// ([`hold_queue`]); the others share the kickoffs' group commit when they have no key.
     #[tracing::instrument(skip_all, fields(runs = runs.len()), err)]
     pub async fn create_runs(&self, runs: &[NewRun], key: Option<&IdempotencyKey>) -> StoreResult<Created> {
         // Postgres keeps microseconds: so does the answer.
         let created_at = Utc::now().trunc_subsecs(6);
         let rows = runs.iter().map(|run| QueuedRun::new(run, created_at)).collect::<StoreResult<Vec<_>>>()?;
+        let limited = runs.iter().any(|run| run.max_queued.is_some());
         match key {
-            None => self.kickoff_group().submit(rows).await?,
-            Some(key) => {
-                let ids: Vec<Uuid> = runs.iter().map(|r| r.id.0).collect();
+            None if !limited => self.kickoff_group().submit(rows).await?,
+            _ => {
                 let mut tx = self.pool.begin().await?;
-                if !claim_idempotency_key(&mut tx, key, &ids).await? {
+                if let Some(key) = key {
+                    let ids: Vec<Uuid> = runs.iter().map(|r| r.id.0).collect();
+                    if !claim_idempotency_key(&mut tx, key, &ids).await? {
+                        tx.rollback().await?;
+                        // Another request holds the key (we waited for it to commit): answer as it did.
+                        return Ok(self.find_idempotent_runs(key).await?.unwrap_or(Created::KeyConflict));
+                    }
+                }
+                if let Err(full) = hold_queue(&mut tx, runs).await? {
                     tx.rollback().await?;
-                    // Another request holds the key (we waited for it to commit): answer as it did.
-                    return Ok(self.find_idempotent_runs(key).await?.unwrap_or(Created::KeyConflict));
+                    return Ok(Created::QueueFull(full));
                 }
                 insert_runs(&mut tx, &rows).await?;
                 tx.commit().await?;

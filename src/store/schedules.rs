@@ -7,6 +7,7 @@ use serde_json::{Map, Value};
 use uuid::Uuid;
 
 use super::runs::{insert_runs, QueuedRun};
+use super::tenants::hold_queue;
 use super::threads::{insert_in_thread, InThread};
 use super::{decode, parse, Audit, Store, StoreResult};
 use crate::domain::kickoff::NewRun;
@@ -401,6 +402,9 @@ async fn fire(
     .await?;
     if running && overlap == Overlap::Skip {
         return Ok((TickOutcome::Skipped, None, None));
+    }
+    if let Err(full) = hold_queue(tx, std::slice::from_ref(run)).await? {
+        return Ok((TickOutcome::Failed, None, Some(full.to_string())));
     }
     let row = QueuedRun::new(run, Utc::now().trunc_subsecs(6))?;
     let status = match &run.thread {

@@ -1,12 +1,15 @@
 //! Tenants and API keys. A key is kept as the SHA-256 digest of its text and a short prefix that
-//! finds it; the text itself is never stored.
+//! finds it; the text itself is never stored. A tenant's `max_queued` is kept in the transaction
+//! that stores a kickoff's runs ([`hold_queue`]).
 
 use chrono::{DateTime, Utc};
+use sqlx::{Postgres, Transaction};
 use uuid::Uuid;
 
 use super::audit::Audit;
 use super::{Store, StoreResult};
-use crate::domain::{QuotaPatch, Quotas};
+use crate::domain::kickoff::NewRun;
+use crate::domain::{QueueFull, QuotaPatch, Quotas};
 
 /// A tenant and its quotas.
 #[derive(Debug, Clone, PartialEq)]
@@ -238,18 +241,6 @@ impl Store {
         })
     }
 
-    /// A tenant's queued runs (waiting behind their threads' included).
-    #[tracing::instrument(skip_all, fields(tenant = %name), err)]
-    pub async fn queued_runs(&self, name: &str) -> StoreResult<i64> {
-        Ok(sqlx::query_scalar!(
-            r#"SELECT (SELECT count(*) FROM runs WHERE tenant = $1 AND status = 'queued')
-                    + (SELECT count(*) FROM runs WHERE tenant = $1 AND status = 'waiting') AS "n!""#,
-            name
-        )
-        .fetch_one(&self.pool)
-        .await?)
-    }
-
     /// What a tenant's ledger says it spent today (UTC): tokens and US dollars.
     #[tracing::instrument(skip_all, fields(tenant = %name), err)]
     pub async fn spent_today(&self, name: &str) -> StoreResult<(u64, f64)> {
@@ -375,4 +366,43 @@ impl Store {
         .await?;
         Ok(())
     }
+}
+
+/// Keep the `max_queued` of the tenant of `runs` (one kickoff's, of one tenant) in `tx`, when the
+/// runs carry one (see [`hold_tenant_queue`]). Runs without a limit cost nothing here.
+pub(super) async fn hold_queue(
+    tx: &mut Transaction<'_, Postgres>,
+    runs: &[NewRun],
+) -> StoreResult<Result<(), QueueFull>> {
+    match runs.first().and_then(|run| Some((&run.tenant, run.max_queued?))) {
+        Some((tenant, max)) => hold_tenant_queue(tx, tenant, max, runs.len()).await,
+        None => Ok(Ok(())),
+    }
+}
+
+/// Take `tenant`'s queue lock in `tx` (held until `tx` ends, so what queues the tenant's runs on
+/// every replica is counted one after another), then count its queued and waiting runs in a
+/// statement of its own (whose snapshot sees every run committed before the lock was granted).
+/// `Err` when `adding` more would exceed `max`: the caller rolls `tx` back. A transaction takes
+/// this lock before any thread's row lock.
+pub(super) async fn hold_tenant_queue(
+    tx: &mut Transaction<'_, Postgres>,
+    tenant: &str,
+    max: u32,
+    adding: usize,
+) -> StoreResult<Result<(), QueueFull>> {
+    sqlx::query!("SELECT pg_advisory_xact_lock(hashtextextended('agentd.tenant.queued:' || $1, 0))", tenant)
+        .execute(&mut **tx)
+        .await?;
+    let queued = sqlx::query_scalar!(
+        r#"SELECT (SELECT count(*) FROM runs WHERE tenant = $1 AND status = 'queued')
+                + (SELECT count(*) FROM runs WHERE tenant = $1 AND status = 'waiting') AS "n!""#,
+        tenant
+    )
+    .fetch_one(&mut **tx)
+    .await?;
+    if queued.saturating_add(adding as i64) > i64::from(max) {
+        return Ok(Err(QueueFull { tenant: tenant.to_owned(), queued, max, adding }));
+    }
+    Ok(Ok(()))
 }

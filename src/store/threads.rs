@@ -14,6 +14,7 @@ use uuid::Uuid;
 use super::lease::cancel_now;
 use super::listen::{notify, CANCEL_CHANNEL};
 use super::runs::{claim_idempotency_key, insert_runs, QueuedRun};
+use super::tenants::hold_queue;
 use super::{decode, parse, Audit, Created, IdempotencyKey, Store, StoreError, StoreResult};
 use crate::domain::kickoff::NewRun;
 use crate::domain::thread::{
@@ -93,28 +94,45 @@ impl Store {
         })
     }
 
-    /// Make sure thread `id` exists for `tenant` (a protocol's conversation id, mapped onto a
-    /// thread): created with `metadata` when it does not. `false` when the id is another
-    /// tenant's thread.
-    pub async fn ensure_thread(
+    /// The thread of `tenant` a protocol's conversation names: `named` when it is one of the
+    /// tenant's threads, else `derived`, created with `metadata` when it does not exist. `None`
+    /// only when `derived` is another tenant's thread (two SHA-256 prefixes alike: never in
+    /// practice). One statement, unless a concurrent request is creating `derived` meanwhile.
+    #[tracing::instrument(skip_all, err)]
+    pub async fn conversation_thread(
         &self,
         tenant: &str,
-        id: Uuid,
+        named: Option<Uuid>,
+        derived: Uuid,
         metadata: &Map<String, Value>,
-    ) -> StoreResult<bool> {
-        let owner = sqlx::query_scalar!(
-            r#"WITH made AS (
-                 INSERT INTO threads (id, tenant, metadata) VALUES ($1, $2, $3)
-                 ON CONFLICT (id) DO NOTHING RETURNING tenant)
-               SELECT tenant AS "tenant!" FROM made
-               UNION ALL SELECT tenant FROM threads WHERE id = $1"#,
-            id,
+    ) -> StoreResult<Option<Uuid>> {
+        let row = sqlx::query!(
+            r#"WITH own AS (SELECT id FROM threads WHERE id = $1 AND tenant = $2),
+                    made AS (INSERT INTO threads (id, tenant, metadata)
+                             SELECT $3, $2, $4 WHERE NOT EXISTS (SELECT FROM own)
+                             ON CONFLICT (id) DO NOTHING RETURNING tenant)
+               SELECT (SELECT id FROM own) AS own,
+                      (SELECT tenant FROM made) AS made,
+                      (SELECT tenant FROM threads WHERE id = $3) AS found"#,
+            named,
             tenant,
+            derived,
             Value::Object(metadata.clone())
         )
-        .fetch_all(&self.pool)
+        .fetch_one(&self.pool)
         .await?;
-        Ok(owner.first().is_some_and(|owner| owner == tenant))
+        if let Some(own) = row.own {
+            return Ok(Some(own));
+        }
+        let owner = match row.made.or(row.found) {
+            Some(owner) => owner,
+            // Another request created it after this statement's snapshot was taken: read again.
+            None => sqlx::query_scalar!("SELECT tenant FROM threads WHERE id = $1", derived)
+                .fetch_optional(&self.pool)
+                .await?
+                .unwrap_or_default(),
+        };
+        Ok((owner == tenant).then_some(derived))
     }
 
     /// One of the tenant's threads, with its newest runs (oldest first).
@@ -260,7 +278,7 @@ impl Store {
     /// unfinished run in the thread it is queued; else `reject` refuses it, `enqueue` stores it
     /// `waiting` behind them, `interrupt` cancels them and `rollback` cancels them to be deleted
     /// once stopped (the new run `waiting` until those its workers are stopping have ended). With
-    /// an idempotency key, as [`Store::create_runs`].
+    /// an idempotency key, and under the tenant's `max_queued`, as [`Store::create_runs`] does.
     #[tracing::instrument(skip_all, fields(thread_id = %join.thread_id), err)]
     pub async fn create_thread_run(
         &self,
@@ -297,6 +315,11 @@ impl Store {
                 let earlier = self.find_idempotent_runs(key).await?.unwrap_or(Created::KeyConflict);
                 return Ok(ThreadKickoff::Created(earlier));
             }
+        }
+        // The tenant's queue before the thread (every path takes them in this order).
+        if let Err(full) = hold_queue(&mut tx, std::slice::from_ref(run)).await? {
+            tx.rollback().await?;
+            return Ok(ThreadKickoff::Created(Created::QueueFull(full)));
         }
         let status = match insert_in_thread(&mut tx, &row, run, join).await? {
             InThread::Stored(status) => status,

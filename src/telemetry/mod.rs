@@ -469,8 +469,9 @@ pub struct ToolCall<'a> {
     pub description: &'a str,
     /// `builtin`, `http`, `mcp` or `delegation`.
     pub kind: &'a str,
-    /// The MCP server, for an MCP tool.
-    pub mcp_server: Option<&'a str>,
+    /// The MCP server, for an MCP tool, and the method the call sends (`tools/call`,
+    /// `tools/list`).
+    pub mcp_server: Option<(&'a str, &'a str)>,
 }
 
 /// Start a tool call's span beneath the current one.
@@ -486,9 +487,9 @@ pub fn tool_call(call: &ToolCall<'_>) -> Option<Scope> {
     if !call.description.is_empty() {
         attributes.push(KeyValue::new("gen_ai.tool.description", call.description.to_owned()));
     }
-    if let Some(server) = call.mcp_server {
+    if let Some((server, method)) = call.mcp_server {
         // The MCP conventions' client span attributes.
-        attributes.push(KeyValue::new("mcp.method.name", "tools/call"));
+        attributes.push(KeyValue::new("mcp.method.name", method.to_owned()));
         attributes.push(KeyValue::new("agentd.mcp.server", server.to_owned()));
     }
     let builder = tracing

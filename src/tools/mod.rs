@@ -65,6 +65,11 @@ pub trait Tool: Send + Sync {
     fn kind(&self) -> (&'static str, Option<&str>) {
         ("builtin", None)
     }
+    /// The MCP method a call of an MCP tool sends, for traces: `tools/call` (a server's listing
+    /// sends `tools/list`).
+    fn mcp_method(&self) -> &'static str {
+        "tools/call"
+    }
 }
 
 /// What a tool knows of the call it performs.

@@ -1,5 +1,6 @@
 //! Tenant quotas and fair claims over HTTP against the real server and workers: `max_queued`
-//! refuses kickoffs (429 with `Retry-After`), `max_running` holds across two worker pools, a run
+//! refuses kickoffs (429 with `Retry-After`) and holds under concurrent kickoffs and batches on one
+//! replica and on two, `max_running` holds across two worker pools, a run
 //! that crosses its tenant's daily token cap fails with `budget` and later kickoffs are 429 until
 //! midnight UTC, and one tenant's backlog does not hold back another's runs.
 
@@ -24,11 +25,16 @@ async fn server(pool: PgPool, config: Config) -> TestApp {
 
 /// Create a tenant with `body` (its name and quotas) and a key of it that may read and kick off.
 async fn tenant_with_key(root: &TestApp, body: Value) -> TestApp {
+    root.as_key(Some(&tenant_key(root, body).await))
+}
+
+/// [`tenant_with_key`]'s key, as text.
+async fn tenant_key(root: &TestApp, body: Value) -> String {
     let created = expect_json(root.post_json("/v1/tenants", &body).await, StatusCode::CREATED).await;
     let name = created["name"].as_str().expect("name").to_owned();
     let key = json!({"tenant": name, "name": "runner", "scopes": ["read", "kickoff"]});
     let key = expect_json(root.post_json("/v1/keys", &key).await, StatusCode::CREATED).await;
-    root.as_key(Some(key["key"].as_str().expect("key")))
+    key["key"].as_str().expect("key").to_owned()
 }
 
 /// A crew of one agent and one task (one model call when the model answers at once).
@@ -128,6 +134,100 @@ async fn max_queued_refuses_kickoffs_beyond_it_with_retry_after(pool: PgPool) {
         expect_json(patch("team-a", json!({"max_queued": null})).await.expect("patch"), StatusCode::OK).await;
     assert_eq!(lifted["quotas"]["max_queued"], Value::Null, "{lifted}");
     expect_json(kickoff(&a, &body).await, StatusCode::ACCEPTED).await;
+}
+
+/// Send `requests` kickoffs at once, the `i`th to `replicas[i % len]` (a batch of `per_batch`
+/// runs each when `per_batch` is given): the ids of the runs accepted, after checking every
+/// refusal is a 429 quota problem with `Retry-After`.
+async fn kickoffs_at_once(replicas: &[&TestApp], requests: usize, per_batch: Option<usize>) -> Vec<String> {
+    let sends = (0..requests).map(|i| {
+        let app = replicas[i % replicas.len()];
+        let (path, body) = match per_batch {
+            None => ("/v1/kickoffs", json!({"crew": one_task_crew(), "inputs": {"topic": format!("t{i}")}})),
+            Some(n) => {
+                let inputs: Vec<Value> = (0..n).map(|j| json!({"topic": format!("t{i}-{j}")})).collect();
+                ("/v1/kickoffs/batch", json!({"crew": one_task_crew(), "inputs": inputs}))
+            }
+        };
+        async move { app.post_json(path, &body).await }
+    });
+    let mut accepted = Vec::new();
+    for response in futures_util::future::join_all(sends).await {
+        if response.status() == StatusCode::ACCEPTED {
+            let body: Value = response.json().await.expect("json");
+            match body["runs"].as_array() {
+                Some(runs) => accepted.extend(runs.iter().map(|r| r["id"].as_str().expect("id").to_owned())),
+                None => accepted.push(body["id"].as_str().expect("id").to_owned()),
+            }
+            continue;
+        }
+        let wait = retry_after(&response);
+        assert!((1..=60).contains(&wait), "Retry-After {wait}");
+        let problem = expect_problem(response, StatusCode::TOO_MANY_REQUESTS).await;
+        assert_eq!(problem["type"], "/problems/quota", "{problem}");
+        assert!(problem["detail"].as_str().is_some_and(|d| d.contains("max_queued")), "{problem}");
+    }
+    accepted
+}
+
+/// `max_queued` holds however kickoffs arrive: thirty at once to one replica, or spread over two
+/// replicas of one database, queue exactly as many runs as the limit (3), round after round; so do
+/// concurrent batches (of two runs: one batch fits). The rest are 429 with `Retry-After`.
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn max_queued_holds_under_concurrent_kickoffs_on_one_and_two_replicas(pool: PgPool) {
+    // No workers: kickoffs stay queued until the test cancels them.
+    let mut config = test_config();
+    config.db_max_connections = 8;
+    let first = server(pool.clone(), config.clone()).await;
+    let second = server(pool, config).await;
+    let key = tenant_key(&first, json!({"name": "team-a", "max_queued": 3})).await;
+    let (a, on_second) = (first.as_key(Some(&key)), second.as_key(Some(&key)));
+    let cases: [(&str, Vec<&TestApp>, Option<usize>); 3] = [
+        ("one replica", vec![&a], None),
+        ("two replicas", vec![&a, &on_second], None),
+        ("batches on two replicas", vec![&a, &on_second], Some(2)),
+    ];
+    for (case, replicas, per_batch) in cases {
+        for round in 0..3 {
+            let accepted = kickoffs_at_once(&replicas, 30, per_batch).await;
+            let expected = per_batch.unwrap_or(1) * (3 / per_batch.unwrap_or(1));
+            assert_eq!(accepted.len(), expected, "{case}, round {round}: {accepted:?}");
+            let state = tenant_state(&first, "team-a").await;
+            assert_eq!(state["usage"]["queued"].as_i64(), Some(expected as i64), "{case}: {state}");
+            // Empty the queue for the next round.
+            for id in accepted {
+                let cancelled = a.post_json(&format!("/v1/runs/{id}/cancel"), &json!({})).await;
+                assert!(cancelled.status().is_success(), "cancel {id}: {}", cancelled.status());
+            }
+        }
+    }
+}
+
+/// A retry queues a failed run again: `max_queued` holds it back as it does a kickoff.
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn a_retry_is_held_to_max_queued(pool: PgPool) {
+    let root = server(pool.clone(), test_config()).await;
+    let a = tenant_with_key(&root, json!({"name": "team-a", "max_queued": 1})).await;
+    let body = json!({"crew": one_task_crew(), "inputs": {"topic": "retries"}});
+    let first = expect_json(kickoff(&a, &body).await, StatusCode::ACCEPTED).await;
+    let first = first["id"].as_str().expect("id").to_owned();
+    // It failed, as a worker would leave it: the queue has room for another.
+    sqlx::query("UPDATE runs SET status = 'failed', finished_at = now() WHERE id = $1::uuid")
+        .bind(&first)
+        .execute(&pool)
+        .await
+        .expect("fail the run");
+    let second = expect_json(kickoff(&a, &body).await, StatusCode::ACCEPTED).await;
+    let retry = format!("/v1/runs/{first}/retry");
+    let refused = a.post_json(&retry, &json!({})).await;
+    assert!((1..=60).contains(&retry_after(&refused)));
+    let problem = expect_problem(refused, StatusCode::TOO_MANY_REQUESTS).await;
+    assert!(problem["detail"].as_str().is_some_and(|d| d.contains("max_queued")), "{problem}");
+    // Once the queue has room again, the retry is taken.
+    let cancel = format!("/v1/runs/{}/cancel", second["id"].as_str().expect("id"));
+    expect_json(a.post_json(&cancel, &json!({})).await, StatusCode::ACCEPTED).await;
+    let retried = expect_json(a.post_json(&retry, &json!({})).await, StatusCode::ACCEPTED).await;
+    assert_eq!(retried["status"], "queued", "{retried}");
 }
 
 /// Two worker pools (two replicas' worth of slots) never run more of a tenant's runs at once than

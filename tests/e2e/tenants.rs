@@ -469,3 +469,125 @@ async fn whoami_names_the_keys_tenant_and_scopes(pool: PgPool) {
     let (kickoff_only, _) = key(&root, "team-a", &["kickoff"]).await;
     expect_problem(root.as_key(Some(&kickoff_only)).get("/v1/whoami").await, StatusCode::FORBIDDEN).await;
 }
+
+/// Names and descriptions a client stores and the server shows again refuse control characters
+/// (a terminal's escapes among them: ESC, CSI, DEL) with a 422 naming the field; a description
+/// keeps its line feeds and tabs, a name does not.
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn names_and_descriptions_refuse_control_characters(pool: PgPool) {
+    let root = server(pool).await;
+    tenant(&root, "team-a").await;
+    let a = root.as_key(Some(&key(&root, "team-a", &NON_ADMIN).await.0));
+    let escapes = ["red\u{1b}[31m", "clear\u{9b}2J", "del\u{7f}", "bell\u{7}", "over\rwrite"];
+    async fn refused(response: reqwest::Response, field: &str) {
+        let problem = expect_problem(response, StatusCode::UNPROCESSABLE_ENTITY).await;
+        let message = crate::support::problem_fields(&problem).get(field).cloned().unwrap_or_default();
+        assert!(message.contains("control characters"), "{field}: {problem}");
+    }
+
+    // A key's name: one line, no control character.
+    for name in escapes.iter().copied().chain(["two\nlines", "tab\there"]) {
+        let body = json!({"tenant": "team-a", "name": name, "scopes": ["read"]});
+        refused(root.post_json("/v1/keys", &body).await, "name").await;
+    }
+    let keys = expect_json(root.get("/v1/keys").await, StatusCode::OK).await;
+    assert!(!keys.to_string().contains("\\u001b"), "a refused key was stored: {keys}");
+
+    // A webhook's description: lines and tabs, nothing else.
+    let hook = |description: &str| json!({"url": "https://93.184.215.14/hook", "description": description});
+    for description in escapes {
+        refused(a.post_json("/v1/webhooks", &hook(description)).await, "description").await;
+    }
+    let multi_line = "Billing events\n\tfor the ledger";
+    let created =
+        expect_json(a.post_json("/v1/webhooks", &hook(multi_line)).await, StatusCode::CREATED).await;
+    assert_eq!(created["description"], multi_line, "{created}");
+    let path = format!("/v1/webhooks/{}", created["id"].as_str().expect("id"));
+    let patch = a.request(Method::PATCH, &path).json(&json!({"description": "now \u{1b}]0;pwned\u{7}"}));
+    refused(patch.send().await.expect("patch"), "description").await;
+    assert_eq!(expect_json(a.get(&path).await, StatusCode::OK).await["description"], multi_line);
+
+    // The same rule elsewhere: a schedule's name, a knowledge base's description, a document's
+    // title, a crew's description, an agent's name and role.
+    let every_morning = json!({"name": "daily\u{1b}[2J", "cron": "0 9 * * *",
+        "kickoff": {"crew": sample_crew(), "inputs": sample_inputs()}});
+    refused(a.post_json("/v1/schedules", &every_morning).await, "name").await;
+    let base = json!({"name": "kb", "description": "facts\u{9b}"});
+    refused(a.post_json("/v1/knowledge", &base).await, "description").await;
+    expect_json(a.post_json("/v1/knowledge", &json!({"name": "kb"})).await, StatusCode::CREATED).await;
+    let document = json!({"title": "Tides\u{1b}", "text": "High tide at six."});
+    refused(a.post_json("/v1/knowledge/kb/documents", &document).await, "title").await;
+    for (field, value) in [
+        ("description", json!("Plans trips\u{1b}[5m")),
+        ("agents[0].name", json!("research\u{85}er")),
+        ("agents[0].role", json!("Senior\u{1b}[8m researcher")),
+    ] {
+        let mut crew = sample_crew();
+        match field.split_once('.') {
+            Some((_, key)) => crew["agents"][0][key] = value,
+            None => crew[field] = value,
+        }
+        refused(a.put_json("/v1/crews/trip-planner", &crew).await, field).await;
+        let kickoff = json!({"crew": crew, "inputs": sample_inputs()});
+        refused(a.post_json("/v1/kickoffs", &kickoff).await, &format!("crew.{field}")).await;
+    }
+}
+
+/// What `response` answered, with `id` in its text written `<id>` (the only part that may differ
+/// between two ids that name no thread of the caller's).
+async fn answer_naming(response: reqwest::Response, id: &str) -> (u16, Value) {
+    let status = response.status().as_u16();
+    let text = response.text().await.expect("body").replace(id, "<id>");
+    (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
+}
+
+/// Another tenant's thread is, to a tenant, a thread that does not exist: a kickoff into it (with
+/// each `multitask_strategy`), a schedule whose kickoff names it (created or changed), reading and
+/// deleting it answer exactly as for a made-up id; and the other tenant's thread is untouched.
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn another_tenants_thread_is_answered_as_a_made_up_thread_id(pool: PgPool) {
+    let root = server(pool).await;
+    tenant(&root, "team-a").await;
+    tenant(&root, "team-b").await;
+    let a = root.as_key(Some(&key(&root, "team-a", &NON_ADMIN).await.0));
+    let b = root.as_key(Some(&key(&root, "team-b", &NON_ADMIN).await.0));
+    let thread = expect_json(a.post_json("/v1/threads", &json!({})).await, StatusCode::CREATED).await;
+    let theirs = thread["id"].as_str().expect("id").to_owned();
+    let kickoff = json!({"crew": sample_crew(), "inputs": sample_inputs(), "thread_id": theirs});
+    expect_json(a.post_json("/v1/kickoffs", &kickoff).await, StatusCode::ACCEPTED).await;
+    let every_morning =
+        json!({"cron": "0 9 * * *", "kickoff": {"crew": sample_crew(), "inputs": sample_inputs()}});
+    let schedule = expect_json(b.post_json("/v1/schedules", &every_morning).await, StatusCode::CREATED).await;
+    let schedule = format!("/v1/schedules/{}", schedule["id"].as_str().expect("id"));
+
+    let answers = |id: String| {
+        let (b, schedule) = (&b, &schedule);
+        async move {
+            let mut seen = Vec::new();
+            for strategy in [None, Some("reject"), Some("enqueue"), Some("interrupt"), Some("rollback")] {
+                let mut body = json!({"crew": sample_crew(), "inputs": sample_inputs(), "thread_id": id});
+                if let Some(strategy) = strategy {
+                    body["multitask_strategy"] = json!(strategy);
+                }
+                seen.push(answer_naming(b.post_json("/v1/kickoffs", &body).await, &id).await);
+            }
+            let kickoff = json!({"crew": sample_crew(), "inputs": sample_inputs(), "thread_id": id});
+            let created = json!({"cron": "0 9 * * *", "kickoff": kickoff});
+            seen.push(answer_naming(b.post_json("/v1/schedules", &created).await, &id).await);
+            let changed = b.request(Method::PATCH, schedule).json(&json!({"kickoff": kickoff}));
+            seen.push(answer_naming(changed.send().await.expect("patch"), &id).await);
+            seen.push(answer_naming(b.get(&format!("/v1/threads/{id}")).await, &id).await);
+            seen.push(answer_naming(b.delete(&format!("/v1/threads/{id}")).await, &id).await);
+            seen
+        }
+    };
+    let for_theirs = answers(theirs.clone()).await;
+    let for_made_up = answers(uuid::Uuid::now_v7().to_string()).await;
+    assert_eq!(for_theirs, for_made_up);
+    let statuses: Vec<u16> = for_theirs.iter().map(|(status, _)| *status).collect();
+    assert_eq!(statuses, [404, 404, 404, 404, 404, 422, 422, 404, 404], "{for_theirs:?}");
+
+    // A's thread is as A left it: one run, A's.
+    let thread = expect_json(a.get(&format!("/v1/threads/{theirs}")).await, StatusCode::OK).await;
+    assert_eq!(thread["runs"].as_array().map(Vec::len), Some(1), "{thread}");
+}

@@ -46,6 +46,7 @@ impl Backend {
                     webhooks: Vec::new(),
                     trace: None,
                     thread: None,
+                    max_queued: None,
                 };
                 store.create_run(&run).await.expect("create the run");
                 let claimed = store

@@ -28,9 +28,20 @@ const MAX_TOOLS: usize = 1000;
 /// Where a call's idempotency key travels in `tools/call`'s `_meta`.
 pub const IDEMPOTENCY_META: &str = "agentd/idempotency-key";
 
-/// The journal key of a server's discovered tools (a tool call of the runtime, not the model).
-pub fn discovery_key(server: &str) -> String {
-    format!("mcp:{server}#tools/list")
+/// The journal key of the `attempt`th listing (from 1) of a server's tools in a run (a tool call
+/// of the runtime, not the model): a listing that failed stays in the journal, and the next task
+/// that needs the server lists its tools again under the next key.
+pub fn discovery_key(server: &str, attempt: u32) -> String {
+    match attempt {
+        0 | 1 => format!("mcp:{server}#tools/list"),
+        n => format!("mcp:{server}#tools/list#{n}"),
+    }
+}
+
+/// Is journal key `id` a listing of `server`'s tools (any attempt)?
+pub fn is_discovery_key(server: &str, id: &str) -> bool {
+    let first = discovery_key(server, 1);
+    id.strip_prefix(first.as_str()).is_some_and(|rest| rest.is_empty() || rest.starts_with('#'))
 }
 
 /// A tool a server offers, as discovered and journaled with the run.
@@ -139,6 +150,52 @@ impl Tool for McpTool {
                 Ok(text) | Err(text) => redactor.redact(text),
             }
             result
+        })
+    }
+}
+
+/// The listing of a server's tools (`tools/list`, every page) as a call the engine's effects layer
+/// runs like any other (`mcp:<server>`): its result is the tools as JSON, as the run journals
+/// them; its error says why the server is unavailable (the egress guard's verdict, say).
+pub struct McpListing {
+    info: ToolInfo,
+    server: String,
+    client: Arc<McpClient>,
+}
+
+impl McpListing {
+    pub fn new(server: &str, client: Arc<McpClient>) -> Self {
+        let info = ToolInfo {
+            name: format!("mcp:{server}"),
+            description: format!("The tools MCP server '{server}' offers"),
+            parameters: empty_object_schema(),
+            idempotent: true,
+        };
+        Self { info, server: server.to_owned(), client }
+    }
+}
+
+impl Tool for McpListing {
+    fn info(&self) -> &ToolInfo {
+        &self.info
+    }
+
+    fn kind(&self) -> (&'static str, Option<&str>) {
+        ("mcp", Some(&self.server))
+    }
+
+    fn mcp_method(&self) -> &'static str {
+        "tools/list"
+    }
+
+    fn call(&self, _arguments: Value, _call: CallInfo) -> ToolFuture<'_> {
+        Box::pin(async move {
+            let server = &self.server;
+            let tools = discover(&self.client)
+                .await
+                .map_err(|error| format!("MCP server '{server}' is unavailable: {error}"))?;
+            serde_json::to_string(&tools)
+                .map_err(|error| format!("the tools of MCP server '{server}' could not be kept: {error}"))
         })
     }
 }

@@ -398,11 +398,96 @@ async fn the_egress_guard_refuses_an_mcp_server_on_a_private_address(pool: PgPoo
     let out = h.run(&mcp_crew(json!(["scripted__whoami"]), servers)).await;
     assert_eq!(out.raw(), "The server is out of reach.");
     let calls = results(&out);
-    assert_eq!(calls.len(), 1, "nothing was discovered: {calls:?}");
-    assert_eq!(calls[0].1, "failed");
-    let error = calls[0].2.as_str().expect("error");
-    assert!(error.contains("MCP server 'scripted' is unavailable") && error.contains("127.0.0.1"), "{error}");
+    // The listing that failed, and the model's call of the tool it could not offer.
+    let tools: Vec<(&str, &str)> =
+        calls.iter().map(|(tool, status, _)| (tool.as_str(), status.as_str())).collect();
+    assert_eq!(tools, [("mcp:scripted", "failed"), ("scripted__whoami", "failed")], "{calls:?}");
+    for (_, _, error) in &calls {
+        let error = error.as_str().expect("error");
+        assert!(
+            error.contains("MCP server 'scripted' is unavailable") && error.contains("127.0.0.1"),
+            "{error}"
+        );
+    }
     assert!(peer.calls().is_empty());
+}
+
+/// An MCP server the egress guard refuses (one on loopback, one on the cloud metadata address;
+/// the guard judges IP literals before any connection) leaves, for each task that needs it, a
+/// failed tool call `mcp:<server>` with the guard's reason in the run, announced as
+/// `tool.started` and `tool.failed`; the run goes on without its tools, and no byte reaches the
+/// refused address.
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn a_refused_mcp_server_leaves_a_failed_call_with_the_reason(pool: PgPool) {
+    // Loopback is refused (no allow-list): this listener counts every connection it gets.
+    let sentinel = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let port = sentinel.local_addr().expect("addr").port();
+    let connections = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = connections.clone();
+    tokio::spawn(async move {
+        while sentinel.accept().await.is_ok() {
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    });
+    let h = Harness::start(pool, true).await;
+    h.fake.push([FakeReply::text("Done without tools."), FakeReply::text("Still without.")]);
+    let servers = json!([
+        {"name": "sentinel", "url": format!("http://127.0.0.1:{port}/mcp")},
+        {"name": "metadata", "url": "http://169.254.169.254/mcp"},
+    ]);
+    let second_task = json!({"tasks": [{}, {"name": "t2", "description": "Again", "expected_output": "A line", "agent": "a"}]});
+    let mut spec = mcp_crew(json!(["sentinel__*", "metadata__lookup"]), servers);
+    super::merge(&mut spec, second_task);
+    let out = h.run(&spec).await;
+    assert_eq!(out.raw(), "Still without.");
+
+    // Each task listed each server again: four failed calls, each with the guard's verdict.
+    let mut calls: Vec<(String, String, String, String)> = out
+        .tool_calls
+        .iter()
+        .map(|c| {
+            let field = |name: &str| c[name].as_str().unwrap_or_default().to_owned();
+            (field("task"), field("id"), field("status"), field("error"))
+        })
+        .collect();
+    calls.sort();
+    let ids: Vec<(&str, &str, &str)> =
+        calls.iter().map(|(t, id, s, _)| (t.as_str(), id.as_str(), s.as_str())).collect();
+    assert_eq!(
+        ids,
+        [
+            ("t", "mcp:metadata#tools/list", "failed"),
+            ("t", "mcp:sentinel#tools/list", "failed"),
+            ("t2", "mcp:metadata#tools/list#2", "failed"),
+            ("t2", "mcp:sentinel#tools/list#2", "failed"),
+        ],
+        "{calls:?}"
+    );
+    for (_, id, _, error) in &calls {
+        let (server, address) = match id.contains("sentinel") {
+            true => ("sentinel", "127.0.0.1"),
+            false => ("metadata", "169.254.169.254"),
+        };
+        assert!(
+            error.contains(&format!("MCP server '{server}' is unavailable"))
+                && error.contains("blocked")
+                && error.contains(address),
+            "{id}: {error}"
+        );
+    }
+    let call = out.tool_calls.iter().find(|c| c["id"] == "mcp:sentinel#tools/list").expect("the listing");
+    assert_eq!(
+        (call["tool"].as_str(), call["arguments"].clone()),
+        (Some("mcp:sentinel"), json!({"method": "tools/list"}))
+    );
+    // The run's events say so too, each failure after its start.
+    let failed: Vec<&str> =
+        out.data("tool.failed").iter().filter_map(|d| d["tool_call_id"].as_str()).collect();
+    let started: Vec<&str> =
+        out.data("tool.started").iter().filter_map(|d| d["tool_call_id"].as_str()).collect();
+    assert_eq!((failed.len(), started.len()), (4, 4), "{:?}", out.event_types());
+    assert_eq!(failed, started);
+    assert_eq!(connections.load(std::sync::atomic::Ordering::SeqCst), 0, "the refused address was contacted");
 }
 
 #[sqlx::test(migrator = "agentd::store::MIGRATOR")]

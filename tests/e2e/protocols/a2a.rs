@@ -183,6 +183,59 @@ async fn the_sdk_sends_streams_gets_lists_and_cancels_tasks(pool: PgPool) {
     assert_eq!(last(&theirs, Some(&other), &["get", &task_id]).await["error"]["code"], -32001);
 }
 
+/// Another tenant's thread id as a `contextId` is a context like any the server has not seen: a
+/// new thread of the caller's own (answered as for a made-up id), which neither joins the other
+/// tenant's thread nor sees its history.
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn another_tenants_thread_as_a_context_is_a_new_context(pool: PgPool) {
+    let fake = FakeLlm::start().await.expect("fake");
+    let mut config = fake_config(&fake);
+    config.api_keys = agentd::config::ApiKeys::parse(ROOT_KEY);
+    let root = TestApp::spawn_with(pool.clone(), config.clone()).await.as_key(Some(ROOT_KEY));
+    let _workers = start_workers(&pool, &config, fast_settings(2, Duration::from_secs(5)));
+    let key = tenant_key(&root, "team-a", &["read", "kickoff", "manage"]).await;
+    let other = tenant_key(&root, "team-b", &["read", "kickoff", "manage"]).await;
+    let (a, b) = (root.as_key(Some(&key)), root.as_key(Some(&other)));
+    for app in [&a, &b] {
+        register(app, &published_crew("research", json!({"a2a": true}))).await;
+    }
+    let card = card_url(&root.base, "research");
+    fake.set_default(Some(FakeReply::text("Noted.")));
+
+    // A's thread, named as a context, with a task that tells it a secret.
+    let thread = expect_json(a.post_json("/v1/threads", &json!({})).await, StatusCode::CREATED).await;
+    let theirs = thread["id"].as_str().expect("id").to_owned();
+    let told = last(&card, Some(&key), &["send", "My PIN is 4711.", "--context-id", &theirs]).await;
+    assert_eq!(state(&told["task"]), "TASK_STATE_COMPLETED", "{told}");
+    assert_eq!(run(&a, told["task"]["id"].as_str().expect("id")).await["thread_id"], theirs.as_str());
+
+    // B names A's thread, then a made-up id: the same answer, each a new context of B's.
+    let made_up = uuid::Uuid::now_v7().to_string();
+    let mut answers = Vec::new();
+    for id in [&theirs, &made_up] {
+        let sent = last(&card, Some(&other), &["send", "My PIN?", "--context-id", id]).await;
+        let task = &sent["task"];
+        assert_eq!(task["contextId"], id.as_str(), "{sent}");
+        let done = run(&b, task["id"].as_str().expect("id")).await;
+        let joined = done["thread_id"].as_str().expect("a thread").to_owned();
+        assert_ne!(joined, theirs, "B's task joined A's thread");
+        let thread = expect_json(b.get(&format!("/v1/threads/{joined}")).await, StatusCode::OK).await;
+        assert_eq!(thread["metadata"]["a2a_id"], id.as_str(), "{thread}");
+        answers.push((
+            state(task).to_owned(),
+            task["artifacts"][0]["parts"].clone(),
+            thread["runs"].as_array().map(Vec::len),
+        ));
+    }
+    assert_eq!(answers[0], answers[1]);
+    for request in &fake.requests()[1..] {
+        let prompt = request.to_string();
+        assert!(!prompt.contains("4711") && !prompt.contains("Conversation so far"), "{prompt}");
+    }
+    let thread = expect_json(a.get(&format!("/v1/threads/{theirs}")).await, StatusCode::OK).await;
+    assert_eq!(thread["runs"].as_array().map(Vec::len), Some(1), "{thread}");
+}
+
 #[sqlx::test(migrator = "agentd::store::MIGRATOR")]
 async fn a_tool_call_awaiting_approval_is_input_required_and_a_reply_decides_it(pool: PgPool) {
     let fake = FakeLlm::start().await.expect("fake");

@@ -263,6 +263,72 @@ async fn unpublished_crews_other_tenants_and_bad_input_are_refused(pool: PgPool)
     assert!(problem_fields(&problem).contains_key("inputs.message"), "{problem}");
 }
 
+/// Another tenant's thread id is, to AG-UI, an id like any it has not seen: the run starts a
+/// thread of the caller's own (answered as for a made-up id), neither joining the other tenant's
+/// thread nor seeing its history.
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn another_tenants_thread_id_starts_a_thread_of_ones_own(pool: PgPool) {
+    let fake = FakeLlm::start().await.expect("fake");
+    let mut config = fake_config(&fake);
+    config.api_keys = agentd::config::ApiKeys::parse("root-ag-ui");
+    let root = TestApp::spawn_with(pool.clone(), config.clone()).await.as_key(Some("root-ag-ui"));
+    let _workers = start_workers(&pool, &config, fast_settings(2, Duration::from_secs(5)));
+    let mut keys = Vec::new();
+    for tenant in ["team-a", "team-b"] {
+        expect_json(root.post_json("/v1/tenants", &json!({"name": tenant})).await, StatusCode::CREATED).await;
+        let body = json!({"tenant": tenant, "name": "k", "scopes": ["read", "kickoff", "manage"]});
+        let key = expect_json(root.post_json("/v1/keys", &body).await, StatusCode::CREATED).await;
+        let key = key["key"].as_str().expect("key").to_owned();
+        register(&root.as_key(Some(&key)), &chat_crew()).await;
+        keys.push(key);
+    }
+    let (a_key, b_key) = (keys[0].as_str(), keys[1].as_str());
+    let (a, b) = (root.as_key(Some(a_key)), root.as_key(Some(b_key)));
+    fake.set_default(Some(FakeReply::text("Noted.")));
+
+    // A's thread, named by its id, with a run that tells it a secret.
+    let thread = expect_json(a.post_json("/v1/threads", &json!({})).await, StatusCode::CREATED).await;
+    let theirs = thread["id"].as_str().expect("id").to_owned();
+    let told =
+        events(&lines(&root.base, "chat", Some(a_key), &input(&theirs, "a-1", "My PIN is 4711.")).await);
+    assert_eq!(told.last().expect("last")["type"], "RUN_FINISHED", "{told:#?}");
+
+    // B names A's thread, then a made-up id: the same answer, each a new thread of B's.
+    let made_up = uuid::Uuid::now_v7().to_string();
+    let mut answers = Vec::new();
+    for (n, id) in [&theirs, &made_up].into_iter().enumerate() {
+        let printed =
+            events(&lines(&root.base, "chat", Some(b_key), &input(id, &format!("b-{n}"), "My PIN?")).await);
+        let (first, last) = (&printed[0], printed.last().expect("last"));
+        assert_eq!(
+            (first["type"].as_str(), first["threadId"].as_str()),
+            (Some("RUN_STARTED"), Some(id.as_str()))
+        );
+        assert_eq!(
+            (last["type"].as_str(), last["threadId"].as_str()),
+            (Some("RUN_FINISHED"), Some(id.as_str()))
+        );
+        let done = run(&b, last["result"]["run_id"].as_str().expect("run id")).await;
+        let joined = done["thread_id"].as_str().expect("a thread").to_owned();
+        assert_ne!(joined, theirs, "B's run joined A's thread");
+        let thread = expect_json(b.get(&format!("/v1/threads/{joined}")).await, StatusCode::OK).await;
+        assert_eq!(thread["metadata"]["ag_ui_id"], id.as_str(), "{thread}");
+        answers.push((
+            types(&printed).join(" "),
+            done["status"].clone(),
+            thread["runs"].as_array().map(Vec::len),
+        ));
+    }
+    assert_eq!(answers[0], answers[1]);
+    // B's model never saw A's conversation; A's thread has A's run only.
+    for request in &fake.requests()[1..] {
+        let prompt = request.to_string();
+        assert!(!prompt.contains("4711") && !prompt.contains("Conversation so far"), "{prompt}");
+    }
+    let thread = expect_json(a.get(&format!("/v1/threads/{theirs}")).await, StatusCode::OK).await;
+    assert_eq!(thread["runs"].as_array().map(Vec::len), Some(1), "{thread}");
+}
+
 #[sqlx::test(migrations = false)]
 async fn a_run_whose_replica_dies_is_followed_again_with_the_same_input(pool: PgPool) {
     let url = child_database_url(&pool).await;
