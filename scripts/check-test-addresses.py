@@ -29,6 +29,9 @@ EXCEPTIONS = {
     ("tests/e2e/knowledge.rs", "169.254.169.254"):
         "the cloud metadata address the tools' guard refuses when the document is posted, before "
         "any fetch (EgressPolicy::check_url)",
+    ("tests/e2e/engine/mcp.rs", "169.254.169.254"):
+        "the cloud metadata address as an MCP server's URL: the tools' guard (no allow-list in the "
+        "test) refuses the IP literal before connecting; the test asserts the refusal",
     ("tests/e2e/local_embeddings.rs", "example.com"):
         "text the local embedding model tokenises (and the reference implementation too), never "
         "requested",
