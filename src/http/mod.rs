@@ -54,7 +54,8 @@ pub use state::AppState;
     ),
     modifiers(&BearerAuth),
     // Not in any operation's schema: the data of an event stream's `stream.closed` message.
-    components(schemas(events::StreamClosed)),
+    // Referenced only from a query parameter (utoipa does not collect those): the audit outcome.
+    components(schemas(events::StreamClosed, audit::AuditOutcome)),
     security(("bearer" = [])),
     tags(
         (name = "runs", description = "Kickoffs and runs"),
