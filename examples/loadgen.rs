@@ -26,6 +26,9 @@
 //! seeds that many finished runs 40 days old and runs agentd with `AGENTD_RETENTION_DAYS=30`,
 //! so the retention pruner removes them while the scenario runs (stderr says how many it did);
 //! with `PRUNE_OFF=1` the runs are seeded but not pruned (the same database, without the pruner).
+//! `MAX_QUEUED=<runs>` gives the tenant the scenarios run as (the open API's `default`) that
+//! `max_queued`, so every kickoff is counted against it in its transaction (set it above the
+//! scenario's runs to measure the cost without refusals).
 //! `OTLP_SINK=1` turns traces on: agentd exports its spans and GenAI metrics over OTLP/HTTP to a
 //! sink in this process that takes every request (stderr says how many requests and bytes per
 //! scenario); without it traces are off (unless `OTEL_EXPORTER_OTLP_ENDPOINT` is set for this
@@ -190,6 +193,15 @@ impl Bench {
         let backlog = setting("PRUNE_BACKLOG", 0);
         if backlog > 0 {
             seed_prunable(&pool, backlog).await?;
+        }
+        let max_queued = setting("MAX_QUEUED", 0);
+        if max_queued > 0 {
+            // The tenant the scenarios run as (the open API's) gets a `max_queued`: every
+            // kickoff is then counted against it in its transaction.
+            sqlx::query("UPDATE tenants SET max_queued = $1 WHERE name = 'default'")
+                .bind(i32::try_from(max_queued)?)
+                .execute(&pool)
+                .await?;
         }
         let fake = FakeLlm::start().await?;
         fake.set_recording(false);
