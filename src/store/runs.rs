@@ -9,7 +9,7 @@ use uuid::Uuid;
 
 use super::group::{Failure, GroupWrite};
 use super::listen::{notify, RUNS_CHANNEL};
-use super::tenants::hold_queue;
+use super::tenants::{admit_kickoffs, hold_queue};
 use super::{decode, parse, Store, StoreError, StoreResult};
 use crate::domain::fork::ForkedFrom;
 use crate::domain::kickoff::NewRun;
@@ -167,18 +167,21 @@ impl Store {
         // Postgres keeps microseconds: so does the answer.
         let created_at = Utc::now().trunc_subsecs(6);
         let rows = runs.iter().map(|run| QueuedRun::new(run, created_at)).collect::<StoreResult<Vec<_>>>()?;
-        let limited = runs.iter().any(|run| run.max_queued.is_some());
         match key {
-            None if !limited => self.kickoff_group().submit(rows).await?,
-            _ => {
+            // Without a key, kickoffs share the group commit, under a `max_queued` too (the batch
+            // holds the queue locks of its tenants that have one: `admit_kickoffs`).
+            None => {
+                if let Err(full) = self.kickoff_group().submit(rows).await? {
+                    return Ok(Created::QueueFull(full));
+                }
+            }
+            Some(key) => {
                 let mut tx = self.pool.begin().await?;
-                if let Some(key) = key {
-                    let ids: Vec<Uuid> = runs.iter().map(|r| r.id.0).collect();
-                    if !claim_idempotency_key(&mut tx, key, &ids).await? {
-                        tx.rollback().await?;
-                        // Another request holds the key (we waited for it to commit): answer as it did.
-                        return Ok(self.find_idempotent_runs(key).await?.unwrap_or(Created::KeyConflict));
-                    }
+                let ids: Vec<Uuid> = runs.iter().map(|r| r.id.0).collect();
+                if !claim_idempotency_key(&mut tx, key, &ids).await? {
+                    tx.rollback().await?;
+                    // Another request holds the key (we waited for it to commit): answer as it did.
+                    return Ok(self.find_idempotent_runs(key).await?.unwrap_or(Created::KeyConflict));
                 }
                 if let Err(full) = hold_queue(&mut tx, runs).await? {
                     tx.rollback().await?;
@@ -461,6 +464,8 @@ pub(super) struct QueuedRun {
     /// The kickoff's webhooks.
     webhooks: Vec<crate::domain::kickoff::RunWebhook>,
     trace: Option<RunTrace>,
+    /// Its tenant's `max_queued`, when the kickoff is counted against one.
+    max_queued: Option<u32>,
 }
 
 impl QueuedRun {
@@ -478,7 +483,13 @@ impl QueuedRun {
             tasks: run.crew.tasks.iter().map(|t| (t.name.clone(), t.agent.clone())).collect(),
             webhooks: run.webhooks.clone(),
             trace: run.trace.clone(),
+            max_queued: run.max_queued,
         })
+    }
+
+    /// The tenant whose `max_queued` counts this run, and that maximum.
+    pub(super) fn queue_limit(&self) -> Option<(&str, u32)> {
+        Some((self.tenant.as_str(), self.max_queued?))
     }
 }
 
@@ -492,7 +503,8 @@ pub(super) struct KickoffWrite;
 impl GroupWrite for KickoffWrite {
     /// The runs of one kickoff (several for a batch kickoff: all or none).
     type Item = Vec<QueuedRun>;
-    type Output = StoreResult<()>;
+    /// Stored, or refused by its tenant's `max_queued`.
+    type Output = StoreResult<Result<(), QueueFull>>;
     const MAX_BATCH: usize = 512;
 
     fn key(_: &Self::Item) -> Option<Uuid> {
@@ -502,15 +514,21 @@ impl GroupWrite for KickoffWrite {
     async fn write(
         pool: &PgPool,
         kickoffs: &[Vec<QueuedRun>],
-    ) -> Result<Vec<StoreResult<()>>, Failure<StoreResult<()>>> {
-        let runs: Vec<&QueuedRun> = kickoffs.iter().flatten().collect();
+    ) -> Result<Vec<Self::Output>, Failure<Self::Output>> {
         let mut tx = pool.begin().await?;
+        let admitted = admit_kickoffs(&mut tx, kickoffs).await.map_err(Failure::Whole)?;
+        let runs: Vec<&QueuedRun> = kickoffs
+            .iter()
+            .zip(&admitted)
+            .filter(|(_, admitted)| admitted.is_ok())
+            .flat_map(|(runs, _)| runs)
+            .collect();
         insert_runs(&mut tx, &runs).await?;
         tx.commit().await?;
-        Ok(kickoffs.iter().map(|_| Ok(())).collect())
+        Ok(admitted.into_iter().map(Ok).collect())
     }
 
-    fn failed(error: StoreError) -> StoreResult<()> {
+    fn failed(error: StoreError) -> Self::Output {
         Err(error)
     }
 }

@@ -380,6 +380,57 @@ pub(super) async fn hold_queue(
     }
 }
 
+/// Which of a group commit's `kickoffs` (each one kickoff's runs, of one tenant) fit their tenants'
+/// `max_queued`, in order: the batch takes the queue lock of every tenant of it that has one (in
+/// the order of their names, so two batches never wait on each other in a circle), counts their
+/// queued and waiting runs once, then admits kickoffs one after another while they fit. Kickoffs
+/// without a limit are admitted without a statement.
+pub(super) async fn admit_kickoffs(
+    tx: &mut Transaction<'_, Postgres>,
+    kickoffs: &[Vec<super::runs::QueuedRun>],
+) -> StoreResult<Vec<Result<(), QueueFull>>> {
+    fn limit(runs: &[super::runs::QueuedRun]) -> Option<(&str, u32)> {
+        runs.first().and_then(super::runs::QueuedRun::queue_limit)
+    }
+    let tenants: std::collections::BTreeSet<&str> =
+        kickoffs.iter().filter_map(|runs| limit(runs)).map(|(tenant, _)| tenant).collect();
+    let mut queued: std::collections::HashMap<String, i64> = std::collections::HashMap::new();
+    if !tenants.is_empty() {
+        for tenant in &tenants {
+            sqlx::query!(
+                "SELECT pg_advisory_xact_lock(hashtextextended('agentd.tenant.queued:' || $1, 0))",
+                tenant
+            )
+            .execute(&mut **tx)
+            .await?;
+        }
+        // A statement of its own, after the locks: its snapshot sees every run committed before.
+        let names: Vec<String> = tenants.iter().map(|tenant| (*tenant).to_owned()).collect();
+        let counts = sqlx::query!(
+            r#"SELECT t.name AS "tenant!",
+                      (SELECT count(*) FROM runs WHERE tenant = t.name AND status = 'queued')
+                    + (SELECT count(*) FROM runs WHERE tenant = t.name AND status = 'waiting') AS "n!"
+                 FROM unnest($1::text[]) AS t(name)"#,
+            &names
+        )
+        .fetch_all(&mut **tx)
+        .await?;
+        queued.extend(counts.into_iter().map(|row| (row.tenant, row.n)));
+    }
+    Ok(kickoffs
+        .iter()
+        .map(|runs| {
+            let Some((tenant, max)) = limit(runs) else { return Ok(()) };
+            let count = queued.entry(tenant.to_owned()).or_default();
+            if count.saturating_add(runs.len() as i64) > i64::from(max) {
+                return Err(QueueFull { tenant: tenant.to_owned(), queued: *count, max, adding: runs.len() });
+            }
+            *count += runs.len() as i64;
+            Ok(())
+        })
+        .collect())
+}
+
 /// Take `tenant`'s queue lock in `tx` (held until `tx` ends, so what queues the tenant's runs on
 /// every replica is counted one after another), then count its queued and waiting runs in a
 /// statement of its own (whose snapshot sees every run committed before the lock was granted).
