@@ -4,6 +4,9 @@
 lower layers, or itself. Run by CI; prints each import that runs back up and exits non-zero.
 Tests (`tests.rs`, `tests/` folders and `#[cfg(test)]` modules) are not held to it.
 
+The agent protocols (`src/http/protocols/`) are held to more: they call the use cases and nothing
+below them, so they may use only `crate::domain`, `crate::service` and the HTTP edge (`crate::http`).
+
 To move a module, change LAYERS here in the same commit, and say why in docs/architecture.md.
 """
 import pathlib
@@ -58,6 +61,25 @@ for path in sorted(root.rglob("*.rs")):
                 sideways = LAYER[used] == LAYER[module] and (module, used) not in SAME_LAYER
                 if up or sideways:
                     problems.append(f"src/{rel}:{number}: {module} (layer {LAYER[module]}) uses {used} (layer {LAYER[used]})")
+# The agent protocols speak their wire formats over the use cases, like the REST handlers.
+PROTOCOLS = root / "http" / "protocols"
+PROTOCOLS_MAY_USE = {"domain", "service", "http"}
+for path in sorted(PROTOCOLS.rglob("*.rs")):
+    rel = path.relative_to(root)
+    text = path.read_text(encoding="utf-8")
+    cut = text.find("#[cfg(test)]\nmod tests")
+    if cut >= 0:
+        text = text[:cut]
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.lstrip().startswith("//"):
+            continue
+        for single, group in USE.findall(line):
+            names = [single] if single else [n.strip().split("::")[0] for n in group.split(",")]
+            for used in filter(None, names):
+                if used not in ("self", "super") and used not in PROTOCOLS_MAY_USE:
+                    problems.append(f"src/{rel}:{number}: a protocol uses crate::{used} (only the use cases: {', '.join(sorted(PROTOCOLS_MAY_USE))})")
+        if re.search(r"state\.(store|bus|shutdown)\b", line):
+            problems.append(f"src/{rel}:{number}: a protocol reaches past the use cases (the AppState's store, bus or shutdown)")
 for problem in problems:
     print(problem)
 if problems:

@@ -23,7 +23,7 @@ use crate::metrics::Metrics;
 use crate::ratelimit::RateLimiter;
 use crate::scheduler::Scheduler;
 use crate::secrets::Vault;
-use crate::service::Services;
+use crate::service::{Follower, Services};
 use crate::store::{PoolSettings, Store, StoreError};
 use crate::tools::builtin_tool_names;
 use crate::tools::http::Outbound;
@@ -267,13 +267,17 @@ impl App {
             .role
             .runs_workers()
             .then(|| Scheduler::new(store.clone(), services.clone(), config.scheduler));
-        let api = config.role.serves_api().then(|| AppState {
-            services,
-            store: store.clone(),
-            config: config.clone(),
-            bus: EventBus::start(store.clone(), shutdown.clone()),
-            metrics: metrics.clone(),
-            shutdown: shutdown.clone(),
+        let api = config.role.serves_api().then(|| {
+            let bus = EventBus::start(store.clone(), shutdown.clone());
+            AppState {
+                follower: Follower::new(services.clone(), bus.clone(), shutdown.clone()),
+                services,
+                store: store.clone(),
+                config: config.clone(),
+                bus,
+                metrics: metrics.clone(),
+                shutdown: shutdown.clone(),
+            }
         });
         Ok(Self { config, store, metrics, shutdown, api, workers, deliverer, ingester, scheduler, knowledge })
     }

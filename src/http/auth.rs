@@ -54,6 +54,13 @@ impl<S: Send + Sync> FromRequestParts<S> for Audited {
     }
 }
 
+/// The audit record of a change `caller` makes through the API: `action` (`run.cancel`,
+/// `webhook.create`, …) on `resource` (the request's path; a protocol's endpoint, `/mcp`, for a
+/// change a protocol request makes).
+pub fn audit(caller: &Caller, action: &str, resource: &str) -> Arc<Audit> {
+    Arc::new(Audit::new(caller.key_id, &caller.tenant, action, resource))
+}
+
 /// Resolve the caller of a `/v1/` request and check its key's scope for the operation; other
 /// paths pass. Without any key (none configured, none stored) the API is open and everyone is
 /// an admin of `default`; a key of `AGENTD_API_KEYS` is one too; a stored key acts for its tenant
@@ -73,7 +80,7 @@ pub async fn require_api_key(
     let audit = operation
         .as_deref()
         .and_then(|path| audited_action(request.method(), path))
-        .map(|action| Arc::new(Audit::new(caller.key_id, &caller.tenant, &action, request.uri().path())));
+        .map(|action| audit(&caller, &action, request.uri().path()));
     if let Some(scope) = operation.and_then(|path| required_scope(request.method(), &path)) {
         if !caller.may(scope) {
             if let Some(audit) = &audit {

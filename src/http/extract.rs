@@ -14,6 +14,10 @@ use super::server::BodyTimeout;
 use crate::config::ConnectionLimits;
 use crate::domain::FieldError;
 
+/// The trace a kickoff joins, read from its request's headers (`traceparent`, `tracestate`):
+/// every surface that starts runs (REST, the protocols) reads it here.
+pub use crate::telemetry::kickoff_trace;
+
 /// The largest request body accepted.
 pub const MAX_BODY_BYTES: usize = 2 * 1024 * 1024;
 

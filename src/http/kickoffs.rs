@@ -53,7 +53,7 @@ pub async fn create_kickoff(
 ) -> ApiResult<Response> {
     let key = idempotency_key(&headers)?;
     let (status, run, replayed) =
-        match state.services.kickoff(&caller, body, key, crate::telemetry::kickoff_trace(&headers)).await? {
+        match state.services.kickoff(&caller, body, key, super::extract::kickoff_trace(&headers)).await? {
             Kicked::Created(run) => (StatusCode::ACCEPTED, run, false),
             Kicked::Replayed(run) => (StatusCode::OK, run, true),
         };
@@ -118,7 +118,7 @@ pub async fn create_batch(
     let key = idempotency_key(&headers)?;
     let (status, runs, replayed) = match state
         .services
-        .kickoff_batch(&caller, body, key, crate::telemetry::kickoff_trace(&headers))
+        .kickoff_batch(&caller, body, key, super::extract::kickoff_trace(&headers))
         .await?
     {
         Kicked::Created(runs) => (StatusCode::ACCEPTED, runs, false),

@@ -2,9 +2,7 @@
 //! render its answer; extractors, problem+json errors (the one mapping of `ServiceError`),
 //! authentication, the wire types, and the OpenAPI document, built once with the one axum router.
 
-pub mod a2a;
 pub mod access;
-pub mod ag_ui;
 pub mod audit;
 pub mod auth;
 pub mod crews;
@@ -12,13 +10,11 @@ pub mod error;
 pub mod events;
 mod examples;
 pub mod extract;
-mod follow;
 pub mod forks;
-mod jsonrpc;
 pub mod kickoffs;
 pub mod knowledge;
-pub mod mcp;
 pub mod memory;
+pub mod protocols;
 pub mod runs;
 pub mod schedules;
 pub mod secrets;
@@ -44,6 +40,7 @@ use utoipa_axum::routes;
 
 use error::{ApiError, Problem};
 use extract::MAX_BODY_BYTES;
+use protocols::{a2a, ag_ui, mcp};
 pub use state::AppState;
 
 #[derive(OpenApi)]

@@ -1,4 +1,4 @@
-//! What every handler shares ([`AppState`]): the use cases, the store (for event streams and
+//! What every handler shares ([`AppState`]): the use cases (and a run's follower), the store (for event streams and
 //! readiness), the configuration, this replica's event bus, the metrics and the shutdown signal.
 
 use std::sync::Arc;
@@ -8,7 +8,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::Config;
 use crate::events::EventBus;
 use crate::metrics::Metrics;
-use crate::service::Services;
+use crate::service::{Follower, Services};
 use crate::store::Store;
 
 /// What every handler shares, made by the composition root ([`crate::app::App`]). Cheap to clone.
@@ -16,6 +16,8 @@ use crate::store::Store;
 pub struct AppState {
     /// The use cases the handlers call.
     pub services: Services,
+    /// Follows runs for the protocols' streams (the use cases with this replica's event bus).
+    pub follower: Follower,
     /// Read by the event streams, waits and readiness checks.
     pub store: Store,
     pub config: Arc<Config>,

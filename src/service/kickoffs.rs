@@ -3,7 +3,7 @@
 //! instead (the same body) or the request is refused (another body); the store makes a key's
 //! first use atomic, so concurrent requests with one key make one set of runs.
 
-use serde_json::Value;
+use serde_json::{json, Map, Value};
 
 use super::access::queue_full;
 use super::{invalid, ServiceError, ServiceResult, Services};
@@ -14,7 +14,7 @@ use crate::domain::kickoff::{
 use crate::domain::thread::ThreadJoin;
 use crate::domain::validate::parse_json;
 use crate::domain::validate::FieldError;
-use crate::domain::{Caller, CrewSpec, Run, RunTrace};
+use crate::domain::{Caller, CrewSpec, Run, RunId, RunTrace};
 use crate::store::{Created, IdempotencyKey, StoreError, ThreadKickoff};
 
 /// What a kickoff did.
@@ -26,7 +26,62 @@ pub enum Kicked<T> {
     Replayed(T),
 }
 
+/// A protocol request's kickoff of a published crew (MCP `tools/call`, an A2A message, an AG-UI
+/// run; the protocol has checked that the crew is published to it): a run like any other.
+#[derive(Debug, Default)]
+pub struct ProtocolKickoff<'a> {
+    pub crew: &'a str,
+    pub inputs: Map<String, Value>,
+    /// The thread the run joins; a busy thread refuses it (409) unless `enqueue`.
+    pub thread: Option<uuid::Uuid>,
+    pub metadata: Map<String, Value>,
+    /// Makes a repeated request answer with the same run ([`request_key`]).
+    pub idempotency_key: Option<&'a str>,
+    /// Stream the model's replies (`llm.delta`).
+    pub stream: bool,
+    /// A busy thread queues the run (`enqueue`) instead of refusing it.
+    pub enqueue: bool,
+    /// The caller's trace (its `traceparent`), which the run joins.
+    pub trace: Option<RunTrace>,
+}
+
+/// The idempotency key of a protocol request named by `identity` (a session and request id, a
+/// thread and run id): `prefix:` and 128 bits of its SHA-256, as hex (ids may be long).
+pub fn request_key(prefix: &str, identity: &str) -> String {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(identity.as_bytes());
+    let hex: String = digest.iter().take(16).map(|byte| format!("{byte:02x}")).collect();
+    format!("{prefix}:{hex}")
+}
+
 impl Services {
+    /// Start the run a protocol request asks for ([`ProtocolKickoff`]): the kickoff of
+    /// `POST /v1/kickoffs` with the request's crew, inputs, thread and idempotency key.
+    pub async fn protocol_kickoff(
+        &self,
+        caller: &Caller,
+        kickoff: ProtocolKickoff<'_>,
+    ) -> ServiceResult<Run> {
+        let mut body = json!({"crew": kickoff.crew, "inputs": kickoff.inputs, "metadata": kickoff.metadata});
+        if let Some(thread) = kickoff.thread {
+            body["thread_id"] = json!(thread);
+            body["multitask_strategy"] = json!(if kickoff.enqueue { "enqueue" } else { "reject" });
+        }
+        if kickoff.stream {
+            body["stream"] = json!(true);
+        }
+        match self.kickoff(caller, body, kickoff.idempotency_key, kickoff.trace).await? {
+            Kicked::Created(run) | Kicked::Replayed(run) => Ok(run),
+        }
+    }
+
+    /// The runs a protocol request with idempotency key `key` started, if it started any (a
+    /// cancelled MCP call names its request, not its run).
+    pub async fn runs_of_request(&self, caller: &Caller, key: &str) -> ServiceResult<Vec<RunId>> {
+        let runs = self.store.idempotent_run_ids(&caller.tenant, key).await?;
+        Ok(runs.unwrap_or_default().into_iter().map(RunId).collect())
+    }
+
     /// Start a run of the crew `body` names or carries (`POST /v1/kickoffs`), once per
     /// `idempotency_key`.
     pub async fn kickoff(

@@ -7,6 +7,7 @@
 mod access;
 mod approval;
 mod crews;
+mod follow;
 mod forks;
 mod key_watch;
 mod kickoffs;
@@ -22,8 +23,9 @@ mod webhooks;
 use std::sync::Arc;
 
 pub use access::{issue_key, CreatedKey, KEY_CACHE_TTL};
+pub use follow::{Follow, Follower, Step};
 pub use key_watch::{KeyWatch, WatchedKey};
-pub use kickoffs::Kicked;
+pub use kickoffs::{request_key, Kicked, ProtocolKickoff};
 pub use knowledge::{Upload, MAX_QUERY_CHARS};
 pub use memory::{DEFAULT_MEMORY_LIMIT, MAX_MEMORY_LIMIT};
 pub use ops::StoredGauges;
@@ -31,6 +33,10 @@ pub use runs::{no_run, RunPage};
 pub use secrets::check_secret_name;
 pub use webhooks::WithSecret;
 
+/// What a followed run's events carry, and a tool call's approval: the HTTP edge names them from
+/// here.
+pub use crate::engine::journal::Approval;
+pub use crate::events::Envelope;
 /// What the use cases answer with, from the store: the HTTP edge names them from here.
 pub use crate::store::{
     CrewRecord, Delivery, KeyRecord, KnowledgeBase, KnowledgeDocument, Message, Posted, SecretInfo,

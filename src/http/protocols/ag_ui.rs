@@ -19,17 +19,15 @@ use serde_json::{json, Map, Value};
 use tokio::sync::mpsc;
 use utoipa::ToSchema;
 
-use super::auth::Authed;
-use super::error::{ApiError, ApiResult, Problem};
-use super::extract::{ApiJson, ApiPath};
-use super::follow::{self, Follow, ProtocolKickoff, Step};
-use super::AppState;
+use super::feed;
 use crate::domain::crew::Protocol;
 use crate::domain::validate::parse_json;
 use crate::domain::{Caller, EventType, FieldError, RunId, Scope};
-use crate::engine::journal::Approval;
-use crate::events::Envelope;
-use crate::service::ServiceError;
+use crate::http::auth::{audit, Authed};
+use crate::http::error::{ApiError, ApiResult, Problem};
+use crate::http::extract::{ApiJson, ApiPath};
+use crate::http::AppState;
+use crate::service::{request_key, Approval, Envelope, ProtocolKickoff, ServiceError, Step};
 
 /// The input of an AG-UI run (`RunAgentInput`). Fields the server does not use are accepted.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -147,7 +145,7 @@ pub async fn run_agent(
         return Ok(stream(state, caller, ids, run, after, task));
     }
     let inputs = inputs_of(&input, &crew.spec)?;
-    let key = follow::request_key("ag-ui", &format!("{}\n{}", input.thread_id, input.run_id));
+    let key = request_key("ag-ui", &format!("{}\n{}", input.thread_id, input.run_id));
     let metadata = Map::from_iter([
         ("ag_ui_thread_id".to_owned(), json!(input.thread_id)),
         ("ag_ui_run_id".to_owned(), json!(input.run_id)),
@@ -160,9 +158,9 @@ pub async fn run_agent(
         idempotency_key: Some(&key),
         stream: true,
         enqueue: false,
-        trace: crate::telemetry::kickoff_trace(&headers),
+        trace: crate::http::extract::kickoff_trace(&headers),
     };
-    let run = kickoff.start(&state, &caller).await?;
+    let run = state.services.protocol_kickoff(&caller, kickoff).await?;
     Ok(stream(state, caller, ids, run.id, 0, None))
 }
 
@@ -264,7 +262,7 @@ async fn answer_interrupts(
         let payload = entry.payload.clone().unwrap_or(Value::Null);
         let approved = entry.status == ResumeStatus::Resolved
             && payload.get("approved").and_then(Value::as_bool) != Some(false);
-        let audit = follow::audit(caller, "run.approval", "/v1/ag-ui");
+        let audit = audit(caller, "run.approval", "/v1/ag-ui");
         match &waiting {
             Some(call) => {
                 let mut decision = json!({"approve": approved});
@@ -310,17 +308,27 @@ fn stream(
     after: i64,
     task: Option<String>,
 ) -> Response {
-    let (sender, receiver) = follow::sse_channel();
-    let mapper =
-        Mapper { ids, run, sender, step: None, text: None, texts_in_step: false, outputs: Map::new() };
-    tokio::spawn(mapper.run(state, caller, after, task));
-    follow::sse_response(receiver).into_response()
+    let (sender, receiver) = feed::channel();
+    let mapper = Mapper {
+        ids,
+        run,
+        caller,
+        sender,
+        step: None,
+        text: None,
+        texts_in_step: false,
+        outputs: Map::new(),
+    };
+    tokio::spawn(mapper.run(state, after, task));
+    feed::response(receiver).into_response()
 }
 
 /// Turns a run's events into AG-UI events, keeping what is open (a step, a text message).
 struct Mapper {
     ids: RunIds,
     run: RunId,
+    /// Whom the stream is for (its key ending ends it).
+    caller: Caller,
     sender: mpsc::Sender<SseEvent>,
     step: Option<String>,
     /// The open text message: its key (task, iteration, attempt) and id.
@@ -337,7 +345,7 @@ enum Flow {
 }
 
 impl Mapper {
-    async fn run(mut self, state: AppState, caller: Caller, after: i64, task: Option<String>) {
+    async fn run(mut self, state: AppState, after: i64, task: Option<String>) {
         let started = json!({"type": "RUN_STARTED", "threadId": self.ids.thread, "runId": self.ids.run});
         if let Flow::Done = self.send(started).await {
             return;
@@ -347,7 +355,7 @@ impl Mapper {
                 return;
             }
         }
-        let mut follow = Follow::new(&state, &caller, self.run, after);
+        let mut follow = state.follower.follow(&self.caller, self.run, after);
         loop {
             let flow = match follow.next().await {
                 Step::Event(envelope) => self.event(&state, &envelope).await,
@@ -540,7 +548,7 @@ impl Mapper {
     /// The calls awaiting approval (every one of the round: they were journaled together), as
     /// tool calls and the interrupts that end this AG-UI run.
     async fn tool_interrupt(&mut self, state: &AppState, seq: i64) -> Flow {
-        let calls = match state.store.list_tool_calls(self.run).await {
+        let calls = match state.services.tool_calls(&self.caller, self.run).await {
             Ok(calls) => calls,
             Err(error) => {
                 tracing::warn!(%error, run = %self.run, "could not read the calls awaiting approval");

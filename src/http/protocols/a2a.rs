@@ -24,15 +24,14 @@ use serde_json::{json, Map, Value};
 use tokio::sync::mpsc;
 use uuid::Uuid;
 
-use super::auth::{optional_caller, Authed};
-use super::error::Problem;
-use super::follow::{self, Follow, ProtocolKickoff, Step};
+use super::feed;
 use super::jsonrpc::{self, Incoming, JsonRpcMessage, JsonRpcResponse, RpcError, METHOD_NOT_FOUND};
-use super::AppState;
 use crate::domain::crew::Protocol;
 use crate::domain::{Caller, CrewSpec, EventType, Run, RunId, RunStatus, Scope};
-use crate::engine::journal::Approval;
-use crate::service::ServiceError;
+use crate::http::auth::{audit, optional_caller, Authed};
+use crate::http::error::Problem;
+use crate::http::AppState;
+use crate::service::{Approval, ProtocolKickoff, ServiceError, Step};
 
 const PROTOCOL_VERSION: &str = "1.0";
 const TASK_NOT_FOUND: i64 = -32001;
@@ -123,7 +122,7 @@ pub async fn discovery_card(State(state): State<AppState>, headers: HeaderMap) -
         Some(caller) if caller.may(Scope::Read) => {
             match state.services.published_crews(&caller, Protocol::A2a).await {
                 Ok(crews) => crews.iter().map(|crew| skill(&crew.spec)).collect(),
-                Err(error) => return super::error::ApiError::from(error).into_response(),
+                Err(error) => return crate::http::error::ApiError::from(error).into_response(),
             }
         }
         _ => Vec::new(),
@@ -163,7 +162,7 @@ pub async fn crew_card(
             ))
             .into_response()
         }
-        Err(error) => super::error::ApiError::from(error).into_response(),
+        Err(error) => crate::http::error::ApiError::from(error).into_response(),
     }
 }
 
@@ -252,7 +251,7 @@ async fn rpc(
         }
     }
     state.metrics.observe_protocol("a2a", served(&method));
-    let trace = crate::telemetry::kickoff_trace(&headers);
+    let trace = crate::http::extract::kickoff_trace(&headers);
     let a2a = A2a { state, caller, trace, crew, id };
     let needs = match method.as_str() {
         "SendMessage" | "SendStreamingMessage" | "CancelTask" => Scope::Kickoff,
@@ -554,7 +553,7 @@ impl A2a {
             trace: self.trace.clone(),
             ..Default::default()
         };
-        kickoff.start(&self.state, &self.caller).await.map_err(|e| match e {
+        self.state.services.protocol_kickoff(&self.caller, kickoff).await.map_err(|e| match e {
             ServiceError::Invalid(errors) => {
                 let text: Vec<String> = errors.iter().map(|e| format!("{}: {}", e.field, e.message)).collect();
                 RpcError::invalid_params(format!("the message does not give the crew's inputs: {}", text.join("; ")))
@@ -603,7 +602,7 @@ impl A2a {
             .await
             .map_err(|e| service_error(&e.into()))?
             .map_or(0, |(_, last)| last);
-        let audit = follow::audit(&self.caller, "run.approval", "/a2a");
+        let audit = audit(&self.caller, "run.approval", "/a2a");
         let calls =
             self.state.services.tool_calls(&self.caller, run.id).await.map_err(|e| service_error(&e))?;
         let pending: Vec<String> =
@@ -633,7 +632,7 @@ impl A2a {
 
     /// Follow run `id` after `after` until it ends or needs input; the run then.
     async fn settle(&self, id: RunId, after: i64) -> Result<Run, RpcError> {
-        let mut follow = Follow::new(&self.state, &self.caller, id, after);
+        let mut follow = self.state.follower.follow(&self.caller, id, after);
         loop {
             match follow.next().await {
                 Step::Event(envelope) => {
@@ -655,7 +654,7 @@ impl A2a {
     /// A task's stream: the task, then its updates from its events after `after`, ending when it
     /// ends or needs input.
     fn stream(&self, run: Run, after: i64, first: bool) -> Response {
-        let (sender, receiver) = follow::sse_channel();
+        let (sender, receiver) = feed::channel();
         let streamer = Streamer {
             a2a: A2a {
                 state: self.state.clone(),
@@ -668,7 +667,7 @@ impl A2a {
             sender,
         };
         tokio::spawn(streamer.run(after, first));
-        follow::sse_response(receiver).into_response()
+        feed::response(receiver).into_response()
     }
 
     async fn get_task(&self, params: &Map<String, Value>) -> Answered {
@@ -753,7 +752,7 @@ impl A2a {
                 format!("Task {id} has already ended ({})", state_of(run.status)),
             ));
         }
-        let audit = follow::audit(&self.caller, "run.cancel", "/a2a");
+        let audit = audit(&self.caller, "run.cancel", "/a2a");
         let after = self
             .state
             .store
@@ -812,7 +811,7 @@ impl A2a {
             ));
         }
         let url = str_param(config, "url")?;
-        let audit = follow::audit(&self.caller, "webhook.create", "/a2a");
+        let audit = audit(&self.caller, "webhook.create", "/a2a");
         let endpoint = self.state.services.add_run_webhook(&self.caller, run.id, url, &audit).await.map_err(
             |e| match e {
                 ServiceError::Conflict(message) => RpcError::new(UNSUPPORTED_OPERATION, message),
@@ -832,7 +831,7 @@ impl A2a {
     async fn push_config(
         &self,
         params: &Map<String, Value>,
-    ) -> Result<(Run, crate::store::WebhookEndpoint), RpcError> {
+    ) -> Result<(Run, crate::service::WebhookEndpoint), RpcError> {
         self.push_supported()?;
         let run = self.task_run(str_param(params, "taskId")?).await?;
         let id = str_param(params, "id")?;
@@ -866,7 +865,7 @@ impl A2a {
 
     async fn delete_push(&self, params: &Map<String, Value>) -> Answered {
         let (_, endpoint) = self.push_config(params).await?;
-        let audit = follow::audit(&self.caller, "webhook.delete", "/a2a");
+        let audit = audit(&self.caller, "webhook.delete", "/a2a");
         self.state
             .services
             .delete_webhook(&self.caller, endpoint.id, &audit)
@@ -949,7 +948,7 @@ impl Streamer {
         if settled(self.run.status) {
             return;
         }
-        let mut follow = Follow::new(&self.a2a.state, &self.a2a.caller, self.run.id, after);
+        let mut follow = self.a2a.state.follower.follow(&self.a2a.caller, self.run.id, after);
         let context = A2a::context_of(&self.run);
         loop {
             let envelope = match follow.next().await {

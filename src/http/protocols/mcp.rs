@@ -25,17 +25,16 @@ use serde_json::{json, Map, Value};
 use tokio::sync::mpsc;
 use uuid::Uuid;
 
-use super::auth::Authed;
-use super::follow::{self, Follow, Step};
+use super::feed;
 use super::jsonrpc::{
     self, Incoming, JsonRpcMessage, JsonRpcResponse, RpcError, INVALID_PARAMS, INVALID_REQUEST,
     METHOD_NOT_FOUND,
 };
-use super::AppState;
 use crate::domain::crew::Protocol;
 use crate::domain::{Caller, EventType, Run, RunId, RunStatus, Scope};
-use crate::events::Envelope;
-use crate::service::ServiceError;
+use crate::http::auth::{audit, Authed};
+use crate::http::AppState;
+use crate::service::{request_key, Envelope, ProtocolKickoff, ServiceError, Step};
 
 /// Revisions negotiated at `initialize`, oldest first.
 pub const HANDSHAKE_VERSIONS: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
@@ -200,9 +199,9 @@ pub async fn get_mcp(State(state): State<AppState>, Authed(caller): Authed, head
         progress: position.progress,
         run: position.run,
     };
-    let (sender, receiver) = follow::sse_channel();
+    let (sender, receiver) = feed::channel();
     tokio::spawn(call.stream(position.seq, sender));
-    follow::sse_response(receiver).into_response()
+    feed::response(receiver).into_response()
 }
 
 /// End an MCP session: sessions hold nothing on the server, so there is none to end (405).
@@ -476,17 +475,16 @@ async fn notified(state: &AppState, caller: &Caller, headers: &HeaderMap, method
         return;
     };
     let key = call_key(session, request);
-    let runs = match state.store.idempotent_run_ids(&caller.tenant, &key).await {
-        Ok(Some(runs)) => runs,
-        Ok(None) => return,
+    let runs = match state.services.runs_of_request(caller, &key).await {
+        Ok(runs) => runs,
         Err(error) => {
             tracing::warn!(%error, "could not find the run of a cancelled MCP call");
             return;
         }
     };
     for run in runs {
-        let audit = follow::audit(caller, "run.cancel", "/mcp");
-        if let Err(error) = state.services.cancel(caller, RunId(run), &audit).await {
+        let audit = audit(caller, "run.cancel", "/mcp");
+        if let Err(error) = state.services.cancel(caller, run, &audit).await {
             tracing::debug!(%error, %run, "an MCP call's run was not cancelled");
         }
     }
@@ -494,7 +492,7 @@ async fn notified(state: &AppState, caller: &Caller, headers: &HeaderMap, method
 
 /// The idempotency key of a legacy call: its session and request id (hashed: ids may be long).
 fn call_key(session: &str, request: &Value) -> String {
-    follow::request_key("mcp-call", &format!("{session}\n{request}"))
+    request_key("mcp-call", &format!("{session}\n{request}"))
 }
 
 /// Where a call's response stream stands: its run and last `seq`, the request it answers and the
@@ -557,15 +555,15 @@ async fn call_tool(
         _ => None,
     };
     let metadata = Map::from_iter([("mcp_tool".to_owned(), json!(name))]);
-    let kickoff = follow::ProtocolKickoff {
+    let kickoff = ProtocolKickoff {
         crew: name,
         inputs: arguments,
         metadata,
         idempotency_key: key.as_deref(),
-        trace: crate::telemetry::kickoff_trace(&headers),
+        trace: crate::http::extract::kickoff_trace(&headers),
         ..Default::default()
     };
-    let run = match kickoff.start(&state, &caller).await {
+    let run = match state.services.protocol_kickoff(&caller, kickoff).await {
         Ok(run) => run,
         // The arguments do not fit the crew: an error the model can act on, not a protocol error.
         Err(ServiceError::Invalid(errors)) => {
@@ -577,9 +575,9 @@ async fn call_tool(
         Err(error) => return err(&id, &rpc_error(&error)),
     };
     let call = Call { state, caller, era, request: id, progress, run: run.id };
-    let (sender, receiver) = follow::sse_channel();
+    let (sender, receiver) = feed::channel();
     tokio::spawn(call.stream(0, sender));
-    follow::sse_response(receiver).into_response()
+    feed::response(receiver).into_response()
 }
 
 /// A call being answered on a response stream.
@@ -601,7 +599,7 @@ impl Call {
         if self.era.primes() && sender.send(self.event(last, None)).await.is_err() {
             return;
         }
-        let mut follow = Follow::new(&self.state, &self.caller, self.run, after);
+        let mut follow = self.state.follower.follow(&self.caller, self.run, after);
         loop {
             let step = tokio::select! {
                 step = follow.next() => step,
@@ -674,10 +672,10 @@ impl Call {
 
     /// The client closed the stream: in the current revision that cancels the call.
     async fn client_left(&self) {
-        if !matches!(self.era, Era::Modern { .. }) || self.state.shutdown.is_cancelled() {
+        if !matches!(self.era, Era::Modern { .. }) || self.state.follower.shutting_down() {
             return;
         }
-        let audit = follow::audit(&self.caller, "run.cancel", "/mcp");
+        let audit = audit(&self.caller, "run.cancel", "/mcp");
         if let Err(error) = self.state.services.cancel(&self.caller, self.run, &audit).await {
             tracing::debug!(%error, run = %self.run, "an MCP call's run was not cancelled");
         }
