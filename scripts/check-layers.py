@@ -35,6 +35,25 @@ SAME_LAYER: set[tuple[str, str]] = set()
 
 root = pathlib.Path(__file__).resolve().parent.parent / "src"
 USE = re.compile(r"crate::(\w+)|crate::\{([^}]*)\}")
+
+
+def lines_of(path):
+    """(number, line, modules it names after `crate::`) of each line of `path` that is not a
+    comment, up to its test module (test modules at the end of a file are not held to the rules)."""
+    text = path.read_text(encoding="utf-8")
+    cut = text.find("#[cfg(test)]\nmod tests")
+    if cut >= 0:
+        text = text[:cut]
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.lstrip().startswith("//"):
+            continue
+        used = []
+        for single, group in USE.findall(line):
+            names = [single] if single else [n.strip().split("::")[0] for n in group.split(",")]
+            used.extend(name for name in names if name and name not in ("self", "super"))
+        yield number, line, used
+
+
 problems = []
 for path in sorted(root.rglob("*.rs")):
     rel = path.relative_to(root)
@@ -44,40 +63,23 @@ for path in sorted(root.rglob("*.rs")):
     if module not in LAYER:
         problems.append(f"src/{rel}: module '{module}' has no layer in scripts/check-layers.py")
         continue
-    text = path.read_text(encoding="utf-8")
-    # Test modules at the end of a file are not held to the layering.
-    cut = text.find("#[cfg(test)]\nmod tests")
-    if cut >= 0:
-        text = text[:cut]
-    for number, line in enumerate(text.splitlines(), 1):
-        if line.lstrip().startswith("//"):
-            continue
-        for single, group in USE.findall(line):
-            names = [single] if single else [n.strip().split("::")[0] for n in group.split(",")]
-            for used in filter(None, names):
-                if used in ("self", "super") or used == module or used not in LAYER:
-                    continue
-                up = LAYER[used] > LAYER[module]
-                sideways = LAYER[used] == LAYER[module] and (module, used) not in SAME_LAYER
-                if up or sideways:
-                    problems.append(f"src/{rel}:{number}: {module} (layer {LAYER[module]}) uses {used} (layer {LAYER[used]})")
+    for number, _, names in lines_of(path):
+        for used in names:
+            if used == module or used not in LAYER:
+                continue
+            up = LAYER[used] > LAYER[module]
+            sideways = LAYER[used] == LAYER[module] and (module, used) not in SAME_LAYER
+            if up or sideways:
+                problems.append(f"src/{rel}:{number}: {module} (layer {LAYER[module]}) uses {used} (layer {LAYER[used]})")
 # The agent protocols speak their wire formats over the use cases, like the REST handlers.
 PROTOCOLS = root / "http" / "protocols"
 PROTOCOLS_MAY_USE = {"domain", "service", "http"}
 for path in sorted(PROTOCOLS.rglob("*.rs")):
     rel = path.relative_to(root)
-    text = path.read_text(encoding="utf-8")
-    cut = text.find("#[cfg(test)]\nmod tests")
-    if cut >= 0:
-        text = text[:cut]
-    for number, line in enumerate(text.splitlines(), 1):
-        if line.lstrip().startswith("//"):
-            continue
-        for single, group in USE.findall(line):
-            names = [single] if single else [n.strip().split("::")[0] for n in group.split(",")]
-            for used in filter(None, names):
-                if used not in ("self", "super") and used not in PROTOCOLS_MAY_USE:
-                    problems.append(f"src/{rel}:{number}: a protocol uses crate::{used} (only the use cases: {', '.join(sorted(PROTOCOLS_MAY_USE))})")
+    for number, line, names in lines_of(path):
+        for used in names:
+            if used not in PROTOCOLS_MAY_USE:
+                problems.append(f"src/{rel}:{number}: a protocol uses crate::{used} (only the use cases: {', '.join(sorted(PROTOCOLS_MAY_USE))})")
         if re.search(r"state\.(store|bus|shutdown)\b", line):
             problems.append(f"src/{rel}:{number}: a protocol reaches past the use cases (the AppState's store, bus or shutdown)")
 for problem in problems:
