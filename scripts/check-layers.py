@@ -2,7 +2,9 @@
 """The crate's layering, checked: each top-level module of src/ sits on a layer, and may use
 (`crate::<module>`, `super::` reaching out of it excepted, `use crate::{...}`) only modules of
 lower layers, or itself. Run by CI; prints each import that runs back up and exits non-zero.
-Tests (`tests.rs`, `tests/` folders and `#[cfg(test)]` modules) are not held to it.
+Tests (`tests.rs`, `tests/` folders and `#[cfg(test)]` modules) are not held to it. Inside the
+modules, no file may take part in a circle of imports (a module's own file excepted for what it
+takes from the files of its folder).
 
 The agent protocols (`src/http/protocols/`) are held to more: they call the use cases and nothing
 below them, so they may use only `crate::domain`, `crate::service` and the HTTP edge (`crate::http`).
@@ -82,8 +84,142 @@ for path in sorted(PROTOCOLS.rglob("*.rs")):
                 problems.append(f"src/{rel}:{number}: a protocol uses crate::{used} (only the use cases: {', '.join(sorted(PROTOCOLS_MAY_USE))})")
         if re.search(r"state\.(store|bus|shutdown)\b", line):
             problems.append(f"src/{rel}:{number}: a protocol reaches past the use cases (the AppState's store, bus or shutdown)")
+
+# Circles between files. Every import of a file (`use` statements, braces expanded, and paths
+# written inline) is resolved to the file that defines the name: the deepest module file on its
+# path, or, for a name a module file re-exports (`pub use child::Name`), the child's file. A
+# module's own file (`mod.rs`, or `x.rs` beside its folder `x/`) is its facade: what it takes
+# from the files inside its folder is containment, not an arrow. Any other circle is reported.
+USE_STMT = re.compile(r"^\s*(?:pub(?:\([^)]*\))?\s+)?use\s+([^;]+);", re.M)
+INLINE = re.compile(r"\b(?:crate|super)(?:::\w+)+")
+
+
+def expand(tree):
+    """The flat paths of a use tree: `a::{b, c::{d, e}}` -> a::b, a::c::d, a::c::e."""
+    tree = re.sub(r"\s+", "", tree)
+    brace = tree.find("{")
+    if brace < 0:
+        return [tree.split(" as ")[0]]
+    prefix, inner = tree[:brace], tree[brace + 1 : tree.rfind("}")]
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(inner):
+        depth += ch == "{"
+        depth -= ch == "}"
+        if ch == "," and depth == 0:
+            parts.append(inner[start:i])
+            start = i + 1
+    parts.append(inner[start:])
+    return [path for part in parts if part for path in expand(prefix + part)]
+
+
+def module_path(path):
+    rel = path.relative_to(root).with_suffix("")
+    parts = list(rel.parts)
+    return parts[:-1] if parts[-1] == "mod" else parts
+
+
+def module_file(parts):
+    base = root.joinpath(*parts) if parts else root
+    for candidate in (base.with_suffix(".rs"), base / "mod.rs"):
+        if candidate.is_file():
+            return candidate
+    return root / "lib.rs" if not parts else None
+
+
+def text_of(path):
+    text = path.read_text(encoding="utf-8")
+    cut = text.find("#[cfg(test)]\nmod tests")
+    text = text[:cut] if cut >= 0 else text
+    return "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("//"))
+
+
+SOURCES = [p for p in sorted(root.rglob("*.rs")) if p.name != "tests.rs" and "tests" not in p.relative_to(root).parts[:-1]]
+REEXPORTS = {}  # (facade file, name) -> the file of the child that defines it
+for path in SOURCES:
+    for tree in re.findall(r"^\s*pub\s+use\s+([^;]+);", text_of(path), re.M):
+        for used in expand(tree):
+            segments = used.split("::")
+            if segments[0] in ("crate", "super", "self"):
+                continue
+            child = module_file(module_path(path) + segments[:1])
+            if child is not None and len(segments) > 1:
+                REEXPORTS[(path, segments[-1])] = child
+
+
+def resolve(path, used):
+    """The file `used` (a path as written in `path`) names, or None outside the crate."""
+    segments = used.split("::")
+    here = module_path(path)
+    if segments[0] == "crate":
+        base, rest = [], segments[1:]
+    elif segments[0] == "super":
+        base, rest = here, segments
+        while rest and rest[0] == "super":
+            base, rest = base[:-1], rest[1:]
+    elif segments[0] == "self":
+        base, rest = here, segments[1:]
+    else:
+        return None
+    found, parts = module_file(base), list(base)
+    for segment in rest:
+        deeper = module_file(parts + [segment])
+        if deeper is None:
+            return REEXPORTS.get((found, segment), found)
+        found, parts = deeper, parts + [segment]
+    return found
+
+
+def inside(facade, other):
+    parts = module_path(facade)
+    return module_path(other)[: len(parts)] == parts and module_path(other) != parts
+
+
+ARROWS = {}
+for path in SOURCES:
+    text = text_of(path)
+    used = [p for tree in USE_STMT.findall(text) for p in expand(tree)]
+    used += INLINE.findall(USE_STMT.sub("", text))
+    targets = {resolve(path, u) for u in used}
+    ARROWS[path] = {t for t in targets if t is not None and t != path and not inside(path, t)}
+
+# Tarjan's strongly connected components: each of more than one file is a circle.
+index, low, stack, on_stack, circles, counter = {}, {}, [], set(), [], [0]
+sys.setrecursionlimit(10000)
+
+
+def visit(node):
+    index[node] = low[node] = counter[0]
+    counter[0] += 1
+    stack.append(node)
+    on_stack.add(node)
+    for nxt in ARROWS.get(node, ()):
+        if nxt not in index:
+            visit(nxt)
+            low[node] = min(low[node], low[nxt])
+        elif nxt in on_stack:
+            low[node] = min(low[node], index[nxt])
+    if low[node] == index[node]:
+        component = []
+        while True:
+            top = stack.pop()
+            on_stack.discard(top)
+            component.append(top)
+            if top == node:
+                break
+        if len(component) > 1:
+            circles.append(sorted(component))
+
+
+for node in SOURCES:
+    if node not in index:
+        visit(node)
+for circle in circles:
+    members = set(circle)
+    ties = [f"{a.relative_to(root)} -> {b.relative_to(root)}" for a in circle for b in sorted(ARROWS[a]) if b in members]
+    problems.append(f"a circle of files: {'; '.join(ties)}")
+
 for problem in problems:
     print(problem)
 if problems:
     sys.exit(1)
-print(f"check-layers: {len(LAYERS)} layers, no import runs back up")
+print(f"check-layers: {len(LAYERS)} layers, no import runs back up, no circle of {len(SOURCES)} files")

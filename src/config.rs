@@ -81,14 +81,23 @@ pub struct ConnectionLimits {
     pub body_timeout: std::time::Duration,
 }
 
-impl Default for ConnectionLimits {
-    fn default() -> Self {
+impl ConnectionLimits {
+    /// The limits `s` sets.
+    pub fn from_settings(s: &Settings) -> Self {
+        let secs = std::time::Duration::from_secs;
         Self {
-            max_connections: None,
-            header_timeout: std::time::Duration::from_secs(10),
-            idle_timeout: std::time::Duration::from_secs(75),
-            body_timeout: std::time::Duration::from_secs(30),
+            max_connections: s.max_connections.map(|n| n as usize),
+            header_timeout: secs(s.header_timeout_s),
+            idle_timeout: secs(s.idle_timeout_s),
+            body_timeout: secs(s.body_timeout_s),
         }
+    }
+}
+
+impl Default for ConnectionLimits {
+    /// The settings' defaults.
+    fn default() -> Self {
+        Self::from_settings(&Settings::default())
     }
 }
 
@@ -189,12 +198,7 @@ impl Config {
         let secs = std::time::Duration::from_secs;
         Ok(Config {
             bind: s.bind,
-            connections: ConnectionLimits {
-                max_connections: s.max_connections.map(|n| n as usize),
-                header_timeout: secs(s.header_timeout_s),
-                idle_timeout: secs(s.idle_timeout_s),
-                body_timeout: secs(s.body_timeout_s),
-            },
+            connections: ConnectionLimits::from_settings(s),
             // `serve` fills in its private cluster's when there is none.
             database_url: Secret::new(s.database_url.clone().unwrap_or_default()),
             db_max_connections: s.db_max_connections,
@@ -218,7 +222,7 @@ impl Config {
             role: s.role,
             workers: s.workers as usize,
             lease: secs(s.lease_s),
-            run_timeout: (s.run_timeout_s > 0).then(|| secs(s.run_timeout_s)),
+            run_timeout: s.run_timeout(),
             thread_history_bytes: s.thread_history_bytes as usize,
             scheduler: crate::domain::schedule::SchedulerSettings {
                 poll: std::time::Duration::from_millis(s.schedule_poll_ms),

@@ -639,23 +639,6 @@ pub enum HttpMethod {
 }
 
 impl CrewSpec {
-    /// The JSON Schema of the crew's inputs: its own `inputs_schema`, or each `{placeholder}` a
-    /// required string.
-    pub fn inputs_json_schema(&self) -> Value {
-        if let Some(schema) = &self.inputs_schema {
-            return schema.clone();
-        }
-        let names = super::interpolate::required_inputs(self);
-        let properties: serde_json::Map<String, Value> =
-            names.iter().map(|name| (name.clone(), serde_json::json!({"type": "string"}))).collect();
-        serde_json::json!({
-            "type": "object",
-            "properties": properties,
-            "required": names,
-            "additionalProperties": true,
-        })
-    }
-
     /// What the crew does: its `description`, or a sentence made from its tasks.
     pub fn summary(&self) -> String {
         if let Some(description) = &self.description {

@@ -103,6 +103,24 @@ pub fn strip_refused(text: &str, kind: TextKind) -> String {
     text.chars().filter(|c| !is_refused_char(*c, kind)).collect()
 }
 
+/// Longest name of a crew, an agent, a task or a tool (crew names appear in URLs).
+pub const MAX_NAME_LEN: usize = 100;
+
+/// Is `name` a valid crew name (it appears in URLs)?
+pub fn check_crew_name(name: &str) -> Result<(), String> {
+    let ok = !name.is_empty()
+        && name.len() <= MAX_NAME_LEN
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    if !ok {
+        return Err(format!("must be 1 to {MAX_NAME_LEN} characters of letters, digits, '-', '_' or '.'"));
+    }
+    // `.` and `..` are path segments URLs normalise away: such a crew could not be reached.
+    if name.chars().all(|c| c == '.') {
+        return Err("must not be made of dots only".to_owned());
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -72,6 +72,25 @@ pub fn required_inputs(crew: &CrewSpec) -> BTreeSet<String> {
     interpolated_texts(crew).flat_map(placeholders).map(str::to_owned).collect()
 }
 
+impl CrewSpec {
+    /// The JSON Schema of the crew's inputs: its own `inputs_schema`, or each `{placeholder}` a
+    /// required string.
+    pub fn inputs_json_schema(&self) -> Value {
+        if let Some(schema) = &self.inputs_schema {
+            return schema.clone();
+        }
+        let names = required_inputs(self);
+        let properties: serde_json::Map<String, Value> =
+            names.iter().map(|name| (name.clone(), serde_json::json!({"type": "string"}))).collect();
+        serde_json::json!({
+            "type": "object",
+            "properties": properties,
+            "required": names,
+            "additionalProperties": true,
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;

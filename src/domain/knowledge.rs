@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::validate::check_crew_name;
+use super::field::check_crew_name;
 
 /// Chunk sizes a base may ask for, in tokens.
 pub const MIN_CHUNK_TOKENS: u32 = 16;

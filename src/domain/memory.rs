@@ -21,6 +21,8 @@ pub const SCOPE_PATTERN: &str = super::field::LINE_NOT_BLANK_PATTERN;
 pub const MAX_MEMORY_BYTES: usize = 4096;
 /// Facts and entities one extraction saves at most.
 pub const MAX_EXTRACTED: usize = 20;
+/// The newest items of a scope a recall or a search ranks at most.
+pub const RECALL_CANDIDATES: i64 = 1_000;
 
 /// A crew's memory.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]

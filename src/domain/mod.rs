@@ -9,6 +9,7 @@ pub mod field;
 pub mod fork;
 pub mod ids;
 pub mod interpolate;
+pub mod journal;
 pub mod kickoff;
 pub mod knowledge;
 pub mod limits;

@@ -9,7 +9,7 @@ use super::crew::{
     AgentSpec, CrewSpec, LlmSpec, McpServerSpec, McpToolRef, Process, TaskSpec, ToolSpec, ValueSource,
     MCP_SEPARATOR,
 };
-pub use super::field::{check_text, parse_json, FieldError, TextKind};
+pub use super::field::{check_crew_name, check_text, parse_json, FieldError, TextKind, MAX_NAME_LEN};
 use super::interpolate::required_inputs;
 use super::limits::CrewLimits;
 use super::schema::{check_schema, schema_type};
@@ -57,7 +57,6 @@ impl ValidationContext {
     }
 }
 
-pub const MAX_NAME_LEN: usize = 100;
 const MAX_ITER_LIMIT: u32 = 1_000;
 const MAX_TOOL_TIMEOUT_MS: u64 = 300_000;
 /// The largest `max_rpm`, `max_tokens` and `max_usage_count`.
@@ -146,21 +145,6 @@ pub fn validate_inputs(crew: &CrewSpec, inputs: &Map<String, Value>) -> Result<(
     } else {
         Err(errors)
     }
-}
-
-/// Is `name` a valid crew name (it appears in URLs)?
-pub fn check_crew_name(name: &str) -> Result<(), String> {
-    let ok = !name.is_empty()
-        && name.len() <= MAX_NAME_LEN
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
-    if !ok {
-        return Err(format!("must be 1 to {MAX_NAME_LEN} characters of letters, digits, '-', '_' or '.'"));
-    }
-    // `.` and `..` are path segments URLs normalise away: such a crew could not be reached.
-    if name.chars().all(|c| c == '.') {
-        return Err("must not be made of dots only".to_owned());
-    }
-    Ok(())
 }
 
 struct Validator<'a> {

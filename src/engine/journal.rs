@@ -9,6 +9,7 @@ use std::sync::Mutex;
 
 use serde_json::Value;
 
+pub use crate::domain::journal::{Approval, SideKind, SideRecord, ToolCallOutcome};
 use crate::domain::{EventData, EventType, RunError, TaskOutput, TaskStatus, UsageLine};
 use crate::llm::{ChatMessage, Role};
 
@@ -51,33 +52,6 @@ pub struct ToolCallStart {
     pub arguments: Value,
     /// Set when the call waits for approval.
     pub approval: Option<Approval>,
-}
-
-/// Where a call of a tool that requires approval stands (journaled with the call).
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(tag = "state", rename_all = "snake_case")]
-pub enum Approval {
-    /// Waiting for a reviewer's decision.
-    Pending,
-    /// Needs no decision itself, but waits with a call of its round that does.
-    Deferred,
-    /// Run it, with the reviewer's arguments when given.
-    Approved {
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        arguments: Option<Value>,
-    },
-    /// Do not run it; the model is told, with the reason when given.
-    Rejected {
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        reason: Option<String>,
-    },
-}
-
-/// How a tool call ended.
-#[derive(Debug, Clone, PartialEq)]
-pub enum ToolCallOutcome {
-    Succeeded { result: String, cached: bool },
-    Failed { error: String },
 }
 
 /// A tool call that ended.
@@ -185,6 +159,8 @@ pub struct Step {
     pub events: Vec<NewEvent>,
     /// Memories the step's completed tasks saved (see `super::memory`).
     pub memories: Vec<crate::domain::memory::NewMemory>,
+    /// What the step's task starts found (their knowledge, their memories; see [`Step::record`]).
+    pub side_records: Vec<SideRecord>,
 }
 
 impl Step {
@@ -242,6 +218,11 @@ impl Step {
         for memory in &mut self.memories {
             scrub(&mut memory.text);
         }
+        for record in &mut self.side_records {
+            [&mut record.task, &mut record.agent].into_iter().for_each(scrub);
+            scrub_value(&mut record.arguments);
+            scrub_value(&mut record.value);
+        }
     }
 
     /// The bytes of text the step journals: messages (with their tool calls and images), tool
@@ -249,7 +230,8 @@ impl Step {
     /// keys are left out (small, and they repeat what is counted).
     pub fn text_bytes(&self) -> u64 {
         let messages: usize = self.messages.iter().map(|m| message_bytes(&m.message)).sum();
-        let results: usize = self.tool_ends.iter().map(|end| end.outcome.text_bytes()).sum();
+        let results: usize = self.tool_ends.iter().map(|end| end.outcome.text_bytes()).sum::<usize>()
+            + self.side_records.iter().map(SideRecord::text_bytes).sum::<usize>();
         let outputs: usize = self
             .tasks
             .iter()
@@ -271,7 +253,7 @@ impl Step {
 
     /// Does the step hold only what a resumed run writes again the same way, so that losing it
     /// to a crash loses nothing: a task's start, its system and user prompts and events, but no
-    /// model reply or summary, no tool call or result, no task or run end, no usage (but the
+    /// model reply or summary, no tool call or result, no side record, no task or run end, no usage (but the
     /// count of the model call it goes out with: lost with the step only if the process dies in
     /// the few milliseconds of that commit, and counted again when the resumed run repeats the
     /// call)?
@@ -280,6 +262,7 @@ impl Step {
             matches!(m.message.role, Role::System | Role::User) && !m.compacts && m.message.images.is_empty()
         }) && self.tool_starts.is_empty()
             && self.tool_ends.is_empty()
+            && self.side_records.is_empty()
             && self.tasks.iter().all(|t| matches!(t, TaskChange::Started { .. }))
             && self.run.is_none()
             && self.usage == UsageDelta { llm_calls: self.usage.llm_calls.min(1), ..UsageDelta::default() }
@@ -305,30 +288,19 @@ impl Step {
         line.cost_usd += spend.cost_usd;
     }
 
-    /// Journal what a task's start found (`value`: its knowledge, its memories) under `key`, as a
-    /// succeeded call of `tool` with `arguments`, so a resumed run reads it back
+    /// Journal what `task`'s start found (`value`: its knowledge, its memories), asked with
+    /// `arguments`, as a side record of `kind`, so a resumed run reads it back
     /// ([`Snapshot::recorded`]) instead of looking again.
     pub fn record<T: serde::Serialize>(
         &mut self,
-        key: &str,
+        kind: SideKind,
         (task, agent): (&str, &str),
-        (tool, arguments): (&str, Value),
+        arguments: Value,
         value: &T,
     ) {
-        self.tool_starts.push(ToolCallStart {
-            id: key.to_owned(),
-            conversation: task.to_owned(),
-            task: task.to_owned(),
-            agent: agent.to_owned(),
-            tool: tool.to_owned(),
-            arguments,
-            approval: None,
-        });
-        let result = serde_json::to_string(value).unwrap_or_else(|_| "[]".to_owned());
-        self.tool_ends.push(ToolCallEnd {
-            id: key.to_owned(),
-            outcome: ToolCallOutcome::Succeeded { result, cached: false },
-        });
+        let value = serde_json::to_value(value).unwrap_or_else(|_| Value::Array(Vec::new()));
+        let (task, agent) = (task.to_owned(), agent.to_owned());
+        self.side_records.push(SideRecord { kind, task, agent, arguments, value });
     }
 
     /// The usage split's line of `task`, `agent` and `model` in this step.
@@ -353,32 +325,6 @@ impl Step {
     /// Announce an event (of `task` and `agent`, where it has them).
     pub fn event(&mut self, task: Option<&str>, agent: Option<&str>, data: EventData) {
         self.events.push(NewEvent::new(task, agent, data));
-    }
-
-    /// Append `other` after this step's contents.
-    pub fn absorb(&mut self, other: Step) {
-        self.messages.extend(other.messages);
-        self.tool_starts.extend(other.tool_starts);
-        self.tool_ends.extend(other.tool_ends);
-        self.tasks.extend(other.tasks);
-        if other.run.is_some() {
-            self.run = other.run;
-        }
-        self.usage.add(&other.usage);
-        for line in &other.spend {
-            merge_spend(&mut self.spend, line);
-        }
-        self.events.extend(other.events);
-    }
-}
-
-impl ToolCallOutcome {
-    /// The bytes of its text: the result or the error.
-    fn text_bytes(&self) -> usize {
-        match self {
-            ToolCallOutcome::Succeeded { result, .. } => result.len(),
-            ToolCallOutcome::Failed { error } => error.len(),
-        }
     }
 }
 
@@ -423,22 +369,23 @@ pub struct Snapshot {
     pub tasks: Vec<TaskRecord>,
     pub messages: Vec<MessageRecord>,
     pub tool_calls: Vec<ToolCallRecord>,
+    /// What the run's task starts found (see [`Step::record`]).
+    pub side_records: Vec<SideRecord>,
     /// Tokens (prompt and completion) and US dollars the run's model calls used so far.
     pub spent_tokens: u64,
     pub spent_cost_usd: f64,
 }
 
 impl Snapshot {
-    /// What a task's start found and [`Step::record`] journaled under `key` (its knowledge, its
+    /// What `task`'s start found and [`Step::record`] journaled as `kind` (its knowledge, its
     /// memories), if the run got that far before; `Err` says why it cannot be read.
-    pub fn recorded<T: serde::de::DeserializeOwned>(&self, key: &str) -> Result<Option<T>, String> {
-        let call = self.tool_calls.iter().find(|call| call.id == key);
-        match call.and_then(|call| call.outcome.as_ref()) {
-            Some(ToolCallOutcome::Succeeded { result, .. }) => {
-                serde_json::from_str(result).map(Some).map_err(|e| e.to_string())
-            }
-            _ => Ok(None),
-        }
+    pub fn recorded<T: serde::de::DeserializeOwned>(
+        &self,
+        kind: SideKind,
+        task: &str,
+    ) -> Result<Option<T>, String> {
+        let record = self.side_records.iter().find(|r| r.kind == kind && r.task == task);
+        record.map(|r| T::deserialize(&r.value).map_err(|e| e.to_string())).transpose()
     }
 
     /// The conversation under `key`, from its last compaction on (the system prompt kept).
@@ -457,7 +404,8 @@ impl Snapshot {
             .iter()
             .filter_map(|call| call.outcome.as_ref())
             .map(ToolCallOutcome::text_bytes)
-            .sum();
+            .sum::<usize>()
+            + self.side_records.iter().map(SideRecord::text_bytes).sum::<usize>();
         let outputs: usize = self.tasks.iter().filter_map(|t| t.output.as_ref()).map(|o| o.raw.len()).sum();
         (messages + results + outputs) as u64
     }
@@ -612,6 +560,7 @@ impl MemoryState {
             outcome: None,
             approval: s.approval,
         }));
+        snapshot.side_records.extend(step.side_records);
         for end in step.tool_ends {
             if let Some(call) = snapshot.tool_calls.iter_mut().find(|c| c.id == end.id) {
                 call.outcome = Some(end.outcome);

@@ -9,8 +9,6 @@
 //! | `<conversation>#<iteration>/guardrail` | the guardrail judge's conversation about that reply |
 //! | `<conversation>#plan` | the planner's conversation |
 //! | `<conversation>#step-<n>` | step `n` (from 1) of a planned task |
-//! | `<task>#knowledge` | what the task's knowledge bases gave its prompt |
-//! | `<task>#recall` | what the crew's memory gave the task's prompt |
 //! | `<task>#memory` | the conversation extracting facts and entities of the task's answer |
 
 /// A native tool call, by the provider's call id.
@@ -38,16 +36,6 @@ pub fn step(conversation: &str, number: usize) -> String {
     format!("{conversation}#step-{number}")
 }
 
-/// The knowledge a task's prompt was given.
-pub fn knowledge(task: &str) -> String {
-    format!("{task}#knowledge")
-}
-
-/// The memories a task's prompt was given.
-pub fn recall(task: &str) -> String {
-    format!("{task}#recall")
-}
-
 /// The conversation that extracted the facts and entities of a task's answer.
 pub fn memory(task: &str) -> String {
     format!("{task}#memory")
@@ -65,6 +53,6 @@ mod tests {
         assert_eq!(guardrail("t", 1), "t#1/guardrail");
         assert_eq!(plan("t"), "t#plan");
         assert_eq!(step("t#2/c", 4), "t#2/c#step-4");
-        assert_eq!(knowledge("t"), "t#knowledge");
+        assert_eq!(memory("t"), "t#memory");
     }
 }

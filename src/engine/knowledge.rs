@@ -1,7 +1,7 @@
 //! Knowledge in a run: when a task starts, its prompt is the query of the knowledge bases its crew
 //! and agent use, and the hits are appended to the prompt as CrewAI appends them
 //! (`{task_prompt}\n\n# Relevant Knowledge:\n{context}`). The retrieval is journaled with the
-//! task's start (a tool-call record keyed `<task>#knowledge`, holding the hits' text), so a resumed
+//! task's start (a side record of kind knowledge, holding the hits' text), so a resumed
 //! run sees exactly the same context without searching again; each base's hits are announced as
 //! `knowledge.retrieved`. The `search_knowledge` tool lets an agent search on its own questions.
 //!
@@ -15,8 +15,8 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::journal::Step;
-use super::{keys, Context, EngineError};
+use super::journal::{SideKind, Step};
+use super::{Context, EngineError};
 use crate::domain::crew::{CrewSpec, TaskSpec};
 use crate::domain::event::{KnowledgeRetrieved, RetrievedChunk};
 use crate::domain::knowledge::{EmbeddingSpend, KnowledgeHit, KnowledgeUse, DEFAULT_K, MAX_K};
@@ -76,8 +76,7 @@ pub(super) async fn recall(
     if bases.is_empty() {
         return Ok(None);
     }
-    let key = keys::knowledge(task);
-    let journaled = ctx.snapshot.recorded::<Vec<Retrieved>>(&key).map_err(|e| {
+    let journaled = ctx.snapshot.recorded::<Vec<Retrieved>>(SideKind::Knowledge, task).map_err(|e| {
         EngineError::failed(
             ErrorKind::Internal,
             format!("the journaled knowledge of task '{task}' is unreadable: {e}"),
@@ -110,7 +109,7 @@ pub(super) async fn recall(
                     .collect();
                 retrieved.push(Retrieved { base: base.name.clone(), hits });
             }
-            journal(&retrieved, task, agent, &key, pending);
+            journal(&retrieved, task, agent, pending);
             retrieved
         }
     };
@@ -118,9 +117,9 @@ pub(super) async fn recall(
 }
 
 /// Journal a retrieval (its hits' text included) and announce each base's hits.
-fn journal(retrieved: &[Retrieved], task: &str, agent: &str, key: &str, pending: &mut Step) {
+fn journal(retrieved: &[Retrieved], task: &str, agent: &str, pending: &mut Step) {
     let bases: Vec<&str> = retrieved.iter().map(|r| r.base.as_str()).collect();
-    pending.record(key, (task, agent), ("knowledge", json!({"bases": bases})), &retrieved);
+    pending.record(SideKind::Knowledge, (task, agent), json!({"bases": bases}), &retrieved);
     for entry in retrieved {
         let hits = entry
             .hits

@@ -2,8 +2,8 @@
 //! relevant to the task's prompt (saved by earlier runs) and appends them to the prompt as
 //! "Relevant memories from earlier runs"; when the task's answer is committed, an item (the task
 //! and its answer) is saved with it, and with `extract` the facts and entities a side call of the
-//! task's model finds in the answer. The recall is journaled with the task's start (a tool-call
-//! record keyed `<task>#recall` holding the items' text), the extraction as a conversation of its
+//! task's model finds in the answer. The recall is journaled with the task's start (a side record
+//! of kind recall holding the items' text), the extraction as a conversation of its
 //! own (`<task>#memory`), and the items go into the journal step that completes the task: a
 //! resumed run recalls the same items, asks nothing twice, and never saves an item twice or loses
 //! one.
@@ -19,7 +19,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::effects::Purpose;
-use super::journal::Step;
+use super::journal::{SideKind, Step};
 use super::repair::parse_lenient;
 use super::turn::AgentTurn;
 use super::{keys, Context, EngineError};
@@ -92,8 +92,7 @@ pub(super) async fn recall(
     ctx: &Context<'_>,
     pending: &mut Step,
 ) -> Result<Option<String>, EngineError> {
-    let key = keys::recall(task);
-    let journaled = ctx.snapshot.recorded::<Vec<MemoryItem>>(&key).map_err(|e| {
+    let journaled = ctx.snapshot.recorded::<Vec<MemoryItem>>(SideKind::Recall, task).map_err(|e| {
         EngineError::failed(
             ErrorKind::Internal,
             format!("the journaled memories of task '{task}' are unreadable: {e}"),
@@ -116,7 +115,7 @@ pub(super) async fn recall(
                 pending.spend_embedding(task, agent, spend);
             }
             let items = recalled.items;
-            journal(&items, scope, task, agent, &key, pending);
+            journal(&items, scope, task, agent, pending);
             items
         }
     };
@@ -124,8 +123,8 @@ pub(super) async fn recall(
 }
 
 /// Journal a recall (the items' text included) and announce it.
-fn journal(items: &[MemoryItem], scope: &str, task: &str, agent: &str, key: &str, pending: &mut Step) {
-    pending.record(key, (task, agent), ("memory", json!({"scope": scope})), &items);
+fn journal(items: &[MemoryItem], scope: &str, task: &str, agent: &str, pending: &mut Step) {
+    pending.record(SideKind::Recall, (task, agent), json!({"scope": scope}), &items);
     let memories = items.iter().map(|item| RecalledMemory { id: item.id, score: item.score }).collect();
     let event = MemoryRetrieved { task: task.to_owned(), scope: scope.to_owned(), memories };
     pending.event(Some(task), Some(agent), EventData::MemoryRetrieved(event));

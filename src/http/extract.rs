@@ -39,8 +39,10 @@ where
                 "expected a JSON body with Content-Type: application/json".into(),
             ));
         }
-        let timeout =
-            req.extensions().get::<BodyTimeout>().map_or(ConnectionLimits::default().body_timeout, |t| t.0);
+        let timeout = req
+            .extensions()
+            .get::<BodyTimeout>()
+            .map_or_else(|| ConnectionLimits::default().body_timeout, |t| t.0);
         let read = tokio::time::timeout(timeout, Bytes::from_request(req, state))
             .await
             .map_err(|_| ApiError::RequestTimeout { seconds: timeout.as_secs() })?;

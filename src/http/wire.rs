@@ -7,8 +7,8 @@ use serde::Serialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
+use crate::domain::journal::ToolCallOutcome;
 use crate::domain::{CrewSpec, Run, RunId};
-use crate::engine::journal::ToolCallOutcome;
 use crate::service::{CrewRecord, Message, ToolCall};
 
 /// Links to a run's resources.

@@ -7,10 +7,10 @@ use serde_json::{Map, Value};
 
 use super::{invalid, no_run, ServiceError, ServiceResult, Services};
 use crate::domain::crew::McpToolRef;
+use crate::domain::journal::{Approval, ToolCallOutcome};
 use crate::domain::schema::CompiledSchema;
 use crate::domain::validate::parse_json;
 use crate::domain::{Caller, FieldError, Run, RunId};
-use crate::engine::journal::{Approval, ToolCallOutcome};
 use crate::store::{Audit, DecideOutcome, PendingCall};
 use crate::tools::builtin_tools;
 use crate::tools::mcp::{is_discovery_key, McpToolInfo};

@@ -33,9 +33,7 @@ pub use runs::{no_run, RunPage};
 pub use secrets::check_secret_name;
 pub use webhooks::WithSecret;
 
-/// What a followed run's events carry, and a tool call's approval: the HTTP edge names them from
-/// here.
-pub use crate::engine::journal::Approval;
+/// What a followed run's events carry: the HTTP edge names them from here.
 pub use crate::events::Envelope;
 /// What the use cases answer with, from the store: the HTTP edge names them from here.
 pub use crate::store::{

@@ -173,6 +173,11 @@ pub enum LogFormat {
 }
 
 impl Settings {
+    /// The time limit of runs that set none (`run_timeout_s`; 0: none).
+    pub fn run_timeout(&self) -> Option<std::time::Duration> {
+        (self.run_timeout_s > 0).then(|| std::time::Duration::from_secs(self.run_timeout_s))
+    }
+
     /// The trace settings (`otel_*`).
     pub fn traces(&self) -> crate::telemetry::TraceSettings {
         crate::telemetry::TraceSettings {

@@ -8,8 +8,8 @@ use super::events::append_event_tx;
 use super::listen::{notify, RUNS_CHANNEL};
 use super::{decode, parse, Audit, Owner, Store, StoreResult};
 use crate::domain::event::{ToolRejected, ToolStarted};
+use crate::domain::journal::Approval;
 use crate::domain::{CrewSpec, EventData, Run, RunId, RunStatus};
-use crate::engine::journal::Approval;
 
 /// A call that waits for a decision, as a reviewer sees it.
 #[derive(Debug, Clone, PartialEq)]

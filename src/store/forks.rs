@@ -226,7 +226,7 @@ impl Store {
 }
 
 /// Copy what `source` journaled for the tasks `reused` into run `fork`: the tasks' rows (done,
-/// with their outputs and times), their messages and tool calls, and their events after the
+/// with their outputs and times), their messages, tool calls and side records, and their events after the
 /// fork's own (`seq` dense).
 async fn copy_journal(
     tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
@@ -264,6 +264,16 @@ async fn copy_journal(
            SELECT $2, id, task, agent, tool, arguments, status, result, error, cached, attempt, started_at,
                   finished_at, conversation, approval
              FROM tool_calls WHERE run_id = $1 AND task = ANY($3)"#,
+        source,
+        fork,
+        reused
+    )
+    .execute(&mut **tx)
+    .await?;
+    sqlx::query!(
+        r#"INSERT INTO side_records (run_id, task, kind, agent, arguments, value, attempt, created_at)
+           SELECT $2, task, kind, agent, arguments, value, attempt, created_at
+             FROM side_records WHERE run_id = $1 AND task = ANY($3)"#,
         source,
         fork,
         reused

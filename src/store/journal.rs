@@ -1,14 +1,16 @@
-//! The journal read model: a run's messages and tool calls as the engine recorded them, decoded
-//! once into domain types (the role, the native tool calls, the outcome, the approval state).
-//! The engine resumes from these ([`super::run_journal`]'s snapshot) and the API shows them
-//! (`/messages`, `/tool-calls`): one set of rows, one decoding, so the two cannot disagree.
+//! The journal read model: a run's messages, tool calls and side records as the engine recorded
+//! them, decoded once into domain types (the role, the native tool calls, the outcome, the
+//! approval state, the record's kind). The engine resumes from these ([`super::run_journal`]'s
+//! snapshot) and the API shows them (`/messages`, `/tool-calls`): one set of rows, one decoding,
+//! so the two cannot disagree.
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
 use super::{decode, Store, StoreError, StoreResult};
+use crate::domain::journal::{Approval, SideKind, SideRecord, ToolCallOutcome};
 use crate::domain::RunId;
-use crate::engine::journal::{Approval, MessageRecord, ToolCallOutcome, ToolCallRecord};
+use crate::engine::journal::{MessageRecord, ToolCallRecord};
 use crate::llm::{ChatMessage, Role};
 
 /// One message of a conversation.
@@ -81,6 +83,27 @@ impl ToolCall {
     }
 }
 
+impl ToolCall {
+    /// A side record as the API's list of tool calls shows it: a call of the record's listed
+    /// tool, keyed `<task>#<kind>`, that succeeded with the found value as its (JSON) result when
+    /// the record was written.
+    fn listed(record: SideRecord, at: DateTime<Utc>) -> Self {
+        let SideRecord { kind, task, agent, arguments, value } = record;
+        ToolCall {
+            id: format!("{task}#{}", kind.as_str()),
+            conversation: task.clone(),
+            task: Some(task),
+            agent: Some(agent),
+            tool: kind.listed_tool().to_owned(),
+            arguments,
+            outcome: Some(ToolCallOutcome::Succeeded { result: value.to_string(), cached: false }),
+            approval: None,
+            started_at: at,
+            finished_at: Some(at),
+        }
+    }
+}
+
 impl Message {
     /// What the engine resumes from.
     pub fn into_record(self) -> MessageRecord {
@@ -99,6 +122,15 @@ struct MessageRow {
     tool_call_id: Option<String>,
     compacts: bool,
     images: Option<Value>,
+    created_at: DateTime<Utc>,
+}
+
+struct SideRecordRow {
+    kind: String,
+    task: String,
+    agent: String,
+    arguments: Value,
+    value: Value,
     created_at: DateTime<Utc>,
 }
 
@@ -134,9 +166,33 @@ impl Store {
         rows.into_iter().map(MessageRow::decode).collect()
     }
 
-    /// A run's tool calls in the order they started.
+    /// A run's tool calls in the order they started, with its side records among them as the
+    /// calls the API lists them as ([`ToolCall::listed`]).
     #[tracing::instrument(skip_all, fields(run_id = %run_id), err)]
     pub async fn list_tool_calls(&self, run_id: RunId) -> StoreResult<Vec<ToolCall>> {
+        let mut calls = self.journal_tool_calls(run_id).await?;
+        let side = self.side_records(run_id).await?;
+        calls.extend(side.into_iter().map(|(record, at)| ToolCall::listed(record, at)));
+        // Stable: calls of one instant keep the database's order, records of it follow them.
+        calls.sort_by_key(|call| call.started_at);
+        Ok(calls)
+    }
+
+    /// A run's side records in the order they were written, each with when.
+    pub(super) async fn side_records(&self, run_id: RunId) -> StoreResult<Vec<(SideRecord, DateTime<Utc>)>> {
+        let rows = sqlx::query_as!(
+            SideRecordRow,
+            r#"SELECT kind, task, agent, arguments, value, created_at
+                 FROM side_records WHERE run_id = $1 ORDER BY created_at, task, kind"#,
+            run_id.0
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        rows.into_iter().map(SideRecordRow::decode).collect()
+    }
+
+    /// A run's tool calls (side records not among them) in the order they started.
+    pub(super) async fn journal_tool_calls(&self, run_id: RunId) -> StoreResult<Vec<ToolCall>> {
         let rows = sqlx::query_as!(
             ToolCallRow,
             r#"SELECT id, task, coalesce(conversation, task) AS conversation, agent, tool, arguments, status, result,
@@ -175,6 +231,15 @@ impl MessageRow {
             compacts: self.compacts,
             created_at: self.created_at,
         })
+    }
+}
+
+impl SideRecordRow {
+    fn decode(self) -> StoreResult<(SideRecord, DateTime<Utc>)> {
+        let kind = SideKind::parse(&self.kind)
+            .ok_or_else(|| StoreError::Corrupt(format!("side record of '{}': unknown kind", self.task)))?;
+        let SideRecordRow { task, agent, arguments, value, created_at, .. } = self;
+        Ok((SideRecord { kind, task, agent, arguments, value }, created_at))
     }
 }
 

@@ -7,10 +7,7 @@
 use uuid::Uuid;
 
 use super::{Audit, Store, StoreError, StoreResult};
-use crate::domain::memory::{MemoryItem, NewMemory};
-
-/// The newest items of a scope a recall or a search ranks at most.
-pub const RECALL_CANDIDATES: i64 = 1_000;
+use crate::domain::memory::{MemoryItem, NewMemory, RECALL_CANDIDATES};
 
 struct MemoryRow {
     id: Uuid,

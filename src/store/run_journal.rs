@@ -1,6 +1,7 @@
 //! The engine's [`Journal`] on Postgres, for one attempt of one run: a commit writes a whole
 //! [`Step`] atomically, fenced by the run's `attempt` (a worker whose lease went to another claim
-//! cannot write); a load reads back the tasks, messages and tool calls the run has journaled.
+//! cannot write); a load reads back the tasks, messages, tool calls and side records the run has
+//! journaled.
 //! Commits go through the journal's group commit (see [`group`](super::group)): the steps of
 //! many runs share a transaction under load.
 
@@ -137,6 +138,7 @@ impl GroupWrite for JournalWrite {
         if !live.is_empty() {
             write::messages(&mut tx, &live).await?;
             write::tool_starts(&mut tx, &live).await?;
+            write::side_records(&mut tx, &live).await?;
             write::tool_ends(&mut tx, &live).await?;
             write::task_changes(&mut tx, &live).await?;
             write::runs_and_events(&mut tx, &live).await?;

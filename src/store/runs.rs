@@ -488,7 +488,7 @@ impl QueuedRun {
     }
 
     /// The tenant whose `max_queued` counts this run, and that maximum.
-    pub(super) fn queue_limit(&self) -> Option<(&str, u32)> {
+    fn queue_limit(&self) -> Option<(&str, u32)> {
         Some((self.tenant.as_str(), self.max_queued?))
     }
 }
@@ -516,7 +516,13 @@ impl GroupWrite for KickoffWrite {
         kickoffs: &[Vec<QueuedRun>],
     ) -> Result<Vec<Self::Output>, Failure<Self::Output>> {
         let mut tx = pool.begin().await?;
-        let admitted = admit_kickoffs(&mut tx, kickoffs).await.map_err(Failure::Whole)?;
+        let limits: Vec<_> = kickoffs
+            .iter()
+            .map(|runs| {
+                runs.first().and_then(QueuedRun::queue_limit).map(|(tenant, max)| (tenant, max, runs.len()))
+            })
+            .collect();
+        let admitted = admit_kickoffs(&mut tx, &limits).await.map_err(Failure::Whole)?;
         let runs: Vec<&QueuedRun> = kickoffs
             .iter()
             .zip(&admitted)

@@ -380,20 +380,17 @@ pub(super) async fn hold_queue(
     }
 }
 
-/// Which of a group commit's `kickoffs` (each one kickoff's runs, of one tenant) fit their tenants'
-/// `max_queued`, in order: the batch takes the queue lock of every tenant of it that has one (in
+/// Which of a group commit's `kickoffs` fit their tenants' `max_queued`, in order (each kickoff
+/// counted against one is `Some((tenant, max_queued, runs it adds))`): the batch takes the queue lock of every tenant of it that has one (in
 /// the order of their names, so two batches never wait on each other in a circle), counts their
 /// queued and waiting runs once, then admits kickoffs one after another while they fit. Kickoffs
 /// without a limit are admitted without a statement.
 pub(super) async fn admit_kickoffs(
     tx: &mut Transaction<'_, Postgres>,
-    kickoffs: &[Vec<super::runs::QueuedRun>],
+    kickoffs: &[Option<(&str, u32, usize)>],
 ) -> StoreResult<Vec<Result<(), QueueFull>>> {
-    fn limit(runs: &[super::runs::QueuedRun]) -> Option<(&str, u32)> {
-        runs.first().and_then(super::runs::QueuedRun::queue_limit)
-    }
     let tenants: std::collections::BTreeSet<&str> =
-        kickoffs.iter().filter_map(|runs| limit(runs)).map(|(tenant, _)| tenant).collect();
+        kickoffs.iter().flatten().map(|(tenant, ..)| *tenant).collect();
     let mut queued: std::collections::HashMap<String, i64> = std::collections::HashMap::new();
     if !tenants.is_empty() {
         for tenant in &tenants {
@@ -419,13 +416,13 @@ pub(super) async fn admit_kickoffs(
     }
     Ok(kickoffs
         .iter()
-        .map(|runs| {
-            let Some((tenant, max)) = limit(runs) else { return Ok(()) };
+        .map(|&limit| {
+            let Some((tenant, max, adding)) = limit else { return Ok(()) };
             let count = queued.entry(tenant.to_owned()).or_default();
-            if count.saturating_add(runs.len() as i64) > i64::from(max) {
-                return Err(QueueFull { tenant: tenant.to_owned(), queued: *count, max, adding: runs.len() });
+            if count.saturating_add(adding as i64) > i64::from(max) {
+                return Err(QueueFull { tenant: tenant.to_owned(), queued: *count, max, adding });
             }
-            *count += runs.len() as i64;
+            *count += adding as i64;
             Ok(())
         })
         .collect())

@@ -177,7 +177,7 @@ pub(super) async fn write_memory_vectors(
 }
 
 impl Store {
-    /// The ids of the `k` items of a scope (its newest [`super::memory::RECALL_CANDIDATES`],
+    /// The ids of the `k` items of a scope (its newest [`crate::domain::memory::RECALL_CANDIDATES`],
     /// not saved by `run_id`) nearest to `query` by `model`'s vectors, with their cosine
     /// similarity, nearest first.
     pub async fn nearest_memories(
@@ -205,7 +205,7 @@ impl Store {
         .bind(literal(query))
         .bind(k)
         .bind(run_id)
-        .bind(super::memory::RECALL_CANDIDATES)
+        .bind(crate::domain::memory::RECALL_CANDIDATES)
         .bind(i32::try_from(query.len()).unwrap_or(i32::MAX))
         .fetch_all(&self.pool)
         .await?;

@@ -50,19 +50,21 @@ pub struct WorkerSettings {
 }
 
 impl WorkerSettings {
-    /// Settings with `slots` and `lease`; the heartbeat is a third of the lease.
+    /// Settings with `slots` and `lease`; the heartbeat is a third of the lease, and the rest is
+    /// the settings' defaults.
     pub fn new(slots: usize, lease: Duration) -> Self {
         let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "agentd".to_owned());
+        let defaults = crate::settings::Settings::default();
         Self {
             slots,
             lease,
             heartbeat: lease / 3,
             poll_interval: Duration::from_secs(1),
             recovery_interval: (lease / 2).clamp(Duration::from_millis(200), Duration::from_secs(5)),
-            default_timeout: Some(Duration::from_secs(3600)),
-            grace: Duration::from_secs(30),
-            thread_history_bytes: 32 * 1024,
-            quarantine_after_deaths: 2,
+            default_timeout: defaults.run_timeout(),
+            grace: Duration::from_secs(defaults.shutdown_grace_s),
+            thread_history_bytes: defaults.thread_history_bytes as usize,
+            quarantine_after_deaths: defaults.quarantine_after_deaths,
             owner: format!(
                 "{host}/{}/{}",
                 std::process::id(),

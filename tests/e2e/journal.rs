@@ -9,8 +9,8 @@ use agentd::domain::event::{
 };
 use agentd::domain::{ErrorKind, EventData, EventType, RunError, RunStatus, TaskOutput, TaskStatus, Usage};
 use agentd::engine::journal::{
-    Journal, JournalError, MemoryJournal, NewMessage, RunChange, Snapshot, Step, TaskChange, ToolCallEnd,
-    ToolCallOutcome, ToolCallStart, UsageDelta,
+    Journal, JournalError, MemoryJournal, NewMessage, RunChange, SideKind, Snapshot, Step, TaskChange,
+    ToolCallEnd, ToolCallOutcome, ToolCallStart, UsageDelta,
 };
 use agentd::llm::{ChatMessage, ToolCallRequest};
 use agentd::store::{ClaimedRun, RunJournal, Store};
@@ -242,6 +242,130 @@ async fn commits_round_trip_through_load(pool: PgPool) {
     let llm_finished = json!({"model": "openai/gpt-4o-mini", "usage": {"prompt_tokens": 120, "completion_tokens": 30, "cached_tokens": 0},
                               "duration_ms": 150, "iteration": 1});
     assert_eq!((events[3].task.as_deref(), &events[3].data), (Some("research"), &llm_finished));
+}
+
+/// A task start's knowledge and memories, journaled as side records.
+fn side_step() -> Step {
+    let mut step = Step { tasks: vec![TaskChange::Started { task: "research".into() }], ..Step::default() };
+    let hits =
+        json!([{"base": "docs", "hits": [{"chunk_id": 7, "text": "Backups stay 35 days.", "score": 0.5}]}]);
+    step.record(SideKind::Knowledge, ("research", "researcher"), json!({"bases": ["docs"]}), &hits);
+    let items = json!([{"id": "0193e5a0-0000-7000-8000-000000000001", "text": "Prefers short answers."}]);
+    step.record(SideKind::Recall, ("research", "researcher"), json!({"scope": "user:ada"}), &items);
+    step
+}
+
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn side_records_round_trip_are_written_once_and_listed_among_the_tool_calls(pool: PgPool) {
+    let store = Store::new(pool.clone());
+    let (claimed, journal) = claimed_run(&store).await;
+    let memory = MemoryJournal::new(&["research", "write"]);
+    journal.commit(side_step()).await.expect("commit");
+    memory.commit(side_step()).await.expect("commit");
+    let loaded = journal.load().await.expect("load");
+    assert_eq!(loaded, memory.snapshot());
+    let knowledge: Option<serde_json::Value> =
+        loaded.recorded(SideKind::Knowledge, "research").expect("readable");
+    assert_eq!(knowledge.expect("recorded")[0]["hits"][0]["chunk_id"], 7);
+    assert_eq!(loaded.recorded::<serde_json::Value>(SideKind::Knowledge, "write"), Ok(None));
+    assert!(loaded.tool_calls.is_empty(), "no side record is a tool call in the journal");
+
+    // Their own typed rows, no tool-call row.
+    let rows: Vec<(String, String)> =
+        sqlx::query_as("SELECT task, kind FROM side_records WHERE run_id = $1 ORDER BY kind")
+            .bind(claimed.id.0)
+            .fetch_all(&pool)
+            .await
+            .expect("side records");
+    assert_eq!(rows, [("research".into(), "knowledge".into()), ("research".into(), "recall".into())]);
+    let calls: i64 = sqlx::query_scalar("SELECT count(*) FROM tool_calls WHERE run_id = $1")
+        .bind(claimed.id.0)
+        .fetch_one(&pool)
+        .await
+        .expect("count");
+    assert_eq!(calls, 0);
+
+    // The API lists them as it always did: succeeded calls of `knowledge` and `memory`.
+    let listed = store.list_tool_calls(claimed.id).await.expect("list");
+    let shown: Vec<(&str, &str, bool)> = listed
+        .iter()
+        .map(|c| {
+            (c.id.as_str(), c.tool.as_str(), matches!(c.outcome, Some(ToolCallOutcome::Succeeded { .. })))
+        })
+        .collect();
+    assert_eq!(shown, [("research#knowledge", "knowledge", true), ("research#recall", "memory", true)]);
+    assert_eq!(listed[1].arguments, json!({"scope": "user:ada"}));
+
+    // Written once: a step that records a task's kind again is refused and writes nothing.
+    let mut again = Step::default();
+    again.record(SideKind::Recall, ("research", "researcher"), json!({"scope": "other"}), &json!([]));
+    again.messages.push(message("research", ChatMessage::user("not written")));
+    assert!(matches!(journal.commit(again).await, Err(JournalError::Storage(_))));
+    assert_eq!(journal.load().await.expect("load"), memory.snapshot());
+}
+
+/// Migration 27 moves the side records older releases journaled as tool calls into their table.
+#[sqlx::test(migrations = false)]
+async fn migration_27_moves_the_fake_tool_call_rows_into_side_records(pool: PgPool) {
+    let before: Vec<_> =
+        agentd::store::MIGRATOR.iter().filter(|m| m.version < 20261205000027).cloned().collect();
+    let old = sqlx::migrate::Migrator {
+        migrations: std::borrow::Cow::Owned(before),
+        ..sqlx::migrate::Migrator::DEFAULT
+    };
+    old.run(&pool).await.expect("migrations up to 26");
+    let store = Store::new(pool.clone());
+    let (claimed, _) = claimed_run(&store).await;
+    let insert = "INSERT INTO tool_calls (run_id, id, conversation, task, agent, tool, arguments, status, result, attempt, finished_at)
+                  VALUES ($1, $2, $3, $3, 'researcher', $4, $5, 'succeeded', $6, 1, now())";
+    for (id, task, tool, arguments, result) in [
+        (
+            "research#knowledge",
+            "research",
+            "knowledge",
+            json!({"bases": ["docs"]}),
+            r#"[{"base":"docs","hits":[]}]"#,
+        ),
+        ("research#recall", "research", "memory", json!({"scope": "user:ada"}), "[]"),
+        ("research#1/call_1", "research", "calculator", json!({"e": "2+2"}), "4"),
+    ] {
+        sqlx::query(insert)
+            .bind(claimed.id.0)
+            .bind(id)
+            .bind(task)
+            .bind(tool)
+            .bind(arguments)
+            .bind(result)
+            .execute(&pool)
+            .await
+            .expect("old row");
+    }
+    agentd::store::MIGRATOR.run(&pool).await.expect("migration 27");
+    let tools: Vec<String> = sqlx::query_scalar("SELECT tool FROM tool_calls WHERE run_id = $1")
+        .bind(claimed.id.0)
+        .fetch_all(&pool)
+        .await
+        .expect("calls");
+    assert_eq!(tools, ["calculator"], "only the real call stays a tool call");
+    let loaded = store.journal(claimed.id, claimed.attempt).load().await.expect("load");
+    let knowledge: Option<serde_json::Value> =
+        loaded.recorded(SideKind::Knowledge, "research").expect("readable");
+    assert_eq!(knowledge, Some(json!([{"base": "docs", "hits": []}])));
+    let recall: Option<serde_json::Value> = loaded.recorded(SideKind::Recall, "research").expect("readable");
+    assert_eq!(recall, Some(json!([])));
+    let listed: Vec<String> =
+        store.list_tool_calls(claimed.id).await.expect("list").into_iter().map(|c| c.id).collect();
+    assert_eq!(listed.len(), 3, "{listed:?}");
+    // Removing the run removes its side records with it.
+    let removed: i64 = sqlx::query_scalar("SELECT agentd_remove_runs($1)")
+        .bind(vec![claimed.id.0])
+        .fetch_one(&pool)
+        .await
+        .expect("remove");
+    assert!(removed >= 4, "{removed}");
+    let left: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM side_records").fetch_one(&pool).await.expect("count");
+    assert_eq!(left, 0);
 }
 
 #[sqlx::test(migrator = "agentd::store::MIGRATOR")]

@@ -577,6 +577,15 @@ async fn a_crew_with_knowledge_sees_the_hits_in_its_prompt_and_the_events_name_t
         .map(|c| c["tool"].as_str().expect("tool"))
         .collect();
     assert_eq!(tools, ["knowledge", "search_knowledge"]);
+    // The retrieval is a side record of the journal, not a tool-call row.
+    let (calls, records): (i64, i64) = sqlx::query_as(
+        "SELECT (SELECT count(*) FROM tool_calls WHERE run_id = $1), (SELECT count(*) FROM side_records WHERE run_id = $1 AND kind = 'knowledge')",
+    )
+    .bind(uuid::Uuid::parse_str(id).expect("id"))
+    .fetch_one(&pool)
+    .await
+    .expect("counts");
+    assert_eq!((calls, records), (1, 1));
     workers.shutdown().await;
     ingester.cancel();
 }

@@ -27,11 +27,12 @@ use uuid::Uuid;
 use super::feed;
 use super::jsonrpc::{self, Incoming, JsonRpcMessage, JsonRpcResponse, RpcError, METHOD_NOT_FOUND};
 use crate::domain::crew::Protocol;
+use crate::domain::journal::Approval;
 use crate::domain::{Caller, CrewSpec, EventType, Run, RunId, RunStatus, Scope};
 use crate::http::auth::{audit, optional_caller, Authed};
 use crate::http::error::Problem;
 use crate::http::AppState;
-use crate::service::{Approval, ProtocolKickoff, ServiceError, Step};
+use crate::service::{ProtocolKickoff, ServiceError, Step};
 
 const PROTOCOL_VERSION: &str = "1.0";
 const TASK_NOT_FOUND: i64 = -32001;

@@ -21,13 +21,14 @@ use utoipa::ToSchema;
 
 use super::feed;
 use crate::domain::crew::Protocol;
+use crate::domain::journal::Approval;
 use crate::domain::validate::parse_json;
 use crate::domain::{Caller, EventType, FieldError, RunId, Scope};
 use crate::http::auth::{audit, Authed};
 use crate::http::error::{ApiError, ApiResult, Problem};
 use crate::http::extract::{ApiJson, ApiPath};
 use crate::http::AppState;
-use crate::service::{request_key, Approval, Envelope, ProtocolKickoff, ServiceError, Step};
+use crate::service::{request_key, Envelope, ProtocolKickoff, ServiceError, Step};
 
 /// The input of an AG-UI run (`RunAgentInput`). Fields the server does not use are accepted.
 #[derive(Debug, Deserialize, ToSchema)]

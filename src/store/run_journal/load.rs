@@ -1,5 +1,5 @@
-//! Reading a run's journal back into a [`Snapshot`]: its tasks in position order, and its messages
-//! and tool calls as the journal read model ([`crate::store::journal`]) decodes them for the API
+//! Reading a run's journal back into a [`Snapshot`]: its tasks in position order, and its messages,
+//! tool calls and side records as the journal read model ([`crate::store::journal`]) decodes them for the API
 //! too.
 
 use serde_json::Value;
@@ -24,7 +24,8 @@ pub(super) async fn snapshot(store: &Store, run_id: RunId) -> StoreResult<Snapsh
     .fetch_all(&store.pool)
     .await?;
     let messages = store.list_messages(run_id).await?;
-    let tool_calls = store.list_tool_calls(run_id).await?;
+    let tool_calls = store.journal_tool_calls(run_id).await?;
+    let side_records = store.side_records(run_id).await?;
     let spent = sqlx::query!(
         r#"SELECT prompt_tokens + completion_tokens AS "tokens!", cost_usd FROM runs WHERE id = $1"#,
         run_id.0
@@ -38,6 +39,7 @@ pub(super) async fn snapshot(store: &Store, run_id: RunId) -> StoreResult<Snapsh
         tasks: tasks.into_iter().map(TaskRow::into_record).collect::<StoreResult<_>>()?,
         messages: messages.into_iter().map(crate::store::Message::into_record).collect(),
         tool_calls: tool_calls.into_iter().map(crate::store::ToolCall::into_record).collect(),
+        side_records: side_records.into_iter().map(|(record, _)| record).collect(),
     })
 }
 

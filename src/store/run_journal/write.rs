@@ -212,6 +212,49 @@ pub(super) async fn tool_starts(tx: &mut Tx<'_>, live: &[Live<'_>]) -> WriteResu
     )
 }
 
+/// Write the side records of the steps (what their task starts found); a task's record of a kind
+/// is written once, and a step that writes it again is refused.
+pub(super) async fn side_records(tx: &mut Tx<'_>, live: &[Live<'_>]) -> WriteResult {
+    let (mut runs, mut attempts, mut kinds, mut tasks) = (vec![], vec![], vec![], vec![]);
+    let (mut agents, mut arguments, mut values) = (vec![], vec![], vec![]);
+    for &(_, commit) in live {
+        for record in &commit.step.side_records {
+            runs.push(commit.run_id.0);
+            attempts.push(commit.attempt);
+            kinds.push(record.kind.as_str());
+            tasks.push(record.task.as_str());
+            agents.push(record.agent.as_str());
+            arguments.push(record.arguments.clone());
+            values.push(record.value.clone());
+        }
+    }
+    if runs.is_empty() {
+        return Ok(());
+    }
+    let written = sqlx::query_scalar!(
+        r#"INSERT INTO side_records (run_id, attempt, kind, task, agent, arguments, value)
+           SELECT * FROM UNNEST($1::uuid[], $2::int4[], $3::text[], $4::text[], $5::text[], $6::jsonb[],
+                                $7::jsonb[])
+           ON CONFLICT (run_id, task, kind) DO NOTHING
+           RETURNING run_id"#,
+        &runs,
+        &attempts,
+        &kinds as &[&str],
+        &tasks as &[&str],
+        &agents as &[&str],
+        &arguments,
+        &values,
+    )
+    .fetch_all(&mut **tx)
+    .await?;
+    expect_rows(
+        live,
+        &written,
+        |c| c.step.side_records.len(),
+        "a side record of this step was written before",
+    )
+}
+
 /// Finish tool calls started in earlier steps (the last end of an id in a step wins; calls the
 /// step also starts were written finished by [`tool_starts`]).
 pub(super) async fn tool_ends(tx: &mut Tx<'_>, live: &[Live<'_>]) -> WriteResult {

@@ -1,0 +1,99 @@
+//! What a run's journal holds that more than the engine reads: how a tool call ended, where a
+//! call awaiting approval stands, and the side records a task's start journals (what its
+//! knowledge bases and memories gave its prompt). The engine writes them, the store keeps them,
+//! the use cases and the API show them.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Where a call of a tool that requires approval stands (journaled with the call).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum Approval {
+    /// Waiting for a reviewer's decision.
+    Pending,
+    /// Needs no decision itself, but waits with a call of its round that does.
+    Deferred,
+    /// Run it, with the reviewer's arguments when given.
+    Approved {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        arguments: Option<Value>,
+    },
+    /// Do not run it; the model is told, with the reason when given.
+    Rejected {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+}
+
+/// How a tool call ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ToolCallOutcome {
+    Succeeded { result: String, cached: bool },
+    Failed { error: String },
+}
+
+impl ToolCallOutcome {
+    /// The bytes of its text: the result or the error.
+    pub fn text_bytes(&self) -> usize {
+        match self {
+            ToolCallOutcome::Succeeded { result, .. } => result.len(),
+            ToolCallOutcome::Failed { error } => error.len(),
+        }
+    }
+}
+
+/// What a side record holds: one per task and kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SideKind {
+    /// What the task's knowledge bases gave its prompt (`arguments`: `{"bases": [...]}`).
+    Knowledge,
+    /// What the crew's memory gave the task's prompt (`arguments`: `{"scope": ...}`).
+    Recall,
+}
+
+impl SideKind {
+    pub const ALL: [SideKind; 2] = [SideKind::Knowledge, SideKind::Recall];
+
+    /// The name stored in `side_records.kind`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SideKind::Knowledge => "knowledge",
+            SideKind::Recall => "recall",
+        }
+    }
+
+    /// The kind stored under `name`.
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|kind| kind.as_str() == name)
+    }
+
+    /// The tool the API's list of a run's tool calls shows the record as (what a retrieval
+    /// was journaled as before side records had their own table; the listing keeps its shape).
+    pub fn listed_tool(self) -> &'static str {
+        match self {
+            SideKind::Knowledge => "knowledge",
+            SideKind::Recall => "memory",
+        }
+    }
+}
+
+/// What a task's start found and journaled, so that a resumed run reads it back instead of
+/// searching again (and gets the same prompt).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SideRecord {
+    pub kind: SideKind,
+    pub task: String,
+    pub agent: String,
+    /// What was asked (the bases searched, the memory scope).
+    pub arguments: Value,
+    /// What was found.
+    pub value: Value,
+}
+
+impl SideRecord {
+    /// The bytes of its text, as a run's journal limit counts them: the found value as JSON.
+    pub fn text_bytes(&self) -> usize {
+        serde_json::to_vec(&self.value).map_or(0, |bytes| bytes.len())
+    }
+}
