@@ -102,7 +102,7 @@ async fn main() -> Result<(), BoxError> {
     }
 
     // A base of CHUNKS chunks with 384-dimension vectors, written 1,000 to a document.
-    let audit = Audit::new(None, "default", "bench", "/bench");
+    let audit = Audit::new(None, &agentd::domain::DEFAULT_TENANT_ID, "bench", "/bench");
     let chunking = Chunking { max_tokens: 128, overlap: 16 };
     let base = NewBase {
         name: "big".into(),
@@ -110,7 +110,10 @@ async fn main() -> Result<(), BoxError> {
         embedding: vectors.then(|| "openai/fake".into()),
         chunking,
     };
-    let big = store.create_knowledge_base("default", &base, &audit).await?.ok_or("base")?;
+    let big = store
+        .create_knowledge_base(&agentd::domain::DEFAULT_TENANT_ID, &base, &audit)
+        .await?
+        .ok_or("base")?;
     if vectors {
         store.ensure_vector_index(big.id, DIMS as i32).await?;
     }
@@ -126,7 +129,7 @@ async fn main() -> Result<(), BoxError> {
             digest: sha2_digest(&format!("big {d}")),
             content: Some(b"x".to_vec()),
         };
-        store.post_document("default", big.id, &document, &audit).await?;
+        store.post_document(&agentd::domain::DEFAULT_TENANT_ID, big.id, &document, &audit).await?;
         let leased = store.lease_documents(1, Duration::from_secs(600)).await?;
         let leased = leased.into_iter().next().ok_or("a leased document")?;
         let n = per_doc.min(chunks_total - d * per_doc);
@@ -139,7 +142,7 @@ async fn main() -> Result<(), BoxError> {
             .collect();
         let embedded = vectors.then(|| chunks.iter().map(|c| vector(&c.text, DIMS)).collect());
         let ingested = Ingested { chunks, vectors: embedded, title: None };
-        if !store.finish_document(leased.id, leased.attempt, &ingested).await? {
+        if !store.finish_document(agentd::domain::DocumentId(leased.id), leased.attempt, &ingested).await? {
             return Err("a document was not written".into());
         }
     }
@@ -151,7 +154,7 @@ async fn main() -> Result<(), BoxError> {
         chunks_total as f64 / load.as_secs_f64()
     );
     sqlx::query("ANALYZE").execute(&pool).await?;
-    fulltext(&pool, &store, big.id, chunks_total, queries).await?;
+    fulltext(&pool, &store, big.id.0, chunks_total, queries).await?;
     if !vectors {
         return finish(pool, admin, &database).await;
     }
@@ -222,7 +225,8 @@ async fn fulltext(
             let query: String =
                 text(2_000_000 + q as u64).split(' ').take(words).collect::<Vec<_>>().join(" ");
             let started = Instant::now();
-            let hits = store.search_fulltext(base, &query, 20, Reach::AnyWord).await?;
+            let hits =
+                store.search_fulltext(agentd::domain::BaseId(base), &query, 20, Reach::AnyWord).await?;
             bounded.push(started.elapsed());
             let started = Instant::now();
             let all: Vec<(uuid::Uuid, f64)> =
@@ -255,7 +259,7 @@ async fn ingest(store: &Store, pool: &sqlx::PgPool, url: &str, docs: usize) -> R
     };
     let llms = agentd::app::build_llms(&config, store).map_err(|e| e.to_string())?.0;
     let knowledge = Knowledge::new(store.clone(), Some(llms), Arc::new(agentd::metrics::Metrics::default()));
-    let audit = Audit::new(None, "default", "bench", "/bench");
+    let audit = Audit::new(None, &agentd::domain::DEFAULT_TENANT_ID, "bench", "/bench");
     let chunking = Chunking { max_tokens: 128, overlap: 16 };
     let base = NewBase {
         name: "ingest".into(),
@@ -263,7 +267,10 @@ async fn ingest(store: &Store, pool: &sqlx::PgPool, url: &str, docs: usize) -> R
         embedding: Some("openai/fake".into()),
         chunking,
     };
-    let ingest_base = store.create_knowledge_base("default", &base, &audit).await?.ok_or("base")?;
+    let ingest_base = store
+        .create_knowledge_base(&agentd::domain::DEFAULT_TENANT_ID, &base, &audit)
+        .await?
+        .ok_or("base")?;
     store.ensure_vector_index(ingest_base.id, 64).await?;
     let started = Instant::now();
     for d in 0..docs {
@@ -285,7 +292,7 @@ async fn ingest(store: &Store, pool: &sqlx::PgPool, url: &str, docs: usize) -> R
             digest: sha2_digest(&body),
             content: Some(body.into_bytes()),
         };
-        store.post_document("default", ingest_base.id, &document, &audit).await?;
+        store.post_document(&agentd::domain::DEFAULT_TENANT_ID, ingest_base.id, &document, &audit).await?;
     }
     let outbound = agentd::app::tool_outbound(&config).map_err(|e| e.to_string())?;
     let stop = tokio_util::sync::CancellationToken::new();

@@ -324,6 +324,7 @@ async fn migrate(args: ServeArgs) -> Result<(), BoxError> {
 /// `agentd keys create`: a key straight into the database, printed once on stdout.
 async fn create_key(args: KeysCreateArgs) -> Result<(), BoxError> {
     crate::domain::tenant::check_tenant_name(&args.tenant)?;
+    let tenant = crate::domain::TenantId::new(args.tenant.as_str());
     crate::domain::field::check_text("--name", &args.name, crate::domain::field::TextKind::Line)
         .map_err(|error| format!("{} {}", error.field, error.message))?;
     let loaded = args.serve.load()?;
@@ -335,18 +336,14 @@ async fn create_key(args: KeysCreateArgs) -> Result<(), BoxError> {
     let store = crate::app::connect(&Secret::new(url), 2)?;
     crate::app::migrate_when_up(&store, Duration::from_secs(60)).await?;
     // Recorded as made by no key, like a change through a key of AGENTD_API_KEYS.
-    let audit = crate::store::Audit::new(
-        None,
-        &args.tenant,
-        "tenant.create",
-        &format!("/v1/tenants/{}", args.tenant),
-    );
-    if store.create_tenant(&args.tenant, &crate::domain::Quotas::default(), &audit).await?.is_some() {
+    let audit =
+        crate::store::Audit::new(None, &tenant, "tenant.create", &format!("/v1/tenants/{}", args.tenant));
+    if store.create_tenant(&tenant, &crate::domain::Quotas::default(), &audit).await?.is_some() {
         tracing::info!(tenant = %args.tenant, "tenant created");
     }
-    let audit = crate::store::Audit::new(None, &args.tenant, "key.create", "/v1/keys");
+    let audit = crate::store::Audit::new(None, &tenant, "key.create", "/v1/keys");
     let created =
-        crate::service::issue_key(&store, &args.tenant, &args.name, &args.scopes, args.expires_at, &audit)
+        crate::service::issue_key(&store, &tenant, &args.name, &args.scopes, args.expires_at, &audit)
             .await
             .map_err(|e| e.to_string())?;
     tracing::info!(key = %created.record.id, tenant = %args.tenant, prefix = %created.record.prefix, "key created");

@@ -9,6 +9,7 @@
 use tokio_util::sync::CancellationToken;
 
 use crate::domain::schedule::{plan_ticks, SchedulerSettings, TickPlan, Timetable, MAX_TICKS_PER_PASS};
+use crate::domain::ScheduleId;
 use crate::service::Services;
 use crate::store::{DueSchedule, Store, StoreResult, TickAction};
 
@@ -81,7 +82,10 @@ impl Scheduler {
                 let why: Vec<String> = errors.iter().map(|e| format!("{}: {}", e.field, e.message)).collect();
                 tracing::warn!(schedule_id = %schedule.id, why = %why.join("; "), "a schedule cannot be read");
                 let ticks = vec![(schedule.next_run_at, TickAction::Failed(why.join("; ")))];
-                return self.store.handle_ticks(schedule.id, schedule.next_run_at, ticks, None).await;
+                return self
+                    .store
+                    .handle_ticks(ScheduleId(schedule.id), schedule.next_run_at, ticks, None)
+                    .await;
             }
         };
         let ticks = timetable.ticks(schedule.next_run_at, now, MAX_TICKS_PER_PASS);
@@ -105,6 +109,6 @@ impl Scheduler {
             false => now,
         };
         let next = timetable.next_after(from.max(schedule.next_run_at));
-        self.store.handle_ticks(schedule.id, schedule.next_run_at, actions, next).await
+        self.store.handle_ticks(ScheduleId(schedule.id), schedule.next_run_at, actions, next).await
     }
 }

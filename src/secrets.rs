@@ -11,7 +11,12 @@ use ring::aead::{Aad, LessSafeKey, Nonce, UnboundKey, AES_256_GCM, NONCE_LEN};
 use ring::rand::{SecureRandom, SystemRandom};
 use sha2::{Digest, Sha256};
 
-use crate::store::{Audit, SealedSecret, SecretInfo, Store, StoreError, UpsertOutcome};
+use crate::store::{Audit, SealedSecret, Store, StoreError};
+
+use crate::domain::crew::UpsertOutcome;
+
+use crate::domain::secret::SecretInfo;
+use crate::domain::TenantId;
 use crate::tools::secrets::{SecretFuture, SecretSource, SecretStore};
 
 /// The longest secret value, in bytes.
@@ -128,7 +133,7 @@ impl Vault {
     /// Create or replace the tenant's secret `name`.
     pub async fn put(
         &self,
-        tenant: &str,
+        tenant: &TenantId,
         name: &str,
         value: &str,
         audit: &Audit,
@@ -138,26 +143,26 @@ impl Vault {
     }
 
     /// Every secret's name and times, of the tenant.
-    pub async fn list(&self, tenant: &str) -> Result<Vec<SecretInfo>, SecretError> {
+    pub async fn list(&self, tenant: &TenantId) -> Result<Vec<SecretInfo>, SecretError> {
         self.key()?;
         Ok(self.store.list_secrets(tenant).await?)
     }
 
     /// Remove the tenant's secret; `false` if there was none.
-    pub async fn delete(&self, tenant: &str, name: &str, audit: &Audit) -> Result<bool, SecretError> {
+    pub async fn delete(&self, tenant: &TenantId, name: &str, audit: &Audit) -> Result<bool, SecretError> {
         self.key()?;
         Ok(self.store.delete_secret(tenant, name, audit).await?)
     }
 
     /// Those of `names` that the tenant does not have.
-    pub async fn missing(&self, tenant: &str, names: &[String]) -> Result<Vec<String>, SecretError> {
+    pub async fn missing(&self, tenant: &TenantId, names: &[String]) -> Result<Vec<String>, SecretError> {
         self.key()?;
         Ok(self.store.missing_secrets(tenant, names).await?)
     }
 
     /// The value of the tenant's `name`, read now (a rotation applies to the next use). Another
     /// tenant's secret of that name is, to this one, missing.
-    pub async fn value(&self, tenant: &str, name: &str) -> Result<String, SecretError> {
+    pub async fn value(&self, tenant: &TenantId, name: &str) -> Result<String, SecretError> {
         let key = self.key()?;
         let sealed = self
             .store
@@ -171,11 +176,11 @@ impl Vault {
 /// One tenant's secrets, as its runs' tools read them.
 struct TenantSecrets {
     vault: Vault,
-    tenant: String,
+    tenant: TenantId,
 }
 
 impl SecretStore for Vault {
-    fn for_tenant(&self, tenant: &str) -> Arc<dyn SecretSource> {
+    fn for_tenant(&self, tenant: &TenantId) -> Arc<dyn SecretSource> {
         Arc::new(TenantSecrets { vault: self.clone(), tenant: tenant.to_owned() })
     }
 }

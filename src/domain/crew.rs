@@ -6,6 +6,8 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+use chrono::{DateTime, Utc};
+
 use super::knowledge::KnowledgeRef;
 use utoipa::ToSchema;
 
@@ -666,4 +668,20 @@ impl CrewSpec {
     pub fn agent(&self, name: &str) -> Option<&AgentSpec> {
         self.agents.iter().find(|agent| agent.name == name)
     }
+}
+
+/// A registered crew.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CrewRecord {
+    pub name: String,
+    pub spec: CrewSpec,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// Whether a `PUT` made a new crew or replaced one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UpsertOutcome {
+    Created,
+    Replaced,
 }

@@ -3,8 +3,11 @@
 //! knowledge bases and memories gave its prompt). The engine writes them, the store keeps them,
 //! the use cases and the API show them.
 
+use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+use super::chat::ChatMessage;
 
 /// Where a call of a tool that requires approval stands (journaled with the call).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -95,5 +98,90 @@ impl SideRecord {
     /// The bytes of its text, as a run's journal limit counts them: the found value as JSON.
     pub fn text_bytes(&self) -> usize {
         serde_json::to_vec(&self.value).map_or(0, |bytes| bytes.len())
+    }
+}
+
+/// One message of a conversation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Message {
+    pub seq: i64,
+    /// The task it belongs to.
+    pub task: Option<String>,
+    /// The conversation it belongs to: the task's, or one of its side conversations (plan steps).
+    pub conversation: String,
+    pub agent: Option<String>,
+    pub message: ChatMessage,
+    /// It holds a summary that stands for the conversation's earlier messages.
+    pub compacts: bool,
+    pub created_at: DateTime<Utc>,
+}
+
+/// One tool call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCall {
+    pub id: String,
+    pub task: Option<String>,
+    pub conversation: String,
+    pub agent: Option<String>,
+    pub tool: String,
+    pub arguments: Value,
+    /// `None` while it runs (or was interrupted by a crash, or waits for approval).
+    pub outcome: Option<ToolCallOutcome>,
+    /// For a call of a tool that requires approval: where the decision stands.
+    pub approval: Option<Approval>,
+    pub started_at: DateTime<Utc>,
+    pub finished_at: Option<DateTime<Utc>>,
+}
+
+/// Where a tool call stands, as the API reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolCallStatus {
+    Running,
+    /// Its reviewer's decision is due.
+    AwaitingApproval,
+    Succeeded,
+    Failed,
+}
+
+impl ToolCallStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolCallStatus::Running => "running",
+            ToolCallStatus::AwaitingApproval => "awaiting_approval",
+            ToolCallStatus::Succeeded => "succeeded",
+            ToolCallStatus::Failed => "failed",
+        }
+    }
+}
+
+impl ToolCall {
+    pub fn status(&self) -> ToolCallStatus {
+        match (&self.outcome, &self.approval) {
+            (Some(ToolCallOutcome::Succeeded { .. }), _) => ToolCallStatus::Succeeded,
+            (Some(ToolCallOutcome::Failed { .. }), _) => ToolCallStatus::Failed,
+            (None, Some(Approval::Pending)) => ToolCallStatus::AwaitingApproval,
+            (None, _) => ToolCallStatus::Running,
+        }
+    }
+}
+
+impl ToolCall {
+    /// A side record as the API's list of tool calls shows it: a call of the record's listed
+    /// tool, keyed `<task>#<kind>`, that succeeded with the found value as its (JSON) result when
+    /// the record was written.
+    pub fn listed(record: SideRecord, at: DateTime<Utc>) -> Self {
+        let SideRecord { kind, task, agent, arguments, value } = record;
+        ToolCall {
+            id: format!("{task}#{}", kind.as_str()),
+            conversation: task.clone(),
+            task: Some(task),
+            agent: Some(agent),
+            tool: kind.listed_tool().to_owned(),
+            arguments,
+            outcome: Some(ToolCallOutcome::Succeeded { result: value.to_string(), cached: false }),
+            approval: None,
+            started_at: at,
+            finished_at: Some(at),
+        }
     }
 }

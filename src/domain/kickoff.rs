@@ -11,6 +11,7 @@ use super::validate::{
     check_crew_name, validate_crew, validate_inputs, FieldError, ValidationContext, MAX_NAME_LEN,
 };
 use super::{Run, RunId, RunStatus, TaskRun, TaskStatus, Usage};
+use crate::domain::TenantId;
 
 /// The body of `POST /v1/kickoffs`.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
@@ -183,7 +184,7 @@ pub fn prepare_batch(
     inputs: Vec<Map<String, Value>>,
     metadata: Map<String, Value>,
     timeout_s: Option<u32>,
-    tenant: &str,
+    tenant: &TenantId,
     ctx: &ValidationContext,
 ) -> Result<Vec<NewRun>, Vec<FieldError>> {
     if inputs.is_empty() || inputs.len() > MAX_BATCH {
@@ -310,7 +311,7 @@ impl CrewSpec {
 pub struct NewRun {
     pub id: RunId,
     /// The tenant that owns it.
-    pub tenant: String,
+    pub tenant: TenantId,
     pub crew: CrewSpec,
     pub inputs: Map<String, Value>,
     pub metadata: Map<String, Value>,
@@ -381,7 +382,7 @@ pub fn prepare_run(
     inputs: Map<String, Value>,
     metadata: Map<String, Value>,
     timeout_s: Option<u32>,
-    tenant: &str,
+    tenant: &TenantId,
     ctx: &ValidationContext,
 ) -> Result<NewRun, Vec<FieldError>> {
     let mut errors: Vec<FieldError> = match validate_crew(&crew, ctx) {

@@ -2,10 +2,12 @@
 //! states, how a crew refers to a base, and what a search finds. Plain data; the store keeps it,
 //! `crate::knowledge` ingests and searches, the engine injects what a task's prompt finds.
 
+use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::field::check_crew_name;
+use super::ids::{BaseId, DocumentId};
 
 /// Chunk sizes a base may ask for, in tokens.
 pub const MIN_CHUNK_TOKENS: u32 = 16;
@@ -53,28 +55,17 @@ pub fn check_base_name(name: &str) -> Result<(), String> {
     check_crew_name(name)
 }
 
-/// Where a document is in its ingestion.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Serialize,
-    Deserialize,
-    ToSchema,
-    strum::EnumString,
-    strum::IntoStaticStr,
-)]
-#[serde(rename_all = "snake_case")]
-#[strum(serialize_all = "snake_case")]
-pub enum DocumentStatus {
-    /// Waiting for (or in) ingestion.
-    Pending,
-    /// Chunked and indexed: searches see it.
-    Ready,
-    /// Ingestion failed; `error` says why.
-    Failed,
+snake_case_enum! {
+    /// Where a document is in its ingestion.
+    #[strum(serialize_all = "snake_case")]
+    pub enum DocumentStatus {
+        /// Waiting for (or in) ingestion.
+        Pending,
+        /// Chunked and indexed: searches see it.
+        Ready,
+        /// Ingestion failed; `error` says why.
+        Failed,
+    }
 }
 
 impl DocumentStatus {
@@ -83,28 +74,17 @@ impl DocumentStatus {
     }
 }
 
-/// How a document was given.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Serialize,
-    Deserialize,
-    ToSchema,
-    strum::EnumString,
-    strum::IntoStaticStr,
-)]
-#[serde(rename_all = "snake_case")]
-#[strum(serialize_all = "snake_case")]
-pub enum DocumentSource {
-    /// Text in a JSON body.
-    Text,
-    /// A URL fetched at ingestion.
-    Url,
-    /// A file uploaded as `multipart/form-data`.
-    Upload,
+snake_case_enum! {
+    /// How a document was given.
+    #[strum(serialize_all = "snake_case")]
+    pub enum DocumentSource {
+        /// Text in a JSON body.
+        Text,
+        /// A URL fetched at ingestion.
+        Url,
+        /// A file uploaded as `multipart/form-data`.
+        Upload,
+    }
 }
 
 impl DocumentSource {
@@ -222,6 +202,47 @@ impl KnowledgeUse {
         }
         Ok(())
     }
+}
+
+/// A knowledge base with its document and chunk counts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KnowledgeBase {
+    pub id: BaseId,
+    pub name: String,
+    pub description: String,
+    /// `<provider>/<model>` of its embedding model.
+    pub embedding: Option<String>,
+    pub chunking: Chunking,
+    /// The length of its vectors, once its embedding model answered.
+    pub dims: Option<i32>,
+    pub created_at: DateTime<Utc>,
+    pub documents: i64,
+    pub chunks: i64,
+}
+
+/// A document as the API shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KnowledgeDocument {
+    pub id: DocumentId,
+    pub title: String,
+    pub source: DocumentSource,
+    pub url: Option<String>,
+    pub media_type: String,
+    pub bytes: i64,
+    pub status: DocumentStatus,
+    pub error: Option<String>,
+    pub chunks: i32,
+    pub tokens: i64,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// What posting a document did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Posted {
+    Created,
+    /// The base holds this content already (a failed one is queued again).
+    Existing,
 }
 
 #[cfg(test)]

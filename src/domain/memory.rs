@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::field::{is_refused_char, TextKind};
+use crate::domain::TenantId;
 
 /// Memories a task's prompt receives when the crew does not say, and at most.
 pub const DEFAULT_MEMORY_K: u32 = 5;
@@ -89,38 +90,26 @@ pub fn check_scope(scope: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// What an item is.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Serialize,
-    Deserialize,
-    ToSchema,
-    strum::Display,
-    strum::EnumString,
-    strum::IntoStaticStr,
-)]
-#[serde(rename_all = "snake_case")]
-#[strum(serialize_all = "snake_case")]
-pub enum MemoryKind {
-    /// A task's answer.
-    Task,
-    /// A fact extracted from an answer.
-    Fact,
-    /// An entity (a person, a product, a place...) and what the answer says of it.
-    Entity,
-    /// Posted through `POST /v1/memories`.
-    Note,
+snake_case_enum! {
+    /// What an item is.
+    #[strum(serialize_all = "snake_case")]
+    pub enum MemoryKind {
+        /// A task's answer.
+        Task,
+        /// A fact extracted from an answer.
+        Fact,
+        /// An entity (a person, a product, a place...) and what the answer says of it.
+        Entity,
+        /// Posted through `POST /v1/memories`.
+        Note,
+    }
 }
 
 /// An item to save.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewMemory {
     pub id: uuid::Uuid,
-    pub tenant: String,
+    pub tenant: TenantId,
     pub scope: String,
     pub kind: MemoryKind,
     pub text: String,

@@ -8,35 +8,23 @@ use serde_json::{Map, Value};
 use utoipa::ToSchema;
 
 use super::RunId;
+use crate::domain::TenantId;
 
-/// Where a run is in its life. Mirrors the `runs.status` CHECK constraint.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Hash,
-    Serialize,
-    Deserialize,
-    ToSchema,
-    strum::EnumString,
-    strum::IntoStaticStr,
-    strum::Display,
-)]
-#[serde(rename_all = "snake_case")]
-#[strum(serialize_all = "snake_case", parse_err_ty = String, parse_err_fn = unknown_run_status)]
-pub enum RunStatus {
-    Queued,
-    /// Queued behind an unfinished run of its thread (`multitask_strategy: enqueue`): no worker
-    /// takes it until that run ends, when it becomes `queued`.
-    Waiting,
-    Running,
-    AwaitingInput,
-    Completed,
-    Failed,
-    Cancelling,
-    Cancelled,
+snake_case_enum! {
+    /// Where a run is in its life. Mirrors the `runs.status` CHECK constraint.
+    #[strum(serialize_all = "snake_case", parse_err_ty = String, parse_err_fn = unknown_run_status)]
+    pub enum RunStatus {
+        Queued,
+        /// Queued behind an unfinished run of its thread (`multitask_strategy: enqueue`): no worker
+        /// takes it until that run ends, when it becomes `queued`.
+        Waiting,
+        Running,
+        AwaitingInput,
+        Completed,
+        Failed,
+        Cancelling,
+        Cancelled,
+    }
 }
 
 impl RunStatus {
@@ -66,28 +54,16 @@ fn unknown_run_status(s: &str) -> String {
     format!("unknown run status '{s}'")
 }
 
-/// Where a task is. Mirrors the `run_tasks.status` CHECK constraint.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Serialize,
-    Deserialize,
-    ToSchema,
-    strum::EnumString,
-    strum::IntoStaticStr,
-    strum::Display,
-)]
-#[serde(rename_all = "snake_case")]
-#[strum(serialize_all = "snake_case", parse_err_ty = String, parse_err_fn = unknown_task_status)]
-pub enum TaskStatus {
-    Pending,
-    Running,
-    Completed,
-    Failed,
-    Cancelled,
+snake_case_enum! {
+    /// Where a task is. Mirrors the `run_tasks.status` CHECK constraint.
+    #[strum(serialize_all = "snake_case", parse_err_ty = String, parse_err_fn = unknown_task_status)]
+    pub enum TaskStatus {
+        Pending,
+        Running,
+        Completed,
+        Failed,
+        Cancelled,
+    }
 }
 
 impl TaskStatus {
@@ -257,7 +233,8 @@ pub struct TaskRun {
 pub struct Run {
     pub id: RunId,
     /// The tenant that owns the run (the kickoff's key's).
-    pub tenant: String,
+    #[schema(value_type = String)]
+    pub tenant: TenantId,
     pub status: RunStatus,
     pub crew_name: String,
     #[schema(value_type = Object)]

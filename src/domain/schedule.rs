@@ -9,7 +9,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use croner::parser::{CronParser, Seconds};
 use croner::Cron;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::{Map, Value};
 use utoipa::ToSchema;
 use uuid::Uuid;
@@ -62,55 +62,33 @@ impl Clock for ManualClock {
     }
 }
 
-/// What a tick does while a run of the schedule has not ended.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    Default,
-    PartialEq,
-    Eq,
-    Serialize,
-    Deserialize,
-    ToSchema,
-    strum::IntoStaticStr,
-    strum::EnumString,
-)]
-#[serde(rename_all = "snake_case")]
-#[strum(serialize_all = "snake_case")]
-pub enum Overlap {
-    /// The tick is skipped (recorded as `skipped`).
-    #[default]
-    Skip,
-    /// The tick's run waits for the schedule's unfinished runs, then runs.
-    Enqueue,
-    /// The tick's run runs at once, beside them.
-    Allow,
+snake_case_enum! {
+    /// What a tick does while a run of the schedule has not ended.
+    #[derive(Default)]
+    #[strum(serialize_all = "snake_case")]
+    pub enum Overlap {
+        /// The tick is skipped (recorded as `skipped`).
+        #[default]
+        Skip,
+        /// The tick's run waits for the schedule's unfinished runs, then runs.
+        Enqueue,
+        /// The tick's run runs at once, beside them.
+        Allow,
+    }
 }
 
-/// What happens to ticks that were missed (the service was down or behind by more than the
-/// misfire grace).
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    Default,
-    PartialEq,
-    Eq,
-    Serialize,
-    Deserialize,
-    ToSchema,
-    strum::IntoStaticStr,
-    strum::EnumString,
-)]
-#[serde(rename_all = "snake_case")]
-#[strum(serialize_all = "snake_case")]
-pub enum CatchUp {
-    /// Missed ticks are recorded as `missed` and not run.
-    #[default]
-    None,
-    /// The latest missed tick runs (once); the earlier ones are recorded as `missed`.
-    Latest,
+snake_case_enum! {
+    /// What happens to ticks that were missed (the service was down or behind by more than the
+    /// misfire grace).
+    #[derive(Default)]
+    #[strum(serialize_all = "snake_case")]
+    pub enum CatchUp {
+        /// Missed ticks are recorded as `missed` and not run.
+        #[default]
+        None,
+        /// The latest missed tick runs (once); the earlier ones are recorded as `missed`.
+        Latest,
+    }
 }
 
 /// A schedule's cron expression and time zone, parsed.
@@ -239,30 +217,19 @@ pub struct Schedule {
     pub updated_at: DateTime<Utc>,
 }
 
-/// How a tick ended.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Serialize,
-    Deserialize,
-    ToSchema,
-    strum::IntoStaticStr,
-    strum::EnumString,
-)]
-#[serde(rename_all = "snake_case")]
-#[strum(serialize_all = "snake_case")]
-pub enum TickOutcome {
-    /// A run was kicked off.
-    Kicked,
-    /// A run of the schedule had not ended (`overlap: skip`).
-    Skipped,
-    /// The tick was missed (`catch_up`).
-    Missed,
-    /// The kickoff was refused (the crew was deleted, a quota...): `error` says why.
-    Failed,
+snake_case_enum! {
+    /// How a tick ended.
+    #[strum(serialize_all = "snake_case")]
+    pub enum TickOutcome {
+        /// A run was kicked off.
+        Kicked,
+        /// A run of the schedule had not ended (`overlap: skip`).
+        Skipped,
+        /// The tick was missed (`catch_up`).
+        Missed,
+        /// The kickoff was refused (the crew was deleted, a quota...): `error` says why.
+        Failed,
+    }
 }
 
 /// One handled tick of a schedule.

@@ -6,11 +6,17 @@
 
 use std::fmt;
 
+use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use uuid::Uuid;
+
+use super::ids::{KeyId, TenantId};
 
 /// The tenant that owned everything before tenants existed, and that `AGENTD_API_KEYS` act for.
 pub const DEFAULT_TENANT: &str = "default";
+
+/// [`DEFAULT_TENANT`] as a tenant id.
+pub static DEFAULT_TENANT_ID: std::sync::LazyLock<TenantId> =
+    std::sync::LazyLock::new(|| TenantId::new(DEFAULT_TENANT));
 
 /// What a key may do.
 #[derive(
@@ -92,15 +98,15 @@ impl FromIterator<Scope> for Scopes {
 /// Who is asking: the key (none for `AGENTD_API_KEYS` and an open API), its tenant and scopes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Caller {
-    pub key_id: Option<Uuid>,
-    pub tenant: String,
+    pub key_id: Option<KeyId>,
+    pub tenant: TenantId,
     pub scopes: Scopes,
 }
 
 impl Caller {
     /// An admin of `default`: a key of `AGENTD_API_KEYS`, or anyone when the API is open.
     pub fn operator() -> Self {
-        Self { key_id: None, tenant: DEFAULT_TENANT.to_owned(), scopes: Scopes::all() }
+        Self { key_id: None, tenant: DEFAULT_TENANT_ID.clone(), scopes: Scopes::all() }
     }
 
     /// May it do what `scope` covers? (`admin` covers everything.)
@@ -113,13 +119,13 @@ impl Caller {
     }
 
     /// May it see a resource of `tenant`?
-    pub fn sees(&self, tenant: &str) -> bool {
-        self.is_admin() || self.tenant == tenant
+    pub fn sees(&self, tenant: &TenantId) -> bool {
+        self.is_admin() || self.tenant == *tenant
     }
 
     /// The tenant its lists are limited to (`None`: an admin sees every tenant's).
-    pub fn visible_tenant(&self) -> Option<&str> {
-        (!self.is_admin()).then_some(self.tenant.as_str())
+    pub fn visible_tenant(&self) -> Option<&TenantId> {
+        (!self.is_admin()).then_some(&self.tenant)
     }
 }
 
@@ -192,7 +198,7 @@ impl Quotas {
     "tenant '{tenant}' has {queued} runs queued and may queue {max} (max_queued); {adding} more would exceed it"
 )]
 pub struct QueueFull {
-    pub tenant: String,
+    pub tenant: TenantId,
     pub queued: i64,
     pub max: u32,
     /// The runs the kickoff would have queued.
@@ -273,6 +279,28 @@ pub fn check_tenant_name(name: &str) -> Result<(), String> {
     }
 }
 
+/// A tenant and its quotas.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TenantRecord {
+    pub name: String,
+    pub created_at: DateTime<Utc>,
+    pub quotas: Quotas,
+}
+
+/// An API key as it may be shown: never its text.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KeyRecord {
+    pub id: KeyId,
+    pub tenant: TenantId,
+    pub name: String,
+    /// The key's first characters, to tell keys apart (not secret).
+    pub prefix: String,
+    pub scopes: Vec<String>,
+    pub created_at: DateTime<Utc>,
+    pub last_used_at: Option<DateTime<Utc>>,
+    pub expires_at: Option<DateTime<Utc>>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -281,10 +309,11 @@ mod tests {
     fn admin_covers_every_scope_and_every_tenant() {
         let reader = Caller { key_id: None, tenant: "a".into(), scopes: [Scope::Read].into_iter().collect() };
         assert!(reader.may(Scope::Read) && !reader.may(Scope::Kickoff) && !reader.may(Scope::Admin));
-        assert!(reader.sees("a") && !reader.sees("b"));
-        assert_eq!(reader.visible_tenant(), Some("a"));
+        let (a, b) = (TenantId::new("a"), TenantId::new("b"));
+        assert!(reader.sees(&a) && !reader.sees(&b));
+        assert_eq!(reader.visible_tenant(), Some(&a));
         let admin = Caller { scopes: [Scope::Admin].into_iter().collect(), ..reader };
-        assert!(Scope::ALL.iter().all(|s| admin.may(*s)) && admin.sees("b"));
+        assert!(Scope::ALL.iter().all(|s| admin.may(*s)) && admin.sees(&b));
         assert_eq!(admin.visible_tenant(), None);
         assert_eq!(Scopes::all().iter().count(), 5);
         assert_eq!("manage".parse::<Scope>(), Ok(Scope::Manage));

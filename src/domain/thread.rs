@@ -10,6 +10,7 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::{RunId, RunStatus};
+use crate::domain::{TenantId, ThreadId};
 
 /// Earlier runs a thread's run sees when its kickoff does not say (`history_runs`), and at most.
 pub const DEFAULT_HISTORY_RUNS: u32 = 10;
@@ -50,12 +51,12 @@ pub struct ThreadJoin {
 /// SHA-256 of the tenant, the protocol and the id. The same conversation of the same tenant is
 /// always the same thread, and no two tenants' conversations share one, whatever id they give
 /// (another tenant's thread id included).
-pub fn conversation_thread(tenant: &str, protocol: &str, conversation: &str) -> Uuid {
+pub fn conversation_thread(tenant: &TenantId, protocol: &str, conversation: &str) -> ThreadId {
     use sha2::{Digest, Sha256};
     let digest = Sha256::digest(format!("{tenant}\n{protocol}\n{conversation}").as_bytes());
     let mut bytes = [0u8; 16];
     bytes.copy_from_slice(&digest[..16]);
-    uuid::Builder::from_custom_bytes(bytes).into_uuid()
+    ThreadId(uuid::Builder::from_custom_bytes(bytes).into_uuid())
 }
 
 /// Whether a thread has a run that has not ended.
@@ -151,13 +152,13 @@ mod tests {
     #[test]
     fn a_conversation_is_a_thread_of_its_tenant_only() {
         let id = "0195f0c2-0000-7000-8000-000000000001";
-        let a = conversation_thread("team-a", "ag_ui", id);
-        assert_eq!(a, conversation_thread("team-a", "ag_ui", id), "stable");
-        assert_ne!(a, conversation_thread("team-b", "ag_ui", id), "per tenant");
-        assert_ne!(a, conversation_thread("team-a", "a2a", id), "per protocol");
+        let a = conversation_thread(&"team-a".into(), "ag_ui", id);
+        assert_eq!(a, conversation_thread(&"team-a".into(), "ag_ui", id), "stable");
+        assert_ne!(a, conversation_thread(&"team-b".into(), "ag_ui", id), "per tenant");
+        assert_ne!(a, conversation_thread(&"team-a".into(), "a2a", id), "per protocol");
         assert_ne!(a.to_string(), id, "never the id it was given");
         // Threads made before keep being found: the derivation does not change.
-        let pinned = conversation_thread("default", "a2a", "ctx-1");
+        let pinned = conversation_thread(&"default".into(), "a2a", "ctx-1");
         assert_eq!(pinned.to_string(), "7c95e207-d0af-8808-8e29-7e0dbb11d2fe");
     }
 

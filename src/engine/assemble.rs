@@ -19,6 +19,7 @@ use super::turn::{
 use super::EngineError;
 use crate::domain::crew::{AgentSpec, CrewSpec, LlmSpec, Process, TaskSpec, ToolCalling};
 use crate::domain::interpolate::interpolate;
+use crate::domain::TenantId;
 use crate::domain::{ErrorKind, TaskOutput};
 use crate::llm::{provider_key, LlmRegistry, ResolvedModel};
 use crate::ratelimit::Limit;
@@ -48,7 +49,7 @@ pub(super) struct Assembler<'a> {
     /// Where the run's memories are recalled (none: the server has no memory).
     pub memory: Option<&'a Arc<dyn MemorySource>>,
     /// The run's tenant, whose knowledge bases it searches.
-    pub tenant: &'a str,
+    pub tenant: &'a TenantId,
     /// Its thread's history, which the crew's first task sees before any other context.
     pub history: Option<&'a str>,
 }

@@ -464,7 +464,7 @@ impl Context<'_> {
             let result = crate::telemetry::within(span.as_ref(), async {
                 Ok::<_, EngineError>(match &entry.runner {
                     Runner::Tool(tool) => {
-                        let call = CallInfo::for_call(self.journal.run_id().0, key);
+                        let call = CallInfo::for_call(self.journal.run_id(), key);
                         tool.call((*arguments).clone(), call).await
                     }
                     Runner::Delegate(mode) => match self.coworkers {

@@ -450,8 +450,8 @@ pub trait Journal: Send + Sync {
         1
     }
     /// The tenant that owns the run (its tools read this tenant's secrets only).
-    fn tenant(&self) -> &str {
-        crate::domain::DEFAULT_TENANT
+    fn tenant(&self) -> &crate::domain::TenantId {
+        &crate::domain::tenant::DEFAULT_TENANT_ID
     }
     /// The owning tenant's daily spend caps, if it has any.
     fn day_caps(&self) -> Option<DayCaps> {

@@ -21,6 +21,7 @@ use crate::domain::crew::{CrewSpec, TaskSpec};
 use crate::domain::event::{KnowledgeRetrieved, RetrievedChunk};
 use crate::domain::knowledge::{EmbeddingSpend, KnowledgeHit, KnowledgeUse, DEFAULT_K, MAX_K};
 use crate::domain::schema::CompiledSchema;
+use crate::domain::TenantId;
 use crate::domain::{ErrorKind, EventData};
 use crate::tools::{CallInfo, Tool, ToolFuture, ToolInfo, SEARCH_KNOWLEDGE};
 
@@ -38,7 +39,7 @@ pub struct Searched {
 pub trait KnowledgeSource: Send + Sync {
     /// The `k` best hits of `query` in the base `base` of `tenant`; `Err` says why not (no such
     /// base, the database or the embedding model failed).
-    fn search<'a>(&'a self, tenant: &'a str, base: &'a str, query: &'a str, k: u32) -> SearchFuture<'a>;
+    fn search<'a>(&'a self, tenant: &'a TenantId, base: &'a str, query: &'a str, k: u32) -> SearchFuture<'a>;
 }
 
 /// The journal's record of one task's retrieval: per base, the hits as they were.
@@ -154,12 +155,12 @@ pub(super) fn with_knowledge(task_prompt: &str, section: &str) -> String {
 pub(super) struct SearchKnowledge {
     info: ToolInfo,
     source: Arc<dyn KnowledgeSource>,
-    tenant: String,
+    tenant: TenantId,
     bases: Vec<KnowledgeUse>,
 }
 
 impl SearchKnowledge {
-    pub fn new(source: Arc<dyn KnowledgeSource>, tenant: &str, bases: Vec<KnowledgeUse>) -> Self {
+    pub fn new(source: Arc<dyn KnowledgeSource>, tenant: &TenantId, bases: Vec<KnowledgeUse>) -> Self {
         let mut info = crate::tools::builtin_tools()
             .into_iter()
             .find(|tool| tool.name == SEARCH_KNOWLEDGE)
@@ -248,8 +249,14 @@ pub struct FixedKnowledge {
 
 #[cfg(test)]
 impl KnowledgeSource for FixedKnowledge {
-    fn search<'a>(&'a self, tenant: &'a str, base: &'a str, _query: &'a str, k: u32) -> SearchFuture<'a> {
-        let found = self.bases.get(&(tenant.to_owned(), base.to_owned())).cloned();
+    fn search<'a>(
+        &'a self,
+        tenant: &'a TenantId,
+        base: &'a str,
+        _query: &'a str,
+        k: u32,
+    ) -> SearchFuture<'a> {
+        let found = self.bases.get(&(tenant.to_owned().into_string(), base.to_owned())).cloned();
         Box::pin(async move {
             let hits = found.ok_or_else(|| format!("no knowledge base named '{base}'"))?;
             Ok(Searched { hits: hits.into_iter().take(k as usize).collect(), spend: None })

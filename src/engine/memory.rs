@@ -28,6 +28,7 @@ use crate::domain::knowledge::EmbeddingSpend;
 use crate::domain::memory::{
     cut, task_memory, MemoryItem, MemoryKind, MemorySpec, MemoryVector, NewMemory, MAX_EXTRACTED,
 };
+use crate::domain::TenantId;
 use crate::domain::{ErrorKind, EventData, RunId, TaskOutput};
 use crate::llm::ChatMessage;
 
@@ -47,7 +48,7 @@ pub struct Recalled {
 /// What a recall looks for.
 #[derive(Debug, Clone, Copy)]
 pub struct Recall<'a> {
-    pub tenant: &'a str,
+    pub tenant: &'a TenantId,
     pub scope: &'a str,
     /// The task's prompt.
     pub query: &'a str,

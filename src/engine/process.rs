@@ -178,7 +178,7 @@ async fn perform(
     ctx: &Context<'_>,
     pending: &mut Step,
 ) -> Result<TaskOutput, EngineError> {
-    let Some(span) = crate::telemetry::task(ctx.journal.run_id().0, ctx.journal.attempt(), &task.name, agent)
+    let Some(span) = crate::telemetry::task(ctx.journal.run_id(), ctx.journal.attempt(), &task.name, agent)
     else {
         return perform_task(assembler, performer, task, agent, ctx, pending).await;
     };

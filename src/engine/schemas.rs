@@ -202,7 +202,7 @@ mod tests {
                 schemas,
                 knowledge: None,
                 memory: None,
-                tenant: "default",
+                tenant: &crate::domain::DEFAULT_TENANT_ID,
                 history: None,
             }
         }

@@ -105,7 +105,7 @@ async fn deliver<'p>(store: &Store, bus: &EventBus, payloads: impl Iterator<Item
             Some(logged) => BusItem::Event {
                 id,
                 crew: Some(Arc::from(logged.crew)),
-                tenant: Some(Arc::from(logged.tenant)),
+                tenant: Some(Arc::from(logged.tenant.as_str())),
                 event: Envelope::new(logged.event),
             },
             // Not read (a waiter's run), or gone: a stream that gets a notice reads the database.

@@ -11,6 +11,7 @@ use tokio::sync::{broadcast, mpsc};
 
 use super::{BusItem, Envelope, EventBus, RunSubscription, SubscriberGuard};
 use crate::domain::RunId;
+use crate::domain::TenantId;
 use crate::store::{Store, StoreResult};
 
 /// Frames buffered between a stream's task and its HTTP response.
@@ -134,13 +135,13 @@ pub struct FirehoseFilter {
     /// Only this crew's runs.
     pub crew: Option<String>,
     /// Only this tenant's runs (`None`: every tenant's, for an admin).
-    pub tenant: Option<String>,
+    pub tenant: Option<TenantId>,
 }
 
 impl FirehoseFilter {
     fn wants(&self, crew: Option<&str>, tenant: Option<&str>) -> bool {
         self.crew.as_deref().is_none_or(|c| crew == Some(c))
-            && self.tenant.as_deref().is_none_or(|t| tenant == Some(t))
+            && self.tenant.as_ref().is_none_or(|t| tenant == Some(t.as_str()))
     }
 }
 
@@ -208,7 +209,7 @@ impl FirehosePump {
 
     async fn catch_up(&mut self) -> StoreResult<Flow> {
         loop {
-            let (crew, tenant) = (self.filter.crew.as_deref(), self.filter.tenant.as_deref());
+            let (crew, tenant) = (self.filter.crew.as_deref(), self.filter.tenant.as_ref());
             let page = self.store.list_all_events(self.last, PAGE, crew, tenant).await?;
             let full = page.len() as i64 == PAGE;
             for (id, event) in page {

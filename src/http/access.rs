@@ -14,8 +14,9 @@ use super::auth::{Audited, Authed};
 use super::error::{ApiResult, Problem};
 use super::extract::{ApiJson, ApiPath};
 use super::AppState;
-use crate::domain::{Quotas, Scope};
-use crate::service::{KeyRecord, TenantRecord};
+use crate::domain::tenant::{KeyRecord, TenantRecord};
+use crate::domain::KeyId;
+use crate::domain::{Quotas, Scope, TenantId};
 
 /// A tenant: the owner of runs, crews, secrets and webhooks, and its quotas.
 #[derive(Debug, Serialize, ToSchema)]
@@ -82,8 +83,8 @@ pub struct ApiKey {
 impl From<KeyRecord> for ApiKey {
     fn from(record: KeyRecord) -> Self {
         Self {
-            id: record.id,
-            tenant: record.tenant,
+            id: record.id.0,
+            tenant: record.tenant.into_string(),
             name: record.name,
             prefix: record.prefix,
             scopes: record.scopes.iter().filter_map(|s| s.parse().ok()).collect(),
@@ -184,7 +185,7 @@ pub async fn update_tenant(
     ApiPath(name): ApiPath<String>,
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<Json<Tenant>> {
-    Ok(Json(state.services.update_tenant(&name, body, &audit).await?.into()))
+    Ok(Json(state.services.update_tenant(&TenantId::from(name), body, &audit).await?.into()))
 }
 
 /// Every tenant.
@@ -207,7 +208,7 @@ pub async fn get_tenant(
     State(state): State<AppState>,
     ApiPath(name): ApiPath<String>,
 ) -> ApiResult<Json<Tenant>> {
-    let (record, load) = state.services.tenant(&name).await?;
+    let (record, load) = state.services.tenant(&TenantId::from(name)).await?;
     let usage = TenantUsage {
         running: load.running,
         queued: load.queued,
@@ -258,7 +259,7 @@ pub async fn revoke_key(
     Audited(audit): Audited,
     ApiPath(id): ApiPath<Uuid>,
 ) -> ApiResult<StatusCode> {
-    state.services.revoke_key(&caller, id, &audit).await?;
+    state.services.revoke_key(&caller, KeyId(id), &audit).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -277,5 +278,9 @@ pub struct WhoAmI {
 /// do).
 #[utoipa::path(get, path = "/whoami", tag = "access", responses((status = 200, body = WhoAmI)))]
 pub async fn whoami(Authed(caller): Authed) -> Json<WhoAmI> {
-    Json(WhoAmI { tenant: caller.tenant, scopes: caller.scopes.iter().collect(), key_id: caller.key_id })
+    Json(WhoAmI {
+        tenant: caller.tenant.into_string(),
+        scopes: caller.scopes.iter().collect(),
+        key_id: caller.key_id.map(uuid::Uuid::from),
+    })
 }

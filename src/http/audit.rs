@@ -13,6 +13,7 @@ use super::error::{ApiError, ApiResult, Problem};
 use super::extract::ApiQuery;
 use super::runs::bounded;
 use super::AppState;
+use crate::domain::TenantId;
 use crate::store::{AuditFilter, AuditRecord};
 
 const DEFAULT_PAGE: i64 = 100;
@@ -108,7 +109,7 @@ impl From<AuditRecord> for AuditEntry {
         Self {
             id: record.id,
             at: record.at,
-            tenant: record.tenant,
+            tenant: record.tenant.into_string(),
             key_id: record.key_id,
             action: record.action,
             resource: record.resource,
@@ -146,7 +147,7 @@ pub async fn list_audit(
         .map(|c| Uuid::parse_str(&c).map_err(|_| ApiError::BadRequest(format!("invalid cursor '{c}'"))))
         .transpose()?;
     let filter = AuditFilter {
-        tenant: query.tenant,
+        tenant: query.tenant.map(TenantId::from),
         action: query.action,
         outcome: query.outcome.map(|o| o.as_str().to_owned()),
         key_id: query.key_id,

@@ -12,10 +12,10 @@ use super::error::{ApiError, ApiResult, Problem};
 use super::extract::{ApiJson, ApiPath};
 use super::wire::CrewBody;
 use super::AppState;
+use crate::domain::crew::UpsertOutcome;
 use crate::domain::interpolate::required_inputs;
 use crate::domain::validate::check_crew_name;
 use crate::domain::CrewSpec;
-use crate::service::UpsertOutcome;
 
 /// Create or replace a crew.
 ///

@@ -210,7 +210,7 @@ pub async fn all_events(
     let resuming = query.after.is_some() || last_event_id(&headers).is_some();
     let from_end = query.from_now == Some(true) && !resuming;
     // A tenant's key sees its own runs' events; an admin's, every tenant's.
-    let filter = FirehoseFilter { crew: query.crew, tenant: caller.visible_tenant().map(str::to_owned) };
+    let filter = FirehoseFilter { crew: query.crew, tenant: caller.visible_tenant().cloned() };
     let key = state.services.watch_key(&caller);
     let frames = firehose(state.store.clone(), &state.bus, (!from_end).then_some(after), filter);
     Ok(sse(frames, key, state.shutdown.clone()).into_response())

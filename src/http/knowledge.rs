@@ -21,10 +21,12 @@ use super::AppState;
 use crate::domain::knowledge::{
     check_base_name, Chunking, DocumentSource, DocumentStatus, KnowledgeHit, SearchMode, DEFAULT_K,
 };
+use crate::domain::knowledge::{KnowledgeBase, KnowledgeDocument, Posted};
+use crate::domain::DocumentId;
 use crate::knowledge::extract::{
     judge_content, media_type_of_content, media_type_of_name, normalize_media_type, SUPPORTED,
 };
-use crate::service::{KnowledgeBase, KnowledgeDocument, Posted, Upload};
+use crate::service::Upload;
 
 /// Bytes a multipart body may carry besides its file (boundaries, part headers, a title).
 const MULTIPART_OVERHEAD: usize = 64 * 1024;
@@ -107,7 +109,7 @@ pub struct DocumentBody {
 impl From<KnowledgeDocument> for DocumentBody {
     fn from(d: KnowledgeDocument) -> Self {
         Self {
-            id: d.id,
+            id: d.id.0,
             title: d.title,
             source: d.source,
             url: d.url,
@@ -445,7 +447,7 @@ pub async fn get_document(
     ApiPath((name, id)): ApiPath<(String, Uuid)>,
 ) -> ApiResult<Json<DocumentBody>> {
     check_name(&name)?;
-    Ok(Json(state.services.knowledge_document(&caller, &name, id).await?.into()))
+    Ok(Json(state.services.knowledge_document(&caller, &name, DocumentId(id)).await?.into()))
 }
 
 /// Delete a document with its chunks and vectors.
@@ -468,7 +470,7 @@ pub async fn delete_document(
     ApiPath((name, id)): ApiPath<(String, Uuid)>,
 ) -> ApiResult<StatusCode> {
     check_name(&name)?;
-    state.services.delete_knowledge_document(&caller, &name, id, &audit).await?;
+    state.services.delete_knowledge_document(&caller, &name, DocumentId(id), &audit).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

@@ -15,6 +15,7 @@ use super::error::{ApiResult, Problem};
 use super::extract::{ApiJson, ApiPath, ApiQuery};
 use super::AppState;
 use crate::domain::memory::MemoryItem;
+use crate::domain::MemoryId;
 
 /// A scope's items.
 #[derive(Debug, Serialize, ToSchema)]
@@ -156,7 +157,7 @@ pub async fn get_memory(
     Authed(caller): Authed,
     ApiPath(id): ApiPath<Uuid>,
 ) -> ApiResult<Json<MemoryItem>> {
-    Ok(Json(state.services.memory(&caller, id).await?))
+    Ok(Json(state.services.memory(&caller, MemoryId(id)).await?))
 }
 
 #[utoipa::path(
@@ -174,6 +175,6 @@ pub async fn delete_memory(
     Audited(audit): Audited,
     ApiPath(id): ApiPath<Uuid>,
 ) -> ApiResult<StatusCode> {
-    state.services.delete_memory(&caller, id, &audit).await?;
+    state.services.delete_memory(&caller, MemoryId(id), &audit).await?;
     Ok(StatusCode::NO_CONTENT)
 }

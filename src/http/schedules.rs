@@ -17,6 +17,7 @@ use super::extract::{ApiJson, ApiPath, ApiQuery};
 use super::runs::bounded;
 use super::AppState;
 use crate::domain::schedule::{CatchUp, Overlap, Schedule, ScheduleTick};
+use crate::domain::ScheduleId;
 
 const DEFAULT_PAGE: i64 = 50;
 const MAX_PAGE: i64 = 200;
@@ -157,7 +158,7 @@ pub async fn list_schedules(
 ) -> ApiResult<Json<ScheduleList>> {
     let limit = bounded(query.limit, DEFAULT_PAGE, MAX_PAGE, "limit")?;
     let before = cursor::<Uuid>(query.cursor)?;
-    let page = state.services.schedules(&caller, before, limit).await?;
+    let page = state.services.schedules(&caller, before.map(ScheduleId), limit).await?;
     Ok(Json(ScheduleList {
         schedules: page.schedules,
         next_cursor: page.next_before.map(|id| id.to_string()),
@@ -179,7 +180,7 @@ pub async fn get_schedule(
     Authed(caller): Authed,
     ApiPath(id): ApiPath<Uuid>,
 ) -> ApiResult<Json<Schedule>> {
-    Ok(Json(state.services.schedule(&caller, id).await?))
+    Ok(Json(state.services.schedule(&caller, ScheduleId(id)).await?))
 }
 
 /// Change a schedule (enable or disable it, say).
@@ -201,7 +202,7 @@ pub async fn update_schedule(
     ApiPath(id): ApiPath<Uuid>,
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<Json<Schedule>> {
-    Ok(Json(state.services.update_schedule(&caller, id, body, &audit).await?))
+    Ok(Json(state.services.update_schedule(&caller, ScheduleId(id), body, &audit).await?))
 }
 
 /// Delete a schedule (the runs it kicked off stay).
@@ -220,7 +221,7 @@ pub async fn delete_schedule(
     Audited(audit): Audited,
     ApiPath(id): ApiPath<Uuid>,
 ) -> ApiResult<StatusCode> {
-    state.services.delete_schedule(&caller, id, &audit).await?;
+    state.services.delete_schedule(&caller, ScheduleId(id), &audit).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -243,7 +244,7 @@ pub async fn schedule_runs(
 ) -> ApiResult<Json<ScheduleRuns>> {
     let limit = bounded(query.limit, DEFAULT_PAGE, MAX_PAGE, "limit")?;
     let before = cursor::<DateTime<Utc>>(query.cursor)?;
-    let mut ticks = state.services.schedule_runs(&caller, id, before, limit + 1).await?;
+    let mut ticks = state.services.schedule_runs(&caller, ScheduleId(id), before, limit + 1).await?;
     let more = ticks.len() as i64 > limit;
     ticks.truncate(limit as usize);
     let next_cursor = more.then(|| ticks.last().map(|t| t.tick.to_rfc3339())).flatten();

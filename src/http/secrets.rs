@@ -13,8 +13,9 @@ use super::auth::{Audited, Authed};
 use super::error::{ApiError, ApiResult, Problem};
 use super::extract::{ApiJson, ApiPath};
 use super::AppState;
+use crate::domain::crew::UpsertOutcome;
+use crate::domain::secret::SecretInfo;
 use crate::service::check_secret_name;
-use crate::service::{SecretInfo, UpsertOutcome};
 
 /// A stored secret, without its value.
 #[derive(Debug, Serialize, ToSchema)]

@@ -16,6 +16,7 @@ use super::extract::{ApiJson, ApiPath, ApiQuery};
 use super::runs::bounded;
 use super::AppState;
 use crate::domain::thread::Thread;
+use crate::domain::ThreadId;
 
 const DEFAULT_PAGE: i64 = 50;
 const MAX_PAGE: i64 = 200;
@@ -105,7 +106,8 @@ pub async fn list_threads(
         .cursor
         .map(|c| Uuid::parse_str(&c).map_err(|_| ApiError::BadRequest(format!("invalid cursor '{c}'"))))
         .transpose()?;
-    let page = state.services.threads(&caller, query.metadata.as_deref(), before, limit).await?;
+    let page =
+        state.services.threads(&caller, query.metadata.as_deref(), before.map(ThreadId), limit).await?;
     let next_cursor = page.next_before.map(|id| id.to_string());
     Ok(Json(ThreadList { threads: page.threads, next_cursor }))
 }
@@ -125,7 +127,7 @@ pub async fn get_thread(
     Authed(caller): Authed,
     ApiPath(id): ApiPath<Uuid>,
 ) -> ApiResult<Json<Thread>> {
-    Ok(Json(state.services.thread(&caller, id).await?))
+    Ok(Json(state.services.thread(&caller, ThreadId(id)).await?))
 }
 
 /// Delete a thread with its runs (queued, waiting and finished ones; refused while one is running).
@@ -145,6 +147,6 @@ pub async fn delete_thread(
     Audited(audit): Audited,
     ApiPath(id): ApiPath<Uuid>,
 ) -> ApiResult<Json<ThreadRemoved>> {
-    let runs_deleted = state.services.delete_thread(&caller, id, &audit).await?;
+    let runs_deleted = state.services.delete_thread(&caller, ThreadId(id), &audit).await?;
     Ok(Json(ThreadRemoved { id, runs_deleted }))
 }

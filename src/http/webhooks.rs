@@ -15,9 +15,10 @@ use super::error::{ApiResult, Problem};
 use super::extract::{ApiJson, ApiPath, ApiQuery};
 use super::runs::bounded;
 use super::AppState;
+use crate::domain::webhook::{Delivery, WebhookEndpoint};
 use crate::domain::RunId;
+use crate::domain::WebhookId;
 use crate::service::WithSecret;
-use crate::service::{Delivery, WebhookEndpoint};
 use crate::webhooks::deliver::message_id;
 
 const DEFAULT_PAGE: i64 = 50;
@@ -47,7 +48,7 @@ pub struct WebhookBody {
 impl From<WebhookEndpoint> for WebhookBody {
     fn from(e: WebhookEndpoint) -> Self {
         Self {
-            id: e.id,
+            id: e.id.0,
             url: e.url,
             events: e.events,
             crew: e.crew,
@@ -244,7 +245,7 @@ pub async fn get_webhook(
     Authed(caller): Authed,
     ApiPath(id): ApiPath<Uuid>,
 ) -> ApiResult<Json<WebhookBody>> {
-    Ok(Json(state.services.webhook(&caller, id).await?.into()))
+    Ok(Json(state.services.webhook(&caller, WebhookId(id)).await?.into()))
 }
 
 /// Change an endpoint's `events`, `description`, or `enabled`.
@@ -266,7 +267,7 @@ pub async fn update_webhook(
     ApiPath(id): ApiPath<Uuid>,
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<Json<WebhookBody>> {
-    Ok(Json(state.services.update_webhook(&caller, id, body, &audit).await?.into()))
+    Ok(Json(state.services.update_webhook(&caller, WebhookId(id), body, &audit).await?.into()))
 }
 
 /// Remove an endpoint and its deliveries.
@@ -286,7 +287,7 @@ pub async fn delete_webhook(
     Audited(audit): Audited,
     ApiPath(id): ApiPath<Uuid>,
 ) -> ApiResult<StatusCode> {
-    state.services.delete_webhook(&caller, id, &audit).await?;
+    state.services.delete_webhook(&caller, WebhookId(id), &audit).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -312,7 +313,7 @@ pub async fn rotate_webhook_secret(
     Audited(audit): Audited,
     ApiPath(id): ApiPath<Uuid>,
 ) -> ApiResult<Json<WebhookWithSecret>> {
-    Ok(Json(state.services.rotate_webhook_secret(&caller, id, &audit).await?.into()))
+    Ok(Json(state.services.rotate_webhook_secret(&caller, WebhookId(id), &audit).await?.into()))
 }
 
 /// An endpoint's deliveries, newest first.
@@ -334,7 +335,7 @@ pub async fn list_deliveries(
 ) -> ApiResult<Json<DeliveryList>> {
     let limit = bounded(query.limit, DEFAULT_PAGE, MAX_PAGE, "limit")?;
     let before = query.cursor.map(|c| bounded(Some(c), 1, i64::MAX, "cursor")).transpose()?;
-    let page = state.services.deliveries(&caller, id, before, limit).await?;
+    let page = state.services.deliveries(&caller, WebhookId(id), before, limit).await?;
     Ok(Json(DeliveryList {
         deliveries: page.deliveries.into_iter().map(DeliveryBody::from).collect(),
         next_cursor: page.next_before,
@@ -359,6 +360,6 @@ pub async fn retry_delivery(
     Audited(audit): Audited,
     ApiPath((id, delivery)): ApiPath<(Uuid, i64)>,
 ) -> ApiResult<(StatusCode, Json<DeliveryBody>)> {
-    let delivery = state.services.retry_delivery(&caller, id, delivery, &audit).await?;
+    let delivery = state.services.retry_delivery(&caller, WebhookId(id), delivery, &audit).await?;
     Ok((StatusCode::ACCEPTED, Json(delivery.into())))
 }

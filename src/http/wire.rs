@@ -7,9 +7,10 @@ use serde::Serialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
+use crate::domain::crew::CrewRecord;
 use crate::domain::journal::ToolCallOutcome;
+use crate::domain::journal::{Message, ToolCall};
 use crate::domain::{CrewSpec, Run, RunId};
-use crate::service::{CrewRecord, Message, ToolCall};
 
 /// Links to a run's resources.
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]

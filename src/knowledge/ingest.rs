@@ -20,6 +20,8 @@ use super::extract::{media_type_of_name, normalize_media_type};
 use super::Knowledge;
 use crate::domain::field::{strip_refused, TextKind};
 use crate::domain::knowledge::DocumentSource;
+use crate::domain::BaseId;
+use crate::domain::DocumentId;
 use crate::outbound::describe;
 use crate::store::{Ingested, LeasedDocument, Listened, Store, KNOWLEDGE_CHANNEL};
 use crate::tools::http::Outbound;
@@ -127,12 +129,12 @@ impl Ingester {
             tokio::select! {
                 outcome = &mut work => break outcome,
                 () = stop.cancelled() => {
-                    if let Err(error) = self.store.release_document(id, attempt).await {
+                    if let Err(error) = self.store.release_document(DocumentId(id), attempt).await {
                         tracing::warn!(%error, document = %id, "knowledge: giving a document back failed; its lease will expire");
                     }
                     return;
                 }
-                _ = renew.tick() => match self.store.renew_document_lease(id, attempt, lease).await {
+                _ = renew.tick() => match self.store.renew_document_lease(DocumentId(id), attempt, lease).await {
                     Ok(true) => {}
                     Ok(false) => {
                         tracing::info!(document = %id, "knowledge: the document was deleted or taken over; stopping");
@@ -147,8 +149,8 @@ impl Ingester {
 
     async fn record(&self, id: uuid::Uuid, attempt: i32, outcome: Result<Ingested, String>) {
         let written = match &outcome {
-            Ok(ingested) => self.store.finish_document(id, attempt, ingested).await,
-            Err(reason) => self.store.fail_document(id, attempt, reason).await,
+            Ok(ingested) => self.store.finish_document(DocumentId(id), attempt, ingested).await,
+            Err(reason) => self.store.fail_document(DocumentId(id), attempt, reason).await,
         };
         match (written, &outcome) {
             (Ok(true), Ok(ingested)) => {
@@ -222,9 +224,11 @@ impl Ingester {
                 ))
             }
             Some(_) => {}
-            None => {
-                self.store.ensure_vector_index(document.base_id, dims).await.map_err(|e| e.to_string())?
-            }
+            None => self
+                .store
+                .ensure_vector_index(BaseId(document.base_id), dims)
+                .await
+                .map_err(|e| e.to_string())?,
         }
         Ok(embedded.vectors)
     }

@@ -8,6 +8,8 @@ use uuid::Uuid;
 use super::{fuse_ranks, Knowledge};
 use crate::domain::knowledge::EmbeddingSpend;
 use crate::domain::memory::{MemoryItem, MAX_MEMORY_K};
+use crate::domain::RunId;
+use crate::domain::{MemoryId, TenantId};
 use crate::engine::memory::{MemorySource, Recall, RecallFuture, Recalled, VectorsFuture};
 use crate::store::{Store, StoreResult};
 
@@ -34,13 +36,17 @@ impl Memories {
             "the memories could not be read (database error)".to_owned()
         };
         let Some(embedding) = recall.embedding else {
-            let items = self.store.recall_memories(tenant, scope, query, k, run.0).await.map_err(database)?;
+            let items =
+                self.store.recall_memories(tenant, scope, query, k, RunId(run.0)).await.map_err(database)?;
             return Ok(Recalled { items, spend: None });
         };
         let candidates = (k * 4).max(20);
         // Matches by words first, then the most recent (score 0).
-        let by_words =
-            self.store.recall_memories(tenant, scope, query, candidates, run.0).await.map_err(database)?;
+        let by_words = self
+            .store
+            .recall_memories(tenant, scope, query, candidates, RunId(run.0))
+            .await
+            .map_err(database)?;
         let vector = match self.knowledge.vectors().await {
             Ok(()) => self.knowledge.embed_priced(embedding, &[query.to_owned()]).await,
             Err(why) => Err(format!("vector search is off: {why}")),
@@ -53,7 +59,7 @@ impl Memories {
         let nearest = match vector {
             Ok(Some(vector)) => self
                 .store
-                .nearest_memories(tenant, scope, embedding, &vector, candidates, run.0)
+                .nearest_memories(tenant, scope, embedding, &vector, candidates, RunId(run.0))
                 .await
                 .map_err(database)?,
             Ok(None) => Vec::new(),
@@ -68,8 +74,8 @@ impl Memories {
         let fused = fuse_ranks(&[nearest, matched], usize::try_from(k).unwrap_or(usize::MAX));
         let mut known: HashMap<Uuid, MemoryItem> =
             by_words.iter().map(|item| (item.id, item.clone())).collect();
-        let missing: Vec<Uuid> =
-            fused.iter().map(|(id, _)| *id).filter(|id| !known.contains_key(id)).collect();
+        let missing: Vec<MemoryId> =
+            fused.iter().map(|(id, _)| *id).filter(|id| !known.contains_key(id)).map(MemoryId).collect();
         if !missing.is_empty() {
             for item in self.fetch(tenant, &missing).await.map_err(database)? {
                 known.insert(item.id, item);
@@ -91,7 +97,7 @@ impl Memories {
         Ok(Recalled { items, spend })
     }
 
-    async fn fetch(&self, tenant: &str, ids: &[Uuid]) -> StoreResult<Vec<MemoryItem>> {
+    async fn fetch(&self, tenant: &TenantId, ids: &[MemoryId]) -> StoreResult<Vec<MemoryItem>> {
         self.store.memories_by_id(tenant, ids).await
     }
 }

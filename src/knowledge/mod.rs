@@ -14,6 +14,7 @@ use std::sync::Arc;
 pub use extractor::Extraction;
 
 use crate::domain::knowledge::{EmbeddingSpend, KnowledgeHit, SearchMode, MAX_K};
+use crate::domain::TenantId;
 use crate::engine::knowledge::{KnowledgeSource, SearchFuture, Searched};
 use crate::llm::{Embeddings, LlmRegistry, TokenUsage};
 use crate::metrics::Metrics;
@@ -181,7 +182,7 @@ impl Knowledge {
     /// hybrid where the base has vectors, else full text).
     pub async fn search(
         &self,
-        tenant: &str,
+        tenant: &TenantId,
         base: &str,
         query: &str,
         k: u32,
@@ -262,7 +263,7 @@ pub(crate) fn fuse_ranks<K: Copy + Ord>(rankings: &[Vec<K>], k: usize) -> Vec<(K
 }
 
 impl KnowledgeSource for Knowledge {
-    fn search<'a>(&'a self, tenant: &'a str, base: &'a str, query: &'a str, k: u32) -> SearchFuture<'a> {
+    fn search<'a>(&'a self, tenant: &'a TenantId, base: &'a str, query: &'a str, k: u32) -> SearchFuture<'a> {
         Box::pin(async move {
             match Knowledge::search(self, tenant, base, query, k, None).await {
                 Ok(found) => Ok(Searched { hits: found.hits, spend: found.spend }),

@@ -22,11 +22,12 @@ use uuid::Uuid;
 use super::{invalid, ServiceError, ServiceResult, Services};
 use crate::domain::kickoff::NewRun;
 use crate::domain::tenant::check_tenant_name;
+use crate::domain::tenant::{KeyRecord, TenantRecord};
 use crate::domain::validate::{check_text, parse_json, TextKind};
+use crate::domain::KeyId;
+use crate::domain::TenantId;
 use crate::domain::{Caller, FieldError, KeyEnd, QueueFull, QuotaPatch, Quotas, Scope, Scopes};
-use crate::store::{
-    Audit, AuditFilter, AuditRecord, KeyRecord, NewKey, Outcome, Store, StoreError, TenantLoad, TenantRecord,
-};
+use crate::store::{Audit, AuditFilter, AuditRecord, NewKey, Outcome, Store, StoreError, TenantLoad};
 
 /// How long a replica trusts what it read about a key (and whether any key exists).
 pub const KEY_CACHE_TTL: Duration = Duration::from_secs(1);
@@ -60,24 +61,24 @@ struct KeyBody {
 /// What a replica knows of tenants' quotas, for [`KEY_CACHE_TTL`] at a time.
 #[derive(Default)]
 pub struct QuotaCache {
-    tenants: Mutex<HashMap<String, (Quotas, Instant)>>,
+    tenants: Mutex<HashMap<TenantId, (Quotas, Instant)>>,
 }
 
 impl QuotaCache {
-    fn cached(&self, tenant: &str) -> Option<Quotas> {
+    fn cached(&self, tenant: &TenantId) -> Option<Quotas> {
         let tenants = self.tenants.lock().unwrap_or_else(|e| e.into_inner());
         tenants.get(tenant).filter(|(_, at)| at.elapsed() < KEY_CACHE_TTL).map(|(quotas, _)| *quotas)
     }
 
-    fn remember(&self, tenant: &str, quotas: Quotas) {
+    fn remember(&self, tenant: &TenantId, quotas: Quotas) {
         let mut tenants = self.tenants.lock().unwrap_or_else(|e| e.into_inner());
         if tenants.len() >= KEY_CACHE_CAPACITY {
             tenants.clear();
         }
-        tenants.insert(tenant.to_owned(), (quotas, Instant::now()));
+        tenants.insert(tenant.clone(), (quotas, Instant::now()));
     }
 
-    fn forget(&self, tenant: &str) {
+    fn forget(&self, tenant: &TenantId) {
         self.tenants.lock().unwrap_or_else(|e| e.into_inner()).remove(tenant);
     }
 }
@@ -111,11 +112,15 @@ impl Services {
                         let store = self.store.clone();
                         let id = c.id;
                         tokio::spawn(async move {
-                            if let Err(error) = store.touch_key(id).await {
+                            if let Err(error) = store.touch_key(KeyId(id)).await {
                                 tracing::debug!(%error, key = %id, "could not note a key's use");
                             }
                         });
-                        Caller { key_id: Some(c.id), tenant: c.tenant, scopes: parse_scopes(&c.scopes) }
+                        Caller {
+                            key_id: Some(KeyId(c.id)),
+                            tenant: c.tenant,
+                            scopes: parse_scopes(&c.scopes),
+                        }
                     })
             }
             None => None,
@@ -160,9 +165,10 @@ impl Services {
         if body.expires_at.is_some_and(|at| at <= Utc::now()) {
             errors.push(FieldError::new("expires_at", "must be in the future"));
         }
+        let tenant = TenantId::from(body.tenant.as_str());
         if let Err(message) = check_tenant_name(&body.tenant) {
             errors.push(FieldError::new("tenant", message));
-        } else if self.store.get_tenant(&body.tenant).await?.is_none() {
+        } else if self.store.get_tenant(&tenant).await?.is_none() {
             errors.push(FieldError::new(
                 "tenant",
                 format!("no tenant named '{}' (POST /v1/tenants)", body.tenant),
@@ -171,13 +177,13 @@ impl Services {
         if !errors.is_empty() {
             return Err(ServiceError::Invalid(errors));
         }
-        self.issue_key(&body.tenant, body.name.trim(), &scopes, body.expires_at, audit).await
+        self.issue_key(&tenant, body.name.trim(), &scopes, body.expires_at, audit).await
     }
 
     /// Make and store a key.
     pub async fn issue_key(
         &self,
-        tenant: &str,
+        tenant: &TenantId,
         name: &str,
         scopes: &[Scope],
         expires_at: Option<DateTime<Utc>>,
@@ -195,7 +201,7 @@ impl Services {
 
     /// Revoke a key (on every replica within [`KEY_CACHE_TTL`]): its streams here end at once,
     /// on other replicas at their next check of keys.
-    pub async fn revoke_key(&self, caller: &Caller, id: Uuid, audit: &Audit) -> ServiceResult<()> {
+    pub async fn revoke_key(&self, caller: &Caller, id: KeyId, audit: &Audit) -> ServiceResult<()> {
         match self.store.revoke_key(id, caller.visible_tenant(), audit).await? {
             true => {
                 self.keys.forget_all();
@@ -222,14 +228,19 @@ impl Services {
         patch.check().map_err(|(field, message)| invalid(field, message))?;
         let quotas = patch.apply(Quotas::default());
         self.store
-            .create_tenant(&name, &quotas, audit)
+            .create_tenant(&TenantId::from(name.as_str()), &quotas, audit)
             .await?
             .ok_or_else(|| ServiceError::Conflict(format!("a tenant named '{name}' exists")))
     }
 
     /// Change a tenant's quotas (`PATCH /v1/tenants/{name}`, admin); every replica applies them
     /// to kickoffs within [`KEY_CACHE_TTL`], and to claims at once.
-    pub async fn update_tenant(&self, name: &str, body: Value, audit: &Audit) -> ServiceResult<TenantRecord> {
+    pub async fn update_tenant(
+        &self,
+        name: &TenantId,
+        body: Value,
+        audit: &Audit,
+    ) -> ServiceResult<TenantRecord> {
         if !body.is_object() {
             return Err(invalid("", "the body must be a JSON object of quotas"));
         }
@@ -251,7 +262,7 @@ impl Services {
             Some(_) => return Err(invalid("name", "must be a string")),
             None => return Err(invalid("name", "is required (or PATCH /v1/tenants/{name})")),
         };
-        self.update_tenant(&name, Value::Object(fields), audit).await
+        self.update_tenant(&TenantId::from(name), Value::Object(fields), audit).await
     }
 
     pub async fn tenants(&self) -> ServiceResult<Vec<TenantRecord>> {
@@ -259,7 +270,7 @@ impl Services {
     }
 
     /// A tenant, with what it has running and queued and has spent today.
-    pub async fn tenant(&self, name: &str) -> ServiceResult<(TenantRecord, TenantLoad)> {
+    pub async fn tenant(&self, name: &TenantId) -> ServiceResult<(TenantRecord, TenantLoad)> {
         let record = self
             .store
             .get_tenant(name)
@@ -269,7 +280,7 @@ impl Services {
     }
 
     /// A tenant's quotas as this replica knows them (read at most once a second).
-    pub(super) async fn quotas_of(&self, tenant: &str) -> ServiceResult<Quotas> {
+    pub(super) async fn quotas_of(&self, tenant: &TenantId) -> ServiceResult<Quotas> {
         if let Some(quotas) = self.quotas.cached(tenant) {
             return Ok(quotas);
         }
@@ -283,7 +294,7 @@ impl Services {
     /// runs carry it, and the transaction that stores them keeps it (a full queue is then
     /// [`queue_full`]). A tenant without such quotas costs no query beyond a cached read of its
     /// quotas.
-    pub(super) async fn admit(&self, tenant: &str, runs: &mut [NewRun]) -> ServiceResult<()> {
+    pub(super) async fn admit(&self, tenant: &TenantId, runs: &mut [NewRun]) -> ServiceResult<()> {
         let quotas = self.quotas_of(tenant).await?;
         if !quotas.binds_kickoffs() {
             return Ok(());
@@ -335,7 +346,7 @@ fn until_utc_midnight(now: DateTime<Utc>) -> Duration {
 /// `POST /v1/keys` and `agentd keys create`.
 pub async fn issue_key(
     store: &Store,
-    tenant: &str,
+    tenant: &TenantId,
     name: &str,
     scopes: &[Scope],
     expires_at: Option<DateTime<Utc>>,
@@ -408,7 +419,7 @@ impl Services {
     /// only (a filter naming another tenant finds nothing).
     pub async fn audit(&self, caller: &Caller, mut filter: AuditFilter) -> ServiceResult<Vec<AuditRecord>> {
         if let Some(own) = caller.visible_tenant() {
-            if filter.tenant.as_deref().is_some_and(|asked| asked != own) {
+            if filter.tenant.as_ref().is_some_and(|asked| asked != own) {
                 return Ok(Vec::new());
             }
             filter.tenant = Some(own.to_owned());

@@ -5,9 +5,10 @@ use serde_json::Value;
 
 use super::{invalid, ServiceError, ServiceResult, Services};
 use crate::domain::crew::Protocol;
+use crate::domain::crew::{CrewRecord, UpsertOutcome};
 use crate::domain::validate::validate_crew;
 use crate::domain::{Caller, CrewSpec};
-use crate::store::{Audit, CrewRecord, UpsertOutcome};
+use crate::store::Audit;
 
 impl Services {
     /// Register `body` as the crew `name` (its `name` field may be left out), replacing any

@@ -27,7 +27,7 @@ impl Services {
         let ForkPlan { crew, inputs, reused } =
             apply(&source.crew, &source.inputs, &request.at.task, &request.changes)
                 .map_err(ServiceError::Invalid)?;
-        let tenant = source.tenant.as_str();
+        let tenant = &source.tenant;
         let mut run = prepare_run(crew, inputs, source.metadata, source.timeout_s, tenant, &self.validation)
             .map_err(ServiceError::Invalid)?;
         self.check_secrets_exist(tenant, &run.crew, "crew.").await?;
@@ -53,7 +53,7 @@ impl Services {
             _ => return Err(no_run(id)),
         };
         let max_queued = self.quotas_of(&tenant).await?.max_queued;
-        match self.store.retry_run(id, max_queued.map(|max| (tenant.as_str(), max)), audit).await? {
+        match self.store.retry_run(id, max_queued.map(|max| (&tenant, max)), audit).await? {
             Retried::QueueFull(full) => Err(queue_full(&full)),
             Retried::Queued(run) => Ok(*run),
             Retried::NotFound => Err(no_run(id)),

@@ -19,8 +19,9 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use tokio::sync::{watch, Notify};
 use tokio_util::sync::CancellationToken;
-use uuid::Uuid;
 
+use crate::domain::KeyId;
+use crate::domain::TenantId;
 use crate::domain::{Caller, KeyEnd};
 use crate::store::{KeyStanding, Store};
 
@@ -32,14 +33,14 @@ pub const CHECK_BATCH: usize = 5_000;
 /// The replica's registered keys and their checker.
 pub struct KeyWatch {
     store: Store,
-    keys: Mutex<HashMap<Uuid, Watched>>,
+    keys: Mutex<HashMap<KeyId, Watched>>,
     /// Wakes the checker when a key is registered.
     registered: Notify,
 }
 
 /// A registered key: its tenant, how many streams hold it, and how it ended (once it has).
 struct Watched {
-    tenant: String,
+    tenant: TenantId,
     ended: watch::Sender<Option<KeyEnd>>,
     holders: usize,
 }
@@ -53,7 +54,7 @@ pub struct WatchedKey {
 
 struct Held {
     watch: Arc<KeyWatch>,
-    id: Uuid,
+    id: KeyId,
     /// Made once and kept across polls, so a stream waiting on its key (every time it waits for a
     /// message) does not register anew with the key's channel each time.
     ended: Pin<Box<dyn Future<Output = KeyEnd> + Send>>,
@@ -66,7 +67,7 @@ impl KeyWatch {
         Self { store, keys: Mutex::default(), registered: Notify::new() }
     }
 
-    fn keys(&self) -> std::sync::MutexGuard<'_, HashMap<Uuid, Watched>> {
+    fn keys(&self) -> std::sync::MutexGuard<'_, HashMap<KeyId, Watched>> {
         self.keys.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -89,7 +90,7 @@ impl KeyWatch {
     }
 
     /// Tell the streams of key `id` on this replica that it ended.
-    pub fn end(&self, id: Uuid, why: KeyEnd) {
+    pub fn end(&self, id: KeyId, why: KeyEnd) {
         if let Some(watched) = self.keys().get(&id) {
             let first = watched.ended.send_if_modified(|ended| match ended {
                 Some(_) => false,
@@ -110,7 +111,7 @@ impl KeyWatch {
     }
 
     /// The registered keys not known to have ended, with their tenants.
-    fn pending(&self) -> Vec<(Uuid, String)> {
+    fn pending(&self) -> Vec<(KeyId, TenantId)> {
         self.keys()
             .iter()
             .filter(|(_, watched)| watched.ended.borrow().is_none())
@@ -143,7 +144,7 @@ impl KeyWatch {
     async fn check(&self, now: DateTime<Utc>) {
         let pending = self.pending();
         for batch in pending.chunks(CHECK_BATCH) {
-            let (ids, tenants): (Vec<Uuid>, Vec<String>) = batch.iter().cloned().unzip();
+            let (ids, tenants): (Vec<KeyId>, Vec<TenantId>) = batch.iter().cloned().unzip();
             match self.store.key_standings(&ids, &tenants).await {
                 Ok(standings) => {
                     for standing in standings {
@@ -223,15 +224,10 @@ impl Drop for WatchedKey {
 mod tests {
     use super::*;
     use chrono::TimeDelta;
+    use uuid::Uuid;
 
     fn standing() -> KeyStanding {
-        KeyStanding {
-            id: Uuid::now_v7(),
-            exists: true,
-            revoked: false,
-            expires_at: None,
-            tenant_exists: true,
-        }
+        KeyStanding { id: KeyId::new(), exists: true, revoked: false, expires_at: None, tenant_exists: true }
     }
 
     #[test]
@@ -258,7 +254,7 @@ mod tests {
     }
 
     fn caller(key: Option<Uuid>) -> Caller {
-        Caller { key_id: key, ..Caller::operator() }
+        Caller { key_id: key.map(KeyId), ..Caller::operator() }
     }
 
     #[tokio::test]
@@ -271,8 +267,8 @@ mod tests {
         assert_eq!((watch.watched(), watch.pending().len()), (1, 1));
         let waited = tokio::time::timeout(Duration::from_millis(10), first.ended()).await;
         assert!(waited.is_err(), "a live key has not ended (and a wait given up is no harm)");
-        watch.end(key, KeyEnd::KeyExpired);
-        watch.end(key, KeyEnd::KeyRevoked);
+        watch.end(KeyId(key), KeyEnd::KeyExpired);
+        watch.end(KeyId(key), KeyEnd::KeyRevoked);
         assert_eq!(first.ended().await, KeyEnd::KeyExpired, "the first end is the one told");
         assert_eq!(second.ended().await, KeyEnd::KeyExpired);
         assert!(watch.pending().is_empty(), "an ended key is not read again");

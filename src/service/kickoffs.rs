@@ -14,6 +14,7 @@ use crate::domain::kickoff::{
 use crate::domain::thread::ThreadJoin;
 use crate::domain::validate::parse_json;
 use crate::domain::validate::FieldError;
+use crate::domain::TenantId;
 use crate::domain::{Caller, CrewSpec, Run, RunId, RunTrace};
 use crate::store::{Created, IdempotencyKey, StoreError, ThreadKickoff};
 
@@ -33,7 +34,7 @@ pub struct ProtocolKickoff<'a> {
     pub crew: &'a str,
     pub inputs: Map<String, Value>,
     /// The thread the run joins; a busy thread refuses it (409) unless `enqueue`.
-    pub thread: Option<uuid::Uuid>,
+    pub thread: Option<crate::domain::ThreadId>,
     pub metadata: Map<String, Value>,
     /// Makes a repeated request answer with the same run ([`request_key`]).
     pub idempotency_key: Option<&'a str>,
@@ -79,7 +80,7 @@ impl Services {
     /// cancelled MCP call names its request, not its run).
     pub async fn runs_of_request(&self, caller: &Caller, key: &str) -> ServiceResult<Vec<RunId>> {
         let runs = self.store.idempotent_run_ids(&caller.tenant, key).await?;
-        Ok(runs.unwrap_or_default().into_iter().map(RunId).collect())
+        Ok(runs.unwrap_or_default())
     }
 
     /// Start a run of the crew `body` names or carries (`POST /v1/kickoffs`), once per
@@ -91,7 +92,7 @@ impl Services {
         idempotency_key: Option<&str>,
         trace: Option<RunTrace>,
     ) -> ServiceResult<Kicked<Run>> {
-        let tenant = caller.tenant.as_str();
+        let tenant = &caller.tenant;
         let key = idempotency_key.map(|key| key_for(tenant, key, "kickoff", &body));
         let created = match self.earlier(key.as_ref()).await? {
             Some(earlier) => earlier,
@@ -118,7 +119,7 @@ impl Services {
     /// admitted under the tenant's quotas.
     pub(super) async fn prepare_kickoff(
         &self,
-        tenant: &str,
+        tenant: &TenantId,
         body: Value,
         trace: Option<RunTrace>,
     ) -> ServiceResult<NewRun> {
@@ -148,7 +149,7 @@ impl Services {
         idempotency_key: Option<&str>,
         trace: Option<RunTrace>,
     ) -> ServiceResult<Kicked<Vec<Run>>> {
-        let tenant = caller.tenant.as_str();
+        let tenant = &caller.tenant;
         let key = idempotency_key.map(|key| key_for(tenant, key, "batch", &body));
         if let Some(earlier) = self.earlier(key.as_ref()).await? {
             return answer(earlier);
@@ -202,7 +203,7 @@ impl Services {
     }
 
     /// The crew a kickoff names (one of its tenant's) or carries.
-    async fn resolve_crew(&self, tenant: &str, crew: Value) -> ServiceResult<CrewSpec> {
+    async fn resolve_crew(&self, tenant: &TenantId, crew: Value) -> ServiceResult<CrewSpec> {
         match CrewRef::parse(crew).map_err(ServiceError::Invalid)? {
             CrewRef::Spec(spec) => Ok(*spec),
             CrewRef::Name(name) => match self.store.get_crew(tenant, &name).await? {
@@ -215,7 +216,7 @@ impl Services {
 
 /// An idempotency key of a kickoff of `scope` (a key reused for another kind of kickoff is a
 /// conflict), with the fingerprint of its body.
-fn key_for(tenant: &str, key: &str, scope: &'static str, body: &Value) -> IdempotencyKey {
+fn key_for(tenant: &TenantId, key: &str, scope: &'static str, body: &Value) -> IdempotencyKey {
     let fingerprint = request_fingerprint(body);
     IdempotencyKey { tenant: tenant.to_owned(), key: key.to_owned(), scope, fingerprint }
 }

@@ -11,10 +11,13 @@ use uuid::Uuid;
 use super::{invalid, ServiceError, ServiceResult, Services};
 use crate::domain::field::strip_refused;
 use crate::domain::knowledge::{check_base_name, Chunking, DocumentSource, SearchMode, MAX_K};
+use crate::domain::knowledge::{KnowledgeBase, KnowledgeDocument, Posted};
 use crate::domain::validate::{check_text, parse_json, TextKind};
+use crate::domain::DocumentId;
+use crate::domain::TenantId;
 use crate::domain::{Caller, CrewSpec, FieldError};
 use crate::knowledge::{Found, KnowledgeError};
-use crate::store::{Audit, KnowledgeBase, KnowledgeDocument, NewBase, NewDocument, Posted};
+use crate::store::{Audit, NewBase, NewDocument};
 
 /// Longest base description, in bytes.
 const MAX_DESCRIPTION_BYTES: usize = 4096;
@@ -249,23 +252,23 @@ impl Services {
         &self,
         caller: &Caller,
         base: &str,
-        id: Uuid,
+        id: DocumentId,
     ) -> ServiceResult<KnowledgeDocument> {
         let record = self.knowledge_base(caller, base).await?;
-        self.store.knowledge_document(record.id, id).await?.ok_or_else(|| no_document(id))
+        self.store.knowledge_document(record.id, id).await?.ok_or_else(|| no_document(id.0))
     }
 
     pub async fn delete_knowledge_document(
         &self,
         caller: &Caller,
         base: &str,
-        id: Uuid,
+        id: DocumentId,
         audit: &Audit,
     ) -> ServiceResult<()> {
         let record = self.knowledge_base(caller, base).await?;
         match self.store.delete_document(&caller.tenant, record.id, id, audit).await? {
             true => Ok(()),
-            false => Err(no_document(id)),
+            false => Err(no_document(id.0)),
         }
     }
 
@@ -304,7 +307,7 @@ impl Services {
     /// embedding model usable.
     pub(super) async fn check_knowledge_exists(
         &self,
-        tenant: &str,
+        tenant: &TenantId,
         crew: &CrewSpec,
         prefix: &str,
     ) -> ServiceResult<()> {

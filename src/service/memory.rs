@@ -10,6 +10,7 @@ use crate::domain::memory::{
     check_embedding, check_scope, MemoryItem, MemoryKind, MemoryVector, NewMemory, MAX_MEMORY_BYTES,
 };
 use crate::domain::validate::parse_json;
+use crate::domain::MemoryId;
 use crate::domain::{Caller, FieldError};
 use crate::store::Audit;
 
@@ -63,8 +64,8 @@ impl Services {
     }
 
     /// One of the tenant's items.
-    pub async fn memory(&self, caller: &Caller, id: Uuid) -> ServiceResult<MemoryItem> {
-        self.store.memory(&caller.tenant, id).await?.ok_or_else(|| no_memory(id))
+    pub async fn memory(&self, caller: &Caller, id: MemoryId) -> ServiceResult<MemoryItem> {
+        self.store.memory(&caller.tenant, id).await?.ok_or_else(|| no_memory(id.0))
     }
 
     /// Seed a scope with a note: `{"scope", "text"}`.
@@ -119,10 +120,10 @@ impl Services {
     }
 
     /// Delete one item.
-    pub async fn delete_memory(&self, caller: &Caller, id: Uuid, audit: &Audit) -> ServiceResult<()> {
+    pub async fn delete_memory(&self, caller: &Caller, id: MemoryId, audit: &Audit) -> ServiceResult<()> {
         match self.store.delete_memory(&caller.tenant, id, audit).await? {
             true => Ok(()),
-            false => Err(no_memory(id)),
+            false => Err(no_memory(id.0)),
         }
     }
 

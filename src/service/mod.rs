@@ -35,11 +35,6 @@ pub use webhooks::WithSecret;
 
 /// What a followed run's events carry: the HTTP edge names them from here.
 pub use crate::events::Envelope;
-/// What the use cases answer with, from the store: the HTTP edge names them from here.
-pub use crate::store::{
-    CrewRecord, Delivery, KeyRecord, KnowledgeBase, KnowledgeDocument, Message, Posted, SecretInfo,
-    TenantRecord, ToolCall, ToolCallStatus, UpsertOutcome, WebhookEndpoint,
-};
 
 use crate::domain::schedule::{Clock, SystemClock};
 use crate::domain::{Caller, FieldError, ValidationContext};

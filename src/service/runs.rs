@@ -2,8 +2,9 @@
 //! (cancelling, resuming one that awaits a human's review).
 
 use super::{invalid, ServiceError, ServiceResult, Services};
+use crate::domain::journal::{Message, ToolCall};
 use crate::domain::{Caller, Event, Run, RunId, RunStatus, TaskRun};
-use crate::store::{Audit, CancelOutcome, Deleted, Message, ResumeOutcome, ToolCall};
+use crate::store::{Audit, CancelOutcome, Deleted, ResumeOutcome};
 
 pub use crate::store::RunPage;
 

@@ -12,6 +12,9 @@ use super::{ServiceError, ServiceResult, Services};
 use crate::domain::kickoff::NewRun;
 use crate::domain::schedule::{CatchUp, Overlap, Schedule, ScheduleTick, Timetable};
 use crate::domain::validate::{check_text, parse_json, TextKind};
+use crate::domain::ScheduleId;
+use crate::domain::TenantId;
+use crate::domain::ThreadId;
 use crate::domain::{Caller, FieldError};
 use crate::store::{Audit, ScheduleFields, SchedulePage};
 
@@ -87,15 +90,15 @@ impl Services {
     }
 
     /// One of the tenant's schedules.
-    pub async fn schedule(&self, caller: &Caller, id: Uuid) -> ServiceResult<Schedule> {
-        self.store.get_schedule(&caller.tenant, id).await?.ok_or_else(|| no_schedule(id))
+    pub async fn schedule(&self, caller: &Caller, id: ScheduleId) -> ServiceResult<Schedule> {
+        self.store.get_schedule(&caller.tenant, id).await?.ok_or_else(|| no_schedule(id.0))
     }
 
     /// The tenant's schedules, newest first.
     pub async fn schedules(
         &self,
         caller: &Caller,
-        before: Option<Uuid>,
+        before: Option<ScheduleId>,
         limit: i64,
     ) -> ServiceResult<SchedulePage> {
         Ok(self.store.list_schedules(&caller.tenant, before, limit).await?)
@@ -107,7 +110,7 @@ impl Services {
     pub async fn update_schedule(
         &self,
         caller: &Caller,
-        id: Uuid,
+        id: ScheduleId,
         body: Value,
         audit: &Audit,
     ) -> ServiceResult<Schedule> {
@@ -130,14 +133,14 @@ impl Services {
         }
         let schedule = self.store.update_schedule(&caller.tenant, id, &fields, audit).await?;
         self.schedules_changed.notify_one();
-        schedule.ok_or_else(|| no_schedule(id))
+        schedule.ok_or_else(|| no_schedule(id.0))
     }
 
     /// Delete a schedule (its runs stay).
-    pub async fn delete_schedule(&self, caller: &Caller, id: Uuid, audit: &Audit) -> ServiceResult<()> {
+    pub async fn delete_schedule(&self, caller: &Caller, id: ScheduleId, audit: &Audit) -> ServiceResult<()> {
         match self.store.delete_schedule(&caller.tenant, id, audit).await? {
             true => Ok(()),
-            false => Err(no_schedule(id)),
+            false => Err(no_schedule(id.0)),
         }
     }
 
@@ -145,7 +148,7 @@ impl Services {
     pub async fn schedule_runs(
         &self,
         caller: &Caller,
-        id: Uuid,
+        id: ScheduleId,
         before: Option<DateTime<Utc>>,
         limit: i64,
     ) -> ServiceResult<Vec<ScheduleTick>> {
@@ -156,7 +159,11 @@ impl Services {
     /// The run a tick of a schedule of `tenant` kicks off, admitted under the tenant's quotas
     /// (its `max_queued` is kept when the tick stores it); or why it cannot be (recorded with the
     /// tick).
-    pub async fn scheduled_run(&self, tenant: &str, kickoff: &Map<String, Value>) -> Result<NewRun, String> {
+    pub async fn scheduled_run(
+        &self,
+        tenant: &TenantId,
+        kickoff: &Map<String, Value>,
+    ) -> Result<NewRun, String> {
         let prepared = async {
             let mut run = self.prepare_kickoff(tenant, Value::Object(kickoff.clone()), None).await?;
             self.admit(tenant, std::slice::from_mut(&mut run)).await?;
@@ -174,7 +181,7 @@ impl Services {
 
     /// A schedule's fields checked (cron expression, time zone, kickoff, name), with its next
     /// tick from now when it is enabled.
-    async fn checked(&self, tenant: &str, mut fields: ScheduleFields) -> ServiceResult<ScheduleFields> {
+    async fn checked(&self, tenant: &TenantId, mut fields: ScheduleFields) -> ServiceResult<ScheduleFields> {
         let mut errors: Vec<FieldError> = Vec::new();
         if let Some(name) = &fields.name {
             if name.trim().is_empty() || name.chars().count() > 200 {
@@ -193,7 +200,7 @@ impl Services {
         match self.prepare_kickoff(tenant, Value::Object(fields.kickoff.clone()), None).await {
             Ok(run) => {
                 if let Some(join) = &run.thread {
-                    if self.store.get_thread(tenant, join.thread_id).await?.is_none() {
+                    if self.store.get_thread(tenant, ThreadId(join.thread_id)).await?.is_none() {
                         errors.push(FieldError::new(
                             "kickoff.thread_id",
                             format!("no thread {}", join.thread_id),

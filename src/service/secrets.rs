@@ -6,10 +6,13 @@ use serde_json::Value;
 
 use super::{invalid, ServiceError, ServiceResult, Services};
 use crate::domain::crew::SecretRef;
+use crate::domain::crew::UpsertOutcome;
+use crate::domain::secret::SecretInfo;
 use crate::domain::validate::{check_crew_name, parse_json};
+use crate::domain::TenantId;
 use crate::domain::{Caller, CrewSpec, FieldError};
 use crate::secrets::{SecretError, MAX_SECRET_BYTES};
-use crate::store::{Audit, SecretInfo, UpsertOutcome};
+use crate::store::Audit;
 
 /// The body of `PUT /v1/secrets/{name}`.
 #[derive(Debug, Deserialize)]
@@ -76,7 +79,7 @@ impl Services {
     /// The tenant's secrets, that is: another tenant's secret of that name is missing here.
     pub(super) async fn check_secrets_exist(
         &self,
-        tenant: &str,
+        tenant: &TenantId,
         crew: &CrewSpec,
         prefix: &str,
     ) -> ServiceResult<()> {

@@ -12,6 +12,7 @@ use crate::domain::crew::Protocol;
 use crate::domain::thread::{conversation_thread, Thread};
 use crate::domain::validate::parse_json;
 use crate::domain::Caller;
+use crate::domain::ThreadId;
 use crate::store::{Audit, ThreadDeleted, ThreadPage};
 
 /// The most bytes of a thread's metadata (as JSON).
@@ -48,12 +49,12 @@ impl Services {
         caller: &Caller,
         protocol: Protocol,
         conversation: &str,
-    ) -> ServiceResult<Uuid> {
-        let tenant = caller.tenant.as_str();
+    ) -> ServiceResult<ThreadId> {
+        let tenant = &caller.tenant;
         let derived = conversation_thread(tenant, protocol.as_str(), conversation);
         let named = conversation.parse::<Uuid>().ok();
         let metadata = Map::from_iter([(format!("{}_id", protocol.as_str()), Value::from(conversation))]);
-        match self.store.conversation_thread(tenant, named, derived, &metadata).await? {
+        match self.store.conversation_thread(tenant, named.map(ThreadId), derived, &metadata).await? {
             Some(thread) => Ok(thread),
             None => Err(ServiceError::Internal(crate::store::StoreError::Corrupt(format!(
                 "the thread derived for a {} conversation of '{tenant}' is another tenant's",
@@ -63,8 +64,8 @@ impl Services {
     }
 
     /// One of the caller's tenant's threads, with its runs.
-    pub async fn thread(&self, caller: &Caller, id: Uuid) -> ServiceResult<Thread> {
-        self.store.get_thread(&caller.tenant, id).await?.ok_or_else(|| no_thread(id))
+    pub async fn thread(&self, caller: &Caller, id: ThreadId) -> ServiceResult<Thread> {
+        self.store.get_thread(&caller.tenant, id).await?.ok_or_else(|| no_thread(id.0))
     }
 
     /// The tenant's threads, newest first; with `metadata` (`key:value`), those whose metadata has
@@ -73,7 +74,7 @@ impl Services {
         &self,
         caller: &Caller,
         metadata: Option<&str>,
-        before: Option<Uuid>,
+        before: Option<ThreadId>,
         limit: i64,
     ) -> ServiceResult<ThreadPage> {
         let filter = match metadata {
@@ -89,10 +90,10 @@ impl Services {
     }
 
     /// Delete a thread with its runs; refused while one of them is running.
-    pub async fn delete_thread(&self, caller: &Caller, id: Uuid, audit: &Audit) -> ServiceResult<u64> {
+    pub async fn delete_thread(&self, caller: &Caller, id: ThreadId, audit: &Audit) -> ServiceResult<u64> {
         match self.store.delete_thread(&caller.tenant, id, audit).await? {
             ThreadDeleted::Deleted { runs } => Ok(runs),
-            ThreadDeleted::NotFound => Err(no_thread(id)),
+            ThreadDeleted::NotFound => Err(no_thread(id.0)),
             ThreadDeleted::Running(run) => Err(ServiceError::Conflict(format!(
                 "run {run} of the thread is running: cancel it (POST /v1/runs/{run}/cancel) and delete the thread \
                  once it has stopped"

@@ -9,8 +9,10 @@ use uuid::Uuid;
 use super::{ServiceError, ServiceResult, Services};
 use crate::domain::kickoff::{every_event, KickoffWebhook, NewRun, RunWebhook};
 use crate::domain::validate::{check_crew_name, check_text, parse_json, TextKind};
+use crate::domain::webhook::{Delivery, WebhookEndpoint};
+use crate::domain::WebhookId;
 use crate::domain::{Caller, FieldError, RunId};
-use crate::store::{Audit, Delivery, DeliveryPage, EndpointPatch, NewEndpoint, WebhookEndpoint};
+use crate::store::{Audit, DeliveryPage, EndpointPatch, NewEndpoint};
 use crate::webhooks::signing::new_salt;
 use crate::webhooks::{
     check_patterns, SigningKey, MAX_DESCRIPTION_BYTES, MAX_KICKOFF_WEBHOOKS, MAX_URL_BYTES,
@@ -143,10 +145,10 @@ impl Services {
         Ok(self.store.list_webhooks(caller.visible_tenant(), run).await?)
     }
 
-    pub async fn webhook(&self, caller: &Caller, id: Uuid) -> ServiceResult<WebhookEndpoint> {
+    pub async fn webhook(&self, caller: &Caller, id: WebhookId) -> ServiceResult<WebhookEndpoint> {
         self.signing_key()?;
-        self.visible_webhook(caller, id).await?;
-        self.store.get_webhook(id).await?.ok_or_else(|| no_webhook(id))
+        self.visible_webhook(caller, id.0).await?;
+        self.store.get_webhook(id).await?.ok_or_else(|| no_webhook(id.0))
     }
 
     /// Fail with "no such webhook" when endpoint `id` is another tenant's (or does not exist); an
@@ -155,7 +157,7 @@ impl Services {
         if caller.is_admin() {
             return Ok(());
         }
-        match self.store.webhook_tenant(id).await? {
+        match self.store.webhook_tenant(WebhookId(id)).await? {
             Some(tenant) if caller.sees(&tenant) => Ok(()),
             _ => Err(no_webhook(id)),
         }
@@ -166,12 +168,12 @@ impl Services {
     pub async fn update_webhook(
         &self,
         caller: &Caller,
-        id: Uuid,
+        id: WebhookId,
         body: Value,
         audit: &Audit,
     ) -> ServiceResult<WebhookEndpoint> {
         self.signing_key()?;
-        self.visible_webhook(caller, id).await?;
+        self.visible_webhook(caller, id.0).await?;
         let body: PatchBody = parse_json(body).map_err(ServiceError::Invalid)?;
         let mut errors = Vec::new();
         if let Some(Err(message)) = body.events.as_deref().map(check_patterns) {
@@ -185,15 +187,15 @@ impl Services {
         }
         let patch =
             EndpointPatch { events: body.events, enabled: body.enabled, description: body.description };
-        self.store.update_webhook(id, &patch, audit).await?.ok_or_else(|| no_webhook(id))
+        self.store.update_webhook(id, &patch, audit).await?.ok_or_else(|| no_webhook(id.0))
     }
 
-    pub async fn delete_webhook(&self, caller: &Caller, id: Uuid, audit: &Audit) -> ServiceResult<()> {
+    pub async fn delete_webhook(&self, caller: &Caller, id: WebhookId, audit: &Audit) -> ServiceResult<()> {
         self.signing_key()?;
-        self.visible_webhook(caller, id).await?;
+        self.visible_webhook(caller, id.0).await?;
         match self.store.delete_webhook(id, audit).await? {
             true => Ok(()),
-            false => Err(no_webhook(id)),
+            false => Err(no_webhook(id.0)),
         }
     }
 
@@ -202,7 +204,7 @@ impl Services {
     pub async fn rotate_webhook_secret(
         &self,
         caller: &Caller,
-        id: Uuid,
+        id: WebhookId,
         audit: &Audit,
     ) -> ServiceResult<WithSecret> {
         let key = self.signing_key()?;
@@ -215,7 +217,7 @@ impl Services {
         let salt = new_salt().map_err(|e| ServiceError::Internal(crate::store::StoreError::Corrupt(e)))?;
         let grace = self.webhook_settings.rotation_grace;
         let endpoint =
-            self.store.rotate_webhook(id, &salt, grace, audit).await?.ok_or_else(|| no_webhook(id))?;
+            self.store.rotate_webhook(id, &salt, grace, audit).await?.ok_or_else(|| no_webhook(id.0))?;
         Ok(WithSecret { endpoint, secret: key.endpoint_secret(Some(&salt)).to_whsec() })
     }
 
@@ -223,12 +225,12 @@ impl Services {
     pub async fn deliveries(
         &self,
         caller: &Caller,
-        id: Uuid,
+        id: WebhookId,
         before: Option<i64>,
         limit: i64,
     ) -> ServiceResult<DeliveryPage> {
         self.signing_key()?;
-        self.visible_webhook(caller, id).await?;
+        self.visible_webhook(caller, id.0).await?;
         let page = self.store.list_deliveries(id, before, limit).await?;
         if page.deliveries.is_empty() {
             self.webhook(caller, id).await?;
@@ -240,7 +242,7 @@ impl Services {
     pub async fn retry_delivery(
         &self,
         caller: &Caller,
-        id: Uuid,
+        id: WebhookId,
         delivery: i64,
         audit: &Audit,
     ) -> ServiceResult<Delivery> {

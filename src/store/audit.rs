@@ -10,15 +10,17 @@ use sqlx::PgConnection;
 use uuid::Uuid;
 
 use super::{Store, StoreResult};
+use crate::domain::KeyId;
+use crate::domain::TenantId;
 
 /// A change being made through the API: by which key (none for the keys of `AGENTD_API_KEYS`, an
 /// open API and the command line), of which tenant, what (`secret.put`, `run.cancel`...) and to
 /// what (the resource's path).
 #[derive(Debug)]
 pub struct Audit {
-    pub key_id: Option<Uuid>,
+    pub key_id: Option<KeyId>,
     /// The caller's tenant (the record names the resource's).
-    pub tenant: String,
+    pub tenant: TenantId,
     pub action: String,
     pub resource: String,
     recorded: AtomicBool,
@@ -81,7 +83,7 @@ impl Outcome {
 pub struct AuditRecord {
     pub id: Uuid,
     pub at: DateTime<Utc>,
-    pub tenant: String,
+    pub tenant: TenantId,
     pub key_id: Option<Uuid>,
     pub action: String,
     pub resource: String,
@@ -92,7 +94,7 @@ pub struct AuditRecord {
 #[derive(Debug, Clone, Default)]
 pub struct AuditFilter {
     /// Only this tenant's (always set for a caller who is not an admin).
-    pub tenant: Option<String>,
+    pub tenant: Option<TenantId>,
     pub action: Option<String>,
     pub outcome: Option<String>,
     pub key_id: Option<Uuid>,
@@ -106,7 +108,7 @@ pub struct AuditFilter {
 }
 
 impl Audit {
-    pub fn new(key_id: Option<Uuid>, tenant: &str, action: &str, resource: &str) -> Self {
+    pub fn new(key_id: Option<KeyId>, tenant: &TenantId, action: &str, resource: &str) -> Self {
         Self {
             key_id,
             tenant: tenant.to_owned(),
@@ -121,7 +123,7 @@ impl Audit {
     pub async fn record_in(
         &self,
         tx: &mut PgConnection,
-        tenant: &str,
+        tenant: &TenantId,
         resource: Option<&str>,
     ) -> StoreResult<()> {
         insert(tx, self, tenant, resource.unwrap_or(&self.resource), Outcome::Succeeded).await?;
@@ -144,7 +146,8 @@ impl Audit {
                     .await?
             }
         };
-        self.record_in(tx, tenant.as_deref().unwrap_or(&self.tenant), None).await
+        let tenant = tenant.map(TenantId::from);
+        self.record_in(tx, tenant.as_ref().unwrap_or(&self.tenant), None).await
     }
 
     /// Has a store method recorded it (in a transaction that may yet have rolled back: this says
@@ -157,7 +160,7 @@ impl Audit {
 async fn insert(
     conn: &mut PgConnection,
     audit: &Audit,
-    tenant: &str,
+    tenant: &TenantId,
     resource: &str,
     outcome: Outcome,
 ) -> StoreResult<()> {
@@ -165,8 +168,8 @@ async fn insert(
         r#"INSERT INTO audit_log (id, tenant, key_id, action, resource, outcome)
            VALUES ($1, $2, $3, $4, $5, $6)"#,
         Uuid::now_v7(),
-        tenant,
-        audit.key_id,
+        tenant.as_str(),
+        audit.key_id.map(uuid::Uuid::from),
         audit.action,
         resource,
         outcome.as_str(),
@@ -200,7 +203,7 @@ impl Store {
                   AND ($8::uuid IS NULL OR id < $8)
                 ORDER BY id DESC
                 LIMIT $9"#,
-            filter.tenant,
+            filter.tenant.as_ref().map(TenantId::as_str),
             filter.action,
             filter.outcome,
             filter.key_id,

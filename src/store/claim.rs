@@ -12,6 +12,7 @@ use uuid::Uuid;
 use super::events::append_event_tx;
 use super::{decode_text, Store, StoreResult};
 use crate::domain::event::RunStarted;
+use crate::domain::TenantId;
 use crate::domain::{CrewSpec, EventData, Quotas, RunId, RunTrace};
 
 /// A run a worker now holds the lease of, with what it needs to execute it.
@@ -19,7 +20,7 @@ use crate::domain::{CrewSpec, EventData, Quotas, RunId, RunTrace};
 pub struct ClaimedRun {
     pub id: RunId,
     /// The tenant that owns it.
-    pub tenant: String,
+    pub tenant: TenantId,
     /// The attempt this claim started (1 for the first claim); every journal write carries it.
     pub attempt: i32,
     /// Boxed: a claimed run is held by its task for as long as it runs, and a crew spec is large
@@ -179,7 +180,7 @@ fn claimed_run(row: ClaimRow) -> StoreResult<ClaimedRun> {
     let quotas = quotas(&row);
     Ok(ClaimedRun {
         id,
-        tenant: row.tenant,
+        tenant: TenantId::from(row.tenant),
         attempt: row.attempt,
         crew: decode_text(&row.crew_spec, &format!("runs.crew_spec of run {id}"))?,
         inputs: decode_text(&row.inputs, &format!("runs.inputs of run {id}"))?,

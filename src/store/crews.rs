@@ -3,23 +3,10 @@
 use chrono::{DateTime, Utc};
 
 use super::{decode, Audit, Store, StoreResult};
+use crate::domain::crew::CrewRecord;
+use crate::domain::crew::UpsertOutcome;
 use crate::domain::CrewSpec;
-
-/// A registered crew.
-#[derive(Debug, Clone, PartialEq)]
-pub struct CrewRecord {
-    pub name: String,
-    pub spec: CrewSpec,
-    pub created_at: DateTime<Utc>,
-    pub updated_at: DateTime<Utc>,
-}
-
-/// Whether a `PUT` made a new crew or replaced one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum UpsertOutcome {
-    Created,
-    Replaced,
-}
+use crate::domain::TenantId;
 
 struct CrewRow {
     name: String,
@@ -44,7 +31,7 @@ impl Store {
     #[tracing::instrument(skip_all, fields(crew = %spec.name), err)]
     pub async fn upsert_crew(
         &self,
-        tenant: &str,
+        tenant: &TenantId,
         spec: &CrewSpec,
         audit: &Audit,
     ) -> StoreResult<(CrewRecord, UpsertOutcome)> {
@@ -58,7 +45,7 @@ impl Store {
                RETURNING name, spec, created_at, updated_at, (xmax = 0) AS "inserted!""#,
             spec.name,
             json,
-            tenant
+            tenant.as_str()
         )
         .fetch_one(&mut *tx)
         .await?;
@@ -77,11 +64,11 @@ impl Store {
 
     /// The tenant's crew with this name.
     #[tracing::instrument(skip_all, fields(crew = %name), err)]
-    pub async fn get_crew(&self, tenant: &str, name: &str) -> StoreResult<Option<CrewRecord>> {
+    pub async fn get_crew(&self, tenant: &TenantId, name: &str) -> StoreResult<Option<CrewRecord>> {
         let row = sqlx::query_as!(
             CrewRow,
             "SELECT name, spec, created_at, updated_at FROM crews WHERE tenant = $1 AND name = $2",
-            tenant,
+            tenant.as_str(),
             name
         )
         .fetch_optional(&self.pool)
@@ -91,11 +78,11 @@ impl Store {
 
     /// Every crew the tenant registered, by name.
     #[tracing::instrument(skip_all, err)]
-    pub async fn list_crews(&self, tenant: &str) -> StoreResult<Vec<CrewRecord>> {
+    pub async fn list_crews(&self, tenant: &TenantId) -> StoreResult<Vec<CrewRecord>> {
         let rows = sqlx::query_as!(
             CrewRow,
             "SELECT name, spec, created_at, updated_at FROM crews WHERE tenant = $1 ORDER BY name",
-            tenant
+            tenant.as_str()
         )
         .fetch_all(&self.pool)
         .await?;
@@ -104,11 +91,12 @@ impl Store {
 
     /// Remove a crew; `false` if there was none. Runs keep their own snapshot of the spec.
     #[tracing::instrument(skip_all, fields(crew = %name), err)]
-    pub async fn delete_crew(&self, tenant: &str, name: &str, audit: &Audit) -> StoreResult<bool> {
+    pub async fn delete_crew(&self, tenant: &TenantId, name: &str, audit: &Audit) -> StoreResult<bool> {
         let mut tx = self.pool.begin().await?;
-        let deleted = sqlx::query!("DELETE FROM crews WHERE tenant = $1 AND name = $2", tenant, name)
-            .execute(&mut *tx)
-            .await?;
+        let deleted =
+            sqlx::query!("DELETE FROM crews WHERE tenant = $1 AND name = $2", tenant.as_str(), name)
+                .execute(&mut *tx)
+                .await?;
         if deleted.rows_affected() == 0 {
             tx.rollback().await?;
             return Ok(false);

@@ -7,6 +7,7 @@ use sqlx::{Postgres, Transaction};
 use uuid::Uuid;
 
 use super::{parse, Store, StoreError, StoreResult};
+use crate::domain::TenantId;
 use crate::domain::{Event, EventData, RunId, RunStatus};
 use crate::engine::journal::NewEvent;
 
@@ -102,7 +103,7 @@ impl LoggedEventRow {
     fn into_logged(self) -> StoreResult<LoggedEvent> {
         let Self { id, crew_name, tenant, seq, run_id, event_type, at, task, agent, data } = self;
         let event = EventRow { seq, run_id, event_type, at, task, agent, data }.into_event()?;
-        Ok(LoggedEvent { id, crew: crew_name, tenant, event })
+        Ok(LoggedEvent { id, crew: crew_name, tenant: TenantId::from(tenant), event })
     }
 }
 
@@ -111,7 +112,7 @@ impl LoggedEventRow {
 pub struct LoggedEvent {
     pub id: i64,
     pub crew: String,
-    pub tenant: String,
+    pub tenant: TenantId,
     pub event: Event,
 }
 
@@ -165,7 +166,7 @@ impl Store {
         after: i64,
         limit: i64,
         crew: Option<&str>,
-        tenant: Option<&str>,
+        tenant: Option<&TenantId>,
     ) -> StoreResult<Vec<(i64, Event)>> {
         let rows = sqlx::query_as!(
             LoggedEventRow,
@@ -176,7 +177,7 @@ impl Store {
             after,
             limit,
             crew,
-            tenant
+            tenant.map(TenantId::as_str)
         )
         .fetch_all(&self.pool)
         .await?;

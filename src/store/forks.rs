@@ -16,12 +16,13 @@ use super::{decode, parse, Audit, Owner, Store, StoreResult};
 use crate::domain::event::{RunForked, RunRetried};
 use crate::domain::fork::ForkedFrom;
 use crate::domain::kickoff::NewRun;
+use crate::domain::TenantId;
 use crate::domain::{CrewSpec, EventData, QueueFull, Run, RunError, RunId, RunStatus};
 
 /// What a fork starts from: an ended run's crew, inputs and settings.
 #[derive(Debug, Clone)]
 pub struct ForkSource {
-    pub tenant: String,
+    pub tenant: TenantId,
     pub status: RunStatus,
     pub crew: CrewSpec,
     pub inputs: Map<String, Value>,
@@ -67,7 +68,7 @@ impl Store {
         .await?;
         let Some(row) = row else { return Ok(None) };
         Ok(Some(ForkSource {
-            tenant: row.tenant,
+            tenant: TenantId::from(row.tenant),
             status: parse(&row.status)?,
             crew: decode(row.crew_spec, "runs.crew_spec")?,
             inputs: decode(row.inputs, "runs.inputs")?,
@@ -153,7 +154,7 @@ impl Store {
     pub async fn retry_run(
         &self,
         id: RunId,
-        queue: Option<(&str, u32)>,
+        queue: Option<(&TenantId, u32)>,
         audit: &Audit,
     ) -> StoreResult<Retried> {
         let mut tx = self.pool.begin().await?;

@@ -9,27 +9,17 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::{Audit, Store, StoreError, StoreResult};
-use crate::domain::knowledge::{Chunking, DocumentSource, DocumentStatus, KnowledgeHit};
+use crate::domain::knowledge::KnowledgeBase;
+use crate::domain::knowledge::KnowledgeDocument;
+use crate::domain::knowledge::Posted;
+use crate::domain::knowledge::{Chunking, DocumentSource, KnowledgeHit};
+use crate::domain::BaseId;
+use crate::domain::DocumentId;
+use crate::domain::TenantId;
 
 /// The channel on which posted documents are announced (by the `knowledge_documents_notify`
 /// trigger).
 pub const KNOWLEDGE_CHANNEL: &str = "agentd_knowledge";
-
-/// A knowledge base with its document and chunk counts.
-#[derive(Debug, Clone, PartialEq)]
-pub struct KnowledgeBase {
-    pub id: Uuid,
-    pub name: String,
-    pub description: String,
-    /// `<provider>/<model>` of its embedding model.
-    pub embedding: Option<String>,
-    pub chunking: Chunking,
-    /// The length of its vectors, once its embedding model answered.
-    pub dims: Option<i32>,
-    pub created_at: DateTime<Utc>,
-    pub documents: i64,
-    pub chunks: i64,
-}
 
 /// A base to create.
 #[derive(Debug, Clone, PartialEq)]
@@ -38,23 +28,6 @@ pub struct NewBase {
     pub description: String,
     pub embedding: Option<String>,
     pub chunking: Chunking,
-}
-
-/// A document as the API shows it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct KnowledgeDocument {
-    pub id: Uuid,
-    pub title: String,
-    pub source: DocumentSource,
-    pub url: Option<String>,
-    pub media_type: String,
-    pub bytes: i64,
-    pub status: DocumentStatus,
-    pub error: Option<String>,
-    pub chunks: i32,
-    pub tokens: i64,
-    pub created_at: DateTime<Utc>,
-    pub updated_at: DateTime<Utc>,
 }
 
 /// A document to ingest.
@@ -72,19 +45,11 @@ pub struct NewDocument {
     pub content: Option<Vec<u8>>,
 }
 
-/// What posting a document did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Posted {
-    Created,
-    /// The base holds this content already (a failed one is queued again).
-    Existing,
-}
-
 /// A document leased for ingestion, with what its base says of chunking and embedding.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LeasedDocument {
     pub id: Uuid,
-    pub tenant: String,
+    pub tenant: TenantId,
     pub base_id: Uuid,
     /// The lease's attempt (from 1): the fence of every write under it.
     pub attempt: i32,
@@ -135,7 +100,7 @@ struct BaseRow {
 impl From<BaseRow> for KnowledgeBase {
     fn from(row: BaseRow) -> Self {
         Self {
-            id: row.id,
+            id: BaseId(row.id),
             name: row.name,
             description: row.description,
             embedding: row.embedding,
@@ -172,7 +137,7 @@ impl TryFrom<DocumentRow> for KnowledgeDocument {
 
     fn try_from(row: DocumentRow) -> StoreResult<Self> {
         Ok(Self {
-            id: row.id,
+            id: DocumentId(row.id),
             title: row.title,
             source: source(&row.source)?,
             url: row.url,
@@ -208,7 +173,7 @@ impl Store {
     #[tracing::instrument(skip_all, fields(base = %base.name), err)]
     pub async fn create_knowledge_base(
         &self,
-        tenant: &str,
+        tenant: &TenantId,
         base: &NewBase,
         audit: &Audit,
     ) -> StoreResult<Option<KnowledgeBase>> {
@@ -221,7 +186,7 @@ impl Store {
                RETURNING id, name, description, embedding, max_tokens, overlap, dims, created_at,
                          0::int8 AS "documents!", 0::int8 AS "chunks!""#,
             Uuid::now_v7(),
-            tenant,
+            tenant.as_str(),
             base.name,
             base.description,
             base.embedding,
@@ -239,14 +204,14 @@ impl Store {
 
     /// The tenant's base named `name`.
     #[tracing::instrument(skip_all, fields(base = %name), err)]
-    pub async fn knowledge_base(&self, tenant: &str, name: &str) -> StoreResult<Option<KnowledgeBase>> {
+    pub async fn knowledge_base(&self, tenant: &TenantId, name: &str) -> StoreResult<Option<KnowledgeBase>> {
         let row = sqlx::query_as!(
             BaseRow,
             r#"SELECT b.id, b.name, b.description, b.embedding, b.max_tokens, b.overlap, b.dims, b.created_at,
                       (SELECT count(*) FROM knowledge_documents d WHERE d.base_id = b.id) AS "documents!",
                       (SELECT count(*) FROM knowledge_chunks c WHERE c.base_id = b.id) AS "chunks!"
                FROM knowledge_bases b WHERE b.tenant = $1 AND b.name = $2"#,
-            tenant,
+            tenant.as_str(),
             name
         )
         .fetch_optional(&self.pool)
@@ -256,14 +221,14 @@ impl Store {
 
     /// Every base of the tenant, by name.
     #[tracing::instrument(skip_all, err)]
-    pub async fn knowledge_bases(&self, tenant: &str) -> StoreResult<Vec<KnowledgeBase>> {
+    pub async fn knowledge_bases(&self, tenant: &TenantId) -> StoreResult<Vec<KnowledgeBase>> {
         let rows = sqlx::query_as!(
             BaseRow,
             r#"SELECT b.id, b.name, b.description, b.embedding, b.max_tokens, b.overlap, b.dims, b.created_at,
                       (SELECT count(*) FROM knowledge_documents d WHERE d.base_id = b.id) AS "documents!",
                       (SELECT count(*) FROM knowledge_chunks c WHERE c.base_id = b.id) AS "chunks!"
                FROM knowledge_bases b WHERE b.tenant = $1 ORDER BY b.name"#,
-            tenant
+            tenant.as_str()
         )
         .fetch_all(&self.pool)
         .await?;
@@ -272,10 +237,14 @@ impl Store {
 
     /// Which of `names` the tenant has no base of.
     #[tracing::instrument(skip_all, err)]
-    pub async fn missing_knowledge_bases(&self, tenant: &str, names: &[String]) -> StoreResult<Vec<String>> {
+    pub async fn missing_knowledge_bases(
+        &self,
+        tenant: &TenantId,
+        names: &[String],
+    ) -> StoreResult<Vec<String>> {
         let found = sqlx::query_scalar!(
             "SELECT name FROM knowledge_bases WHERE tenant = $1 AND name = ANY($2)",
-            tenant,
+            tenant.as_str(),
             names
         )
         .fetch_all(&self.pool)
@@ -286,14 +255,22 @@ impl Store {
     /// Delete a base with its documents and chunks (and their vectors); `false` when there is
     /// none of that name.
     #[tracing::instrument(skip_all, fields(base = %name), err)]
-    pub async fn delete_knowledge_base(&self, tenant: &str, name: &str, audit: &Audit) -> StoreResult<bool> {
+    pub async fn delete_knowledge_base(
+        &self,
+        tenant: &TenantId,
+        name: &str,
+        audit: &Audit,
+    ) -> StoreResult<bool> {
         let mut tx = self.pool.begin().await?;
-        let deleted =
-            sqlx::query!("DELETE FROM knowledge_bases WHERE tenant = $1 AND name = $2", tenant, name)
-                .execute(&mut *tx)
-                .await?
-                .rows_affected()
-                > 0;
+        let deleted = sqlx::query!(
+            "DELETE FROM knowledge_bases WHERE tenant = $1 AND name = $2",
+            tenant.as_str(),
+            name
+        )
+        .execute(&mut *tx)
+        .await?
+        .rows_affected()
+            > 0;
         if deleted {
             audit.record_in(&mut tx, tenant, None).await?;
         }
@@ -306,8 +283,8 @@ impl Store {
     #[tracing::instrument(skip_all, err)]
     pub async fn post_document(
         &self,
-        tenant: &str,
-        base_id: Uuid,
+        tenant: &TenantId,
+        base_id: BaseId,
         document: &NewDocument,
         audit: &Audit,
     ) -> StoreResult<(KnowledgeDocument, Posted)> {
@@ -322,8 +299,8 @@ impl Store {
                RETURNING id, title, source, url, media_type, bytes, status, error, chunks, tokens,
                          created_at, updated_at"#,
             Uuid::now_v7(),
-            base_id,
-            tenant,
+            base_id.0,
+            tenant.as_str(),
             document.title,
             document.source.as_str(),
             document.url,
@@ -349,7 +326,7 @@ impl Store {
                        WHERE base_id = $1 AND digest = $2
                        RETURNING id, title, source, url, media_type, bytes, status, error, chunks, tokens,
                                  created_at, updated_at"#,
-                    base_id,
+                    base_id.0,
                     document.digest,
                 )
                 .fetch_one(&mut *tx)
@@ -371,7 +348,7 @@ impl Store {
     #[tracing::instrument(skip_all, err)]
     pub async fn knowledge_documents(
         &self,
-        base_id: Uuid,
+        base_id: BaseId,
         limit: i64,
     ) -> StoreResult<Vec<KnowledgeDocument>> {
         let rows = sqlx::query_as!(
@@ -379,7 +356,7 @@ impl Store {
             r#"SELECT id, title, source, url, media_type, bytes, status, error, chunks, tokens,
                       created_at, updated_at
                FROM knowledge_documents WHERE base_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2"#,
-            base_id,
+            base_id.0,
             limit
         )
         .fetch_all(&self.pool)
@@ -391,16 +368,16 @@ impl Store {
     #[tracing::instrument(skip_all, err)]
     pub async fn knowledge_document(
         &self,
-        base_id: Uuid,
-        id: Uuid,
+        base_id: BaseId,
+        id: DocumentId,
     ) -> StoreResult<Option<KnowledgeDocument>> {
         let row = sqlx::query_as!(
             DocumentRow,
             r#"SELECT id, title, source, url, media_type, bytes, status, error, chunks, tokens,
                       created_at, updated_at
                FROM knowledge_documents WHERE base_id = $1 AND id = $2"#,
-            base_id,
-            id
+            base_id.0,
+            id.0
         )
         .fetch_optional(&self.pool)
         .await?;
@@ -411,14 +388,14 @@ impl Store {
     #[tracing::instrument(skip_all, err)]
     pub async fn delete_document(
         &self,
-        tenant: &str,
-        base_id: Uuid,
-        id: Uuid,
+        tenant: &TenantId,
+        base_id: BaseId,
+        id: DocumentId,
         audit: &Audit,
     ) -> StoreResult<bool> {
         let mut tx = self.pool.begin().await?;
         let deleted =
-            sqlx::query!("DELETE FROM knowledge_documents WHERE base_id = $1 AND id = $2", base_id, id)
+            sqlx::query!("DELETE FROM knowledge_documents WHERE base_id = $1 AND id = $2", base_id.0, id.0)
                 .execute(&mut *tx)
                 .await?
                 .rows_affected()
@@ -455,7 +432,7 @@ impl Store {
             .map(|row| {
                 Ok(LeasedDocument {
                     id: row.id,
-                    tenant: row.tenant,
+                    tenant: TenantId::from(row.tenant),
                     base_id: row.base_id,
                     attempt: row.attempts,
                     deaths: row.deaths,
@@ -475,11 +452,11 @@ impl Store {
     /// Give a leased document back unfinished (this replica is stopping): the next lease is not
     /// counted as a death. `false` when the lease was no longer this attempt's.
     #[tracing::instrument(level = "debug", skip_all, err)]
-    pub async fn release_document(&self, id: Uuid, attempt: i32) -> StoreResult<bool> {
+    pub async fn release_document(&self, id: DocumentId, attempt: i32) -> StoreResult<bool> {
         let released = sqlx::query!(
             r#"UPDATE knowledge_documents SET lease_until = NULL
                WHERE id = $1 AND attempts = $2 AND status = 'pending'"#,
-            id,
+            id.0,
             attempt,
         )
         .execute(&self.pool)
@@ -491,11 +468,16 @@ impl Store {
     /// Extend a document's lease; `false` when it is no longer this attempt's (taken over,
     /// deleted, or finished).
     #[tracing::instrument(level = "debug", skip_all, err)]
-    pub async fn renew_document_lease(&self, id: Uuid, attempt: i32, lease: Duration) -> StoreResult<bool> {
+    pub async fn renew_document_lease(
+        &self,
+        id: DocumentId,
+        attempt: i32,
+        lease: Duration,
+    ) -> StoreResult<bool> {
         let renewed = sqlx::query!(
             r#"UPDATE knowledge_documents SET lease_until = now() + $3
                WHERE id = $1 AND attempts = $2 AND status = 'pending'"#,
-            id,
+            id.0,
             attempt,
             interval(lease),
         )
@@ -508,7 +490,12 @@ impl Store {
     /// Make a leased document `ready` with its chunks, in one transaction; `false` (nothing
     /// written) when the lease is no longer this attempt's.
     #[tracing::instrument(skip_all, fields(chunks = ingested.chunks.len()), err)]
-    pub async fn finish_document(&self, id: Uuid, attempt: i32, ingested: &Ingested) -> StoreResult<bool> {
+    pub async fn finish_document(
+        &self,
+        id: DocumentId,
+        attempt: i32,
+        ingested: &Ingested,
+    ) -> StoreResult<bool> {
         let tokens: i64 = ingested.chunks.iter().map(|c| i64::from(c.tokens)).sum();
         let mut tx = self.pool.begin().await?;
         let row = sqlx::query!(
@@ -518,7 +505,7 @@ impl Store {
                      updated_at = now()
                WHERE id = $1 AND attempts = $2 AND status = 'pending'
                RETURNING base_id"#,
-            id,
+            id.0,
             attempt,
             ingested.chunks.len() as i32,
             tokens,
@@ -540,7 +527,7 @@ impl Store {
                FROM UNNEST($1::uuid[], $4::int4[], $5::text[], $6::text[], $7::int4[])
                     AS x(id, seq, heading, text, tokens)"#,
             &ids,
-            id,
+            id.0,
             row.base_id,
             &seqs,
             &headings as &[&str],
@@ -568,12 +555,12 @@ impl Store {
     /// Record that a leased document cannot be ingested; `false` when the lease is no longer
     /// this attempt's.
     #[tracing::instrument(skip_all, err)]
-    pub async fn fail_document(&self, id: Uuid, attempt: i32, error: &str) -> StoreResult<bool> {
+    pub async fn fail_document(&self, id: DocumentId, attempt: i32, error: &str) -> StoreResult<bool> {
         let failed = sqlx::query!(
             r#"UPDATE knowledge_documents
                  SET status = 'failed', error = $3, lease_until = NULL, updated_at = now()
                WHERE id = $1 AND attempts = $2 AND status = 'pending'"#,
-            id,
+            id.0,
             attempt,
             error,
         )
@@ -595,7 +582,7 @@ impl Store {
     #[tracing::instrument(skip_all, err)]
     pub async fn search_fulltext(
         &self,
-        base_id: Uuid,
+        base_id: BaseId,
         query: &str,
         k: i64,
         reach: Reach,
@@ -642,7 +629,7 @@ impl Store {
                    JOIN knowledge_documents d ON d.id = c.document_id AND d.status = 'ready'
                    ORDER BY 6 DESC, c.document_id, c.seq
                    LIMIT $5"#,
-                base_id,
+                base_id.0,
                 tier,
                 tiers.rank,
                 FULLTEXT_CANDIDATES,

@@ -14,6 +14,7 @@ use super::group::{Failure, GroupWrite};
 use super::listen::{notify, CANCEL_CHANNEL, RUNS_CHANNEL};
 use super::{parse, Audit, Owner, Store, StoreError, StoreResult};
 use crate::domain::event::{Empty, RunFailed};
+use crate::domain::TenantId;
 use crate::domain::{ErrorKind, EventData, Run, RunError, RunId, RunStatus};
 
 /// What a heartbeat learned.
@@ -56,7 +57,7 @@ pub struct Recovered {
 #[derive(Debug, Clone, PartialEq)]
 pub struct DeadAttempt {
     pub crew_name: String,
-    pub tenant: String,
+    pub tenant: TenantId,
     pub attempt: i32,
     /// When it started (its `run.started`).
     pub started_at: chrono::DateTime<chrono::Utc>,
@@ -202,7 +203,7 @@ impl Store {
         }
         Ok(Some(DeadAttempt {
             crew_name: run.crew_name,
-            tenant: run.tenant,
+            tenant: TenantId::from(run.tenant),
             attempt,
             started_at: run.at,
             task: open,

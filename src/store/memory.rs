@@ -8,6 +8,9 @@ use uuid::Uuid;
 
 use super::{Audit, Store, StoreError, StoreResult};
 use crate::domain::memory::{MemoryItem, NewMemory, RECALL_CANDIDATES};
+use crate::domain::MemoryId;
+use crate::domain::RunId;
+use crate::domain::TenantId;
 
 struct MemoryRow {
     id: Uuid,
@@ -54,7 +57,7 @@ impl Store {
                VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
                RETURNING id, scope, kind, text, run_id, task, agent, created_at, 0::float8 AS "score!""#,
             memory.id,
-            memory.tenant,
+            memory.tenant.as_str(),
             memory.scope,
             <&str>::from(memory.kind),
             memory.text,
@@ -73,13 +76,13 @@ impl Store {
 
     /// The tenant's items of these ids (in no particular order; unknown ids are left out).
     #[tracing::instrument(skip_all, err)]
-    pub async fn memories_by_id(&self, tenant: &str, ids: &[Uuid]) -> StoreResult<Vec<MemoryItem>> {
+    pub async fn memories_by_id(&self, tenant: &TenantId, ids: &[MemoryId]) -> StoreResult<Vec<MemoryItem>> {
         let rows = sqlx::query_as!(
             MemoryRow,
             r#"SELECT id, scope, kind, text, run_id, task, agent, created_at, 0::float8 AS "score!"
                FROM memories WHERE tenant = $1 AND id = ANY($2)"#,
-            tenant,
-            ids,
+            tenant.as_str(),
+            ids as &[MemoryId],
         )
         .fetch_all(&self.pool)
         .await?;
@@ -88,13 +91,13 @@ impl Store {
 
     /// One of the tenant's items.
     #[tracing::instrument(skip_all, err)]
-    pub async fn memory(&self, tenant: &str, id: Uuid) -> StoreResult<Option<MemoryItem>> {
+    pub async fn memory(&self, tenant: &TenantId, id: MemoryId) -> StoreResult<Option<MemoryItem>> {
         let row = sqlx::query_as!(
             MemoryRow,
             r#"SELECT id, scope, kind, text, run_id, task, agent, created_at, 0::float8 AS "score!"
                FROM memories WHERE tenant = $1 AND id = $2"#,
-            tenant,
-            id,
+            tenant.as_str(),
+            id.0,
         )
         .fetch_optional(&self.pool)
         .await?;
@@ -106,7 +109,7 @@ impl Store {
     #[tracing::instrument(skip_all, err)]
     pub async fn memories(
         &self,
-        tenant: &str,
+        tenant: &TenantId,
         scope: &str,
         query: Option<&str>,
         limit: i64,
@@ -118,7 +121,7 @@ impl Store {
                     r#"SELECT id, scope, kind, text, run_id, task, agent, created_at, 0::float8 AS "score!"
                        FROM memories WHERE tenant = $1 AND scope = $2
                        ORDER BY created_at DESC, id DESC LIMIT $3"#,
-                    tenant,
+                    tenant.as_str(),
                     scope,
                     limit,
                 )
@@ -137,7 +140,7 @@ impl Store {
                                 ORDER BY created_at DESC LIMIT $5) m
                        WHERE m.search @@ q.query
                        ORDER BY 9 DESC, m.created_at DESC LIMIT $4"#,
-                    tenant,
+                    tenant.as_str(),
                     scope,
                     query,
                     limit,
@@ -155,11 +158,11 @@ impl Store {
     #[tracing::instrument(skip_all, err)]
     pub async fn recall_memories(
         &self,
-        tenant: &str,
+        tenant: &TenantId,
         scope: &str,
         query: &str,
         k: i64,
-        run_id: Uuid,
+        run_id: RunId,
     ) -> StoreResult<Vec<MemoryItem>> {
         let rows = sqlx::query_as!(
             MemoryRow,
@@ -173,11 +176,11 @@ impl Store {
                         WHERE tenant = $1 AND scope = $2 AND run_id IS DISTINCT FROM $5
                         ORDER BY created_at DESC LIMIT $6) m
                ORDER BY 9 DESC, m.created_at DESC, m.id LIMIT $4"#,
-            tenant,
+            tenant.as_str(),
             scope,
             query,
             k,
-            run_id,
+            run_id.0,
             RECALL_CANDIDATES,
         )
         .fetch_all(&self.pool)
@@ -187,13 +190,14 @@ impl Store {
 
     /// Delete one of the tenant's items; `false` if it has none of that id.
     #[tracing::instrument(skip_all, err)]
-    pub async fn delete_memory(&self, tenant: &str, id: Uuid, audit: &Audit) -> StoreResult<bool> {
+    pub async fn delete_memory(&self, tenant: &TenantId, id: MemoryId, audit: &Audit) -> StoreResult<bool> {
         let mut tx = self.pool.begin().await?;
-        let deleted = sqlx::query!("DELETE FROM memories WHERE tenant = $1 AND id = $2", tenant, id)
-            .execute(&mut *tx)
-            .await?
-            .rows_affected()
-            > 0;
+        let deleted =
+            sqlx::query!("DELETE FROM memories WHERE tenant = $1 AND id = $2", tenant.as_str(), id.0)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected()
+                > 0;
         if deleted {
             audit.record_in(&mut tx, tenant, None).await?;
         }
@@ -203,12 +207,13 @@ impl Store {
 
     /// Forget a scope: every item of it, in one transaction; how many there were.
     #[tracing::instrument(skip_all, err)]
-    pub async fn forget_memories(&self, tenant: &str, scope: &str, audit: &Audit) -> StoreResult<u64> {
+    pub async fn forget_memories(&self, tenant: &TenantId, scope: &str, audit: &Audit) -> StoreResult<u64> {
         let mut tx = self.pool.begin().await?;
-        let deleted = sqlx::query!("DELETE FROM memories WHERE tenant = $1 AND scope = $2", tenant, scope)
-            .execute(&mut *tx)
-            .await?
-            .rows_affected();
+        let deleted =
+            sqlx::query!("DELETE FROM memories WHERE tenant = $1 AND scope = $2", tenant.as_str(), scope)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected();
         audit.record_in(&mut tx, tenant, None).await?;
         tx.commit().await?;
         Ok(deleted)

@@ -39,16 +39,11 @@ use sqlx::PgPool;
 pub use approval::{DecideOutcome, PendingCall};
 pub use audit::{Audit, AuditFilter, AuditRecord, Outcome, Owner};
 pub use claim::ClaimedRun;
-pub use crews::{CrewRecord, UpsertOutcome};
 pub use events::LoggedEvent;
 pub use forks::{ForkSource, Forked, Retried};
 use group::Group;
 pub use group::GroupStats;
-pub use journal::{Message, ToolCall, ToolCallStatus};
-pub use knowledge::{
-    Ingested, KnowledgeBase, KnowledgeDocument, LeasedDocument, NewBase, NewChunk, NewDocument, Posted,
-    Reach, KNOWLEDGE_CHANNEL,
-};
+pub use knowledge::{Ingested, LeasedDocument, NewBase, NewChunk, NewDocument, Reach, KNOWLEDGE_CHANNEL};
 pub use lease::{CancelOutcome, Lease, Recovered};
 pub use listen::{
     Listened, Notification, CANCEL_CHANNEL, DELTAS_CHANNEL, EVENTS_CHANNEL, RUNS_CHANNEL, WEBHOOKS_CHANNEL,
@@ -58,12 +53,12 @@ pub use review::ResumeOutcome;
 pub use run_journal::RunJournal;
 pub use runs::{Created, IdempotencyKey, RunPage};
 pub use schedules::{DueSchedule, ScheduleFields, SchedulePage, TickAction};
-pub use secrets::{SealedSecret, SecretInfo};
-pub use tenants::{KeyCandidate, KeyRecord, KeyStanding, NewKey, TenantLoad, TenantRecord};
+pub use secrets::SealedSecret;
+pub use tenants::{KeyCandidate, KeyStanding, NewKey, TenantLoad};
 pub use threads::{ThreadDeleted, ThreadKickoff, ThreadPage};
 pub use webhooks::{
-    Delivered, Delivery, DeliveryPage, DeliveryTarget, EndpointPatch, FailedAttempt, LeasedQueue,
-    NewEndpoint, OutboxGauges, PendingDelivery, WebhookEndpoint,
+    Delivered, DeliveryPage, DeliveryTarget, EndpointPatch, FailedAttempt, LeasedQueue, NewEndpoint,
+    OutboxGauges, PendingDelivery,
 };
 
 /// The schema migrations, embedded in the binary.

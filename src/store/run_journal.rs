@@ -21,7 +21,7 @@ pub struct RunJournal {
     store: Store,
     run_id: RunId,
     attempt: i32,
-    tenant: String,
+    tenant: crate::domain::TenantId,
     /// The tenant's daily caps, as the claim read them (boxed: a run of a tenant without caps
     /// carries nothing more).
     caps: Option<Box<DayCaps>>,
@@ -31,7 +31,7 @@ impl Store {
     /// The journal through which the worker holding `attempt` of `run_id` persists it (a run of
     /// the `default` tenant; [`Store::claimed_journal`] knows a claimed run's).
     pub fn journal(&self, run_id: RunId, attempt: i32) -> RunJournal {
-        let tenant = crate::domain::DEFAULT_TENANT.to_owned();
+        let tenant = crate::domain::DEFAULT_TENANT_ID.clone();
         RunJournal { store: self.clone(), run_id, attempt, tenant, caps: None }
     }
 
@@ -173,7 +173,7 @@ impl Journal for RunJournal {
         RunJournal::attempt(self)
     }
 
-    fn tenant(&self) -> &str {
+    fn tenant(&self) -> &crate::domain::TenantId {
         &self.tenant
     }
 

@@ -13,13 +13,14 @@ use super::tenants::{admit_kickoffs, hold_queue};
 use super::{decode, parse, Store, StoreError, StoreResult};
 use crate::domain::fork::ForkedFrom;
 use crate::domain::kickoff::NewRun;
+use crate::domain::TenantId;
 use crate::domain::{EventType, QueueFull, Run, RunId, RunStatus, RunTrace, TaskRun, Usage, UsageLine};
 
 /// An `Idempotency-Key` and the fingerprint of the request that carried it.
 #[derive(Debug, Clone)]
 pub struct IdempotencyKey {
     /// Keys are the tenant's own: two tenants may use the same.
-    pub tenant: String,
+    pub tenant: TenantId,
     pub key: String,
     /// Which operation the key was used for (`kickoff`, …): a key reused elsewhere is a conflict.
     pub scope: &'static str,
@@ -95,7 +96,7 @@ impl RunRow {
         let id = RunId(self.id);
         Ok(Run {
             id,
-            tenant: self.tenant,
+            tenant: TenantId::from(self.tenant),
             status: parse(&self.status)?,
             crew_name: self.crew_name,
             inputs: decode(self.inputs, "runs.inputs")?,
@@ -177,7 +178,7 @@ impl Store {
             }
             Some(key) => {
                 let mut tx = self.pool.begin().await?;
-                let ids: Vec<Uuid> = runs.iter().map(|r| r.id.0).collect();
+                let ids: Vec<RunId> = runs.iter().map(|r| r.id).collect();
                 if !claim_idempotency_key(&mut tx, key, &ids).await? {
                     tx.rollback().await?;
                     // Another request holds the key (we waited for it to commit): answer as it did.
@@ -203,7 +204,7 @@ impl Store {
                WHERE tenant = $3 AND key = $1 AND created_at >= now() - make_interval(hours => $2)"#,
             key.key,
             IDEMPOTENCY_TTL_HOURS,
-            key.tenant
+            key.tenant.as_str()
         )
         .fetch_optional(&self.pool)
         .await?;
@@ -219,17 +220,17 @@ impl Store {
     }
 
     /// The runs a tenant's idempotency key made (whatever the request), if the key is in use.
-    pub async fn idempotent_run_ids(&self, tenant: &str, key: &str) -> StoreResult<Option<Vec<Uuid>>> {
+    pub async fn idempotent_run_ids(&self, tenant: &TenantId, key: &str) -> StoreResult<Option<Vec<RunId>>> {
         let ids = sqlx::query_scalar!(
             r#"SELECT run_ids FROM idempotency_keys
                WHERE tenant = $1 AND key = $2 AND created_at >= now() - make_interval(hours => $3)"#,
-            tenant,
+            tenant.as_str(),
             key,
             IDEMPOTENCY_TTL_HOURS
         )
         .fetch_optional(&self.pool)
         .await?;
-        Ok(ids)
+        Ok(ids.map(|ids| ids.into_iter().map(RunId).collect()))
     }
 
     /// These runs, in the order of `ids` (missing ones left out).
@@ -329,10 +330,11 @@ impl Store {
 
     /// The tenant of a run; `None` when there is no such run.
     #[tracing::instrument(skip_all, fields(run_id = %id), err)]
-    pub async fn run_tenant(&self, id: RunId) -> StoreResult<Option<String>> {
-        Ok(sqlx::query_scalar!("SELECT tenant FROM runs WHERE id = $1", id.0)
+    pub async fn run_tenant(&self, id: RunId) -> StoreResult<Option<TenantId>> {
+        let tenant = sqlx::query_scalar!("SELECT tenant FROM runs WHERE id = $1", id.0)
             .fetch_optional(&self.pool)
-            .await?)
+            .await?;
+        Ok(tenant.map(TenantId::from))
     }
 
     /// Runs newest first (of `tenant`, or every tenant's), optionally of one status, strictly
@@ -340,7 +342,7 @@ impl Store {
     #[tracing::instrument(skip_all, err)]
     pub async fn list_runs(
         &self,
-        tenant: Option<&str>,
+        tenant: Option<&TenantId>,
         status: Option<RunStatus>,
         before: Option<RunId>,
         limit: i64,
@@ -360,7 +362,7 @@ impl Store {
                     status.as_str(),
                     before,
                     fetch,
-                    tenant
+                    tenant.map(TenantId::as_str)
                 )
                 .fetch_all(&self.pool)
                 .await?
@@ -374,7 +376,7 @@ impl Store {
                        FROM runs WHERE id < $1 AND ($3::text IS NULL OR tenant = $3) ORDER BY id DESC LIMIT $2"#,
                     before,
                     fetch,
-                    tenant
+                    tenant.map(TenantId::as_str)
                 )
                 .fetch_all(&self.pool)
                 .await?
@@ -426,7 +428,7 @@ impl Store {
 pub(super) async fn claim_idempotency_key(
     tx: &mut Transaction<'_, Postgres>,
     key: &IdempotencyKey,
-    run_ids: &[Uuid],
+    run_ids: &[RunId],
 ) -> StoreResult<bool> {
     let claimed = sqlx::query_scalar!(
         r#"INSERT INTO idempotency_keys (tenant, key, scope, request_hash, run_ids)
@@ -439,9 +441,9 @@ pub(super) async fn claim_idempotency_key(
         key.key,
         key.scope,
         key.fingerprint,
-        run_ids,
+        run_ids as &[RunId],
         IDEMPOTENCY_TTL_HOURS,
-        key.tenant
+        key.tenant.as_str()
     )
     .fetch_optional(&mut **tx)
     .await?;
@@ -472,7 +474,7 @@ impl QueuedRun {
     pub(super) fn new(run: &NewRun, created_at: DateTime<Utc>) -> StoreResult<Self> {
         Ok(Self {
             id: run.id.0,
-            tenant: run.tenant.clone(),
+            tenant: run.tenant.clone().into_string(),
             crew_name: run.crew.name.clone(),
             spec: to_json("crew spec", &run.crew)?,
             inputs: to_json("inputs", &run.inputs)?,
@@ -606,8 +608,8 @@ pub(super) async fn insert_runs<R: std::borrow::Borrow<QueuedRun>>(
     .execute(&mut **tx)
     .await?;
     // Before the first events, which the webhooks may take.
-    let webhooks: Vec<(Uuid, &crate::domain::kickoff::RunWebhook)> =
-        runs.iter().flat_map(|r| r.borrow().webhooks.iter().map(|w| (r.borrow().id, w))).collect();
+    let webhooks: Vec<(RunId, &crate::domain::kickoff::RunWebhook)> =
+        runs.iter().flat_map(|r| r.borrow().webhooks.iter().map(|w| (RunId(r.borrow().id), w))).collect();
     super::webhooks::insert_run_webhooks(tx, &webhooks).await?;
     sqlx::query!(
         r#"INSERT INTO events (run_id, seq, type, data)

@@ -13,6 +13,8 @@ use super::{decode, parse, Audit, Store, StoreResult};
 use crate::domain::kickoff::NewRun;
 use crate::domain::schedule::{CatchUp, Overlap, Schedule, ScheduleTick, TickOutcome};
 use crate::domain::RunStatus;
+use crate::domain::ScheduleId;
+use crate::domain::TenantId;
 
 /// A schedule's settings as stored (the API's fields less its ids and times).
 #[derive(Debug, Clone)]
@@ -31,7 +33,7 @@ pub struct ScheduleFields {
 #[derive(Debug, Clone)]
 pub struct DueSchedule {
     pub id: Uuid,
-    pub tenant: String,
+    pub tenant: TenantId,
     pub cron: String,
     pub timezone: String,
     pub kickoff: Map<String, Value>,
@@ -101,7 +103,7 @@ impl Store {
     #[tracing::instrument(skip_all, err)]
     pub async fn create_schedule(
         &self,
-        tenant: &str,
+        tenant: &TenantId,
         fields: &ScheduleFields,
         audit: &Audit,
     ) -> StoreResult<Schedule> {
@@ -116,7 +118,7 @@ impl Store {
                RETURNING id, name, cron, timezone, kickoff, overlap, catch_up, enabled, next_run_at, last_tick_at,
                          created_at, updated_at"#,
             id,
-            tenant,
+            tenant.as_str(),
             fields.name,
             fields.cron,
             fields.timezone,
@@ -135,14 +137,14 @@ impl Store {
 
     /// One of the tenant's schedules.
     #[tracing::instrument(skip_all, fields(schedule_id = %id), err)]
-    pub async fn get_schedule(&self, tenant: &str, id: Uuid) -> StoreResult<Option<Schedule>> {
+    pub async fn get_schedule(&self, tenant: &TenantId, id: ScheduleId) -> StoreResult<Option<Schedule>> {
         let row = sqlx::query_as!(
             ScheduleRow,
             r#"SELECT id, name, cron, timezone, kickoff, overlap, catch_up, enabled, next_run_at, last_tick_at,
                       created_at, updated_at
                  FROM schedules WHERE id = $1 AND tenant = $2"#,
-            id,
-            tenant
+            id.0,
+            tenant.as_str()
         )
         .fetch_optional(&self.pool)
         .await?;
@@ -153,8 +155,8 @@ impl Store {
     #[tracing::instrument(skip_all, err)]
     pub async fn list_schedules(
         &self,
-        tenant: &str,
-        before: Option<Uuid>,
+        tenant: &TenantId,
+        before: Option<ScheduleId>,
         limit: i64,
     ) -> StoreResult<SchedulePage> {
         let rows = sqlx::query_as!(
@@ -162,8 +164,8 @@ impl Store {
             r#"SELECT id, name, cron, timezone, kickoff, overlap, catch_up, enabled, next_run_at, last_tick_at,
                       created_at, updated_at
                  FROM schedules WHERE tenant = $1 AND id < $2 ORDER BY id DESC LIMIT $3"#,
-            tenant,
-            before.unwrap_or(Uuid::max()),
+            tenant.as_str(),
+            before.unwrap_or(ScheduleId(Uuid::max())).0,
             limit + 1
         )
         .fetch_all(&self.pool)
@@ -180,8 +182,8 @@ impl Store {
     #[tracing::instrument(skip_all, fields(schedule_id = %id), err)]
     pub async fn update_schedule(
         &self,
-        tenant: &str,
-        id: Uuid,
+        tenant: &TenantId,
+        id: ScheduleId,
         fields: &ScheduleFields,
         audit: &Audit,
     ) -> StoreResult<Option<Schedule>> {
@@ -195,8 +197,8 @@ impl Store {
                 WHERE id = $1 AND tenant = $2
             RETURNING id, name, cron, timezone, kickoff, overlap, catch_up, enabled, next_run_at, last_tick_at,
                       created_at, updated_at"#,
-            id,
-            tenant,
+            id.0,
+            tenant.as_str(),
             fields.name,
             fields.cron,
             fields.timezone,
@@ -217,12 +219,18 @@ impl Store {
 
     /// Delete one of the tenant's schedules with its ticks (its runs stay); whether it existed.
     #[tracing::instrument(skip_all, fields(schedule_id = %id), err)]
-    pub async fn delete_schedule(&self, tenant: &str, id: Uuid, audit: &Audit) -> StoreResult<bool> {
+    pub async fn delete_schedule(
+        &self,
+        tenant: &TenantId,
+        id: ScheduleId,
+        audit: &Audit,
+    ) -> StoreResult<bool> {
         let mut tx = self.pool.begin().await?;
-        let deleted = sqlx::query!("DELETE FROM schedules WHERE id = $1 AND tenant = $2", id, tenant)
-            .execute(&mut *tx)
-            .await?
-            .rows_affected();
+        let deleted =
+            sqlx::query!("DELETE FROM schedules WHERE id = $1 AND tenant = $2", id.0, tenant.as_str())
+                .execute(&mut *tx)
+                .await?
+                .rows_affected();
         if deleted > 0 {
             audit.record_in(&mut tx, tenant, None).await?;
         }
@@ -235,7 +243,7 @@ impl Store {
     #[tracing::instrument(skip_all, fields(schedule_id = %id), err)]
     pub async fn schedule_ticks(
         &self,
-        id: Uuid,
+        id: ScheduleId,
         before: Option<DateTime<Utc>>,
         limit: i64,
     ) -> StoreResult<Vec<ScheduleTick>> {
@@ -244,7 +252,7 @@ impl Store {
                  FROM schedule_ticks AS t LEFT JOIN runs AS r ON r.id = t.run_id
                 WHERE t.schedule_id = $1 AND ($2::timestamptz IS NULL OR t.tick < $2)
                 ORDER BY t.tick DESC LIMIT $3"#,
-            id,
+            id.0,
             before,
             limit
         )
@@ -316,7 +324,7 @@ impl Store {
             }
             due.push(DueSchedule {
                 id,
-                tenant,
+                tenant: TenantId::from(tenant),
                 cron,
                 timezone,
                 kickoff: decode(kickoff, "schedules.kickoff")?,
@@ -334,7 +342,7 @@ impl Store {
     #[tracing::instrument(skip_all, fields(schedule_id = %id, ticks = ticks.len()), err)]
     pub async fn handle_ticks(
         &self,
-        id: Uuid,
+        id: ScheduleId,
         due: DateTime<Utc>,
         ticks: Vec<(DateTime<Utc>, TickAction)>,
         next: Option<DateTime<Utc>>,
@@ -342,7 +350,7 @@ impl Store {
         let mut tx = self.pool.begin().await?;
         let schedule = sqlx::query!(
             "SELECT overlap FROM schedules WHERE id = $1 AND enabled AND next_run_at = $2 FOR UPDATE SKIP LOCKED",
-            id,
+            id.0,
             due
         )
         .fetch_optional(&mut *tx)
@@ -357,12 +365,12 @@ impl Store {
             let (outcome, run_id, error) = match action {
                 TickAction::Missed => (TickOutcome::Missed, None, None),
                 TickAction::Failed(why) => (TickOutcome::Failed, None, Some(why)),
-                TickAction::Fire(run) => fire(&mut tx, id, overlap, &run).await?,
+                TickAction::Fire(run) => fire(&mut tx, id.0, overlap, &run).await?,
             };
             let outcome: &str = outcome.into();
             sqlx::query!(
                 "INSERT INTO schedule_ticks (schedule_id, tick, outcome, run_id, error) VALUES ($1, $2, $3, $4, $5)",
-                id,
+                id.0,
                 tick,
                 outcome,
                 run_id,
@@ -374,7 +382,7 @@ impl Store {
         sqlx::query!(
             r#"UPDATE schedules SET next_run_at = $2, last_tick_at = coalesce($3, last_tick_at), updated_at = now()
                 WHERE id = $1"#,
-            id,
+            id.0,
             next,
             last
         )

@@ -1,9 +1,10 @@
 //! Stored secrets: sealed values by tenant and name. The store keeps what [`crate::secrets`] sealed and never
 //! sees a value in the clear.
 
-use chrono::{DateTime, Utc};
-
-use super::{Audit, Store, StoreResult, UpsertOutcome};
+use super::{Audit, Store, StoreResult};
+use crate::domain::crew::UpsertOutcome;
+use crate::domain::secret::SecretInfo;
+use crate::domain::TenantId;
 
 /// A secret as it is stored: sealed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -14,20 +15,12 @@ pub struct SealedSecret {
     pub ciphertext: Vec<u8>,
 }
 
-/// What may be said of a secret: its name and times, never its value.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SecretInfo {
-    pub name: String,
-    pub created_at: DateTime<Utc>,
-    pub updated_at: DateTime<Utc>,
-}
-
 impl Store {
     /// Create or replace the secret `name`.
     #[tracing::instrument(skip_all, fields(secret = %name), err)]
     pub async fn put_secret(
         &self,
-        tenant: &str,
+        tenant: &TenantId,
         name: &str,
         sealed: &SealedSecret,
         audit: &Audit,
@@ -43,7 +36,7 @@ impl Store {
             sealed.key_id,
             sealed.nonce,
             sealed.ciphertext,
-            tenant
+            tenant.as_str()
         )
         .fetch_one(&mut *tx)
         .await?;
@@ -55,11 +48,11 @@ impl Store {
 
     /// The sealed value of `name`.
     #[tracing::instrument(skip_all, fields(secret = %name), err)]
-    pub async fn get_secret(&self, tenant: &str, name: &str) -> StoreResult<Option<SealedSecret>> {
+    pub async fn get_secret(&self, tenant: &TenantId, name: &str) -> StoreResult<Option<SealedSecret>> {
         let row = sqlx::query_as!(
             SealedSecret,
             "SELECT key_id, nonce, ciphertext FROM secrets WHERE tenant = $1 AND name = $2",
-            tenant,
+            tenant.as_str(),
             name
         )
         .fetch_optional(&self.pool)
@@ -69,11 +62,11 @@ impl Store {
 
     /// Every secret's name and times, by name.
     #[tracing::instrument(skip_all, err)]
-    pub async fn list_secrets(&self, tenant: &str) -> StoreResult<Vec<SecretInfo>> {
+    pub async fn list_secrets(&self, tenant: &TenantId) -> StoreResult<Vec<SecretInfo>> {
         let rows = sqlx::query_as!(
             SecretInfo,
             "SELECT name, created_at, updated_at FROM secrets WHERE tenant = $1 ORDER BY name",
-            tenant
+            tenant.as_str()
         )
         .fetch_all(&self.pool)
         .await?;
@@ -82,13 +75,13 @@ impl Store {
 
     /// Those of `names` that are not stored, in the order given.
     #[tracing::instrument(skip_all, err)]
-    pub async fn missing_secrets(&self, tenant: &str, names: &[String]) -> StoreResult<Vec<String>> {
+    pub async fn missing_secrets(&self, tenant: &TenantId, names: &[String]) -> StoreResult<Vec<String>> {
         if names.is_empty() {
             return Ok(Vec::new());
         }
         let found = sqlx::query_scalar!(
             "SELECT name FROM secrets WHERE tenant = $1 AND name = ANY($2)",
-            tenant,
+            tenant.as_str(),
             names
         )
         .fetch_all(&self.pool)
@@ -98,11 +91,12 @@ impl Store {
 
     /// Remove a secret; `false` if there was none.
     #[tracing::instrument(skip_all, fields(secret = %name), err)]
-    pub async fn delete_secret(&self, tenant: &str, name: &str, audit: &Audit) -> StoreResult<bool> {
+    pub async fn delete_secret(&self, tenant: &TenantId, name: &str, audit: &Audit) -> StoreResult<bool> {
         let mut tx = self.pool.begin().await?;
-        let deleted = sqlx::query!("DELETE FROM secrets WHERE tenant = $1 AND name = $2", tenant, name)
-            .execute(&mut *tx)
-            .await?;
+        let deleted =
+            sqlx::query!("DELETE FROM secrets WHERE tenant = $1 AND name = $2", tenant.as_str(), name)
+                .execute(&mut *tx)
+                .await?;
         if deleted.rows_affected() == 0 {
             tx.rollback().await?;
             return Ok(false);

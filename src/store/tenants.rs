@@ -9,15 +9,11 @@ use uuid::Uuid;
 use super::audit::Audit;
 use super::{Store, StoreResult};
 use crate::domain::kickoff::NewRun;
+use crate::domain::tenant::KeyRecord;
+use crate::domain::tenant::TenantRecord;
+use crate::domain::KeyId;
+use crate::domain::TenantId;
 use crate::domain::{QueueFull, QuotaPatch, Quotas};
-
-/// A tenant and its quotas.
-#[derive(Debug, Clone, PartialEq)]
-pub struct TenantRecord {
-    pub name: String,
-    pub created_at: DateTime<Utc>,
-    pub quotas: Quotas,
-}
 
 /// What a tenant has in the queue and in flight, and spent today (UTC; counted while it has a
 /// daily cap).
@@ -58,25 +54,11 @@ fn db_tokens(n: Option<u64>) -> Option<i64> {
     n.map(|n| i64::try_from(n).unwrap_or(i64::MAX))
 }
 
-/// An API key as it may be shown: never its text.
-#[derive(Debug, Clone, PartialEq)]
-pub struct KeyRecord {
-    pub id: Uuid,
-    pub tenant: String,
-    pub name: String,
-    /// The key's first characters, to tell keys apart (not secret).
-    pub prefix: String,
-    pub scopes: Vec<String>,
-    pub created_at: DateTime<Utc>,
-    pub last_used_at: Option<DateTime<Utc>>,
-    pub expires_at: Option<DateTime<Utc>>,
-}
-
 /// A key to store: its digest, never its text.
 #[derive(Debug, Clone)]
 pub struct NewKey {
     pub id: Uuid,
-    pub tenant: String,
+    pub tenant: TenantId,
     pub name: String,
     pub prefix: String,
     pub digest: Vec<u8>,
@@ -87,7 +69,7 @@ pub struct NewKey {
 /// What the database says now of a key an open stream was opened with (and of its tenant).
 #[derive(Debug, Clone, PartialEq)]
 pub struct KeyStanding {
-    pub id: Uuid,
+    pub id: KeyId,
     /// The key's row exists (a revoked key keeps its row).
     pub exists: bool,
     pub revoked: bool,
@@ -100,7 +82,7 @@ pub struct KeyStanding {
 #[derive(Debug, Clone)]
 pub struct KeyCandidate {
     pub id: Uuid,
-    pub tenant: String,
+    pub tenant: TenantId,
     pub digest: Vec<u8>,
     pub scopes: Vec<String>,
     pub expires_at: Option<DateTime<Utc>>,
@@ -111,7 +93,7 @@ impl Store {
     #[tracing::instrument(skip_all, fields(tenant = %name), err)]
     pub async fn create_tenant(
         &self,
-        name: &str,
+        name: &TenantId,
         quotas: &Quotas,
         audit: &Audit,
     ) -> StoreResult<Option<TenantRecord>> {
@@ -121,7 +103,7 @@ impl Store {
             r#"INSERT INTO tenants (name, max_running, max_queued, max_tokens_per_day, max_cost_usd_per_day)
                VALUES ($1, $2, $3, $4, $5) ON CONFLICT (name) DO NOTHING
                RETURNING name, created_at, max_running, max_queued, max_tokens_per_day, max_cost_usd_per_day"#,
-            name,
+            name.as_str(),
             db_count(quotas.max_running),
             db_count(quotas.max_queued),
             db_tokens(quotas.max_tokens_per_day),
@@ -141,7 +123,7 @@ impl Store {
     #[tracing::instrument(skip_all, fields(tenant = %name), err)]
     pub async fn update_tenant_quotas(
         &self,
-        name: &str,
+        name: &TenantId,
         patch: &QuotaPatch,
         audit: &Audit,
     ) -> StoreResult<Option<TenantRecord>> {
@@ -155,7 +137,7 @@ impl Store {
                       max_cost_usd_per_day = CASE WHEN $8 THEN $9 ELSE max_cost_usd_per_day END
                 WHERE name = $1
             RETURNING name, created_at, max_running, max_queued, max_tokens_per_day, max_cost_usd_per_day"#,
-            name,
+            name.as_str(),
             patch.max_running.is_some(),
             db_count(patch.max_running.flatten()),
             patch.max_queued.is_some(),
@@ -182,7 +164,7 @@ impl Store {
                      FROM runs
                     WHERE tenant = $1 AND created_at >= (now() AT TIME ZONE 'UTC')::date::timestamp AT TIME ZONE 'UTC'
                    ON CONFLICT (tenant, day) DO NOTHING"#,
-                name
+                name.as_str()
             )
             .execute(&mut *tx)
             .await?;
@@ -207,12 +189,12 @@ impl Store {
 
     /// The tenant of this name.
     #[tracing::instrument(skip_all, fields(tenant = %name), err)]
-    pub async fn get_tenant(&self, name: &str) -> StoreResult<Option<TenantRecord>> {
+    pub async fn get_tenant(&self, name: &TenantId) -> StoreResult<Option<TenantRecord>> {
         let row = sqlx::query_as!(
             TenantRow,
             r#"SELECT name, created_at, max_running, max_queued, max_tokens_per_day, max_cost_usd_per_day
                  FROM tenants WHERE name = $1"#,
-            name
+            name.as_str()
         )
         .fetch_optional(&self.pool)
         .await?;
@@ -221,7 +203,7 @@ impl Store {
 
     /// What a tenant has running and queued, and its ledger's spend today.
     #[tracing::instrument(skip_all, fields(tenant = %name), err)]
-    pub async fn tenant_load(&self, name: &str) -> StoreResult<TenantLoad> {
+    pub async fn tenant_load(&self, name: &TenantId) -> StoreResult<TenantLoad> {
         let row = sqlx::query!(
             r#"SELECT (SELECT count(*) FROM runs WHERE tenant = $1 AND status IN ('running', 'cancelling')) AS "running!",
                       (SELECT count(*) FROM runs WHERE tenant = $1 AND status = 'queued')
@@ -229,7 +211,7 @@ impl Store {
                       coalesce(s.tokens, 0) AS "tokens!", coalesce(s.cost_usd, 0) AS "cost_usd!"
                  FROM (SELECT 1) AS one
                  LEFT JOIN tenant_spend AS s ON s.tenant = $1 AND s.day = (now() AT TIME ZONE 'UTC')::date"#,
-            name
+            name.as_str()
         )
         .fetch_one(&self.pool)
         .await?;
@@ -243,11 +225,11 @@ impl Store {
 
     /// What a tenant's ledger says it spent today (UTC): tokens and US dollars.
     #[tracing::instrument(skip_all, fields(tenant = %name), err)]
-    pub async fn spent_today(&self, name: &str) -> StoreResult<(u64, f64)> {
+    pub async fn spent_today(&self, name: &TenantId) -> StoreResult<(u64, f64)> {
         let row = sqlx::query!(
             r#"SELECT tokens, cost_usd FROM tenant_spend
                 WHERE tenant = $1 AND day = (now() AT TIME ZONE 'UTC')::date"#,
-            name
+            name.as_str()
         )
         .fetch_optional(&self.pool)
         .await?;
@@ -264,7 +246,7 @@ impl Store {
                VALUES ($1, $2, $3, $4, $5, $6, $7)
                RETURNING id, tenant, name, prefix, scopes, created_at, last_used_at, expires_at"#,
             key.id,
-            key.tenant,
+            key.tenant.as_str(),
             key.name,
             key.prefix,
             key.digest,
@@ -280,13 +262,13 @@ impl Store {
 
     /// Keys not revoked (of `tenant`, or every tenant's), oldest first.
     #[tracing::instrument(skip_all, err)]
-    pub async fn list_keys(&self, tenant: Option<&str>) -> StoreResult<Vec<KeyRecord>> {
+    pub async fn list_keys(&self, tenant: Option<&TenantId>) -> StoreResult<Vec<KeyRecord>> {
         Ok(sqlx::query_as!(
             KeyRecord,
             r#"SELECT id, tenant, name, prefix, scopes, created_at, last_used_at, expires_at
                  FROM api_keys WHERE revoked_at IS NULL AND ($1::text IS NULL OR tenant = $1)
                 ORDER BY created_at, id"#,
-            tenant
+            tenant.map(TenantId::as_str)
         )
         .fetch_all(&self.pool)
         .await?)
@@ -294,19 +276,19 @@ impl Store {
 
     /// Revoke a key (of `tenant`, or any tenant's); `false` when there is no such live key.
     #[tracing::instrument(skip_all, fields(key = %id), err)]
-    pub async fn revoke_key(&self, id: Uuid, tenant: Option<&str>, audit: &Audit) -> StoreResult<bool> {
+    pub async fn revoke_key(&self, id: KeyId, tenant: Option<&TenantId>, audit: &Audit) -> StoreResult<bool> {
         let mut tx = self.pool.begin().await?;
         let revoked = sqlx::query_scalar!(
             r#"UPDATE api_keys SET revoked_at = now()
                 WHERE id = $1 AND revoked_at IS NULL AND ($2::text IS NULL OR tenant = $2)
             RETURNING tenant"#,
-            id,
-            tenant
+            id.0,
+            tenant.map(TenantId::as_str)
         )
         .fetch_optional(&mut *tx)
         .await?;
-        if let Some(owner) = &revoked {
-            audit.record_in(&mut tx, owner, None).await?;
+        if let Some(owner) = revoked.clone() {
+            audit.record_in(&mut tx, &TenantId::from(owner), None).await?;
         }
         tx.commit().await?;
         Ok(revoked.is_some())
@@ -328,16 +310,16 @@ impl Store {
     /// How keys stand now (`ids[i]` read with tenant `tenants[i]`), all in one query: one row per
     /// key asked about, whether or not it still exists.
     #[tracing::instrument(skip_all, fields(keys = ids.len()), err)]
-    pub async fn key_standings(&self, ids: &[Uuid], tenants: &[String]) -> StoreResult<Vec<KeyStanding>> {
+    pub async fn key_standings(&self, ids: &[KeyId], tenants: &[TenantId]) -> StoreResult<Vec<KeyStanding>> {
         Ok(sqlx::query_as!(
             KeyStanding,
-            r#"SELECT w.id AS "id!", k.id IS NOT NULL AS "exists!", k.revoked_at IS NOT NULL AS "revoked!",
+            r#"SELECT w.id AS "id!: KeyId", k.id IS NOT NULL AS "exists!", k.revoked_at IS NOT NULL AS "revoked!",
                       k.expires_at, t.name IS NOT NULL AS "tenant_exists!"
                  FROM unnest($1::uuid[], $2::text[]) AS w (id, tenant)
                  LEFT JOIN api_keys AS k ON k.id = w.id
                  LEFT JOIN tenants AS t ON t.name = w.tenant"#,
-            ids,
-            tenants
+            ids as &[KeyId],
+            tenants as &[TenantId]
         )
         .fetch_all(&self.pool)
         .await?)
@@ -356,11 +338,11 @@ impl Store {
 
     /// Note that a key was used (at most about once a minute per key).
     #[tracing::instrument(skip_all, fields(key = %id), err)]
-    pub async fn touch_key(&self, id: Uuid) -> StoreResult<()> {
+    pub async fn touch_key(&self, id: KeyId) -> StoreResult<()> {
         sqlx::query!(
             r#"UPDATE api_keys SET last_used_at = now()
                 WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')"#,
-            id
+            id.0
         )
         .execute(&self.pool)
         .await?;
@@ -420,7 +402,12 @@ pub(super) async fn admit_kickoffs(
             let Some((tenant, max, adding)) = limit else { return Ok(()) };
             let count = queued.entry(tenant.to_owned()).or_default();
             if count.saturating_add(adding as i64) > i64::from(max) {
-                return Err(QueueFull { tenant: tenant.to_owned(), queued: *count, max, adding });
+                return Err(QueueFull {
+                    tenant: TenantId::from(tenant.to_owned()),
+                    queued: *count,
+                    max,
+                    adding,
+                });
             }
             *count += adding as i64;
             Ok(())
@@ -435,17 +422,20 @@ pub(super) async fn admit_kickoffs(
 /// this lock before any thread's row lock.
 pub(super) async fn hold_tenant_queue(
     tx: &mut Transaction<'_, Postgres>,
-    tenant: &str,
+    tenant: &TenantId,
     max: u32,
     adding: usize,
 ) -> StoreResult<Result<(), QueueFull>> {
-    sqlx::query!("SELECT pg_advisory_xact_lock(hashtextextended('agentd.tenant.queued:' || $1, 0))", tenant)
-        .execute(&mut **tx)
-        .await?;
+    sqlx::query!(
+        "SELECT pg_advisory_xact_lock(hashtextextended('agentd.tenant.queued:' || $1, 0))",
+        tenant.as_str()
+    )
+    .execute(&mut **tx)
+    .await?;
     let queued = sqlx::query_scalar!(
         r#"SELECT (SELECT count(*) FROM runs WHERE tenant = $1 AND status = 'queued')
                 + (SELECT count(*) FROM runs WHERE tenant = $1 AND status = 'waiting') AS "n!""#,
-        tenant
+        tenant.as_str()
     )
     .fetch_one(&mut **tx)
     .await?;

@@ -21,6 +21,8 @@ use crate::domain::thread::{
     render_history, MultitaskStrategy, PastRun, Thread, ThreadJoin, ThreadRun, ThreadStatus,
     MAX_THREAD_RUNS_SHOWN,
 };
+use crate::domain::TenantId;
+use crate::domain::ThreadId;
 use crate::domain::{RunId, RunStatus, TaskOutput};
 
 /// What a kickoff into a thread did.
@@ -67,7 +69,7 @@ impl Store {
     #[tracing::instrument(skip_all, err)]
     pub async fn create_thread(
         &self,
-        tenant: &str,
+        tenant: &TenantId,
         metadata: &Map<String, Value>,
         audit: &Audit,
     ) -> StoreResult<Thread> {
@@ -77,7 +79,7 @@ impl Store {
             r#"INSERT INTO threads (id, tenant, metadata) VALUES ($1, $2, $3)
                RETURNING created_at, updated_at"#,
             id,
-            tenant,
+            tenant.as_str(),
             Value::Object(metadata.clone())
         )
         .fetch_one(&mut *tx)
@@ -101,11 +103,11 @@ impl Store {
     #[tracing::instrument(skip_all, err)]
     pub async fn conversation_thread(
         &self,
-        tenant: &str,
-        named: Option<Uuid>,
-        derived: Uuid,
+        tenant: &TenantId,
+        named: Option<ThreadId>,
+        derived: ThreadId,
         metadata: &Map<String, Value>,
-    ) -> StoreResult<Option<Uuid>> {
+    ) -> StoreResult<Option<ThreadId>> {
         let row = sqlx::query!(
             r#"WITH own AS (SELECT id FROM threads WHERE id = $1 AND tenant = $2),
                     made AS (INSERT INTO threads (id, tenant, metadata)
@@ -114,30 +116,30 @@ impl Store {
                SELECT (SELECT id FROM own) AS own,
                       (SELECT tenant FROM made) AS made,
                       (SELECT tenant FROM threads WHERE id = $3) AS found"#,
-            named,
-            tenant,
-            derived,
+            named.map(uuid::Uuid::from),
+            tenant.as_str(),
+            derived.0,
             Value::Object(metadata.clone())
         )
         .fetch_one(&self.pool)
         .await?;
         if let Some(own) = row.own {
-            return Ok(Some(own));
+            return Ok(Some(ThreadId(own)));
         }
         let owner = match row.made.or(row.found) {
             Some(owner) => owner,
             // Another request created it after this statement's snapshot was taken: read again.
-            None => sqlx::query_scalar!("SELECT tenant FROM threads WHERE id = $1", derived)
+            None => sqlx::query_scalar!("SELECT tenant FROM threads WHERE id = $1", derived.0)
                 .fetch_optional(&self.pool)
                 .await?
                 .unwrap_or_default(),
         };
-        Ok((owner == tenant).then_some(derived))
+        Ok((owner == tenant.as_str()).then_some(derived))
     }
 
     /// One of the tenant's threads, with its newest runs (oldest first).
     #[tracing::instrument(skip_all, fields(thread_id = %id), err)]
-    pub async fn get_thread(&self, tenant: &str, id: Uuid) -> StoreResult<Option<Thread>> {
+    pub async fn get_thread(&self, tenant: &TenantId, id: ThreadId) -> StoreResult<Option<Thread>> {
         let row = sqlx::query!(
             r#"SELECT metadata, created_at, updated_at,
                       (SELECT coalesce(jsonb_agg(jsonb_build_object(
@@ -147,8 +149,8 @@ impl Store {
                                 WHERE thread_id = threads.id ORDER BY created_at DESC, id DESC LIMIT $3) AS r)
                         AS "runs!"
                  FROM threads WHERE id = $1 AND tenant = $2"#,
-            id,
-            tenant,
+            id.0,
+            tenant.as_str(),
             MAX_THREAD_RUNS_SHOWN
         )
         .fetch_optional(&self.pool)
@@ -174,9 +176,9 @@ impl Store {
             })
             .collect::<StoreResult<Vec<_>>>()?;
         // The newest 100 may leave out an older unfinished run: ask the index.
-        let busy = runs.iter().any(|r| !r.status.is_terminal()) || self.thread_busy(id).await?;
+        let busy = runs.iter().any(|r| !r.status.is_terminal()) || self.thread_busy(id.0).await?;
         Ok(Some(Thread {
-            id,
+            id: id.0,
             metadata: decode(row.metadata, "threads.metadata")?,
             status: if busy { ThreadStatus::Busy } else { ThreadStatus::Idle },
             created_at: row.created_at,
@@ -201,12 +203,12 @@ impl Store {
     #[tracing::instrument(skip_all, err)]
     pub async fn list_threads(
         &self,
-        tenant: &str,
+        tenant: &TenantId,
         metadata: Option<&Map<String, Value>>,
-        before: Option<Uuid>,
+        before: Option<ThreadId>,
         limit: i64,
     ) -> StoreResult<ThreadPage> {
-        let before = before.unwrap_or(Uuid::max());
+        let before = before.unwrap_or(ThreadId(Uuid::max()));
         let filter = metadata.map(|m| Value::Object(m.clone()));
         let rows = sqlx::query!(
             r#"SELECT id, metadata, created_at, updated_at,
@@ -214,8 +216,8 @@ impl Store {
                  FROM threads
                 WHERE tenant = $1 AND id < $2 AND ($3::jsonb IS NULL OR metadata @> $3)
                 ORDER BY id DESC LIMIT $4"#,
-            tenant,
-            before,
+            tenant.as_str(),
+            before.0,
             filter,
             limit + 1,
             &UNFINISHED.map(String::from)
@@ -244,12 +246,17 @@ impl Store {
     /// Delete one of the tenant's threads with its runs (and their journals), unless one of them
     /// is running (or being cancelled).
     #[tracing::instrument(skip_all, fields(thread_id = %id), err)]
-    pub async fn delete_thread(&self, tenant: &str, id: Uuid, audit: &Audit) -> StoreResult<ThreadDeleted> {
+    pub async fn delete_thread(
+        &self,
+        tenant: &TenantId,
+        id: ThreadId,
+        audit: &Audit,
+    ) -> StoreResult<ThreadDeleted> {
         let mut tx = self.pool.begin().await?;
         let found = sqlx::query_scalar!(
             "SELECT id FROM threads WHERE id = $1 AND tenant = $2 FOR UPDATE",
-            id,
-            tenant
+            id.0,
+            tenant.as_str()
         )
         .fetch_optional(&mut *tx)
         .await?;
@@ -259,7 +266,7 @@ impl Store {
         // Locked: a claim (SKIP LOCKED) passes them by.
         let runs = sqlx::query!(
             "SELECT id, status FROM runs WHERE thread_id = $1 ORDER BY created_at, id FOR UPDATE",
-            id
+            id.0
         )
         .fetch_all(&mut *tx)
         .await?;
@@ -269,7 +276,7 @@ impl Store {
         let ids: Vec<Uuid> = runs.iter().map(|r| r.id).collect();
         audit.record_in(&mut tx, tenant, None).await?;
         sqlx::query!("SELECT agentd_remove_runs($1)", &ids).fetch_one(&mut *tx).await?;
-        sqlx::query!("DELETE FROM threads WHERE id = $1", id).execute(&mut *tx).await?;
+        sqlx::query!("DELETE FROM threads WHERE id = $1", id.0).execute(&mut *tx).await?;
         tx.commit().await?;
         Ok(ThreadDeleted::Deleted { runs: ids.len() as u64 })
     }
@@ -310,7 +317,7 @@ impl Store {
         let row = QueuedRun::new(run, created_at)?;
         let mut tx = self.pool.begin().await?;
         if let Some(key) = key {
-            if !claim_idempotency_key(&mut tx, key, &[run.id.0]).await? {
+            if !claim_idempotency_key(&mut tx, key, &[RunId(run.id.0)]).await? {
                 tx.rollback().await?;
                 let earlier = self.find_idempotent_runs(key).await?.unwrap_or(Created::KeyConflict);
                 return Ok(ThreadKickoff::Created(earlier));
@@ -400,7 +407,7 @@ pub(super) async fn insert_in_thread(
     let thread = sqlx::query_scalar!(
         "SELECT id FROM threads WHERE id = $1 AND tenant = $2 FOR UPDATE",
         join.thread_id,
-        run.tenant
+        run.tenant.as_str()
     )
     .fetch_optional(&mut **tx)
     .await?;

@@ -10,6 +10,9 @@ use uuid::Uuid;
 
 use super::{Store, StoreError, StoreResult};
 use crate::domain::knowledge::KnowledgeHit;
+use crate::domain::BaseId;
+use crate::domain::RunId;
+use crate::domain::TenantId;
 
 /// Chunks a vector search considers per query at most (pgvector's `hnsw.ef_search`).
 const EF_SEARCH: u32 = 100;
@@ -76,14 +79,14 @@ impl Store {
     }
 
     /// The HNSW index of base `base_id`'s vectors of length `dims` (made once).
-    pub async fn ensure_vector_index(&self, base_id: Uuid, dims: i32) -> StoreResult<()> {
+    pub async fn ensure_vector_index(&self, base_id: BaseId, dims: i32) -> StoreResult<()> {
         let mut tx = self.pool.begin().await?;
         sqlx::query("SELECT pg_advisory_xact_lock(hashtext('agentd_knowledge_vectors'))")
             .execute(&mut *tx)
             .await?;
         let statement = format!(
             "CREATE INDEX IF NOT EXISTS {} ON knowledge_vectors USING hnsw ((embedding::vector({dims})) vector_cosine_ops) WHERE base_id = '{base_id}'",
-            index_name(base_id)
+            index_name(base_id.0)
         );
         sqlx::query(&statement).execute(&mut *tx).await?;
         sqlx::query("UPDATE knowledge_bases SET dims = $2 WHERE id = $1 AND dims IS NULL")
@@ -96,8 +99,8 @@ impl Store {
     }
 
     /// Drop a deleted base's vector index.
-    pub async fn drop_vector_index(&self, base_id: Uuid) -> StoreResult<()> {
-        sqlx::query(&format!("DROP INDEX IF EXISTS {}", index_name(base_id))).execute(&self.pool).await?;
+    pub async fn drop_vector_index(&self, base_id: BaseId) -> StoreResult<()> {
+        sqlx::query(&format!("DROP INDEX IF EXISTS {}", index_name(base_id.0))).execute(&self.pool).await?;
         Ok(())
     }
 
@@ -105,7 +108,7 @@ impl Store {
     /// similarity, through the base's index.
     pub async fn search_vectors(
         &self,
-        base_id: Uuid,
+        base_id: BaseId,
         dims: i32,
         query: &[f32],
         k: i64,
@@ -182,12 +185,12 @@ impl Store {
     /// similarity, nearest first.
     pub async fn nearest_memories(
         &self,
-        tenant: &str,
+        tenant: &TenantId,
         scope: &str,
         model: &str,
         query: &[f32],
         k: i64,
-        run_id: Uuid,
+        run_id: RunId,
     ) -> StoreResult<Vec<(Uuid, f64)>> {
         let rows = sqlx::query(
             "SELECT m.id, (1 - (v.embedding <=> $4::vector))::float8 AS score

@@ -10,25 +10,11 @@ use uuid::Uuid;
 
 use super::{parse, Audit, Owner, Store, StoreResult};
 use crate::domain::kickoff::RunWebhook;
+use crate::domain::webhook::Delivery;
+use crate::domain::webhook::WebhookEndpoint;
+use crate::domain::TenantId;
+use crate::domain::WebhookId;
 use crate::domain::{Event, RunId};
-
-/// A registered endpoint, or one of a run's (a kickoff's `webhooks`).
-#[derive(Debug, Clone, PartialEq)]
-pub struct WebhookEndpoint {
-    pub id: Uuid,
-    pub url: String,
-    pub events: Vec<String>,
-    pub crew: Option<String>,
-    /// The run it belongs to (a kickoff's webhook); `None`: registered.
-    pub run_id: Option<RunId>,
-    pub description: String,
-    pub enabled: bool,
-    pub disabled_reason: Option<String>,
-    /// Until when the rotated-out secret signs too.
-    pub previous_secret_until: Option<DateTime<Utc>>,
-    pub created_at: DateTime<Utc>,
-    pub updated_at: DateTime<Utc>,
-}
 
 /// A new registered endpoint.
 #[derive(Debug, Clone)]
@@ -50,25 +36,6 @@ pub struct EndpointPatch {
     pub events: Option<Vec<String>>,
     pub enabled: Option<bool>,
     pub description: Option<String>,
-}
-
-/// One delivery of one event to one endpoint.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Delivery {
-    pub id: i64,
-    pub endpoint_id: Uuid,
-    pub run_id: RunId,
-    pub seq: i64,
-    pub event_type: String,
-    /// `pending`, `delivered` or `failed`.
-    pub status: String,
-    pub attempts: i32,
-    pub next_attempt_at: Option<DateTime<Utc>>,
-    pub last_attempt_at: Option<DateTime<Utc>>,
-    pub last_status: Option<i32>,
-    pub last_error: Option<String>,
-    pub delivered_at: Option<DateTime<Utc>>,
-    pub created_at: DateTime<Utc>,
 }
 
 /// A page of an endpoint's deliveries, newest first.
@@ -167,7 +134,7 @@ impl From<EndpointRow> for WebhookEndpoint {
             updated_at,
         } = row;
         Self {
-            id,
+            id: WebhookId(id),
             url,
             events,
             crew,
@@ -203,7 +170,7 @@ impl From<DeliveryRow> for Delivery {
         let pending = row.status == "pending";
         Self {
             id: row.id,
-            endpoint_id: row.endpoint_id,
+            endpoint_id: WebhookId(row.endpoint_id),
             run_id: RunId(row.run_id),
             seq: row.seq,
             event_type: row.event_type,
@@ -230,12 +197,12 @@ fn interval(duration: Duration) -> sqlx::postgres::types::PgInterval {
 /// Store a kickoff's webhooks with its run (before its first event, which they may take).
 pub(super) async fn insert_run_webhooks(
     tx: &mut Transaction<'_, Postgres>,
-    webhooks: &[(Uuid, &RunWebhook)],
+    webhooks: &[(RunId, &RunWebhook)],
 ) -> StoreResult<()> {
     if webhooks.is_empty() {
         return Ok(());
     }
-    let runs: Vec<Uuid> = webhooks.iter().map(|(run, _)| *run).collect();
+    let runs: Vec<Uuid> = webhooks.iter().map(|(run, _)| run.0).collect();
     let ids: Vec<Uuid> = webhooks.iter().map(|(_, w)| w.id).collect();
     let urls: Vec<&str> = webhooks.iter().map(|(_, w)| w.url.as_str()).collect();
     let events: Vec<Value> = webhooks.iter().map(|(_, w)| Value::from(w.events.clone())).collect();
@@ -259,7 +226,7 @@ impl Store {
     #[tracing::instrument(skip_all, fields(endpoint = %endpoint.id), err)]
     pub async fn create_webhook(
         &self,
-        tenant: &str,
+        tenant: &TenantId,
         endpoint: &NewEndpoint,
         audit: &Audit,
     ) -> StoreResult<WebhookEndpoint> {
@@ -276,7 +243,7 @@ impl Store {
             endpoint.crew,
             endpoint.description,
             endpoint.salt,
-            tenant,
+            tenant.as_str(),
             endpoint.run_id.map(|run| run.0),
         )
         .fetch_one(&mut *tx)
@@ -288,17 +255,18 @@ impl Store {
 
     /// The tenant of an endpoint; `None` when there is no such endpoint.
     #[tracing::instrument(skip_all, fields(endpoint = %id), err)]
-    pub async fn webhook_tenant(&self, id: Uuid) -> StoreResult<Option<String>> {
-        Ok(sqlx::query_scalar!("SELECT tenant FROM webhook_endpoints WHERE id = $1", id)
+    pub async fn webhook_tenant(&self, id: WebhookId) -> StoreResult<Option<TenantId>> {
+        let tenant = sqlx::query_scalar!("SELECT tenant FROM webhook_endpoints WHERE id = $1", id.0)
             .fetch_optional(&self.pool)
-            .await?)
+            .await?;
+        Ok(tenant.map(TenantId::from))
     }
 
     /// Registered endpoints (oldest first; of `tenant`, or every tenant's), or a run's.
     #[tracing::instrument(skip_all, err)]
     pub async fn list_webhooks(
         &self,
-        tenant: Option<&str>,
+        tenant: Option<&TenantId>,
         run: Option<RunId>,
     ) -> StoreResult<Vec<WebhookEndpoint>> {
         let rows = sqlx::query_as!(
@@ -309,7 +277,7 @@ impl Store {
                 WHERE run_id IS NOT DISTINCT FROM $1 AND ($2::text IS NULL OR tenant = $2)
                 ORDER BY created_at, id"#,
             run.map(|r| r.0),
-            tenant,
+            tenant.map(TenantId::as_str),
         )
         .fetch_all(&self.pool)
         .await?;
@@ -317,13 +285,13 @@ impl Store {
     }
 
     #[tracing::instrument(skip_all, fields(endpoint = %id), err)]
-    pub async fn get_webhook(&self, id: Uuid) -> StoreResult<Option<WebhookEndpoint>> {
+    pub async fn get_webhook(&self, id: WebhookId) -> StoreResult<Option<WebhookEndpoint>> {
         let row = sqlx::query_as!(
             EndpointRow,
             r#"SELECT id, url, events, crew, run_id, description, enabled, disabled_reason,
                       previous_until, created_at, updated_at
                  FROM webhook_endpoints WHERE id = $1"#,
-            id,
+            id.0,
         )
         .fetch_optional(&self.pool)
         .await?;
@@ -335,7 +303,7 @@ impl Store {
     #[tracing::instrument(skip_all, fields(endpoint = %id), err)]
     pub async fn update_webhook(
         &self,
-        id: Uuid,
+        id: WebhookId,
         patch: &EndpointPatch,
         audit: &Audit,
     ) -> StoreResult<Option<WebhookEndpoint>> {
@@ -353,7 +321,7 @@ impl Store {
                 WHERE id = $1
             RETURNING id, url, events, crew, run_id, description, enabled, disabled_reason,
                       previous_until, created_at, updated_at"#,
-            id,
+            id.0,
             patch.events.as_deref(),
             patch.enabled,
             patch.description,
@@ -361,12 +329,12 @@ impl Store {
         .fetch_optional(&mut *tx)
         .await?;
         if row.is_some() && patch.enabled == Some(true) {
-            sqlx::query!("UPDATE webhook_queues SET next_attempt_at = now() WHERE endpoint_id = $1", id)
+            sqlx::query!("UPDATE webhook_queues SET next_attempt_at = now() WHERE endpoint_id = $1", id.0)
                 .execute(&mut *tx)
                 .await?;
         }
         if row.is_some() {
-            audit.record_for(&mut tx, Owner::Webhook(id)).await?;
+            audit.record_for(&mut tx, Owner::Webhook(id.0)).await?;
         }
         tx.commit().await?;
         Ok(row.map(WebhookEndpoint::from))
@@ -374,16 +342,16 @@ impl Store {
 
     /// Remove an endpoint with its deliveries; `false` if there was none.
     #[tracing::instrument(skip_all, fields(endpoint = %id), err)]
-    pub async fn delete_webhook(&self, id: Uuid, audit: &Audit) -> StoreResult<bool> {
+    pub async fn delete_webhook(&self, id: WebhookId, audit: &Audit) -> StoreResult<bool> {
         let mut tx = self.pool.begin().await?;
-        let owner = sqlx::query_scalar!("DELETE FROM webhook_endpoints WHERE id = $1 RETURNING tenant", id)
+        let owner = sqlx::query_scalar!("DELETE FROM webhook_endpoints WHERE id = $1 RETURNING tenant", id.0)
             .fetch_optional(&mut *tx)
             .await?;
         let Some(owner) = owner else {
             tx.rollback().await?;
             return Ok(false);
         };
-        audit.record_in(&mut tx, &owner, None).await?;
+        audit.record_in(&mut tx, &TenantId::from(owner), None).await?;
         tx.commit().await?;
         Ok(true)
     }
@@ -392,7 +360,7 @@ impl Store {
     #[tracing::instrument(skip_all, fields(endpoint = %id), err)]
     pub async fn rotate_webhook(
         &self,
-        id: Uuid,
+        id: WebhookId,
         salt: &[u8],
         grace: Duration,
         audit: &Audit,
@@ -405,14 +373,14 @@ impl Store {
                 WHERE id = $1 AND run_id IS NULL
             RETURNING id, url, events, crew, run_id, description, enabled, disabled_reason,
                       previous_until, created_at, updated_at"#,
-            id,
+            id.0,
             salt,
             interval(grace),
         )
         .fetch_optional(&mut *tx)
         .await?;
         if row.is_some() {
-            audit.record_for(&mut tx, Owner::Webhook(id)).await?;
+            audit.record_for(&mut tx, Owner::Webhook(id.0)).await?;
         }
         tx.commit().await?;
         Ok(row.map(WebhookEndpoint::from))
@@ -422,7 +390,7 @@ impl Store {
     #[tracing::instrument(skip_all, fields(endpoint = %endpoint), err)]
     pub async fn list_deliveries(
         &self,
-        endpoint: Uuid,
+        endpoint: WebhookId,
         before: Option<i64>,
         limit: i64,
     ) -> StoreResult<DeliveryPage> {
@@ -434,7 +402,7 @@ impl Store {
                  FROM webhook_deliveries d JOIN events e ON e.id = d.event_id
                 WHERE d.endpoint_id = $1 AND d.id < $2
                 ORDER BY d.id DESC LIMIT $3"#,
-            endpoint,
+            endpoint.0,
             before.unwrap_or(i64::MAX),
             limit + 1,
         )
@@ -451,7 +419,7 @@ impl Store {
     #[tracing::instrument(skip_all, fields(endpoint = %endpoint, delivery = id), err)]
     pub async fn retry_delivery(
         &self,
-        endpoint: Uuid,
+        endpoint: WebhookId,
         id: i64,
         audit: &Audit,
     ) -> StoreResult<Option<Delivery>> {
@@ -459,7 +427,7 @@ impl Store {
         let Some(before) = sqlx::query!(
             "SELECT run_id, status FROM webhook_deliveries WHERE id = $1 AND endpoint_id = $2 FOR UPDATE",
             id,
-            endpoint
+            endpoint.0
         )
         .fetch_optional(&mut *tx)
         .await?
@@ -477,7 +445,7 @@ impl Store {
             r#"INSERT INTO webhook_queues AS q (endpoint_id, run_id, pending) VALUES ($1, $2, $3)
                ON CONFLICT (endpoint_id, run_id)
                DO UPDATE SET pending = q.pending + excluded.pending, next_attempt_at = now()"#,
-            endpoint,
+            endpoint.0,
             before.run_id,
             added,
         )
@@ -493,7 +461,7 @@ impl Store {
         )
         .fetch_one(&mut *tx)
         .await?;
-        audit.record_for(&mut tx, Owner::Webhook(endpoint)).await?;
+        audit.record_for(&mut tx, Owner::Webhook(endpoint.0)).await?;
         tx.commit().await?;
         Ok(Some(row.into()))
     }
@@ -538,7 +506,7 @@ impl Store {
     #[tracing::instrument(level = "debug", skip_all, err)]
     pub async fn queued_deliveries(
         &self,
-        endpoint: Uuid,
+        endpoint: WebhookId,
         run_id: RunId,
         limit: i64,
     ) -> StoreResult<Vec<PendingDelivery>> {
@@ -550,7 +518,7 @@ impl Store {
                  LEFT JOIN runs r ON r.id = d.run_id
                 WHERE d.endpoint_id = $1 AND d.run_id = $2 AND d.status = 'pending'
                 ORDER BY d.seq LIMIT $3"#,
-            endpoint,
+            endpoint.0,
             run_id.0,
             limit,
         )
@@ -578,7 +546,7 @@ impl Store {
     #[tracing::instrument(level = "debug", skip_all, fields(delivered = delivered.len()), err)]
     pub async fn finish_webhook_queue(
         &self,
-        endpoint: Uuid,
+        endpoint: WebhookId,
         run_id: RunId,
         delivered: &[Delivered],
         failed: Option<&FailedAttempt>,
@@ -623,7 +591,7 @@ impl Store {
                 sqlx::query!(
                     r#"UPDATE webhook_endpoints SET enabled = false, disabled_reason = $2, updated_at = now()
                         WHERE id = $1"#,
-                    endpoint,
+                    endpoint.0,
                     reason,
                 )
                 .execute(&mut *tx)
@@ -634,7 +602,7 @@ impl Store {
             r#"UPDATE webhook_queues
                   SET pending = greatest(pending - $3, 0), lease_until = NULL, next_attempt_at = now() + $4
                 WHERE endpoint_id = $1 AND run_id = $2"#,
-            endpoint,
+            endpoint.0,
             run_id.0,
             done,
             interval(retry_in),
@@ -643,7 +611,7 @@ impl Store {
         .await?;
         sqlx::query!(
             "DELETE FROM webhook_queues WHERE endpoint_id = $1 AND run_id = $2 AND pending = 0",
-            endpoint,
+            endpoint.0,
             run_id.0
         )
         .execute(&mut *tx)

@@ -39,7 +39,9 @@ use opentelemetry_sdk::propagation::TraceContextPropagator;
 use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider};
 use sha2::{Digest, Sha256};
 
+use crate::domain::RunId;
 pub use crate::domain::RunTrace;
+use crate::domain::TenantId;
 pub use settings::{Sampler, TraceSettings};
 
 /// The installed tracing, if export is on.
@@ -246,18 +248,18 @@ pub struct Attempt<'a> {
     pub run_id: uuid::Uuid,
     pub attempt: i32,
     pub crew: &'a str,
-    pub tenant: &'a str,
+    pub tenant: &'a TenantId,
     pub trace: Option<&'a RunTrace>,
 }
 
 /// The span id of a run's attempt: derived, so the recoverer can end it for a dead replica.
-pub fn attempt_span_id(run_id: uuid::Uuid, attempt: i32) -> SpanId {
-    derived_span_id(&[run_id.as_bytes(), b"attempt", &attempt.to_be_bytes()])
+pub fn attempt_span_id(run_id: RunId, attempt: i32) -> SpanId {
+    derived_span_id(&[run_id.0.as_bytes(), b"attempt", &attempt.to_be_bytes()])
 }
 
 /// The span id of a task in a run's attempt.
-pub fn task_span_id(run_id: uuid::Uuid, attempt: i32, task: &str) -> SpanId {
-    derived_span_id(&[run_id.as_bytes(), b"task", &attempt.to_be_bytes(), task.as_bytes()])
+pub fn task_span_id(run_id: RunId, attempt: i32, task: &str) -> SpanId {
+    derived_span_id(&[run_id.0.as_bytes(), b"task", &attempt.to_be_bytes(), task.as_bytes()])
 }
 
 fn derived_span_id(parts: &[&[u8]]) -> SpanId {
@@ -281,13 +283,13 @@ fn attempt_builder(tracing: &Tracing, attempt: &Attempt<'_>) -> (opentelemetry::
         .tracer
         .span_builder(format!("invoke_workflow {}", attempt.crew))
         .with_kind(SpanKind::Internal)
-        .with_span_id(attempt_span_id(attempt.run_id, attempt.attempt))
+        .with_span_id(attempt_span_id(RunId(attempt.run_id), attempt.attempt))
         .with_attributes(vec![
             KeyValue::new("gen_ai.operation.name", "invoke_workflow"),
             KeyValue::new("gen_ai.workflow.name", attempt.crew.to_owned()),
             KeyValue::new("agentd.run.id", attempt.run_id.to_string()),
             KeyValue::new("agentd.run.attempt", i64::from(attempt.attempt)),
-            KeyValue::new("agentd.tenant", attempt.tenant.to_owned()),
+            KeyValue::new("agentd.tenant", attempt.tenant.to_string()),
         ]);
     if let Some(trace_id) = trace_id {
         builder = builder.with_trace_id(trace_id);
@@ -303,9 +305,9 @@ pub fn attempt(attempt: &Attempt<'_>) -> Option<Scope> {
 }
 
 /// A task being done by `agent`, beneath the current attempt.
-pub fn task(run_id: uuid::Uuid, attempt: i32, task: &str, agent: &str) -> Option<Scope> {
+pub fn task(run_id: RunId, attempt: i32, task: &str, agent: &str) -> Option<Scope> {
     let tracing = tracing()?;
-    Some(Scope::start(tracing, task_builder(tracing, run_id, attempt, task, agent), &Context::current()))
+    Some(Scope::start(tracing, task_builder(tracing, run_id.0, attempt, task, agent), &Context::current()))
 }
 
 fn task_builder(
@@ -319,7 +321,7 @@ fn task_builder(
         .tracer
         .span_builder(format!("invoke_agent {agent}"))
         .with_kind(SpanKind::Internal)
-        .with_span_id(task_span_id(run_id, attempt, task))
+        .with_span_id(task_span_id(RunId(run_id), attempt, task))
         .with_attributes(vec![
             KeyValue::new("gen_ai.operation.name", "invoke_agent"),
             KeyValue::new("gen_ai.agent.name", agent.to_owned()),
@@ -609,11 +611,11 @@ mod tests {
     #[test]
     fn derived_span_ids_differ_by_attempt_and_task_and_are_stable() {
         let run = uuid::Uuid::from_u128(7);
-        assert_eq!(attempt_span_id(run, 1), attempt_span_id(run, 1));
-        assert_ne!(attempt_span_id(run, 1), attempt_span_id(run, 2));
-        assert_ne!(task_span_id(run, 1, "a"), task_span_id(run, 1, "b"));
-        assert_ne!(task_span_id(run, 1, "a"), task_span_id(run, 2, "a"));
-        assert_ne!(attempt_span_id(run, 1), SpanId::INVALID);
+        assert_eq!(attempt_span_id(RunId(run), 1), attempt_span_id(RunId(run), 1));
+        assert_ne!(attempt_span_id(RunId(run), 1), attempt_span_id(RunId(run), 2));
+        assert_ne!(task_span_id(RunId(run), 1, "a"), task_span_id(RunId(run), 1, "b"));
+        assert_ne!(task_span_id(RunId(run), 1, "a"), task_span_id(RunId(run), 2, "a"));
+        assert_ne!(attempt_span_id(RunId(run), 1), SpanId::INVALID);
     }
 
     #[test]

@@ -11,6 +11,7 @@ pub mod secrets;
 use std::future::Future;
 use std::pin::Pin;
 
+use crate::domain::RunId;
 use serde::Serialize;
 use serde_json::{json, Value};
 use utoipa::ToSchema;
@@ -83,9 +84,9 @@ pub struct CallInfo {
 
 impl CallInfo {
     /// The call journaled under `key` in run `run_id`: a UUID (version 8) from a digest of both.
-    pub fn for_call(run_id: uuid::Uuid, key: &str) -> Self {
+    pub fn for_call(run_id: RunId, key: &str) -> Self {
         use sha2::{Digest, Sha256};
-        let digest = Sha256::digest([run_id.as_bytes().as_slice(), b"\0", key.as_bytes()].concat());
+        let digest = Sha256::digest([run_id.0.as_bytes().as_slice(), b"\0", key.as_bytes()].concat());
         let mut bytes = [0u8; 16];
         bytes.copy_from_slice(&digest[..16]);
         let id = uuid::Builder::from_custom_bytes(bytes).into_uuid();
@@ -176,10 +177,10 @@ mod tests {
     #[test]
     fn a_calls_idempotency_key_depends_on_its_run_and_journal_key_only() {
         let run = uuid::Uuid::now_v7();
-        let key = CallInfo::for_call(run, "t#1/c1").idempotency_key;
-        assert_eq!(key, CallInfo::for_call(run, "t#1/c1").idempotency_key);
-        assert_ne!(key, CallInfo::for_call(run, "t#1/c2").idempotency_key);
-        assert_ne!(key, CallInfo::for_call(uuid::Uuid::now_v7(), "t#1/c1").idempotency_key);
+        let key = CallInfo::for_call(RunId(run), "t#1/c1").idempotency_key;
+        assert_eq!(key, CallInfo::for_call(RunId(run), "t#1/c1").idempotency_key);
+        assert_ne!(key, CallInfo::for_call(RunId(run), "t#1/c2").idempotency_key);
+        assert_ne!(key, CallInfo::for_call(RunId(uuid::Uuid::now_v7()), "t#1/c1").idempotency_key);
         let parsed = uuid::Uuid::parse_str(&key).expect("a UUID");
         assert_eq!(parsed.get_version_num(), 8);
     }

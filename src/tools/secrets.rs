@@ -18,14 +18,14 @@ pub trait SecretSource: Send + Sync {
 
 /// Where each tenant's secrets come from: a run's tools read its own tenant's only.
 pub trait SecretStore: Send + Sync {
-    fn for_tenant(&self, tenant: &str) -> std::sync::Arc<dyn SecretSource>;
+    fn for_tenant(&self, tenant: &crate::domain::TenantId) -> std::sync::Arc<dyn SecretSource>;
 }
 
 /// No secrets: every reference fails (an engine without a vault, as in tests).
 pub struct NoSecrets;
 
 impl SecretStore for NoSecrets {
-    fn for_tenant(&self, _tenant: &str) -> std::sync::Arc<dyn SecretSource> {
+    fn for_tenant(&self, _tenant: &crate::domain::TenantId) -> std::sync::Arc<dyn SecretSource> {
         std::sync::Arc::new(NoSecrets)
     }
 }

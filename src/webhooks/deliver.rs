@@ -19,6 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::signing::{signature_header, EndpointSecret};
 use super::{SigningKey, WebhookSettings};
+use crate::domain::WebhookId;
 use crate::metrics::Metrics;
 use crate::outbound::egress::{EgressError, GuardedResolver};
 use crate::store::{
@@ -146,13 +147,14 @@ impl Deliverer {
     async fn deliver_queue(&self, queue: LeasedQueue) {
         let started = Instant::now();
         let LeasedQueue { target, run_id } = queue;
-        let pending = match self.store.queued_deliveries(target.endpoint_id, run_id, PER_LEASE).await {
-            Ok(pending) => pending,
-            Err(error) => {
-                tracing::warn!(%error, "webhooks: reading a queue failed; its lease will expire");
-                return;
-            }
-        };
+        let pending =
+            match self.store.queued_deliveries(WebhookId(target.endpoint_id), run_id, PER_LEASE).await {
+                Ok(pending) => pending,
+                Err(error) => {
+                    tracing::warn!(%error, "webhooks: reading a queue failed; its lease will expire");
+                    return;
+                }
+            };
         let mut secrets = vec![self.key.endpoint_secret(target.salt.as_deref())];
         if let Some(previous) = &target.previous_salt {
             secrets.push(self.key.endpoint_secret(Some(previous)));
@@ -175,8 +177,10 @@ impl Deliverer {
                 }
             }
         }
-        let recorded =
-            self.store.finish_webhook_queue(target.endpoint_id, run_id, &delivered, failed.as_ref()).await;
+        let recorded = self
+            .store
+            .finish_webhook_queue(WebhookId(target.endpoint_id), run_id, &delivered, failed.as_ref())
+            .await;
         if let Err(error) = recorded {
             tracing::warn!(%error, "webhooks: recording deliveries failed; they will be sent again");
         }

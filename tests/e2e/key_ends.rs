@@ -13,7 +13,7 @@ use reqwest::StatusCode;
 use serde_json::{json, Value};
 use sqlx::PgPool;
 
-use agentd::domain::{Quotas, Scope};
+use agentd::domain::{KeyId, Quotas, Scope, TenantId};
 use agentd::store::{Audit, KeyStanding, Store};
 use uuid::Uuid;
 
@@ -234,18 +234,19 @@ async fn the_protocols_streams_end_with_their_own_errors_when_their_key_ends(poo
 #[sqlx::test(migrator = "agentd::store::MIGRATOR")]
 async fn one_query_reads_how_every_watched_key_stands(pool: PgPool) {
     let store = Store::new(pool.clone());
-    let audit = Audit::new(None, "team-a", "key.create", "/v1/keys");
-    store.create_tenant("team-a", &Quotas::default(), &audit).await.expect("tenant");
+    let team = TenantId::from("team-a");
+    let audit = Audit::new(None, &team, "key.create", "/v1/keys");
+    store.create_tenant(&team, &Quotas::default(), &audit).await.expect("tenant");
     let issue =
-        |expires_at| agentd::service::issue_key(&store, "team-a", "k", &[Scope::Read], expires_at, &audit);
+        |expires_at| agentd::service::issue_key(&store, &team, "k", &[Scope::Read], expires_at, &audit);
     let live = issue(None).await.expect("key").record.id;
     let expiring = issue(Some(Utc::now() + chrono::TimeDelta::hours(1))).await.expect("key").record;
     let revoked = issue(None).await.expect("key").record.id;
     assert!(store.revoke_key(revoked, None, &audit).await.expect("revoke"));
     let (gone, orphan) = (Uuid::now_v7(), Uuid::now_v7());
 
-    let ids = [live, expiring.id, revoked, gone, orphan];
-    let tenants = ["team-a", "team-a", "team-a", "team-a", "team-z"].map(str::to_owned);
+    let ids = [live, expiring.id, revoked, KeyId(gone), KeyId(orphan)];
+    let tenants = ["team-a", "team-a", "team-a", "team-a", "team-z"].map(TenantId::from);
     let mut standings = store.key_standings(&ids, &tenants).await.expect("standings");
     standings.sort_by_key(|s| ids.iter().position(|id| *id == s.id));
     let standing = |id, exists, revoked, expires_at, tenant_exists| KeyStanding {
@@ -261,8 +262,8 @@ async fn one_query_reads_how_every_watched_key_stands(pool: PgPool) {
             standing(live, true, false, None, true),
             standing(expiring.id, true, false, expiring.expires_at, true),
             standing(revoked, true, true, None, true),
-            standing(gone, false, false, None, true),
-            standing(orphan, false, false, None, false),
+            standing(KeyId(gone), false, false, None, true),
+            standing(KeyId(orphan), false, false, None, false),
         ]
     );
 }

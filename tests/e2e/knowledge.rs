@@ -475,8 +475,8 @@ async fn an_interrupted_ingestion_is_taken_over_after_its_lease_and_the_first_at
         vectors: None,
         title: None,
     };
-    assert!(!store.finish_document(id, 1, &late).await.expect("finish"));
-    assert!(!store.fail_document(id, 1, "stale").await.expect("fail"));
+    assert!(!store.finish_document(agentd::domain::DocumentId(id), 1, &late).await.expect("finish"));
+    assert!(!store.fail_document(agentd::domain::DocumentId(id), 1, "stale").await.expect("fail"));
     let base = expect_json(app.get("/v1/knowledge/docs").await, StatusCode::OK).await;
     assert_eq!(base["chunks"], 3, "{base}");
     ingester.cancel();

@@ -381,7 +381,10 @@ async fn a_document_whose_replicas_died_twice_is_quarantined(pool: PgPool) {
     let deaths: Vec<(String, i32)> = leased.iter().map(|d| (d.id.to_string(), d.deaths)).collect();
     assert_eq!(deaths, [(ids[0].clone(), 2), (ids[1].clone(), 0)]);
     for document in &leased {
-        assert!(store.release_document(document.id, document.attempt).await.expect("release"));
+        assert!(store
+            .release_document(agentd::domain::DocumentId(document.id), document.attempt)
+            .await
+            .expect("release"));
     }
     let ingester = start_ingester(&pool, &config, Duration::from_secs(5));
     let quarantined = wait_document(&app, "docs", &ids[0]).await;

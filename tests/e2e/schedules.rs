@@ -62,6 +62,14 @@ async fn wait_ticks(app: &TestApp, id: &str, n: usize) -> Vec<Value> {
     }
 }
 
+/// Wait until the runs `ticks` kicked off have ended, so that the next tick finds none under way
+/// (under `overlap: skip` it would be skipped).
+async fn wait_runs_ended(app: &TestApp, ticks: &[Value]) {
+    for run in ticks.iter().filter_map(|tick| tick["run_id"].as_str()) {
+        crate::worker::wait_for(app, run, &["completed", "failed", "cancelled"]).await;
+    }
+}
+
 fn summary(ticks: &[Value]) -> Vec<(DateTime<Utc>, String)> {
     ticks
         .iter()
@@ -189,10 +197,10 @@ async fn ticks_follow_berlin_across_daylight_saving_changes(pool: PgPool) {
 
     // Spring forward: 02:30 does not exist on the 29th; it runs at 03:00 CEST, 01:00 UTC.
     clock.set(at("2026-03-28T01:30:01Z"));
-    wait_ticks(&app, &id, 1).await;
+    wait_runs_ended(&app, &wait_ticks(&app, &id, 1).await).await;
     assert_eq!(time_of(&schedule(&app, &id).await["next_run_at"]), Some(at("2026-03-29T01:00:00Z")));
     clock.set(at("2026-03-29T01:00:00Z"));
-    wait_ticks(&app, &id, 2).await;
+    wait_runs_ended(&app, &wait_ticks(&app, &id, 2).await).await;
     assert_eq!(
         time_of(&schedule(&app, &id).await["next_run_at"]),
         Some(at("2026-03-30T00:30:00Z")),

@@ -2,9 +2,10 @@
 
 use std::collections::BTreeSet;
 
+use agentd::domain::crew::UpsertOutcome;
 use agentd::domain::event::RunStarted;
 use agentd::domain::{CrewSpec, EventData, EventType, RunId};
-use agentd::store::{Created, IdempotencyKey, Store, StoreError, UpsertOutcome};
+use agentd::store::{Created, IdempotencyKey, Store, StoreError};
 use sqlx::PgPool;
 
 use crate::support::{new_run, sample_crew, thought};
@@ -102,14 +103,22 @@ async fn list_runs_knows_the_last_page(pool: PgPool) {
 async fn crews_upsert_reports_created_or_replaced(pool: PgPool) {
     let store = Store::new(pool);
     let mut spec = CrewSpec::from_json(sample_crew()).expect("spec");
-    let (_, outcome) = store.upsert_crew("default", &spec, &audit()).await.expect("upsert");
+    let (_, outcome) =
+        store.upsert_crew(&agentd::domain::DEFAULT_TENANT_ID, &spec, &audit()).await.expect("upsert");
     assert_eq!(outcome, UpsertOutcome::Created);
     spec.max_rpm = Some(10);
-    let (record, outcome) = store.upsert_crew("default", &spec, &audit()).await.expect("upsert");
+    let (record, outcome) =
+        store.upsert_crew(&agentd::domain::DEFAULT_TENANT_ID, &spec, &audit()).await.expect("upsert");
     assert_eq!((outcome, record.spec.max_rpm), (UpsertOutcome::Replaced, Some(10)));
-    assert_eq!(store.list_crews("default").await.expect("list").len(), 1);
-    assert!(store.delete_crew("default", &spec.name, &audit()).await.expect("delete"));
-    assert!(!store.delete_crew("default", &spec.name, &audit()).await.expect("delete"));
+    assert_eq!(store.list_crews(&agentd::domain::DEFAULT_TENANT_ID).await.expect("list").len(), 1);
+    assert!(store
+        .delete_crew(&agentd::domain::DEFAULT_TENANT_ID, &spec.name, &audit())
+        .await
+        .expect("delete"));
+    assert!(!store
+        .delete_crew(&agentd::domain::DEFAULT_TENANT_ID, &spec.name, &audit())
+        .await
+        .expect("delete"));
 }
 
 #[sqlx::test(migrations = false)]
@@ -200,14 +209,20 @@ async fn the_outbox_has_a_delivery_exactly_for_each_committed_matching_event(poo
         salt: Some(vec![1; 32]),
         run_id: None,
     };
-    let everything =
-        store.create_webhook("default", &endpoint(&["*"], None), &audit()).await.expect("create");
+    let everything = store
+        .create_webhook(&agentd::domain::DEFAULT_TENANT_ID, &endpoint(&["*"], None), &audit())
+        .await
+        .expect("create");
     let threads = store
-        .create_webhook("default", &endpoint(&["agent.*", "run.queued"], None), &audit())
+        .create_webhook(
+            &agentd::domain::DEFAULT_TENANT_ID,
+            &endpoint(&["agent.*", "run.queued"], None),
+            &audit(),
+        )
         .await
         .expect("create");
     let elsewhere = store
-        .create_webhook("default", &endpoint(&["*"], Some("another-crew")), &audit())
+        .create_webhook(&agentd::domain::DEFAULT_TENANT_ID, &endpoint(&["*"], Some("another-crew")), &audit())
         .await
         .expect("create");
     let run = new_run();
@@ -238,9 +253,9 @@ async fn the_outbox_has_a_delivery_exactly_for_each_committed_matching_event(poo
             (seqs, pending)
         }
     };
-    assert_eq!(count(everything.id).await, (vec![1, 2], Some(2)), "run.queued and the thought");
-    assert_eq!(count(threads.id).await, (vec![1, 2], Some(2)));
-    assert_eq!(count(elsewhere.id).await, (vec![], None), "another crew's runs only");
+    assert_eq!(count(everything.id.0).await, (vec![1, 2], Some(2)), "run.queued and the thought");
+    assert_eq!(count(threads.id.0).await, (vec![1, 2], Some(2)));
+    assert_eq!(count(elsewhere.id.0).await, (vec![], None), "another crew's runs only");
     store
         .update_webhook(
             threads.id,
@@ -250,11 +265,61 @@ async fn the_outbox_has_a_delivery_exactly_for_each_committed_matching_event(poo
         .await
         .expect("patch");
     store.append_event(run.id, None, None, thought("again")).await.expect("append");
-    assert_eq!(count(threads.id).await, (vec![1, 2], Some(2)), "no longer matching");
-    assert_eq!(count(everything.id).await, (vec![1, 2, 3], Some(3)));
+    assert_eq!(count(threads.id.0).await, (vec![1, 2], Some(2)), "no longer matching");
+    assert_eq!(count(everything.id.0).await, (vec![1, 2, 3], Some(3)));
 }
 
 /// What a change made straight through the store is recorded as.
 fn audit() -> agentd::store::Audit {
-    agentd::store::Audit::new(None, "default", "test.change", "/test")
+    agentd::store::Audit::new(None, &agentd::domain::DEFAULT_TENANT_ID, "test.change", "/test")
+}
+
+/// `src/store/sql/` holds the current definition of every function of the database (and names
+/// every trigger): replacing each function with its file's definition, in a migrated database,
+/// changes nothing; every function has its file and every file its function.
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn the_sql_definitions_in_src_are_the_databases(pool: PgPool) {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/store/sql");
+    let mut files: Vec<(String, String)> = std::fs::read_dir(&dir)
+        .expect("src/store/sql")
+        .map(|entry| entry.expect("entry").path())
+        .filter(|path| path.extension().is_some_and(|e| e == "sql"))
+        .map(|path| {
+            let name = path.file_stem().expect("stem").to_string_lossy().into_owned();
+            (name, std::fs::read_to_string(&path).expect("read"))
+        })
+        .collect();
+    files.sort();
+    let definitions = "SELECT p.proname::text, pg_get_functiondef(p.oid) FROM pg_proc p
+                         JOIN pg_namespace n ON n.oid = p.pronamespace
+                        WHERE n.nspname = current_schema() ORDER BY 1";
+    let migrated: Vec<(String, String)> =
+        sqlx::query_as(definitions).fetch_all(&pool).await.expect("functions");
+    let names = |list: &[(String, String)]| list.iter().map(|(name, _)| name.clone()).collect::<Vec<_>>();
+    assert_eq!(names(&files), names(&migrated), "one file per function of the database");
+
+    let mut tx = pool.begin().await.expect("begin");
+    for (name, text) in &files {
+        sqlx::raw_sql(text).execute(&mut *tx).await.unwrap_or_else(|e| panic!("{name}.sql: {e}"));
+    }
+    let replaced: Vec<(String, String)> =
+        sqlx::query_as(definitions).fetch_all(&mut *tx).await.expect("functions");
+    for ((name, migrated), (_, replaced)) in migrated.iter().zip(&replaced) {
+        assert_eq!(replaced, migrated, "src/store/sql/{name}.sql is not the definition the migrations leave");
+    }
+    let triggers: Vec<(String, String)> = sqlx::query_as(
+        "SELECT tgfoid::regproc::text, pg_get_triggerdef(oid) FROM pg_trigger WHERE NOT tgisinternal ORDER BY tgname",
+    )
+    .fetch_all(&mut *tx)
+    .await
+    .expect("triggers");
+    assert!(!triggers.is_empty());
+    for (function, trigger) in &triggers {
+        let file = files.iter().find(|(name, _)| name == function).map(|(_, text)| text.as_str());
+        assert!(
+            file.is_some_and(|text| text.contains(&format!("-- trigger: {trigger}\n"))),
+            "src/store/sql/{function}.sql does not name its trigger: {trigger}"
+        );
+    }
+    tx.rollback().await.expect("rollback");
 }

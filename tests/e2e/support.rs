@@ -287,7 +287,7 @@ pub fn new_run() -> NewRun {
     };
     let crew = CrewSpec::from_json(sample_crew()).expect("spec");
     let Value::Object(inputs) = sample_inputs() else { panic!("inputs") };
-    prepare_run(crew, inputs, Default::default(), None, agentd::domain::DEFAULT_TENANT, &ctx)
+    prepare_run(crew, inputs, Default::default(), None, &agentd::domain::DEFAULT_TENANT_ID, &ctx)
         .expect("valid run")
 }
 

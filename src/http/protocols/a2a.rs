@@ -28,6 +28,8 @@ use super::feed;
 use super::jsonrpc::{self, Incoming, JsonRpcMessage, JsonRpcResponse, RpcError, METHOD_NOT_FOUND};
 use crate::domain::crew::Protocol;
 use crate::domain::journal::Approval;
+use crate::domain::webhook::WebhookEndpoint;
+use crate::domain::WebhookId;
 use crate::domain::{Caller, CrewSpec, EventType, Run, RunId, RunStatus, Scope};
 use crate::http::auth::{audit, optional_caller, Authed};
 use crate::http::error::Problem;
@@ -829,16 +831,14 @@ impl A2a {
     }
 
     /// A push config (a webhook) of task `taskId`.
-    async fn push_config(
-        &self,
-        params: &Map<String, Value>,
-    ) -> Result<(Run, crate::service::WebhookEndpoint), RpcError> {
+    async fn push_config(&self, params: &Map<String, Value>) -> Result<(Run, WebhookEndpoint), RpcError> {
         self.push_supported()?;
         let run = self.task_run(str_param(params, "taskId")?).await?;
         let id = str_param(params, "id")?;
         let missing = || RpcError::invalid_params(format!("the task has no push notification config {id}"));
         let config = id.parse::<Uuid>().map_err(|_| missing())?;
-        let endpoint = self.state.services.webhook(&self.caller, config).await.map_err(|_| missing())?;
+        let endpoint =
+            self.state.services.webhook(&self.caller, WebhookId(config)).await.map_err(|_| missing())?;
         if endpoint.run_id != Some(run.id) {
             return Err(missing());
         }

@@ -142,7 +142,7 @@ pub async fn run_agent(
                 "this key lacks the 'approve' scope resuming an interrupt needs".into(),
             ));
         }
-        let (run, after, task) = answer_interrupts(&state, &caller, thread, entries).await?;
+        let (run, after, task) = answer_interrupts(&state, &caller, thread.0, entries).await?;
         return Ok(stream(state, caller, ids, run, after, task));
     }
     let inputs = inputs_of(&input, &crew.spec)?;

@@ -4,8 +4,9 @@
 
 use serde_json::Value;
 
+use crate::domain::journal::{Message, ToolCall};
 use crate::domain::RunId;
-use crate::engine::journal::{Snapshot, TaskRecord};
+use crate::engine::journal::{MessageRecord, Snapshot, TaskRecord, ToolCallRecord};
 use crate::store::{decode, parse, Store, StoreResult};
 
 struct TaskRow {
@@ -37,10 +38,21 @@ pub(super) async fn snapshot(store: &Store, run_id: RunId) -> StoreResult<Snapsh
         spent_tokens,
         spent_cost_usd,
         tasks: tasks.into_iter().map(TaskRow::into_record).collect::<StoreResult<_>>()?,
-        messages: messages.into_iter().map(crate::store::Message::into_record).collect(),
-        tool_calls: tool_calls.into_iter().map(crate::store::ToolCall::into_record).collect(),
+        messages: messages.into_iter().map(message_record).collect(),
+        tool_calls: tool_calls.into_iter().map(tool_call_record).collect(),
         side_records: side_records.into_iter().map(|(record, _)| record).collect(),
     })
+}
+
+/// A message as the engine resumes from it.
+fn message_record(message: Message) -> MessageRecord {
+    MessageRecord { conversation: message.conversation, message: message.message, compacts: message.compacts }
+}
+
+/// A tool call as the engine resumes from it.
+fn tool_call_record(call: ToolCall) -> ToolCallRecord {
+    let ToolCall { id, conversation, tool, arguments, outcome, approval, .. } = call;
+    ToolCallRecord { id, conversation, tool, arguments, outcome, approval }
 }
 
 impl TaskRow {

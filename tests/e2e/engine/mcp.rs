@@ -293,11 +293,11 @@ async fn the_scripted_server_pages_errors_schemas_meta_and_secret_headers(pool: 
     let run_id = Uuid::parse_str(out.run["id"].as_str().expect("id")).expect("uuid");
     assert_eq!(
         logged[2]["meta"]["agentd/idempotency-key"],
-        CallInfo::for_call(run_id, "t#1/c1").idempotency_key
+        CallInfo::for_call(agentd::domain::RunId(run_id), "t#1/c1").idempotency_key
     );
     assert_eq!(
         logged[1]["meta"]["agentd/idempotency-key"],
-        CallInfo::for_call(run_id, "t#1/c4").idempotency_key
+        CallInfo::for_call(agentd::domain::RunId(run_id), "t#1/c4").idempotency_key
     );
     assert!(!database_text(&pool).await.contains("tok-MCP-4242"), "the secret is nowhere in the database");
 }

@@ -98,8 +98,8 @@ async fn an_authenticated_http_tool_sends_fresh_secrets_and_the_run_never_holds_
     );
     // Each call's key is derived from the run and the call: the same on a retry or after a crash.
     let run_id = Uuid::parse_str(out.run["id"].as_str().expect("id")).expect("uuid");
-    assert_eq!(seen[0][3], CallInfo::for_call(run_id, "t#1/c1").idempotency_key);
-    assert_eq!(seen[1][3], CallInfo::for_call(run_id, "t#2/c2").idempotency_key);
+    assert_eq!(seen[0][3], CallInfo::for_call(agentd::domain::RunId(run_id), "t#1/c1").idempotency_key);
+    assert_eq!(seen[1][3], CallInfo::for_call(agentd::domain::RunId(run_id), "t#2/c2").idempotency_key);
     assert_ne!(seen[0][3], seen[1][3]);
 
     // The echo was redacted before the model or the journal saw it.
