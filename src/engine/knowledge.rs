@@ -77,13 +77,7 @@ pub(super) async fn recall(
     if bases.is_empty() {
         return Ok(None);
     }
-    let journaled = ctx.snapshot.recorded::<Vec<Retrieved>>(SideKind::Knowledge, task).map_err(|e| {
-        EngineError::failed(
-            ErrorKind::Internal,
-            format!("the journaled knowledge of task '{task}' is unreadable: {e}"),
-        )
-    })?;
-    let retrieved: Vec<Retrieved> = match journaled {
+    let retrieved: Vec<Retrieved> = match ctx.recorded(SideKind::Knowledge, task)? {
         Some(retrieved) => retrieved,
         _ => {
             let source = source.ok_or_else(|| {

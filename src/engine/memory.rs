@@ -93,13 +93,7 @@ pub(super) async fn recall(
     ctx: &Context<'_>,
     pending: &mut Step,
 ) -> Result<Option<String>, EngineError> {
-    let journaled = ctx.snapshot.recorded::<Vec<MemoryItem>>(SideKind::Recall, task).map_err(|e| {
-        EngineError::failed(
-            ErrorKind::Internal,
-            format!("the journaled memories of task '{task}' are unreadable: {e}"),
-        )
-    })?;
-    let items: Vec<MemoryItem> = match journaled {
+    let items: Vec<MemoryItem> = match ctx.recorded(SideKind::Recall, task)? {
         Some(items) => items,
         _ => {
             let source = source.ok_or_else(|| {

@@ -139,6 +139,24 @@ pub struct Context<'a> {
     pub deltas: Option<RunDeltas>,
 }
 
+impl Context<'_> {
+    /// What `task`'s start journaled as `kind` (its knowledge, its memories), if the run got
+    /// that far before; a record that cannot be read fails the run.
+    pub(crate) fn recorded<T: serde::de::DeserializeOwned>(
+        &self,
+        kind: journal::SideKind,
+        task: &str,
+    ) -> Result<Option<T>, EngineError> {
+        self.snapshot.recorded(kind, task).map_err(|e| {
+            let what = kind.as_str();
+            EngineError::failed(
+                crate::domain::ErrorKind::Internal,
+                format!("the journaled {what} of task '{task}' is unreadable: {e}"),
+            )
+        })
+    }
+}
+
 /// A streaming run's publisher and its id.
 #[derive(Clone)]
 pub struct RunDeltas {

@@ -145,18 +145,6 @@ impl Engine {
         self.execute(&RunJob { crew, inputs, history: None, first_attempt: false }, journal, cancel).await
     }
 
-    /// [`Engine::run`] for a run's first attempt: nothing can be journaled yet, so the journal is
-    /// not read (its tasks are all pending).
-    pub async fn run_first_attempt(
-        &self,
-        crew: &CrewSpec,
-        inputs: &Map<String, Value>,
-        journal: &dyn Journal,
-        cancel: &CancellationToken,
-    ) -> Result<TaskOutput, EngineError> {
-        self.execute(&RunJob { crew, inputs, history: None, first_attempt: true }, journal, cancel).await
-    }
-
     /// Execute (or continue) `job` to its end, as [`Engine::run`].
     pub async fn execute(
         &self,

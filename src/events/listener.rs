@@ -28,13 +28,9 @@ impl Ref {
 }
 
 pub(super) async fn listen(store: Store, bus: EventBus, stop: CancellationToken) {
-    let notices = store.listen(&[EVENTS_CHANNEL, DELTAS_CHANNEL]);
+    let notices = store.listen_until(&[EVENTS_CHANNEL, DELTAS_CHANNEL], stop);
     tokio::pin!(notices);
-    loop {
-        let listened = tokio::select! {
-            () = stop.cancelled() => return,
-            Some(listened) = notices.next() => listened,
-        };
+    while let Some(listened) = notices.next().await {
         match listened {
             Listened::Connected { again: false } => {}
             // Notifications may have been missed meanwhile: subscribers read the database again.

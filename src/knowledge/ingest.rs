@@ -9,9 +9,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures_util::StreamExt;
 use reqwest::Method;
-use tokio::sync::{Notify, Semaphore};
+use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
@@ -23,7 +22,7 @@ use crate::domain::knowledge::DocumentSource;
 use crate::domain::BaseId;
 use crate::domain::DocumentId;
 use crate::outbound::describe;
-use crate::store::{Ingested, LeasedDocument, Listened, Store, KNOWLEDGE_CHANNEL};
+use crate::store::{Ingested, LeasedDocument, Store, KNOWLEDGE_CHANNEL};
 use crate::tools::http::Outbound;
 
 /// Documents ingested at once per replica.
@@ -69,8 +68,7 @@ impl Ingester {
     /// or this one after a restart, takes it again).
     pub async fn run(self, stop: CancellationToken) {
         let this = Arc::new(self);
-        let wake = Arc::new(Notify::new());
-        tokio::spawn(listen(this.store.clone(), wake.clone(), stop.clone()));
+        let wake = this.store.waker(&[KNOWLEDGE_CHANNEL], stop.clone());
         let slots = Arc::new(Semaphore::new(CONCURRENCY));
         let mut tasks = JoinSet::new();
         while !stop.is_cancelled() {
@@ -261,21 +259,5 @@ impl Ingester {
             bytes.extend_from_slice(&chunk);
         }
         Ok((media_type, bytes))
-    }
-}
-
-/// Wake the ingester whenever a document is posted (and after a lost connection: notices may
-/// have been missed).
-async fn listen(store: Store, wake: Arc<Notify>, stop: CancellationToken) {
-    let mut stream = Box::pin(store.listen(&[KNOWLEDGE_CHANNEL]));
-    loop {
-        tokio::select! {
-            () = stop.cancelled() => return,
-            item = stream.next() => match item {
-                Some(Listened::Notifications(_) | Listened::Connected { .. }) => wake.notify_one(),
-                Some(Listened::Lost) => {}
-                None => return,
-            },
-        }
     }
 }

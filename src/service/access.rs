@@ -14,7 +14,7 @@ use base64::Engine as _;
 use chrono::{DateTime, Utc};
 use ring::rand::{SecureRandom, SystemRandom};
 use serde::Deserialize;
-use serde_json::Value;
+use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 use uuid::Uuid;
@@ -91,6 +91,19 @@ const QUEUE_FULL_RETRY: Duration = Duration::from_secs(5);
 pub struct CreatedKey {
     pub record: KeyRecord,
     pub key: String,
+}
+
+/// A tenant body's `name` and its other fields; `not_object` and `missing` say what is wrong
+/// when it is not a JSON object or has no name.
+fn take_name(body: Value, not_object: &str, missing: &str) -> ServiceResult<(String, Map<String, Value>)> {
+    let Value::Object(mut fields) = body else {
+        return Err(invalid("", not_object));
+    };
+    match fields.remove("name") {
+        Some(Value::String(name)) => Ok((name, fields)),
+        Some(_) => Err(invalid("name", "must be a string")),
+        None => Err(invalid("name", missing)),
+    }
 }
 
 impl Services {
@@ -215,14 +228,7 @@ impl Services {
     /// Create a tenant, with quotas if the body sets any (`POST /v1/tenants`, admin).
     pub async fn create_tenant(&self, body: Value, audit: &Audit) -> ServiceResult<TenantRecord> {
         // A name and, optionally, the quotas a PATCH sets.
-        let Value::Object(mut fields) = body else {
-            return Err(invalid("", "the body must be a JSON object with a 'name'"));
-        };
-        let name = match fields.remove("name") {
-            Some(Value::String(name)) => name,
-            Some(_) => return Err(invalid("name", "must be a string")),
-            None => return Err(invalid("name", "is required")),
-        };
+        let (name, fields) = take_name(body, "the body must be a JSON object with a 'name'", "is required")?;
         check_tenant_name(&name).map_err(|message| invalid("name", message))?;
         let patch: QuotaPatch = parse_json(Value::Object(fields)).map_err(ServiceError::Invalid)?;
         patch.check().map_err(|(field, message)| invalid(field, message))?;
@@ -254,14 +260,11 @@ impl Services {
     /// Change the quotas of the tenant the body names (`PATCH /v1/tenants`: `{"name", ...}`),
     /// as [`Services::update_tenant`] does.
     pub async fn update_named_tenant(&self, body: Value, audit: &Audit) -> ServiceResult<TenantRecord> {
-        let Value::Object(mut fields) = body else {
-            return Err(invalid("", "the body must be a JSON object with a 'name' and the quotas to change"));
-        };
-        let name = match fields.remove("name") {
-            Some(Value::String(name)) => name,
-            Some(_) => return Err(invalid("name", "must be a string")),
-            None => return Err(invalid("name", "is required (or PATCH /v1/tenants/{name})")),
-        };
+        let (name, fields) = take_name(
+            body,
+            "the body must be a JSON object with a 'name' and the quotas to change",
+            "is required (or PATCH /v1/tenants/{name})",
+        )?;
         self.update_tenant(&TenantId::from(name), Value::Object(fields), audit).await
     }
 

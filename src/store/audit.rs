@@ -131,6 +131,37 @@ impl Audit {
         Ok(())
     }
 
+    /// End a change's transaction `tx`: recorded on `tenant`'s resource and committed when it
+    /// changed something (`tenant` is `Some`), rolled back when it did not; whether it did.
+    pub async fn settle(
+        &self,
+        mut tx: sqlx::Transaction<'_, sqlx::Postgres>,
+        tenant: Option<&TenantId>,
+    ) -> StoreResult<bool> {
+        let Some(tenant) = tenant else {
+            tx.rollback().await?;
+            return Ok(false);
+        };
+        self.record_in(&mut tx, tenant, None).await?;
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    /// [`Audit::settle`] for a change of what `owner` names (its tenant read in `tx`).
+    pub async fn settle_for(
+        &self,
+        mut tx: sqlx::Transaction<'_, sqlx::Postgres>,
+        owner: Option<Owner>,
+    ) -> StoreResult<bool> {
+        let Some(owner) = owner else {
+            tx.rollback().await?;
+            return Ok(false);
+        };
+        self.record_for(&mut tx, owner).await?;
+        tx.commit().await?;
+        Ok(true)
+    }
+
     /// Record the change as succeeded on what `owner` names, whose tenant the record takes (read
     /// in the change's transaction: before a deletion, or after any other change).
     pub async fn record_for(&self, tx: &mut PgConnection, owner: Owner) -> StoreResult<()> {

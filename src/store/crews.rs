@@ -92,17 +92,11 @@ impl Store {
     /// Remove a crew; `false` if there was none. Runs keep their own snapshot of the spec.
     #[tracing::instrument(skip_all, fields(crew = %name), err)]
     pub async fn delete_crew(&self, tenant: &TenantId, name: &str, audit: &Audit) -> StoreResult<bool> {
-        let mut tx = self.pool.begin().await?;
-        let deleted =
-            sqlx::query!("DELETE FROM crews WHERE tenant = $1 AND name = $2", tenant.as_str(), name)
-                .execute(&mut *tx)
-                .await?;
-        if deleted.rows_affected() == 0 {
-            tx.rollback().await?;
-            return Ok(false);
-        }
-        audit.record_in(&mut tx, tenant, None).await?;
-        tx.commit().await?;
-        Ok(true)
+        self.delete_audited(
+            sqlx::query!("DELETE FROM crews WHERE tenant = $1 AND name = $2", tenant.as_str(), name),
+            tenant,
+            audit,
+        )
+        .await
     }
 }

@@ -195,10 +195,7 @@ impl Store {
         )
         .fetch_optional(&mut *tx)
         .await?;
-        if row.is_some() {
-            audit.record_in(&mut tx, tenant, None).await?;
-        }
-        tx.commit().await?;
+        audit.settle(tx, row.is_some().then_some(tenant)).await?;
         Ok(row.map(KnowledgeBase::from))
     }
 
@@ -261,21 +258,16 @@ impl Store {
         name: &str,
         audit: &Audit,
     ) -> StoreResult<bool> {
-        let mut tx = self.pool.begin().await?;
-        let deleted = sqlx::query!(
-            "DELETE FROM knowledge_bases WHERE tenant = $1 AND name = $2",
-            tenant.as_str(),
-            name
+        self.delete_audited(
+            sqlx::query!(
+                "DELETE FROM knowledge_bases WHERE tenant = $1 AND name = $2",
+                tenant.as_str(),
+                name
+            ),
+            tenant,
+            audit,
         )
-        .execute(&mut *tx)
-        .await?
-        .rows_affected()
-            > 0;
-        if deleted {
-            audit.record_in(&mut tx, tenant, None).await?;
-        }
-        tx.commit().await?;
-        Ok(deleted)
+        .await
     }
 
     /// Post a document to the base `base_id` of `tenant`: a new one is `pending`; content the
@@ -393,18 +385,12 @@ impl Store {
         id: DocumentId,
         audit: &Audit,
     ) -> StoreResult<bool> {
-        let mut tx = self.pool.begin().await?;
-        let deleted =
-            sqlx::query!("DELETE FROM knowledge_documents WHERE base_id = $1 AND id = $2", base_id.0, id.0)
-                .execute(&mut *tx)
-                .await?
-                .rows_affected()
-                > 0;
-        if deleted {
-            audit.record_in(&mut tx, tenant, None).await?;
-        }
-        tx.commit().await?;
-        Ok(deleted)
+        self.delete_audited(
+            sqlx::query!("DELETE FROM knowledge_documents WHERE base_id = $1 AND id = $2", base_id.0, id.0),
+            tenant,
+            audit,
+        )
+        .await
     }
 
     /// Lease up to `limit` pending documents (oldest first) for `lease`, bumping each one's

@@ -92,6 +92,38 @@ impl Store {
             Some((item, listener))
         })
     }
+
+    /// [`Store::listen`] until `stop`, when the stream ends.
+    pub fn listen_until(
+        &self,
+        channels: &[&'static str],
+        stop: tokio_util::sync::CancellationToken,
+    ) -> impl Stream<Item = Listened> + Send + 'static {
+        use futures_util::StreamExt;
+        self.listen(channels).take_until(stop.cancelled_owned())
+    }
+
+    /// A wake-up that fires whenever notices arrive on `channels`, and at each (re)connection
+    /// (notices may have been missed meanwhile), until `stop` (a task listens meanwhile).
+    pub fn waker(
+        &self,
+        channels: &[&'static str],
+        stop: tokio_util::sync::CancellationToken,
+    ) -> std::sync::Arc<tokio::sync::Notify> {
+        use futures_util::StreamExt;
+        let wake = std::sync::Arc::new(tokio::sync::Notify::new());
+        let notices = self.listen_until(channels, stop);
+        let woken = wake.clone();
+        tokio::spawn(async move {
+            tokio::pin!(notices);
+            while let Some(listened) = notices.next().await {
+                if matches!(listened, Listened::Notifications(_) | Listened::Connected { .. }) {
+                    woken.notify_one();
+                }
+            }
+        });
+        wake
+    }
 }
 
 impl Listener {

@@ -191,18 +191,12 @@ impl Store {
     /// Delete one of the tenant's items; `false` if it has none of that id.
     #[tracing::instrument(skip_all, err)]
     pub async fn delete_memory(&self, tenant: &TenantId, id: MemoryId, audit: &Audit) -> StoreResult<bool> {
-        let mut tx = self.pool.begin().await?;
-        let deleted =
-            sqlx::query!("DELETE FROM memories WHERE tenant = $1 AND id = $2", tenant.as_str(), id.0)
-                .execute(&mut *tx)
-                .await?
-                .rows_affected()
-                > 0;
-        if deleted {
-            audit.record_in(&mut tx, tenant, None).await?;
-        }
-        tx.commit().await?;
-        Ok(deleted)
+        self.delete_audited(
+            sqlx::query!("DELETE FROM memories WHERE tenant = $1 AND id = $2", tenant.as_str(), id.0),
+            tenant,
+            audit,
+        )
+        .await
     }
 
     /// Forget a scope: every item of it, in one transaction; how many there were.

@@ -144,6 +144,19 @@ impl Store {
         Self { pool, groups: Arc::default() }
     }
 
+    /// Run `delete` (a statement removing one of `tenant`'s resources) in a transaction that
+    /// records `audit` when it removed anything; whether it did.
+    async fn delete_audited(
+        &self,
+        delete: sqlx::query::Query<'_, sqlx::Postgres, sqlx::postgres::PgArguments>,
+        tenant: &crate::domain::TenantId,
+        audit: &Audit,
+    ) -> StoreResult<bool> {
+        let mut tx = self.pool.begin().await?;
+        let removed = delete.execute(&mut *tx).await?.rows_affected() > 0;
+        audit.settle(tx, removed.then_some(tenant)).await
+    }
+
     fn journal_group(&self) -> &Group<run_journal::JournalWrite> {
         self.groups.journal.get_or_init(|| Group::start(&self.pool, GROUP_WRITERS))
     }

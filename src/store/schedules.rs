@@ -165,7 +165,7 @@ impl Store {
                       created_at, updated_at
                  FROM schedules WHERE tenant = $1 AND id < $2 ORDER BY id DESC LIMIT $3"#,
             tenant.as_str(),
-            before.unwrap_or(ScheduleId(Uuid::max())).0,
+            before.map_or(Uuid::max(), ScheduleId::uuid),
             limit + 1
         )
         .fetch_all(&self.pool)
@@ -210,10 +210,7 @@ impl Store {
         )
         .fetch_optional(&mut *tx)
         .await?;
-        if row.is_some() {
-            audit.record_in(&mut tx, tenant, None).await?;
-        }
-        tx.commit().await?;
+        audit.settle(tx, row.is_some().then_some(tenant)).await?;
         row.map(ScheduleRow::into_schedule).transpose()
     }
 
@@ -225,17 +222,9 @@ impl Store {
         id: ScheduleId,
         audit: &Audit,
     ) -> StoreResult<bool> {
-        let mut tx = self.pool.begin().await?;
-        let deleted =
-            sqlx::query!("DELETE FROM schedules WHERE id = $1 AND tenant = $2", id.0, tenant.as_str())
-                .execute(&mut *tx)
-                .await?
-                .rows_affected();
-        if deleted > 0 {
-            audit.record_in(&mut tx, tenant, None).await?;
-        }
-        tx.commit().await?;
-        Ok(deleted > 0)
+        let delete =
+            sqlx::query!("DELETE FROM schedules WHERE id = $1 AND tenant = $2", id.0, tenant.as_str());
+        self.delete_audited(delete, tenant, audit).await
     }
 
     /// A schedule's handled ticks, newest first, strictly older than `before`, with their runs'

@@ -92,17 +92,11 @@ impl Store {
     /// Remove a secret; `false` if there was none.
     #[tracing::instrument(skip_all, fields(secret = %name), err)]
     pub async fn delete_secret(&self, tenant: &TenantId, name: &str, audit: &Audit) -> StoreResult<bool> {
-        let mut tx = self.pool.begin().await?;
-        let deleted =
-            sqlx::query!("DELETE FROM secrets WHERE tenant = $1 AND name = $2", tenant.as_str(), name)
-                .execute(&mut *tx)
-                .await?;
-        if deleted.rows_affected() == 0 {
-            tx.rollback().await?;
-            return Ok(false);
-        }
-        audit.record_in(&mut tx, tenant, None).await?;
-        tx.commit().await?;
-        Ok(true)
+        self.delete_audited(
+            sqlx::query!("DELETE FROM secrets WHERE tenant = $1 AND name = $2", tenant.as_str(), name),
+            tenant,
+            audit,
+        )
+        .await
     }
 }

@@ -333,10 +333,7 @@ impl Store {
                 .execute(&mut *tx)
                 .await?;
         }
-        if row.is_some() {
-            audit.record_for(&mut tx, Owner::Webhook(id.0)).await?;
-        }
-        tx.commit().await?;
+        audit.settle_for(tx, row.is_some().then_some(Owner::Webhook(id.0))).await?;
         Ok(row.map(WebhookEndpoint::from))
     }
 
@@ -347,13 +344,7 @@ impl Store {
         let owner = sqlx::query_scalar!("DELETE FROM webhook_endpoints WHERE id = $1 RETURNING tenant", id.0)
             .fetch_optional(&mut *tx)
             .await?;
-        let Some(owner) = owner else {
-            tx.rollback().await?;
-            return Ok(false);
-        };
-        audit.record_in(&mut tx, &TenantId::from(owner), None).await?;
-        tx.commit().await?;
-        Ok(true)
+        audit.settle(tx, owner.map(TenantId::from).as_ref()).await
     }
 
     /// Give a registered endpoint a new salt, the current one signing too for `grace`.
@@ -379,10 +370,7 @@ impl Store {
         )
         .fetch_optional(&mut *tx)
         .await?;
-        if row.is_some() {
-            audit.record_for(&mut tx, Owner::Webhook(id.0)).await?;
-        }
-        tx.commit().await?;
+        audit.settle_for(tx, row.is_some().then_some(Owner::Webhook(id.0))).await?;
         Ok(row.map(WebhookEndpoint::from))
     }
 

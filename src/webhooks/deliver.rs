@@ -11,9 +11,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures_util::StreamExt;
 use ring::rand::{SecureRandom, SystemRandom};
-use tokio::sync::{Notify, Semaphore};
+use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
@@ -22,9 +21,7 @@ use super::{SigningKey, WebhookSettings};
 use crate::domain::WebhookId;
 use crate::metrics::Metrics;
 use crate::outbound::egress::{EgressError, GuardedResolver};
-use crate::store::{
-    Delivered, FailedAttempt, LeasedQueue, Listened, PendingDelivery, Store, WEBHOOKS_CHANNEL,
-};
+use crate::store::{Delivered, FailedAttempt, LeasedQueue, PendingDelivery, Store, WEBHOOKS_CHANNEL};
 
 /// Queues delivered at once per replica.
 const CONCURRENCY: usize = 32;
@@ -94,8 +91,7 @@ impl Deliverer {
     /// leases expire otherwise, and another replica sends them again).
     pub async fn run(self, stop: CancellationToken) {
         let this = Arc::new(self);
-        let wake = Arc::new(Notify::new());
-        tokio::spawn(listen(this.store.clone(), wake.clone(), stop.clone()));
+        let wake = this.store.waker(&[WEBHOOKS_CHANNEL], stop.clone());
         let slots = Arc::new(Semaphore::new(CONCURRENCY));
         let mut tasks = JoinSet::new();
         tracing::info!("webhook deliverer started");
@@ -297,23 +293,6 @@ impl Deliverer {
 /// The `webhook-id` of a delivery: the same for every attempt.
 pub fn message_id(delivery: i64) -> String {
     format!("msg_{delivery}")
-}
-
-/// Wake the deliverer when deliveries are written (and after a reconnection, when some may have
-/// been announced unheard).
-async fn listen(store: Store, wake: Arc<Notify>, stop: CancellationToken) {
-    let notices = store.listen(&[WEBHOOKS_CHANNEL]);
-    tokio::pin!(notices);
-    loop {
-        tokio::select! {
-            () = stop.cancelled() => return,
-            Some(listened) = notices.next() => {
-                if matches!(listened, Listened::Notifications(_) | Listened::Connected { .. }) {
-                    wake.notify_one();
-                }
-            }
-        }
-    }
 }
 
 /// A uniform number in [-1, 1].

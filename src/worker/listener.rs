@@ -13,13 +13,9 @@ use crate::store::{Listened, CANCEL_CHANNEL, RUNS_CHANNEL};
 
 /// Listen until `stop`.
 pub(super) async fn listen(shared: Arc<Shared>, stop: CancellationToken) {
-    let notices = shared.store.listen(&[RUNS_CHANNEL, CANCEL_CHANNEL]);
+    let notices = shared.store.listen_until(&[RUNS_CHANNEL, CANCEL_CHANNEL], stop);
     tokio::pin!(notices);
-    loop {
-        let listened = tokio::select! {
-            () = stop.cancelled() => return,
-            Some(listened) = notices.next() => listened,
-        };
+    while let Some(listened) = notices.next().await {
         match listened {
             // A notification may have been missed while (re)connecting: look for work now.
             Listened::Connected { .. } | Listened::Lost => shared.wake.notify_one(),
