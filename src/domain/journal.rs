@@ -185,3 +185,70 @@ impl ToolCall {
         }
     }
 }
+
+/// A key of a run's journal: the name of a conversation or of a tool call, made from where it
+/// happens (a task's conversation is the task's name; the engine derives the others from it, see
+/// `engine::keys`), so that a resumed run finds what it already did. Stored as text.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct JournalKey(String);
+
+impl JournalKey {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The text itself, to scrub (see `Step::scrub_nul`).
+    pub fn text_mut(&mut self) -> &mut String {
+        &mut self.0
+    }
+}
+
+impl std::ops::Deref for JournalKey {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for JournalKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<String> for JournalKey {
+    fn from(key: String) -> Self {
+        Self(key)
+    }
+}
+
+impl From<&str> for JournalKey {
+    fn from(key: &str) -> Self {
+        Self(key.to_owned())
+    }
+}
+
+impl From<JournalKey> for String {
+    fn from(key: JournalKey) -> Self {
+        key.0
+    }
+}
+
+impl PartialEq<str> for JournalKey {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+
+impl PartialEq<&str> for JournalKey {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+
+impl PartialEq<String> for JournalKey {
+    fn eq(&self, other: &String) -> bool {
+        &self.0 == other
+    }
+}

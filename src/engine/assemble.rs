@@ -129,7 +129,7 @@ impl Assembler<'_> {
             false,
         );
         Ok(AgentTurn {
-            conversation: task.name.clone(),
+            conversation: super::keys::task(&task.name),
             task: task.name.clone(),
             agent: agent.name.clone(),
             model,
@@ -160,7 +160,7 @@ impl Assembler<'_> {
         let fill = |text: &str| interpolate(text, self.inputs);
         let context = self.context(task, finished);
         Ok(AgentTurn {
-            conversation: task.name.clone(),
+            conversation: super::keys::task(&task.name),
             task: task.name.clone(),
             agent: MANAGER.to_owned(),
             model,

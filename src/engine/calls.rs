@@ -23,7 +23,7 @@ use crate::tools::{parse_captioned_image, MAX_IMAGE_BYTES};
 /// A tool call as the model asked for it.
 pub struct PlannedCall {
     /// The journal's id of the call, unique in the run (providers may reuse their ids).
-    pub key: String,
+    pub key: keys::JournalKey,
     /// The provider's id, echoed in the answering `tool` message.
     pub id: String,
     pub name: String,
@@ -44,7 +44,7 @@ impl PlannedCall {
     /// The ReAct action of the reply at `iteration` of `conversation`.
     pub fn react(conversation: &str, iteration: u32, name: String, input: ActionInput) -> Self {
         let key = keys::react_call(conversation, iteration);
-        Self { id: key.clone(), key, name, input }
+        Self { id: key.to_string(), key, name, input }
     }
 }
 
@@ -162,7 +162,7 @@ impl ToolRound<'_> {
             pending.usage.tool_calls += 1;
             if approval == Approval::Pending {
                 let data = ToolStarted {
-                    tool_call_id: call.planned.key.clone(),
+                    tool_call_id: call.planned.key.to_string(),
                     tool: call.tool.clone(),
                     arguments: arguments.clone(),
                 };
@@ -198,7 +198,7 @@ impl ToolRound<'_> {
             pending.tool_starts.push(self.start_of(call, arguments, None));
             pending.usage.tool_calls += 1;
             let data = ToolStarted {
-                tool_call_id: call.planned.key.clone(),
+                tool_call_id: call.planned.key.to_string(),
                 tool: call.tool.clone(),
                 arguments: arguments.clone(),
             };
@@ -253,7 +253,7 @@ impl ToolRound<'_> {
                     self.ctx.tools.record(&call.tool, arguments, result);
                 }
                 let data = ToolFinished {
-                    tool_call_id: id.clone(),
+                    tool_call_id: id.to_string(),
                     tool: call.tool.clone(),
                     observation: result.clone(),
                     cached: *cached,
@@ -266,8 +266,11 @@ impl ToolRound<'_> {
                 (result.clone(), answer)
             }
             ToolCallOutcome::Failed { error } => {
-                let data =
-                    ToolFailed { tool_call_id: id.clone(), tool: call.tool.clone(), error: error.clone() };
+                let data = ToolFailed {
+                    tool_call_id: id.to_string(),
+                    tool: call.tool.clone(),
+                    error: error.clone(),
+                };
                 turn.event(pending, EventData::ToolFailed(data));
                 (format!("Error: {error}"), None)
             }

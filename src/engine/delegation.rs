@@ -59,7 +59,7 @@ impl Coworkers for Team<'_> {
                 Ok(turn) => turn,
                 Err(error) => return Ok(Err(error.to_string())),
             };
-            turn.conversation = conversation;
+            turn.conversation = conversation.into();
             turn.plan = None;
             turn.toolbox = std::mem::take(&mut turn.toolbox).without_delegation();
             let shared = field("context");

@@ -9,7 +9,7 @@ use std::sync::Mutex;
 
 use serde_json::Value;
 
-pub use crate::domain::journal::{Approval, SideKind, SideRecord, ToolCallOutcome};
+pub use crate::domain::journal::{Approval, JournalKey, SideKind, SideRecord, ToolCallOutcome};
 use crate::domain::{EventData, EventType, RunError, TaskOutput, TaskStatus, UsageLine};
 use crate::llm::{ChatMessage, Role};
 
@@ -30,7 +30,7 @@ pub enum JournalError {
 /// a delegated sub-conversation.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewMessage {
-    pub conversation: String,
+    pub conversation: JournalKey,
     /// The task the conversation belongs to.
     pub task: String,
     pub agent: String,
@@ -43,8 +43,8 @@ pub struct NewMessage {
 /// A tool call about to run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolCallStart {
-    pub id: String,
-    pub conversation: String,
+    pub id: JournalKey,
+    pub conversation: JournalKey,
     /// The task the call belongs to.
     pub task: String,
     pub agent: String,
@@ -57,7 +57,7 @@ pub struct ToolCallStart {
 /// A tool call that ended.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolCallEnd {
-    pub id: String,
+    pub id: JournalKey,
     pub outcome: ToolCallOutcome,
 }
 
@@ -180,7 +180,7 @@ impl Step {
             }
         };
         for m in &mut self.messages {
-            scrub(&mut m.conversation);
+            scrub(m.conversation.text_mut());
             let message = &mut m.message;
             message.content.iter_mut().chain(message.tool_call_id.iter_mut()).for_each(scrub);
             for call in &mut message.tool_calls {
@@ -188,11 +188,11 @@ impl Step {
             }
         }
         for start in &mut self.tool_starts {
-            [&mut start.id, &mut start.conversation, &mut start.tool].into_iter().for_each(scrub);
+            [start.id.text_mut(), start.conversation.text_mut(), &mut start.tool].into_iter().for_each(scrub);
             scrub_value(&mut start.arguments);
         }
         for end in &mut self.tool_ends {
-            scrub(&mut end.id);
+            scrub(end.id.text_mut());
             match &mut end.outcome {
                 ToolCallOutcome::Succeeded { result, .. } => scrub(result),
                 ToolCallOutcome::Failed { error } => scrub(error),
@@ -338,7 +338,7 @@ fn message_bytes(message: &ChatMessage) -> usize {
 /// A stored message.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MessageRecord {
-    pub conversation: String,
+    pub conversation: JournalKey,
     pub message: ChatMessage,
     pub compacts: bool,
 }
@@ -346,8 +346,8 @@ pub struct MessageRecord {
 /// A stored tool call.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolCallRecord {
-    pub id: String,
-    pub conversation: String,
+    pub id: JournalKey,
+    pub conversation: JournalKey,
     pub tool: String,
     pub arguments: Value,
     /// `None` while running (or interrupted by a crash, or waiting for approval).

@@ -11,34 +11,41 @@
 //! | `<conversation>#step-<n>` | step `n` (from 1) of a planned task |
 //! | `<task>#memory` | the conversation extracting facts and entities of the task's answer |
 
+pub use crate::domain::journal::JournalKey;
+
+/// A task's own conversation: the task's name.
+pub fn task(name: &str) -> JournalKey {
+    JournalKey::from(name)
+}
+
 /// A native tool call, by the provider's call id.
-pub fn native_call(conversation: &str, iteration: u32, call_id: &str) -> String {
-    format!("{conversation}#{iteration}/{call_id}")
+pub fn native_call(conversation: &str, iteration: u32, call_id: &str) -> JournalKey {
+    format!("{conversation}#{iteration}/{call_id}").into()
 }
 
 /// The ReAct action of a reply (one per reply).
-pub fn react_call(conversation: &str, iteration: u32) -> String {
-    format!("{conversation}#{iteration}/react")
+pub fn react_call(conversation: &str, iteration: u32) -> JournalKey {
+    format!("{conversation}#{iteration}/react").into()
 }
 
 /// The judge's conversation about the answer of `iteration`.
-pub fn guardrail(conversation: &str, iteration: u32) -> String {
-    format!("{conversation}#{iteration}/guardrail")
+pub fn guardrail(conversation: &str, iteration: u32) -> JournalKey {
+    format!("{conversation}#{iteration}/guardrail").into()
 }
 
 /// The planner's conversation.
-pub fn plan(conversation: &str) -> String {
-    format!("{conversation}#plan")
+pub fn plan(conversation: &str) -> JournalKey {
+    format!("{conversation}#plan").into()
 }
 
 /// The conversation of step `number` (from 1) of a planned task.
-pub fn step(conversation: &str, number: usize) -> String {
-    format!("{conversation}#step-{number}")
+pub fn step(conversation: &str, number: usize) -> JournalKey {
+    format!("{conversation}#step-{number}").into()
 }
 
 /// The conversation that extracted the facts and entities of a task's answer.
-pub fn memory(task: &str) -> String {
-    format!("{task}#memory")
+pub fn memory(task: &str) -> JournalKey {
+    format!("{task}#memory").into()
 }
 
 #[cfg(test)]

@@ -127,7 +127,7 @@ impl McpRun {
         let Some((_, client)) = self.servers.get(server) else { return Ok(()) };
         let attempt = self.failures().get(server).copied().unwrap_or(0) + 1;
         let call = ListingCall {
-            key: discovery_key(server, attempt),
+            key: discovery_key(server, attempt).into(),
             entry: ToolEntry::plain(Arc::new(McpListing::new(server, client.clone())), object_schema()),
             arguments: json!({"method": "tools/list"}),
             task,
@@ -234,7 +234,7 @@ fn listed(outcome: &ToolCallOutcome) -> Option<Vec<McpToolInfo>> {
 
 /// One listing of a server's tools, as a tool call of the task that needs the server.
 struct ListingCall<'a> {
-    key: String,
+    key: super::keys::JournalKey,
     entry: ToolEntry,
     arguments: serde_json::Value,
     task: &'a str,
@@ -245,7 +245,7 @@ impl ListingCall<'_> {
     fn start(&self) -> ToolCallStart {
         ToolCallStart {
             id: self.key.clone(),
-            conversation: self.entry.name().to_owned(),
+            conversation: self.entry.name().into(),
             task: self.task.to_owned(),
             agent: self.agent.to_owned(),
             tool: self.entry.name().to_owned(),
@@ -256,7 +256,7 @@ impl ListingCall<'_> {
 
     /// `tool.started` and `tool.failed` for a listing that failed (in the step that journals it).
     fn announce_failure(&self, pending: &mut Step, error: &str) {
-        let (id, tool) = (self.key.clone(), self.entry.name().to_owned());
+        let (id, tool) = (self.key.to_string(), self.entry.name().to_owned());
         let arguments = self.arguments.clone();
         let started = ToolStarted { tool_call_id: id.clone(), tool: tool.clone(), arguments };
         pending.event(Some(self.task), Some(self.agent), EventData::ToolStarted(started));

@@ -47,7 +47,7 @@ pub enum Style {
 #[derive(Clone)]
 pub struct AgentTurn {
     /// The journal key of the conversation (the task's name, or a delegation's key).
-    pub conversation: String,
+    pub conversation: super::keys::JournalKey,
     pub task: String,
     pub agent: String,
     pub model: ResolvedModel,
@@ -98,10 +98,8 @@ impl AgentTurn {
         ctx: &Context<'_>,
         pending: &mut Step,
     ) -> Result<String, EngineError> {
-        let record = |message: ChatMessage| NewMessage {
-            conversation: conversation.to_owned(),
-            ..self.message(message)
-        };
+        let record =
+            |message: ChatMessage| NewMessage { conversation: conversation.into(), ..self.message(message) };
         pending.messages.extend(messages.iter().cloned().map(record));
         let request = ChatRequest { model: model.model.clone(), messages, ..ChatRequest::default() };
         let limits = gates_for(&self.limits, model);

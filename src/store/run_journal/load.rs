@@ -46,13 +46,14 @@ pub(super) async fn snapshot(store: &Store, run_id: RunId) -> StoreResult<Snapsh
 
 /// A message as the engine resumes from it.
 fn message_record(message: Message) -> MessageRecord {
-    MessageRecord { conversation: message.conversation, message: message.message, compacts: message.compacts }
+    let conversation = message.conversation.into();
+    MessageRecord { conversation, message: message.message, compacts: message.compacts }
 }
 
 /// A tool call as the engine resumes from it.
 fn tool_call_record(call: ToolCall) -> ToolCallRecord {
     let ToolCall { id, conversation, tool, arguments, outcome, approval, .. } = call;
-    ToolCallRecord { id, conversation, tool, arguments, outcome, approval }
+    ToolCallRecord { id: id.into(), conversation: conversation.into(), tool, arguments, outcome, approval }
 }
 
 impl TaskRow {
