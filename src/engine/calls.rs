@@ -44,7 +44,7 @@ impl PlannedCall {
     /// The ReAct action of the reply at `iteration` of `conversation`.
     pub fn react(conversation: &str, iteration: u32, name: String, input: ActionInput) -> Self {
         let key = keys::react_call(conversation, iteration);
-        Self { id: key.to_string(), key, name, input }
+        Self { id: key.as_str().to_owned(), key, name, input }
     }
 }
 
@@ -162,7 +162,7 @@ impl ToolRound<'_> {
             pending.usage.tool_calls += 1;
             if approval == Approval::Pending {
                 let data = ToolStarted {
-                    tool_call_id: call.planned.key.to_string(),
+                    tool_call_id: call.planned.key.as_str().to_owned(),
                     tool: call.tool.clone(),
                     arguments: arguments.clone(),
                 };
@@ -198,7 +198,7 @@ impl ToolRound<'_> {
             pending.tool_starts.push(self.start_of(call, arguments, None));
             pending.usage.tool_calls += 1;
             let data = ToolStarted {
-                tool_call_id: call.planned.key.to_string(),
+                tool_call_id: call.planned.key.as_str().to_owned(),
                 tool: call.tool.clone(),
                 arguments: arguments.clone(),
             };
@@ -253,7 +253,7 @@ impl ToolRound<'_> {
                     self.ctx.tools.record(&call.tool, arguments, result);
                 }
                 let data = ToolFinished {
-                    tool_call_id: id.to_string(),
+                    tool_call_id: id.as_str().to_owned(),
                     tool: call.tool.clone(),
                     observation: result.clone(),
                     cached: *cached,
@@ -267,7 +267,7 @@ impl ToolRound<'_> {
             }
             ToolCallOutcome::Failed { error } => {
                 let data = ToolFailed {
-                    tool_call_id: id.to_string(),
+                    tool_call_id: id.as_str().to_owned(),
                     tool: call.tool.clone(),
                     error: error.clone(),
                 };

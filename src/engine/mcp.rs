@@ -256,7 +256,7 @@ impl ListingCall<'_> {
 
     /// `tool.started` and `tool.failed` for a listing that failed (in the step that journals it).
     fn announce_failure(&self, pending: &mut Step, error: &str) {
-        let (id, tool) = (self.key.to_string(), self.entry.name().to_owned());
+        let (id, tool) = (self.key.as_str().to_owned(), self.entry.name().to_owned());
         let arguments = self.arguments.clone();
         let started = ToolStarted { tool_call_id: id.clone(), tool: tool.clone(), arguments };
         pending.event(Some(self.task), Some(self.agent), EventData::ToolStarted(started));
