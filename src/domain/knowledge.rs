@@ -220,18 +220,26 @@ pub struct KnowledgeBase {
     pub chunks: i64,
 }
 
-/// A document as the API shows it.
-#[derive(Debug, Clone, PartialEq)]
+/// A document of a knowledge base.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+#[schema(as = DocumentBody)]
 pub struct KnowledgeDocument {
+    #[schema(value_type = uuid::Uuid)]
     pub id: DocumentId,
     pub title: String,
     pub source: DocumentSource,
+    /// The URL it was fetched from (`source: url`).
     pub url: Option<String>,
+    /// Its media type (`text/markdown` for posted text; a URL's once fetched is not recorded).
     pub media_type: String,
+    /// Bytes posted or uploaded (0 for a URL).
     pub bytes: i64,
     pub status: DocumentStatus,
+    /// Why ingestion failed (`status: failed`).
     pub error: Option<String>,
+    /// Chunks indexed (`status: ready`).
     pub chunks: i32,
+    /// Tokens of those chunks (cl100k).
     pub tokens: i64,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,

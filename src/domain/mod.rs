@@ -28,6 +28,7 @@ macro_rules! snake_case_enum {
     };
 }
 
+pub mod audit;
 pub mod body;
 pub mod chat;
 pub mod crew;

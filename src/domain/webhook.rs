@@ -4,19 +4,25 @@ use chrono::{DateTime, Utc};
 
 use super::ids::{RunId, WebhookId};
 
-/// A registered endpoint, or one of a run's (a kickoff's `webhooks`).
-#[derive(Debug, Clone, PartialEq)]
+/// A webhook endpoint.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, utoipa::ToSchema)]
+#[schema(as = WebhookBody)]
 pub struct WebhookEndpoint {
+    #[schema(value_type = uuid::Uuid)]
     pub id: WebhookId,
     pub url: String,
+    /// Event types, `<prefix>.*` or `*`.
     pub events: Vec<String>,
+    /// Only this crew's runs (registered endpoints).
     pub crew: Option<String>,
-    /// The run it belongs to (a kickoff's webhook); `None`: registered.
+    /// The run whose kickoff carried it; `null`: registered.
+    #[schema(value_type = Option<uuid::Uuid>)]
     pub run_id: Option<RunId>,
     pub description: String,
     pub enabled: bool,
+    /// Why it was disabled: through the API, a 410 Gone, or the retry schedule used up.
     pub disabled_reason: Option<String>,
-    /// Until when the rotated-out secret signs too.
+    /// Until when the secret rotated out signs alongside the current one.
     pub previous_secret_until: Option<DateTime<Utc>>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,

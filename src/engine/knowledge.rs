@@ -68,12 +68,11 @@ pub(super) fn bases_of(crew: &CrewSpec, task: &TaskSpec) -> Vec<KnowledgeUse> {
 pub(super) async fn recall(
     source: Option<&Arc<dyn KnowledgeSource>>,
     bases: &[KnowledgeUse],
-    task: &str,
-    agent: &str,
-    query: &str,
+    start: &super::TaskStart<'_>,
     ctx: &Context<'_>,
     pending: &mut Step,
 ) -> Result<Option<String>, EngineError> {
+    let &super::TaskStart { task, agent, query } = start;
     if bases.is_empty() {
         return Ok(None);
     }

@@ -82,17 +82,15 @@ const EXTRACT_SYSTEM: &str = "You pick out what is worth remembering from a task
 /// The "Relevant memories from earlier runs" section of `task`'s prompt (`None`: nothing to add),
 /// from the journal when the task recalled before, else recalled with `query` and journaled in
 /// `pending`.
-#[allow(clippy::too_many_arguments)]
 pub(super) async fn recall(
     source: Option<&Arc<dyn MemorySource>>,
     memory: &MemorySpec,
     scope: &str,
-    task: &str,
-    agent: &str,
-    query: &str,
+    start: &super::TaskStart<'_>,
     ctx: &Context<'_>,
     pending: &mut Step,
 ) -> Result<Option<String>, EngineError> {
+    let &super::TaskStart { task, agent, query } = start;
     let items: Vec<MemoryItem> = match ctx.recorded(SideKind::Recall, task)? {
         Some(items) => items,
         _ => {

@@ -157,6 +157,14 @@ impl Context<'_> {
     }
 }
 
+/// A task's start as its knowledge and its memory see it: the task, its agent, and the prompt
+/// they are searched with.
+pub(crate) struct TaskStart<'a> {
+    pub task: &'a str,
+    pub agent: &'a str,
+    pub query: &'a str,
+}
+
 /// A streaming run's publisher and its id.
 #[derive(Clone)]
 pub struct RunDeltas {

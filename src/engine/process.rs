@@ -99,17 +99,18 @@ async fn add_context(
     ctx: &Context<'_>,
     pending: &mut Step,
 ) -> Result<(), EngineError> {
-    let (name, agent, query) = (&task.name, turn.agent.clone(), turn.task_prompt.clone());
+    let (agent, query) = (turn.agent.clone(), turn.task_prompt.clone());
+    let start = super::TaskStart { task: &task.name, agent: &agent, query: &query };
     if let Some(spec) = &assembler.crew.memory {
         let scope = assembler.memory_scope(spec);
         let source = assembler.memory;
-        let section = memory::recall(source, spec, &scope, name, &agent, &query, ctx, pending).await?;
+        let section = memory::recall(source, spec, &scope, &start, ctx, pending).await?;
         if let Some(section) = section {
             turn.task_prompt = memory::with_memories(&turn.task_prompt, &section);
         }
     }
     let source = assembler.knowledge;
-    let section = knowledge::recall(source, bases, name, &agent, &query, ctx, pending).await?;
+    let section = knowledge::recall(source, bases, &start, ctx, pending).await?;
     if let Some(section) = section {
         turn.task_prompt = knowledge::with_knowledge(&turn.task_prompt, &section);
     }

@@ -56,12 +56,59 @@ enum Flow {
     Done,
 }
 
+/// A stream's pump: what it does with an item of the bus, and how it reads what it missed.
+trait Pump {
+    fn sender(&self) -> &mpsc::Sender<Frame>;
+    /// Send what `item` brings the client, if anything.
+    async fn item(&mut self, item: BusItem) -> StoreResult<Flow>;
+    /// Send everything the database has that the client has not had.
+    async fn catch_up(&mut self) -> StoreResult<Flow>;
+}
+
+/// Pump the bus's items into `pump`'s stream until its client leaves or the bus closes; a lagging
+/// receiver catches up from the database.
+async fn pump<P: Pump>(pump: &mut P, receiver: &mut broadcast::Receiver<BusItem>) -> StoreResult<()> {
+    loop {
+        let item = tokio::select! {
+            item = receiver.recv() => item,
+            () = pump.sender().closed() => return Ok(()),
+        };
+        let flow = match item {
+            Ok(item) => pump.item(item).await?,
+            Err(broadcast::error::RecvError::Lagged(_)) => pump.catch_up().await?,
+            Err(broadcast::error::RecvError::Closed) => Flow::Done,
+        };
+        if let Flow::Done = flow {
+            return Ok(());
+        }
+    }
+}
+
 struct RunPump {
     store: Store,
     run_id: RunId,
     /// The last `seq` sent.
     last: i64,
     sender: mpsc::Sender<Frame>,
+}
+
+impl Pump for RunPump {
+    fn sender(&self) -> &mpsc::Sender<Frame> {
+        &self.sender
+    }
+
+    async fn item(&mut self, item: BusItem) -> StoreResult<Flow> {
+        Ok(match item {
+            BusItem::Event { event, .. } if event.event.seq == self.last + 1 => self.send(event).await,
+            BusItem::Event { event, .. } if event.event.seq <= self.last => Flow::Continue,
+            BusItem::Delta { json, .. } => self.send_delta(json).await,
+            _ => return self.read_missed().await,
+        })
+    }
+
+    async fn catch_up(&mut self) -> StoreResult<Flow> {
+        self.read_missed().await
+    }
 }
 
 impl RunPump {
@@ -73,28 +120,11 @@ impl RunPump {
         if self.store.run_status(self.run_id).await?.is_none_or(|status| status.is_terminal()) {
             return Ok(());
         }
-        loop {
-            let item = tokio::select! {
-                item = subscription.receiver.recv() => item,
-                () = self.sender.closed() => return Ok(()),
-            };
-            let flow = match item {
-                Ok(BusItem::Event { event, .. }) if event.event.seq == self.last + 1 => {
-                    self.send(event).await
-                }
-                Ok(BusItem::Event { event, .. }) if event.event.seq <= self.last => Flow::Continue,
-                Ok(BusItem::Delta { json, .. }) => self.send_delta(json).await,
-                Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => self.catch_up().await?,
-                Err(broadcast::error::RecvError::Closed) => Flow::Done,
-            };
-            if let Flow::Done = flow {
-                return Ok(());
-            }
-        }
+        pump(self, &mut subscription.receiver).await
     }
 
     /// Send everything the database has after `last`.
-    async fn catch_up(&mut self) -> StoreResult<Flow> {
+    async fn read_missed(&mut self) -> StoreResult<Flow> {
         loop {
             let page = self.store.list_events(self.run_id, self.last, PAGE).await?;
             let full = page.len() as i64 == PAGE;
@@ -172,6 +202,30 @@ struct FirehosePump {
     sender: mpsc::Sender<Frame>,
 }
 
+impl Pump for FirehosePump {
+    fn sender(&self) -> &mpsc::Sender<Frame> {
+        &self.sender
+    }
+
+    async fn item(&mut self, item: BusItem) -> StoreResult<Flow> {
+        Ok(match item {
+            BusItem::Event { id, crew, tenant, event } => {
+                let wanted = self.filter.wants(crew.as_deref(), tenant.as_deref());
+                if wanted && !self.sent.contains(&id) {
+                    self.send(id, event).await
+                } else {
+                    Flow::Continue
+                }
+            }
+            _ => return self.read_missed().await,
+        })
+    }
+
+    async fn catch_up(&mut self) -> StoreResult<Flow> {
+        self.read_missed().await
+    }
+}
+
 impl FirehosePump {
     async fn run(&mut self, mut receiver: broadcast::Receiver<BusItem>, from_end: bool) -> StoreResult<()> {
         if from_end {
@@ -184,30 +238,10 @@ impl FirehosePump {
         } else if let Flow::Done = self.catch_up().await? {
             return Ok(());
         }
-        loop {
-            let item = tokio::select! {
-                item = receiver.recv() => item,
-                () = self.sender.closed() => return Ok(()),
-            };
-            let flow = match item {
-                Ok(BusItem::Event { id, crew, tenant, event }) => {
-                    let wanted = self.filter.wants(crew.as_deref(), tenant.as_deref());
-                    if wanted && !self.sent.contains(&id) {
-                        self.send(id, event).await
-                    } else {
-                        Flow::Continue
-                    }
-                }
-                Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => self.catch_up().await?,
-                Err(broadcast::error::RecvError::Closed) => Flow::Done,
-            };
-            if let Flow::Done = flow {
-                return Ok(());
-            }
-        }
+        pump(self, &mut receiver).await
     }
 
-    async fn catch_up(&mut self) -> StoreResult<Flow> {
+    async fn read_missed(&mut self) -> StoreResult<Flow> {
         loop {
             let (crew, tenant) = (self.filter.crew.as_deref(), self.filter.tenant.as_ref());
             let page = self.store.list_all_events(self.last, PAGE, crew, tenant).await?;

@@ -14,7 +14,7 @@ use super::extract::ApiQuery;
 use super::runs::bounded;
 use super::AppState;
 use crate::domain::TenantId;
-use crate::store::{AuditFilter, AuditRecord};
+use crate::store::AuditFilter;
 
 const DEFAULT_PAGE: i64 = 100;
 const MAX_PAGE: i64 = 1000;
@@ -52,71 +52,8 @@ pub struct AuditQuery {
     pub cursor: Option<String>,
 }
 
-/// How an audited request ended.
-#[derive(Debug, Clone, Copy, Deserialize, Serialize, ToSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum AuditOutcome {
-    /// The change was made (recorded in its own transaction).
-    Succeeded,
-    /// The key lacked the operation's scope (403).
-    Denied,
-    /// No such resource, or another tenant's (404).
-    NotFound,
-    /// The resource's state refused it (409).
-    Conflict,
-    /// The request was malformed or broke the rules (400, 422).
-    Invalid,
-    /// A limit refused it (413, 429...).
-    Refused,
-    /// The server failed (5xx).
-    Failed,
-}
-
-impl AuditOutcome {
-    fn as_str(self) -> &'static str {
-        match self {
-            AuditOutcome::Succeeded => "succeeded",
-            AuditOutcome::Denied => "denied",
-            AuditOutcome::NotFound => "not_found",
-            AuditOutcome::Conflict => "conflict",
-            AuditOutcome::Invalid => "invalid",
-            AuditOutcome::Refused => "refused",
-            AuditOutcome::Failed => "failed",
-        }
-    }
-}
-
-/// A change made (or attempted) through the API.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct AuditEntry {
-    pub id: Uuid,
-    pub at: DateTime<Utc>,
-    /// The tenant whose resource it is (the caller's, for a refused request).
-    pub tenant: String,
-    /// The key that made it; `null` for the keys of `AGENTD_API_KEYS`, an open API and the
-    /// command line.
-    pub key_id: Option<Uuid>,
-    /// What was done: the resource kind and the operation (`secret.put`, `run.cancel`...).
-    pub action: String,
-    /// The path of what it was done to.
-    pub resource: String,
-    /// `succeeded`, `denied`, `not_found`, `conflict`, `invalid`, `refused` or `failed`.
-    pub outcome: String,
-}
-
-impl From<AuditRecord> for AuditEntry {
-    fn from(record: AuditRecord) -> Self {
-        Self {
-            id: record.id,
-            at: record.at,
-            tenant: record.tenant.into_string(),
-            key_id: record.key_id,
-            action: record.action,
-            resource: record.resource,
-            outcome: record.outcome,
-        }
-    }
-}
+pub use crate::domain::audit::AuditRecord as AuditEntry;
+pub use crate::domain::audit::Outcome as AuditOutcome;
 
 /// A page of audit records, newest first.
 #[derive(Debug, Serialize, ToSchema)]
@@ -162,5 +99,5 @@ pub async fn list_audit(
     let more = records.len() as i64 > limit;
     records.truncate(limit as usize);
     let next_cursor = more.then(|| records.last().map(|r| r.id.to_string())).flatten();
-    Ok(Json(AuditList { entries: records.into_iter().map(AuditEntry::from).collect(), next_cursor }))
+    Ok(Json(AuditList { entries: records, next_cursor }))
 }

@@ -18,10 +18,8 @@ use super::auth::{Audited, Authed};
 use super::error::{ApiError, ApiResult, Problem};
 use super::extract::{parse_json, ApiJson, ApiPath, ApiQuery};
 use super::AppState;
-use crate::domain::knowledge::{
-    check_base_name, Chunking, DocumentSource, DocumentStatus, KnowledgeHit, SearchMode, DEFAULT_K,
-};
-use crate::domain::knowledge::{KnowledgeBase, KnowledgeDocument, Posted};
+use crate::domain::knowledge::{check_base_name, Chunking, KnowledgeHit, SearchMode, DEFAULT_K};
+use crate::domain::knowledge::{KnowledgeBase, Posted};
 use crate::domain::DocumentId;
 use crate::knowledge::extract::{
     judge_content, media_type_of_content, media_type_of_name, normalize_media_type, SUPPORTED,
@@ -83,47 +81,7 @@ pub struct NewKnowledgeBase {
     chunking: Option<Chunking>,
 }
 
-/// A document of a knowledge base.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct DocumentBody {
-    pub id: Uuid,
-    pub title: String,
-    pub source: DocumentSource,
-    /// The URL it was fetched from (`source: url`).
-    pub url: Option<String>,
-    /// Its media type (`text/markdown` for posted text; a URL's once fetched is not recorded).
-    pub media_type: String,
-    /// Bytes posted or uploaded (0 for a URL).
-    pub bytes: i64,
-    pub status: DocumentStatus,
-    /// Why ingestion failed (`status: failed`).
-    pub error: Option<String>,
-    /// Chunks indexed (`status: ready`).
-    pub chunks: i32,
-    /// Tokens of those chunks (cl100k).
-    pub tokens: i64,
-    pub created_at: DateTime<Utc>,
-    pub updated_at: DateTime<Utc>,
-}
-
-impl From<KnowledgeDocument> for DocumentBody {
-    fn from(d: KnowledgeDocument) -> Self {
-        Self {
-            id: d.id.0,
-            title: d.title,
-            source: d.source,
-            url: d.url,
-            media_type: d.media_type,
-            bytes: d.bytes,
-            status: d.status,
-            error: d.error,
-            chunks: d.chunks,
-            tokens: d.tokens,
-            created_at: d.created_at,
-            updated_at: d.updated_at,
-        }
-    }
-}
+pub use crate::domain::knowledge::KnowledgeDocument as DocumentBody;
 
 /// A base's documents, newest first (at most 1,000).
 #[derive(Debug, Serialize, ToSchema)]
@@ -322,7 +280,7 @@ pub async fn post_document(
         Posted::Created => StatusCode::ACCEPTED,
         Posted::Existing => StatusCode::OK,
     };
-    Ok((status, [(header::LOCATION, location)], Json(DocumentBody::from(document))).into_response())
+    Ok((status, [(header::LOCATION, location)], Json(document)).into_response())
 }
 
 /// 413 at once when the declared length is over `limit`.
@@ -425,7 +383,7 @@ pub async fn list_documents(
 ) -> ApiResult<Json<DocumentList>> {
     check_name(&name)?;
     let documents = state.services.knowledge_documents(&caller, &name).await?;
-    Ok(Json(DocumentList { documents: documents.into_iter().map(Into::into).collect() }))
+    Ok(Json(DocumentList { documents }))
 }
 
 /// A document: `pending`, `ready` (with its chunk and token counts) or `failed` (with the reason).
@@ -447,7 +405,7 @@ pub async fn get_document(
     ApiPath((name, id)): ApiPath<(String, Uuid)>,
 ) -> ApiResult<Json<DocumentBody>> {
     check_name(&name)?;
-    Ok(Json(state.services.knowledge_document(&caller, &name, DocumentId(id)).await?.into()))
+    Ok(Json(state.services.knowledge_document(&caller, &name, DocumentId(id)).await?))
 }
 
 /// Delete a document with its chunks and vectors.

@@ -15,7 +15,7 @@ use super::error::{ApiResult, Problem};
 use super::extract::{ApiJson, ApiPath, ApiQuery};
 use super::runs::bounded;
 use super::AppState;
-use crate::domain::webhook::{Delivery, WebhookEndpoint};
+use crate::domain::webhook::Delivery;
 use crate::domain::RunId;
 use crate::domain::WebhookId;
 use crate::service::WithSecret;
@@ -24,44 +24,7 @@ use crate::webhooks::deliver::message_id;
 const DEFAULT_PAGE: i64 = 50;
 const MAX_PAGE: i64 = 200;
 
-/// A webhook endpoint.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct WebhookBody {
-    pub id: Uuid,
-    pub url: String,
-    /// Event types, `<prefix>.*` or `*`.
-    pub events: Vec<String>,
-    /// Only this crew's runs (registered endpoints).
-    pub crew: Option<String>,
-    /// The run whose kickoff carried it; `null`: registered.
-    pub run_id: Option<Uuid>,
-    pub description: String,
-    pub enabled: bool,
-    /// Why it was disabled: through the API, a 410 Gone, or the retry schedule used up.
-    pub disabled_reason: Option<String>,
-    /// Until when the secret rotated out signs alongside the current one.
-    pub previous_secret_until: Option<DateTime<Utc>>,
-    pub created_at: DateTime<Utc>,
-    pub updated_at: DateTime<Utc>,
-}
-
-impl From<WebhookEndpoint> for WebhookBody {
-    fn from(e: WebhookEndpoint) -> Self {
-        Self {
-            id: e.id.0,
-            url: e.url,
-            events: e.events,
-            crew: e.crew,
-            run_id: e.run_id.map(|r| r.0),
-            description: e.description,
-            enabled: e.enabled,
-            disabled_reason: e.disabled_reason,
-            previous_secret_until: e.previous_secret_until,
-            created_at: e.created_at,
-            updated_at: e.updated_at,
-        }
-    }
-}
+pub use crate::domain::webhook::WebhookEndpoint as WebhookBody;
 
 /// An endpoint with its signing secret, shown this once.
 #[derive(Debug, Serialize, ToSchema)]
@@ -74,7 +37,7 @@ pub struct WebhookWithSecret {
 
 impl From<WithSecret> for WebhookWithSecret {
     fn from(w: WithSecret) -> Self {
-        Self { webhook: w.endpoint.into(), secret: w.secret }
+        Self { webhook: w.endpoint, secret: w.secret }
     }
 }
 
@@ -226,7 +189,7 @@ pub async fn list_webhooks(
     ApiQuery(query): ApiQuery<WebhooksQuery>,
 ) -> ApiResult<Json<WebhookList>> {
     let webhooks = state.services.webhooks(&caller, query.run_id.map(RunId)).await?;
-    Ok(Json(WebhookList { webhooks: webhooks.into_iter().map(WebhookBody::from).collect() }))
+    Ok(Json(WebhookList { webhooks }))
 }
 
 /// Get an endpoint (never its secret).
@@ -245,7 +208,7 @@ pub async fn get_webhook(
     Authed(caller): Authed,
     ApiPath(id): ApiPath<Uuid>,
 ) -> ApiResult<Json<WebhookBody>> {
-    Ok(Json(state.services.webhook(&caller, WebhookId(id)).await?.into()))
+    Ok(Json(state.services.webhook(&caller, WebhookId(id)).await?))
 }
 
 /// Change an endpoint's `events`, `description`, or `enabled`.
@@ -267,7 +230,7 @@ pub async fn update_webhook(
     ApiPath(id): ApiPath<Uuid>,
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<Json<WebhookBody>> {
-    Ok(Json(state.services.update_webhook(&caller, WebhookId(id), body, &audit).await?.into()))
+    Ok(Json(state.services.update_webhook(&caller, WebhookId(id), body, &audit).await?))
 }
 
 /// Remove an endpoint and its deliveries.

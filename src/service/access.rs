@@ -20,6 +20,7 @@ use subtle::ConstantTimeEq;
 use uuid::Uuid;
 
 use super::{invalid, ServiceError, ServiceResult, Services};
+use crate::domain::audit::AuditRecord;
 use crate::domain::kickoff::NewRun;
 use crate::domain::tenant::check_tenant_name;
 use crate::domain::tenant::{KeyRecord, TenantRecord};
@@ -27,7 +28,7 @@ use crate::domain::validate::{check_text, parse_json, TextKind};
 use crate::domain::KeyId;
 use crate::domain::TenantId;
 use crate::domain::{Caller, FieldError, KeyEnd, QueueFull, QuotaPatch, Quotas, Scope, Scopes};
-use crate::store::{Audit, AuditFilter, AuditRecord, NewKey, Outcome, Store, StoreError, TenantLoad};
+use crate::store::{Audit, AuditFilter, NewKey, Outcome, Store, StoreError, TenantLoad};
 
 /// How long a replica trusts what it read about a key (and whether any key exists).
 pub const KEY_CACHE_TTL: Duration = Duration::from_secs(1);
@@ -190,19 +191,8 @@ impl Services {
         if !errors.is_empty() {
             return Err(ServiceError::Invalid(errors));
         }
-        self.issue_key(&tenant, body.name.trim(), &scopes, body.expires_at, audit).await
-    }
-
-    /// Make and store a key.
-    pub async fn issue_key(
-        &self,
-        tenant: &TenantId,
-        name: &str,
-        scopes: &[Scope],
-        expires_at: Option<DateTime<Utc>>,
-        audit: &Audit,
-    ) -> ServiceResult<CreatedKey> {
-        let created = issue_key(&self.store, tenant, name, scopes, expires_at, audit).await?;
+        let created =
+            issue_key(&self.store, &tenant, body.name.trim(), &scopes, body.expires_at, audit).await?;
         self.keys.forget_any();
         Ok(created)
     }

@@ -10,6 +10,8 @@ use sqlx::PgConnection;
 use uuid::Uuid;
 
 use super::{Store, StoreResult};
+use crate::domain::audit::AuditRecord;
+pub use crate::domain::audit::Outcome;
 use crate::domain::KeyId;
 use crate::domain::TenantId;
 
@@ -31,63 +33,6 @@ pub struct Audit {
 pub enum Owner {
     Run(Uuid),
     Webhook(Uuid),
-}
-
-/// How an audited request ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
-    Succeeded,
-    /// The key lacks the scope (403).
-    Denied,
-    /// No such resource, or another tenant's (404).
-    NotFound,
-    /// The resource's state refused it (409).
-    Conflict,
-    /// The request was malformed or broke the rules (400, 422).
-    Invalid,
-    /// A quota or limit refused it (413, 429...).
-    Refused,
-    /// The server failed (5xx).
-    Failed,
-}
-
-impl Outcome {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Outcome::Succeeded => "succeeded",
-            Outcome::Denied => "denied",
-            Outcome::NotFound => "not_found",
-            Outcome::Conflict => "conflict",
-            Outcome::Invalid => "invalid",
-            Outcome::Refused => "refused",
-            Outcome::Failed => "failed",
-        }
-    }
-
-    /// The outcome an HTTP status stands for.
-    pub fn of_status(status: u16) -> Self {
-        match status {
-            200..=399 => Outcome::Succeeded,
-            401 | 403 => Outcome::Denied,
-            404 | 410 => Outcome::NotFound,
-            409 | 412 => Outcome::Conflict,
-            400 | 422 => Outcome::Invalid,
-            500..=599 => Outcome::Failed,
-            _ => Outcome::Refused,
-        }
-    }
-}
-
-/// A recorded change.
-#[derive(Debug, Clone, PartialEq)]
-pub struct AuditRecord {
-    pub id: Uuid,
-    pub at: DateTime<Utc>,
-    pub tenant: TenantId,
-    pub key_id: Option<Uuid>,
-    pub action: String,
-    pub resource: String,
-    pub outcome: String,
 }
 
 /// Which records to list, newest first.

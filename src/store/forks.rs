@@ -236,64 +236,45 @@ async fn copy_journal(
     reused: &[String],
 ) -> StoreResult<()> {
     let (source, fork): (Uuid, Uuid) = (source.0, fork.0);
-    sqlx::query!(
+    // Each statement copies rows of the tasks `reused` ($3) from `source` ($1) into `fork` ($2).
+    macro_rules! copy {
+        ($statement:literal) => {
+            sqlx::query!($statement, source, fork, reused).execute(&mut **tx).await?
+        };
+    }
+    copy!(
         r#"UPDATE run_tasks AS t SET status = s.status, output = s.output, started_at = s.started_at,
                                      finished_at = s.finished_at
              FROM run_tasks AS s
-            WHERE t.run_id = $2 AND s.run_id = $1 AND s.name = t.name AND s.name = ANY($3)"#,
-        source,
-        fork,
-        reused
-    )
-    .execute(&mut **tx)
-    .await?;
-    sqlx::query!(
+            WHERE t.run_id = $2 AND s.run_id = $1 AND s.name = t.name AND s.name = ANY($3)"#
+    );
+    copy!(
         r#"INSERT INTO messages (run_id, seq, conversation, task, agent, role, content, tool_calls, tool_call_id,
                                  attempt, created_at, compacts, images)
            SELECT $2, row_number() OVER (ORDER BY seq), conversation, task, agent, role, content, tool_calls,
                   tool_call_id, attempt, created_at, compacts, images
-             FROM messages WHERE run_id = $1 AND task = ANY($3)"#,
-        source,
-        fork,
-        reused
-    )
-    .execute(&mut **tx)
-    .await?;
-    sqlx::query!(
+             FROM messages WHERE run_id = $1 AND task = ANY($3)"#
+    );
+    copy!(
         r#"INSERT INTO tool_calls (run_id, id, task, agent, tool, arguments, status, result, error, cached, attempt,
                                    started_at, finished_at, conversation, approval)
            SELECT $2, id, task, agent, tool, arguments, status, result, error, cached, attempt, started_at,
                   finished_at, conversation, approval
-             FROM tool_calls WHERE run_id = $1 AND task = ANY($3)"#,
-        source,
-        fork,
-        reused
-    )
-    .execute(&mut **tx)
-    .await?;
-    sqlx::query!(
+             FROM tool_calls WHERE run_id = $1 AND task = ANY($3)"#
+    );
+    copy!(
         r#"INSERT INTO side_records (run_id, task, kind, agent, arguments, value, attempt, created_at)
            SELECT $2, task, kind, agent, arguments, value, attempt, created_at
-             FROM side_records WHERE run_id = $1 AND task = ANY($3)"#,
-        source,
-        fork,
-        reused
-    )
-    .execute(&mut **tx)
-    .await?;
-    sqlx::query!(
+             FROM side_records WHERE run_id = $1 AND task = ANY($3)"#
+    );
+    copy!(
         r#"WITH copied AS (
                INSERT INTO events (run_id, seq, type, task, agent, data, at)
                SELECT $2, f.last_seq + row_number() OVER (ORDER BY e.seq), e.type, e.task, e.agent, e.data, e.at
                  FROM events AS e, (SELECT last_seq FROM runs WHERE id = $2) AS f
                 WHERE e.run_id = $1 AND e.task = ANY($3) AND e.type NOT LIKE 'run.%'
                RETURNING seq)
-           UPDATE runs SET last_seq = coalesce((SELECT max(seq) FROM copied), last_seq) WHERE id = $2"#,
-        source,
-        fork,
-        reused
-    )
-    .execute(&mut **tx)
-    .await?;
+           UPDATE runs SET last_seq = coalesce((SELECT max(seq) FROM copied), last_seq) WHERE id = $2"#
+    );
     Ok(())
 }

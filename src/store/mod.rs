@@ -37,7 +37,7 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::PgPool;
 
 pub use approval::{DecideOutcome, PendingCall};
-pub use audit::{Audit, AuditFilter, AuditRecord, Outcome, Owner};
+pub use audit::{Audit, AuditFilter, Outcome, Owner};
 pub use claim::ClaimedRun;
 pub use events::LoggedEvent;
 pub use forks::{ForkSource, Forked, Retried};
