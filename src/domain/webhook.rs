@@ -28,21 +28,31 @@ pub struct WebhookEndpoint {
     pub updated_at: DateTime<Utc>,
 }
 
-/// One delivery of one event to one endpoint.
-#[derive(Debug, Clone, PartialEq)]
+/// One event's delivery to one endpoint.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, utoipa::ToSchema)]
+#[schema(as = DeliveryBody)]
 pub struct Delivery {
     pub id: i64,
-    pub endpoint_id: WebhookId,
+    /// The `webhook-id` header: the same on every attempt (receivers dedupe on it).
+    pub message_id: String,
+    #[schema(value_type = uuid::Uuid)]
     pub run_id: RunId,
     pub seq: i64,
     pub event_type: String,
-    /// `pending`, `delivered` or `failed`.
+    /// `pending`, `delivered` or `failed` (the retry schedule was used up).
     pub status: String,
     pub attempts: i32,
+    /// When the next attempt is due (pending ones).
     pub next_attempt_at: Option<DateTime<Utc>>,
     pub last_attempt_at: Option<DateTime<Utc>>,
+    /// The status code of the last response, if one came.
     pub last_status: Option<i32>,
     pub last_error: Option<String>,
     pub delivered_at: Option<DateTime<Utc>>,
     pub created_at: DateTime<Utc>,
+}
+
+/// The `webhook-id` of delivery `delivery`: the same on every attempt.
+pub fn message_id(delivery: i64) -> String {
+    format!("msg_{delivery}")
 }

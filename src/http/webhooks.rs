@@ -4,7 +4,6 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
-use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
@@ -15,11 +14,9 @@ use super::error::{ApiResult, Problem};
 use super::extract::{ApiJson, ApiPath, ApiQuery};
 use super::runs::bounded;
 use super::AppState;
-use crate::domain::webhook::Delivery;
 use crate::domain::RunId;
 use crate::domain::WebhookId;
 use crate::service::WithSecret;
-use crate::webhooks::deliver::message_id;
 
 const DEFAULT_PAGE: i64 = 50;
 const MAX_PAGE: i64 = 200;
@@ -79,47 +76,7 @@ pub struct WebhookPatch {
     description: Option<String>,
 }
 
-/// One event's delivery to one endpoint.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct DeliveryBody {
-    pub id: i64,
-    /// The `webhook-id` header: the same on every attempt (receivers dedupe on it).
-    pub message_id: String,
-    pub run_id: Uuid,
-    pub seq: i64,
-    pub event_type: String,
-    /// `pending`, `delivered` or `failed` (the retry schedule was used up).
-    pub status: String,
-    pub attempts: i32,
-    /// When the next attempt is due (pending ones).
-    pub next_attempt_at: Option<DateTime<Utc>>,
-    pub last_attempt_at: Option<DateTime<Utc>>,
-    /// The status code of the last response, if one came.
-    pub last_status: Option<i32>,
-    pub last_error: Option<String>,
-    pub delivered_at: Option<DateTime<Utc>>,
-    pub created_at: DateTime<Utc>,
-}
-
-impl From<Delivery> for DeliveryBody {
-    fn from(d: Delivery) -> Self {
-        Self {
-            id: d.id,
-            message_id: message_id(d.id),
-            run_id: d.run_id.0,
-            seq: d.seq,
-            event_type: d.event_type,
-            status: d.status,
-            attempts: d.attempts,
-            next_attempt_at: d.next_attempt_at,
-            last_attempt_at: d.last_attempt_at,
-            last_status: d.last_status,
-            last_error: d.last_error,
-            delivered_at: d.delivered_at,
-            created_at: d.created_at,
-        }
-    }
-}
+pub use crate::domain::webhook::Delivery as DeliveryBody;
 
 /// A page of deliveries, newest first.
 #[derive(Debug, Serialize, ToSchema)]
@@ -299,10 +256,7 @@ pub async fn list_deliveries(
     let limit = bounded(query.limit, DEFAULT_PAGE, MAX_PAGE, "limit")?;
     let before = query.cursor.map(|c| bounded(Some(c), 1, i64::MAX, "cursor")).transpose()?;
     let page = state.services.deliveries(&caller, WebhookId(id), before, limit).await?;
-    Ok(Json(DeliveryList {
-        deliveries: page.deliveries.into_iter().map(DeliveryBody::from).collect(),
-        next_cursor: page.next_before,
-    }))
+    Ok(Json(DeliveryList { deliveries: page.deliveries, next_cursor: page.next_before }))
 }
 
 /// Send a delivery again, as soon as the ones before it in its run's queue are delivered.
@@ -324,5 +278,5 @@ pub async fn retry_delivery(
     ApiPath((id, delivery)): ApiPath<(Uuid, i64)>,
 ) -> ApiResult<(StatusCode, Json<DeliveryBody>)> {
     let delivery = state.services.retry_delivery(&caller, WebhookId(id), delivery, &audit).await?;
-    Ok((StatusCode::ACCEPTED, Json(delivery.into())))
+    Ok((StatusCode::ACCEPTED, Json(delivery)))
 }

@@ -151,7 +151,6 @@ impl From<EndpointRow> for WebhookEndpoint {
 
 struct DeliveryRow {
     id: i64,
-    endpoint_id: Uuid,
     run_id: Uuid,
     seq: i64,
     event_type: String,
@@ -170,7 +169,7 @@ impl From<DeliveryRow> for Delivery {
         let pending = row.status == "pending";
         Self {
             id: row.id,
-            endpoint_id: WebhookId(row.endpoint_id),
+            message_id: crate::domain::webhook::message_id(row.id),
             run_id: RunId(row.run_id),
             seq: row.seq,
             event_type: row.event_type,
@@ -384,7 +383,7 @@ impl Store {
     ) -> StoreResult<DeliveryPage> {
         let mut rows = sqlx::query_as!(
             DeliveryRow,
-            r#"SELECT d.id, d.endpoint_id, d.run_id, d.seq, e.type AS event_type, d.status, d.attempts,
+            r#"SELECT d.id, d.run_id, d.seq, e.type AS event_type, d.status, d.attempts,
                       d.next_attempt_at, d.last_attempt_at, d.last_status, d.last_error, d.delivered_at,
                       d.created_at
                  FROM webhook_deliveries d JOIN events e ON e.id = d.event_id
@@ -441,7 +440,7 @@ impl Store {
         .await?;
         let row = sqlx::query_as!(
             DeliveryRow,
-            r#"SELECT d.id, d.endpoint_id, d.run_id, d.seq, e.type AS event_type, d.status, d.attempts,
+            r#"SELECT d.id, d.run_id, d.seq, e.type AS event_type, d.status, d.attempts,
                       d.next_attempt_at, d.last_attempt_at, d.last_status, d.last_error, d.delivered_at,
                       d.created_at
                  FROM webhook_deliveries d JOIN events e ON e.id = d.event_id WHERE d.id = $1"#,

@@ -290,10 +290,7 @@ impl Deliverer {
     }
 }
 
-/// The `webhook-id` of a delivery: the same for every attempt.
-pub fn message_id(delivery: i64) -> String {
-    format!("msg_{delivery}")
-}
+pub use crate::domain::webhook::message_id;
 
 /// A uniform number in [-1, 1].
 fn jitter() -> f64 {

@@ -16,7 +16,7 @@ use uuid::Uuid;
 
 use super::{Answer, Commit, CommitError};
 use crate::domain::{RunStatus, TaskStatus, UsageLine};
-use crate::engine::journal::{RunChange, TaskChange, ToolCallOutcome};
+use crate::engine::journal::{RunChange, SideRecord, TaskChange, ToolCallOutcome};
 use crate::store::group::Failure;
 use crate::store::parse;
 
@@ -215,22 +215,20 @@ pub(super) async fn tool_starts(tx: &mut Tx<'_>, live: &[Live<'_>]) -> WriteResu
 /// Write the side records of the steps (what their task starts found); a task's record of a kind
 /// is written once, and a step that writes it again is refused.
 pub(super) async fn side_records(tx: &mut Tx<'_>, live: &[Live<'_>]) -> WriteResult {
-    let (mut runs, mut attempts, mut kinds, mut tasks) = (vec![], vec![], vec![], vec![]);
-    let (mut agents, mut arguments, mut values) = (vec![], vec![], vec![]);
-    for &(_, commit) in live {
-        for record in &commit.step.side_records {
-            runs.push(commit.run_id.0);
-            attempts.push(commit.attempt);
-            kinds.push(record.kind.as_str());
-            tasks.push(record.task.as_str());
-            agents.push(record.agent.as_str());
-            arguments.push(record.arguments.clone());
-            values.push(record.value.clone());
-        }
-    }
-    if runs.is_empty() {
+    let records: Vec<(&Commit, &SideRecord)> = live
+        .iter()
+        .flat_map(|&(_, commit)| commit.step.side_records.iter().map(move |record| (commit, record)))
+        .collect();
+    if records.is_empty() {
         return Ok(());
     }
+    let runs: Vec<Uuid> = records.iter().map(|(commit, _)| commit.run_id.0).collect();
+    let attempts: Vec<i32> = records.iter().map(|(commit, _)| commit.attempt).collect();
+    let kinds: Vec<&str> = records.iter().map(|(_, record)| record.kind.as_str()).collect();
+    let tasks: Vec<&str> = records.iter().map(|(_, record)| record.task.as_str()).collect();
+    let agents: Vec<&str> = records.iter().map(|(_, record)| record.agent.as_str()).collect();
+    let arguments: Vec<Value> = records.iter().map(|(_, record)| record.arguments.clone()).collect();
+    let values: Vec<Value> = records.iter().map(|(_, record)| record.value.clone()).collect();
     let written = sqlx::query_scalar!(
         r#"INSERT INTO side_records (run_id, attempt, kind, task, agent, arguments, value)
            SELECT * FROM UNNEST($1::uuid[], $2::int4[], $3::text[], $4::text[], $5::text[], $6::jsonb[],
@@ -247,12 +245,8 @@ pub(super) async fn side_records(tx: &mut Tx<'_>, live: &[Live<'_>]) -> WriteRes
     )
     .fetch_all(&mut **tx)
     .await?;
-    expect_rows(
-        live,
-        &written,
-        |c| c.step.side_records.len(),
-        "a side record of this step was written before",
-    )
+    let refused = "a side record of this step was written before";
+    expect_rows(live, &written, |c| c.step.side_records.len(), refused)
 }
 
 /// Finish tool calls started in earlier steps (the last end of an id in a step wins; calls the
