@@ -108,12 +108,12 @@ snake_case_enum! {
 /// An item to save.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewMemory {
-    pub id: uuid::Uuid,
+    pub id: super::MemoryId,
     pub tenant: TenantId,
     pub scope: String,
     pub kind: MemoryKind,
     pub text: String,
-    pub run_id: Option<uuid::Uuid>,
+    pub run_id: Option<super::RunId>,
     pub task: Option<String>,
     pub agent: Option<String>,
     /// Its vector, when its crew (or its poster) names an embedding model.

@@ -9,7 +9,7 @@ use super::assemble::Assembler;
 use super::journal::Step;
 use super::prompts;
 use super::toolbox::DelegateMode;
-use super::{agent, Context, Coworkers, DelegationFuture, EngineError};
+use super::{agent, Context, Coworkers, Delegation, DelegationFuture, EngineError};
 use crate::domain::crew::{AgentSpec, CrewSpec, TaskSpec};
 use crate::domain::interpolate::interpolate;
 
@@ -19,14 +19,8 @@ pub(super) struct Team<'a> {
 }
 
 impl Coworkers for Team<'_> {
-    fn delegate<'b>(
-        &'b self,
-        ctx: &'b Context<'b>,
-        task: &'b str,
-        conversation: String,
-        mode: DelegateMode,
-        arguments: &'b Value,
-    ) -> DelegationFuture<'b> {
+    fn delegate<'b>(&'b self, ctx: &'b Context<'b>, request: Delegation<'b>) -> DelegationFuture<'b> {
+        let Delegation { task, conversation, mode, arguments } = request;
         Box::pin(async move {
             let (crew, inputs) = (self.assembler.crew, self.assembler.inputs);
             let field =
@@ -59,7 +53,7 @@ impl Coworkers for Team<'_> {
                 Ok(turn) => turn,
                 Err(error) => return Ok(Err(error.to_string())),
             };
-            turn.conversation = conversation.into();
+            turn.conversation = conversation;
             turn.plan = None;
             turn.toolbox = std::mem::take(&mut turn.toolbox).without_delegation();
             let shared = field("context");

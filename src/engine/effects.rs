@@ -35,7 +35,7 @@ use serde_json::Value;
 
 use super::journal::{DayCaps, JournalError, Step, ToolCallOutcome};
 use super::toolbox::{Runner, ToolEntry};
-use super::{Context, EngineError, LiveDelta, RunDeltas};
+use super::{Context, Delegation, EngineError, LiveDelta, RunDeltas};
 use crate::domain::event::{CallPurpose, LlmFinished, LlmStarted, RunThrottled, TokenUsage};
 use crate::domain::ErrorKind;
 use crate::domain::EventData;
@@ -469,7 +469,9 @@ impl Context<'_> {
                     }
                     Runner::Delegate(mode) => match self.coworkers {
                         Some(coworkers) => {
-                            coworkers.delegate(self, task, (*key).to_owned(), *mode, arguments).await?
+                            let request =
+                                Delegation { task, conversation: (*key).into(), mode: *mode, arguments };
+                            coworkers.delegate(self, request).await?
                         }
                         None => Err("this agent has no coworkers to delegate to".to_owned()),
                     },

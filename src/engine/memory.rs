@@ -151,12 +151,12 @@ pub(super) async fn remember(
     pending: &mut Step,
 ) -> Result<(), EngineError> {
     let item = |kind: MemoryKind, text: String| NewMemory {
-        id: uuid::Uuid::now_v7(),
+        id: crate::domain::MemoryId::new(),
         tenant: ctx.journal.tenant().to_owned(),
         scope: scope.to_owned(),
         kind,
         text,
-        run_id: Some(ctx.journal.run_id().0),
+        run_id: Some(ctx.journal.run_id()),
         task: Some(turn.task.clone()),
         agent: Some(turn.agent.clone()),
         vector: None,
@@ -190,7 +190,7 @@ pub(super) async fn remember(
             }
         }
     }
-    let saved = items.iter().map(|item| SavedMemory { id: item.id, kind: item.kind }).collect();
+    let saved = items.iter().map(|item| SavedMemory { id: item.id.0, kind: item.kind }).collect();
     let event = MemorySaved { task: turn.task.clone(), scope: scope.to_owned(), memories: saved };
     pending.event(Some(&turn.task), Some(&turn.agent), EventData::MemorySaved(event));
     pending.memories.extend(items);

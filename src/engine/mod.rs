@@ -306,16 +306,17 @@ fn over_budget(before: &Spend, tokens: u64, cost_usd: f64, call: &str) -> Result
 pub type DelegationFuture<'b> =
     Pin<Box<dyn Future<Output = Result<Result<String, String>, EngineError>> + Send + 'b>>;
 
+/// What a manager asks of a coworker: work or an answer (`mode`), as the delegation tool's
+/// `arguments` say (the coworker named in them), in a conversation of its own within `task`.
+pub struct Delegation<'b> {
+    pub task: &'b str,
+    pub conversation: keys::JournalKey,
+    pub mode: DelegateMode,
+    pub arguments: &'b Value,
+}
+
 /// The crew's agents, reachable through the delegation tools.
 pub trait Coworkers: Send + Sync {
-    /// Let a coworker (named in `arguments`) do work or answer a question, in its own
-    /// conversation `conversation` within `task`.
-    fn delegate<'b>(
-        &'b self,
-        ctx: &'b Context<'b>,
-        task: &'b str,
-        conversation: String,
-        mode: DelegateMode,
-        arguments: &'b Value,
-    ) -> DelegationFuture<'b>;
+    /// Let a coworker do what `request` asks.
+    fn delegate<'b>(&'b self, ctx: &'b Context<'b>, request: Delegation<'b>) -> DelegationFuture<'b>;
 }

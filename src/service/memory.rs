@@ -106,7 +106,7 @@ impl Services {
             None => None,
         };
         let memory = NewMemory {
-            id: Uuid::now_v7(),
+            id: crate::domain::MemoryId::new(),
             tenant: caller.tenant.clone(),
             scope: body.scope,
             kind: MemoryKind::Note,

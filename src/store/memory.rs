@@ -56,12 +56,12 @@ impl Store {
             r#"INSERT INTO memories (id, tenant, scope, kind, text, run_id, task, agent)
                VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
                RETURNING id, scope, kind, text, run_id, task, agent, created_at, 0::float8 AS "score!""#,
-            memory.id,
+            memory.id.0,
             memory.tenant.as_str(),
             memory.scope,
             <&str>::from(memory.kind),
             memory.text,
-            memory.run_id,
+            memory.run_id.map(uuid::Uuid::from),
             memory.task,
             memory.agent,
         )

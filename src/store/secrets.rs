@@ -49,28 +49,26 @@ impl Store {
     /// The sealed value of `name`.
     #[tracing::instrument(skip_all, fields(secret = %name), err)]
     pub async fn get_secret(&self, tenant: &TenantId, name: &str) -> StoreResult<Option<SealedSecret>> {
-        let row = sqlx::query_as!(
+        Ok(sqlx::query_as!(
             SealedSecret,
             "SELECT key_id, nonce, ciphertext FROM secrets WHERE tenant = $1 AND name = $2",
             tenant.as_str(),
             name
         )
         .fetch_optional(&self.pool)
-        .await?;
-        Ok(row)
+        .await?)
     }
 
     /// Every secret's name and times, by name.
     #[tracing::instrument(skip_all, err)]
     pub async fn list_secrets(&self, tenant: &TenantId) -> StoreResult<Vec<SecretInfo>> {
-        let rows = sqlx::query_as!(
+        Ok(sqlx::query_as!(
             SecretInfo,
             "SELECT name, created_at, updated_at FROM secrets WHERE tenant = $1 ORDER BY name",
             tenant.as_str()
         )
         .fetch_all(&self.pool)
-        .await?;
-        Ok(rows)
+        .await?)
     }
 
     /// Those of `names` that are not stored, in the order given.

@@ -158,7 +158,7 @@ pub(super) async fn write_memory_vectors(
     let (mut ids, mut models, mut literals) = (Vec::new(), Vec::new(), Vec::new());
     for memory in memories {
         if let Some(vector) = &memory.vector {
-            ids.push(memory.id);
+            ids.push(memory.id.0);
             models.push(vector.model.as_str());
             literals.push(literal(&vector.values));
         }

@@ -204,12 +204,8 @@ pub(super) async fn tool_starts(tx: &mut Tx<'_>, live: &[Live<'_>]) -> WriteResu
     )
     .fetch_all(&mut **tx)
     .await?;
-    expect_rows(
-        live,
-        &written,
-        |c| c.step.tool_starts.len(),
-        "a tool call id of this step belongs to a finished call",
-    )
+    let refused = "a tool call id of this step belongs to a finished call";
+    expect_rows(live, &written, |c| c.step.tool_starts.len(), refused)
 }
 
 /// Write the side records of the steps (what their task starts found); a task's record of a kind
@@ -284,12 +280,8 @@ pub(super) async fn tool_ends(tx: &mut Tx<'_>, live: &[Live<'_>]) -> WriteResult
     )
     .fetch_all(&mut **tx)
     .await?;
-    expect_rows(
-        live,
-        &written,
-        |c| expected.get(&c.run_id.0).copied().unwrap_or(0),
-        "a tool call of this step never started",
-    )
+    let refused = "a tool call of this step never started";
+    expect_rows(live, &written, |c| expected.get(&c.run_id.0).copied().unwrap_or(0), refused)
 }
 
 /// A task's state after all of its changes in one step.
@@ -340,12 +332,8 @@ pub(super) async fn task_changes(tx: &mut Tx<'_>, live: &[Live<'_>]) -> WriteRes
     )
     .fetch_all(&mut **tx)
     .await?;
-    expect_rows(
-        live,
-        &written,
-        |c| expected.get(&c.run_id.0).copied().unwrap_or(0),
-        "a task of this step is not one of the run's",
-    )
+    let refused = "a task of this step is not one of the run's";
+    expect_rows(live, &written, |c| expected.get(&c.run_id.0).copied().unwrap_or(0), refused)
 }
 
 fn fold_task_changes(changes: &[TaskChange]) -> Result<Vec<TaskUpdate<'_>>, CommitError> {
@@ -562,12 +550,12 @@ pub(super) async fn memories(tx: &mut Tx<'_>, live: &[Live<'_>]) -> WriteResult 
     let (mut ids, mut tenants, mut scopes, mut kinds, mut texts) = (vec![], vec![], vec![], vec![], vec![]);
     let (mut runs, mut tasks, mut agents) = (vec![], vec![], vec![]);
     for memory in memories {
-        ids.push(memory.id);
+        ids.push(memory.id.0);
         tenants.push(memory.tenant.as_str());
         scopes.push(memory.scope.as_str());
         kinds.push(<&str>::from(memory.kind));
         texts.push(memory.text.as_str());
-        runs.push(memory.run_id);
+        runs.push(memory.run_id.map(uuid::Uuid::from));
         tasks.push(memory.task.as_deref());
         agents.push(memory.agent.as_deref());
     }
