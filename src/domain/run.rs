@@ -310,6 +310,14 @@ impl RunTrace {
     }
 }
 
+/// One page of runs, newest first.
+#[derive(Debug)]
+pub struct RunPage {
+    pub runs: Vec<Run>,
+    /// The id to pass as `before` for the next page; `None` on the last page.
+    pub next_before: Option<RunId>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -247,6 +247,13 @@ pub struct ScheduleTick {
     pub handled_at: DateTime<Utc>,
 }
 
+/// One page of schedules, newest first.
+#[derive(Debug)]
+pub struct SchedulePage {
+    pub schedules: Vec<Schedule>,
+    pub next_before: Option<Uuid>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -140,6 +140,14 @@ pub fn render_history(runs: &[PastRun], max_bytes: usize) -> Option<String> {
     Some(format!("{HISTORY_HEADING}\n\n{}", kept.join("\n\n")))
 }
 
+/// One page of threads, newest first.
+#[derive(Debug)]
+pub struct ThreadPage {
+    pub threads: Vec<Thread>,
+    /// The id to pass as `before` for the next page; `None` on the last page.
+    pub next_before: Option<Uuid>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -56,3 +56,11 @@ pub struct Delivery {
 pub fn message_id(delivery: i64) -> String {
     format!("msg_{delivery}")
 }
+
+/// A page of an endpoint's deliveries, newest first.
+#[derive(Debug, Clone)]
+pub struct DeliveryPage {
+    pub deliveries: Vec<Delivery>,
+    /// Where the next page starts (`before`), if there is one.
+    pub next_before: Option<i64>,
+}

@@ -29,7 +29,7 @@ pub use kickoffs::{request_key, Kicked, ProtocolKickoff};
 pub use knowledge::{Upload, MAX_QUERY_CHARS};
 pub use memory::{DEFAULT_MEMORY_LIMIT, MAX_MEMORY_LIMIT};
 pub use ops::StoredGauges;
-pub use runs::{no_run, RunPage};
+pub use runs::no_run;
 pub use secrets::check_secret_name;
 pub use webhooks::WithSecret;
 

@@ -6,7 +6,7 @@ use crate::domain::journal::{Message, ToolCall};
 use crate::domain::{Caller, Event, Run, RunId, RunStatus, TaskRun};
 use crate::store::{Audit, CancelOutcome, Deleted, ResumeOutcome};
 
-pub use crate::store::RunPage;
+use crate::domain::run::RunPage;
 
 impl Services {
     /// Run `id`, if the caller may see it (another tenant's run does not exist, to it).

@@ -10,13 +10,14 @@ use uuid::Uuid;
 
 use super::{ServiceError, ServiceResult, Services};
 use crate::domain::kickoff::NewRun;
+use crate::domain::schedule::SchedulePage;
 use crate::domain::schedule::{CatchUp, Overlap, Schedule, ScheduleTick, Timetable};
 use crate::domain::validate::{check_text, parse_json, TextKind};
 use crate::domain::ScheduleId;
 use crate::domain::TenantId;
 use crate::domain::ThreadId;
 use crate::domain::{Caller, FieldError};
-use crate::store::{Audit, ScheduleFields, SchedulePage};
+use crate::store::{Audit, ScheduleFields};
 
 /// The body of `POST /v1/schedules`.
 #[derive(Debug, Deserialize)]

@@ -9,11 +9,12 @@ use uuid::Uuid;
 
 use super::{invalid, ServiceError, ServiceResult, Services};
 use crate::domain::crew::Protocol;
+use crate::domain::thread::ThreadPage;
 use crate::domain::thread::{conversation_thread, Thread};
 use crate::domain::validate::parse_json;
 use crate::domain::Caller;
 use crate::domain::ThreadId;
-use crate::store::{Audit, ThreadDeleted, ThreadPage};
+use crate::store::{Audit, ThreadDeleted};
 
 /// The most bytes of a thread's metadata (as JSON).
 pub const MAX_THREAD_METADATA_BYTES: usize = 16 * 1024;

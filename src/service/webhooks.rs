@@ -9,10 +9,11 @@ use uuid::Uuid;
 use super::{ServiceError, ServiceResult, Services};
 use crate::domain::kickoff::{every_event, KickoffWebhook, NewRun, RunWebhook};
 use crate::domain::validate::{check_crew_name, check_text, parse_json, TextKind};
+use crate::domain::webhook::DeliveryPage;
 use crate::domain::webhook::{Delivery, WebhookEndpoint};
 use crate::domain::WebhookId;
 use crate::domain::{Caller, FieldError, RunId};
-use crate::store::{Audit, DeliveryPage, EndpointPatch, NewEndpoint};
+use crate::store::{Audit, EndpointPatch, NewEndpoint};
 use crate::webhooks::signing::new_salt;
 use crate::webhooks::{
     check_patterns, SigningKey, MAX_DESCRIPTION_BYTES, MAX_KICKOFF_WEBHOOKS, MAX_URL_BYTES,

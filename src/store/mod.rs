@@ -51,14 +51,14 @@ pub use listen::{
 pub use retention::{Deleted, Pruned};
 pub use review::ResumeOutcome;
 pub use run_journal::RunJournal;
-pub use runs::{Created, IdempotencyKey, RunPage};
-pub use schedules::{DueSchedule, ScheduleFields, SchedulePage, TickAction};
+pub use runs::{Created, IdempotencyKey};
+pub use schedules::{DueSchedule, ScheduleFields, TickAction};
 pub use secrets::SealedSecret;
 pub use tenants::{KeyCandidate, KeyStanding, NewKey, TenantLoad};
-pub use threads::{ThreadDeleted, ThreadKickoff, ThreadPage};
+pub use threads::{ThreadDeleted, ThreadKickoff};
 pub use webhooks::{
-    Delivered, DeliveryPage, DeliveryTarget, EndpointPatch, FailedAttempt, LeasedQueue, NewEndpoint,
-    OutboxGauges, PendingDelivery,
+    Delivered, DeliveryTarget, EndpointPatch, FailedAttempt, LeasedQueue, NewEndpoint, OutboxGauges,
+    PendingDelivery,
 };
 
 /// The schema migrations, embedded in the binary.

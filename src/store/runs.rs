@@ -13,6 +13,7 @@ use super::tenants::{admit_kickoffs, hold_queue};
 use super::{decode, parse, Store, StoreError, StoreResult};
 use crate::domain::fork::ForkedFrom;
 use crate::domain::kickoff::NewRun;
+use crate::domain::run::RunPage;
 use crate::domain::TenantId;
 use crate::domain::{EventType, QueueFull, Run, RunId, RunStatus, RunTrace, TaskRun, Usage, UsageLine};
 
@@ -41,14 +42,6 @@ pub enum Created {
     KeyConflict,
     /// The tenant's `max_queued` refused the runs: nothing was stored.
     QueueFull(QueueFull),
-}
-
-/// One page of runs, newest first.
-#[derive(Debug)]
-pub struct RunPage {
-    pub runs: Vec<Run>,
-    /// The id to pass as `before` for the next page; `None` on the last page.
-    pub next_before: Option<RunId>,
 }
 
 struct RunRow {

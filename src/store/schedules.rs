@@ -11,6 +11,7 @@ use super::tenants::hold_queue;
 use super::threads::{insert_in_thread, InThread};
 use super::{decode, parse, Audit, Store, StoreResult};
 use crate::domain::kickoff::NewRun;
+use crate::domain::schedule::SchedulePage;
 use crate::domain::schedule::{CatchUp, Overlap, Schedule, ScheduleTick, TickOutcome};
 use crate::domain::RunStatus;
 use crate::domain::ScheduleId;
@@ -51,13 +52,6 @@ pub enum TickAction {
     Missed,
     /// The kickoff could not be prepared: why.
     Failed(String),
-}
-
-/// One page of schedules, newest first.
-#[derive(Debug)]
-pub struct SchedulePage {
-    pub schedules: Vec<Schedule>,
-    pub next_before: Option<Uuid>,
 }
 
 /// The statuses of a run that has not ended (a `waiting` one excepted: it is behind them).

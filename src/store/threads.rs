@@ -17,6 +17,7 @@ use super::runs::{claim_idempotency_key, insert_runs, QueuedRun};
 use super::tenants::hold_queue;
 use super::{decode, parse, Audit, Created, IdempotencyKey, Store, StoreError, StoreResult};
 use crate::domain::kickoff::NewRun;
+use crate::domain::thread::ThreadPage;
 use crate::domain::thread::{
     render_history, MultitaskStrategy, PastRun, Thread, ThreadJoin, ThreadRun, ThreadStatus,
     MAX_THREAD_RUNS_SHOWN,
@@ -47,14 +48,6 @@ pub enum ThreadDeleted {
     NotFound,
     /// A run of the thread is running: cancel it first.
     Running(RunId),
-}
-
-/// One page of threads, newest first.
-#[derive(Debug)]
-pub struct ThreadPage {
-    pub threads: Vec<Thread>,
-    /// The id to pass as `before` for the next page; `None` on the last page.
-    pub next_before: Option<Uuid>,
 }
 
 /// How often a kickoff into a busy thread tries again when one of the runs it must cancel is

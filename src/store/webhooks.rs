@@ -11,6 +11,7 @@ use uuid::Uuid;
 use super::{parse, Audit, Owner, Store, StoreResult};
 use crate::domain::kickoff::RunWebhook;
 use crate::domain::webhook::Delivery;
+use crate::domain::webhook::DeliveryPage;
 use crate::domain::webhook::WebhookEndpoint;
 use crate::domain::TenantId;
 use crate::domain::WebhookId;
@@ -36,14 +37,6 @@ pub struct EndpointPatch {
     pub events: Option<Vec<String>>,
     pub enabled: Option<bool>,
     pub description: Option<String>,
-}
-
-/// A page of an endpoint's deliveries, newest first.
-#[derive(Debug, Clone)]
-pub struct DeliveryPage {
-    pub deliveries: Vec<Delivery>,
-    /// Where the next page starts (`before`), if there is one.
-    pub next_before: Option<i64>,
 }
 
 /// What a deliverer needs of an endpoint.
