@@ -147,15 +147,3 @@ impl From<TenantId> for String {
         tenant.0
     }
 }
-
-impl AsRef<str> for TenantId {
-    fn as_ref(&self) -> &str {
-        &self.0
-    }
-}
-
-impl std::borrow::Borrow<str> for TenantId {
-    fn borrow(&self) -> &str {
-        &self.0
-    }
-}

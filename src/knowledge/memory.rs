@@ -8,7 +8,6 @@ use uuid::Uuid;
 use super::{fuse_ranks, Knowledge};
 use crate::domain::knowledge::EmbeddingSpend;
 use crate::domain::memory::{MemoryItem, MAX_MEMORY_K};
-use crate::domain::RunId;
 use crate::domain::{MemoryId, TenantId};
 use crate::engine::memory::{MemorySource, Recall, RecallFuture, Recalled, VectorsFuture};
 use crate::store::{Store, StoreResult};
@@ -36,17 +35,13 @@ impl Memories {
             "the memories could not be read (database error)".to_owned()
         };
         let Some(embedding) = recall.embedding else {
-            let items =
-                self.store.recall_memories(tenant, scope, query, k, RunId(run.0)).await.map_err(database)?;
+            let items = self.store.recall_memories(tenant, scope, query, k, run).await.map_err(database)?;
             return Ok(Recalled { items, spend: None });
         };
         let candidates = (k * 4).max(20);
         // Matches by words first, then the most recent (score 0).
-        let by_words = self
-            .store
-            .recall_memories(tenant, scope, query, candidates, RunId(run.0))
-            .await
-            .map_err(database)?;
+        let by_words =
+            self.store.recall_memories(tenant, scope, query, candidates, run).await.map_err(database)?;
         let vector = match self.knowledge.vectors().await {
             Ok(()) => self.knowledge.embed_priced(embedding, &[query.to_owned()]).await,
             Err(why) => Err(format!("vector search is off: {why}")),
@@ -59,7 +54,7 @@ impl Memories {
         let nearest = match vector {
             Ok(Some(vector)) => self
                 .store
-                .nearest_memories(tenant, scope, embedding, &vector, candidates, RunId(run.0))
+                .nearest_memories(tenant, scope, embedding, &vector, candidates, run)
                 .await
                 .map_err(database)?,
             Ok(None) => Vec::new(),

@@ -6,7 +6,6 @@
 use serde::Deserialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
-use uuid::Uuid;
 
 use super::{invalid, ServiceError, ServiceResult, Services};
 use crate::domain::field::strip_refused;
@@ -255,7 +254,7 @@ impl Services {
         id: DocumentId,
     ) -> ServiceResult<KnowledgeDocument> {
         let record = self.knowledge_base(caller, base).await?;
-        self.store.knowledge_document(record.id, id).await?.ok_or_else(|| no_document(id.0))
+        self.store.knowledge_document(record.id, id).await?.ok_or_else(|| no_document(id))
     }
 
     pub async fn delete_knowledge_document(
@@ -268,7 +267,7 @@ impl Services {
         let record = self.knowledge_base(caller, base).await?;
         match self.store.delete_document(&caller.tenant, record.id, id, audit).await? {
             true => Ok(()),
-            false => Err(no_document(id.0)),
+            false => Err(no_document(id)),
         }
     }
 
@@ -368,7 +367,7 @@ fn no_base(name: &str) -> ServiceError {
     ServiceError::NotFound(format!("no knowledge base named '{name}'"))
 }
 
-fn no_document(id: Uuid) -> ServiceError {
+fn no_document(id: DocumentId) -> ServiceError {
     ServiceError::NotFound(format!("no document {id} in this knowledge base"))
 }
 

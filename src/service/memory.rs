@@ -3,7 +3,6 @@
 
 use serde::Deserialize;
 use serde_json::Value;
-use uuid::Uuid;
 
 use super::{invalid, ServiceError, ServiceResult, Services, MAX_QUERY_CHARS};
 use crate::domain::memory::{
@@ -65,7 +64,7 @@ impl Services {
 
     /// One of the tenant's items.
     pub async fn memory(&self, caller: &Caller, id: MemoryId) -> ServiceResult<MemoryItem> {
-        self.store.memory(&caller.tenant, id).await?.ok_or_else(|| no_memory(id.0))
+        self.store.memory(&caller.tenant, id).await?.ok_or_else(|| no_memory(id))
     }
 
     /// Seed a scope with a note: `{"scope", "text"}`.
@@ -123,7 +122,7 @@ impl Services {
     pub async fn delete_memory(&self, caller: &Caller, id: MemoryId, audit: &Audit) -> ServiceResult<()> {
         match self.store.delete_memory(&caller.tenant, id, audit).await? {
             true => Ok(()),
-            false => Err(no_memory(id.0)),
+            false => Err(no_memory(id)),
         }
     }
 
@@ -134,6 +133,6 @@ impl Services {
     }
 }
 
-fn no_memory(id: Uuid) -> ServiceError {
+fn no_memory(id: MemoryId) -> ServiceError {
     ServiceError::NotFound(format!("no memory {id}"))
 }

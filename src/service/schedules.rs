@@ -6,7 +6,6 @@
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use serde_json::{Map, Value};
-use uuid::Uuid;
 
 use super::{ServiceError, ServiceResult, Services};
 use crate::domain::kickoff::NewRun;
@@ -92,7 +91,7 @@ impl Services {
 
     /// One of the tenant's schedules.
     pub async fn schedule(&self, caller: &Caller, id: ScheduleId) -> ServiceResult<Schedule> {
-        self.store.get_schedule(&caller.tenant, id).await?.ok_or_else(|| no_schedule(id.0))
+        self.store.get_schedule(&caller.tenant, id).await?.ok_or_else(|| no_schedule(id))
     }
 
     /// The tenant's schedules, newest first.
@@ -134,14 +133,14 @@ impl Services {
         }
         let schedule = self.store.update_schedule(&caller.tenant, id, &fields, audit).await?;
         self.schedules_changed.notify_one();
-        schedule.ok_or_else(|| no_schedule(id.0))
+        schedule.ok_or_else(|| no_schedule(id))
     }
 
     /// Delete a schedule (its runs stay).
     pub async fn delete_schedule(&self, caller: &Caller, id: ScheduleId, audit: &Audit) -> ServiceResult<()> {
         match self.store.delete_schedule(&caller.tenant, id, audit).await? {
             true => Ok(()),
-            false => Err(no_schedule(id.0)),
+            false => Err(no_schedule(id)),
         }
     }
 
@@ -224,6 +223,6 @@ impl Services {
     }
 }
 
-fn no_schedule(id: Uuid) -> ServiceError {
+fn no_schedule(id: ScheduleId) -> ServiceError {
     ServiceError::NotFound(format!("no schedule {id}"))
 }

@@ -66,7 +66,7 @@ impl Services {
 
     /// One of the caller's tenant's threads, with its runs.
     pub async fn thread(&self, caller: &Caller, id: ThreadId) -> ServiceResult<Thread> {
-        self.store.get_thread(&caller.tenant, id).await?.ok_or_else(|| no_thread(id.0))
+        self.store.get_thread(&caller.tenant, id).await?.ok_or_else(|| no_thread(id))
     }
 
     /// The tenant's threads, newest first; with `metadata` (`key:value`), those whose metadata has
@@ -94,7 +94,7 @@ impl Services {
     pub async fn delete_thread(&self, caller: &Caller, id: ThreadId, audit: &Audit) -> ServiceResult<u64> {
         match self.store.delete_thread(&caller.tenant, id, audit).await? {
             ThreadDeleted::Deleted { runs } => Ok(runs),
-            ThreadDeleted::NotFound => Err(no_thread(id.0)),
+            ThreadDeleted::NotFound => Err(no_thread(id)),
             ThreadDeleted::Running(run) => Err(ServiceError::Conflict(format!(
                 "run {run} of the thread is running: cancel it (POST /v1/runs/{run}/cancel) and delete the thread \
                  once it has stopped"
@@ -104,6 +104,6 @@ impl Services {
 }
 
 /// "No such thread" (also for another tenant's).
-fn no_thread(id: Uuid) -> ServiceError {
+fn no_thread(id: ThreadId) -> ServiceError {
     ServiceError::NotFound(format!("no thread {id}"))
 }

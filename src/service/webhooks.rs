@@ -148,17 +148,17 @@ impl Services {
 
     pub async fn webhook(&self, caller: &Caller, id: WebhookId) -> ServiceResult<WebhookEndpoint> {
         self.signing_key()?;
-        self.visible_webhook(caller, id.0).await?;
-        self.store.get_webhook(id).await?.ok_or_else(|| no_webhook(id.0))
+        self.visible_webhook(caller, id).await?;
+        self.store.get_webhook(id).await?.ok_or_else(|| no_webhook(id))
     }
 
     /// Fail with "no such webhook" when endpoint `id` is another tenant's (or does not exist); an
     /// admin sees every tenant's, and whether it exists is then the use case's own answer.
-    async fn visible_webhook(&self, caller: &Caller, id: Uuid) -> ServiceResult<()> {
+    async fn visible_webhook(&self, caller: &Caller, id: WebhookId) -> ServiceResult<()> {
         if caller.is_admin() {
             return Ok(());
         }
-        match self.store.webhook_tenant(WebhookId(id)).await? {
+        match self.store.webhook_tenant(id).await? {
             Some(tenant) if caller.sees(&tenant) => Ok(()),
             _ => Err(no_webhook(id)),
         }
@@ -174,7 +174,7 @@ impl Services {
         audit: &Audit,
     ) -> ServiceResult<WebhookEndpoint> {
         self.signing_key()?;
-        self.visible_webhook(caller, id.0).await?;
+        self.visible_webhook(caller, id).await?;
         let body: PatchBody = parse_json(body).map_err(ServiceError::Invalid)?;
         let mut errors = Vec::new();
         if let Some(Err(message)) = body.events.as_deref().map(check_patterns) {
@@ -188,15 +188,15 @@ impl Services {
         }
         let patch =
             EndpointPatch { events: body.events, enabled: body.enabled, description: body.description };
-        self.store.update_webhook(id, &patch, audit).await?.ok_or_else(|| no_webhook(id.0))
+        self.store.update_webhook(id, &patch, audit).await?.ok_or_else(|| no_webhook(id))
     }
 
     pub async fn delete_webhook(&self, caller: &Caller, id: WebhookId, audit: &Audit) -> ServiceResult<()> {
         self.signing_key()?;
-        self.visible_webhook(caller, id.0).await?;
+        self.visible_webhook(caller, id).await?;
         match self.store.delete_webhook(id, audit).await? {
             true => Ok(()),
-            false => Err(no_webhook(id.0)),
+            false => Err(no_webhook(id)),
         }
     }
 
@@ -218,7 +218,7 @@ impl Services {
         let salt = new_salt().map_err(|e| ServiceError::Internal(crate::store::StoreError::Corrupt(e)))?;
         let grace = self.webhook_settings.rotation_grace;
         let endpoint =
-            self.store.rotate_webhook(id, &salt, grace, audit).await?.ok_or_else(|| no_webhook(id.0))?;
+            self.store.rotate_webhook(id, &salt, grace, audit).await?.ok_or_else(|| no_webhook(id))?;
         Ok(WithSecret { endpoint, secret: key.endpoint_secret(Some(&salt)).to_whsec() })
     }
 
@@ -231,7 +231,7 @@ impl Services {
         limit: i64,
     ) -> ServiceResult<DeliveryPage> {
         self.signing_key()?;
-        self.visible_webhook(caller, id.0).await?;
+        self.visible_webhook(caller, id).await?;
         let page = self.store.list_deliveries(id, before, limit).await?;
         if page.deliveries.is_empty() {
             self.webhook(caller, id).await?;
@@ -339,6 +339,6 @@ fn check_description(text: &str) -> Result<(), FieldError> {
     check_text("description", text, TextKind::Lines)
 }
 
-fn no_webhook(id: Uuid) -> ServiceError {
+fn no_webhook(id: WebhookId) -> ServiceError {
     ServiceError::NotFound(format!("no webhook {id}"))
 }

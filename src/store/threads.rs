@@ -169,7 +169,7 @@ impl Store {
             })
             .collect::<StoreResult<Vec<_>>>()?;
         // The newest 100 may leave out an older unfinished run: ask the index.
-        let busy = runs.iter().any(|r| !r.status.is_terminal()) || self.thread_busy(id.0).await?;
+        let busy = runs.iter().any(|r| !r.status.is_terminal()) || self.thread_busy(id).await?;
         Ok(Some(Thread {
             id: id.0,
             metadata: decode(row.metadata, "threads.metadata")?,
@@ -181,10 +181,10 @@ impl Store {
     }
 
     /// Whether a run of the thread has not ended.
-    async fn thread_busy(&self, id: Uuid) -> StoreResult<bool> {
+    async fn thread_busy(&self, id: ThreadId) -> StoreResult<bool> {
         Ok(sqlx::query_scalar!(
             r#"SELECT EXISTS (SELECT 1 FROM runs WHERE thread_id = $1 AND status = ANY($2)) AS "busy!""#,
-            id,
+            id.0,
             &UNFINISHED.map(String::from)
         )
         .fetch_one(&self.pool)
@@ -310,7 +310,7 @@ impl Store {
         let row = QueuedRun::new(run, created_at)?;
         let mut tx = self.pool.begin().await?;
         if let Some(key) = key {
-            if !claim_idempotency_key(&mut tx, key, &[RunId(run.id.0)]).await? {
+            if !claim_idempotency_key(&mut tx, key, &[run.id]).await? {
                 tx.rollback().await?;
                 let earlier = self.find_idempotent_runs(key).await?.unwrap_or(Created::KeyConflict);
                 return Ok(ThreadKickoff::Created(earlier));
