@@ -41,6 +41,9 @@ test_env_start() {
   # a2a-sdk) and the AG-UI client (npm @ag-ui/client); the MCP client is the Python SDK above.
   tests/a2a/setup.sh
   tests/ag-ui/setup.sh
+  # The protocols' own conformance tools: the MCP conformance suite and the MCP TypeScript SDK
+  # (npm, with npm's Node.js 22, which the suite needs).
+  tests/conformance/setup.sh
   # The official Standard Webhooks library the webhook tests verify deliveries with.
   tests/webhooks/setup.sh
   # The official OpenTelemetry protocol package the trace tests' OTLP receiver decodes with.

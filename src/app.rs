@@ -413,7 +413,7 @@ async fn serve_api(
     tracing::info!(addr = %bind, "agentd listening");
     let server = crate::http::server::serve(
         listener,
-        crate::http::router(state),
+        crate::http::router(state, bind),
         config.connections,
         config.db_max_connections,
         shutdown.clone(),

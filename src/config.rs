@@ -105,6 +105,8 @@ impl Default for ConnectionLimits {
 #[derive(Debug, Clone)]
 pub struct Config {
     pub bind: SocketAddr,
+    /// The browser origins the agent protocols' endpoints accept.
+    pub allowed_origins: crate::net::OriginPolicy,
     /// Connection cap and timeouts of the API.
     pub connections: ConnectionLimits,
     pub database_url: Secret,
@@ -198,6 +200,8 @@ impl Config {
         let secs = std::time::Duration::from_secs;
         Ok(Config {
             bind: s.bind,
+            allowed_origins: crate::net::OriginPolicy::parse(&s.allowed_origins)
+                .map_err(setting("allowed_origins"))?,
             connections: ConnectionLimits::from_settings(s),
             // `serve` fills in its private cluster's when there is none.
             database_url: Secret::new(s.database_url.clone().unwrap_or_default()),

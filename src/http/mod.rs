@@ -14,6 +14,7 @@ pub mod forks;
 pub mod kickoffs;
 pub mod knowledge;
 pub mod memory;
+pub mod origin;
 pub mod protocols;
 pub mod runs;
 pub mod schedules;
@@ -203,6 +204,20 @@ fn add_edge_responses(document: &mut OpenApiDoc) {
                     .or_insert_with(|| problem("The key lacks the scope this operation needs").into());
             }
             let responses = &mut operation.responses.responses;
+            if origin::guarded(path) {
+                const ORIGIN: &str = "the request's `Origin` is not allowed (the `allowed_origins` setting)";
+                match responses.get_mut("403") {
+                    Some(utoipa::openapi::RefOr::T(response)) if !response.description.contains("Origin") => {
+                        response.description = format!("{}; or {ORIGIN}", response.description);
+                    }
+                    Some(_) => {}
+                    None => {
+                        let refused =
+                            problem("The request's `Origin` is not allowed (the `allowed_origins` setting)");
+                        responses.insert("403".to_owned(), refused.into());
+                    }
+                }
+            }
             let mut add = |status: &str, description: &str| {
                 responses.entry(status.to_owned()).or_insert_with(|| problem(description).into());
             };
@@ -235,10 +250,13 @@ pub fn openapi() -> OpenApiDoc {
 #[derive(Clone)]
 pub struct OpenApiJson(pub Bytes);
 
-/// The whole HTTP application.
-pub fn router(state: AppState) -> Router {
+/// The whole HTTP application, served on `local` (the protocols' default allowed origins are
+/// its own).
+pub fn router(state: AppState, local: std::net::SocketAddr) -> Router {
     let (router, document) = routes_and_document();
     let body_timeout = server::BodyTimeout(state.config.connections.body_timeout);
+    let origins =
+        std::sync::Arc::new(origin::Origins { policy: state.config.allowed_origins.clone(), local });
     let json = document.to_pretty_json().unwrap_or_else(|e| {
         tracing::error!(error = %e, "the OpenAPI document does not serialize");
         "{}".to_owned()
@@ -247,6 +265,7 @@ pub fn router(state: AppState) -> Router {
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(middleware::from_fn_with_state(state.clone(), auth::require_api_key))
+        .layer(middleware::from_fn_with_state(origins, origin::check))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(middleware::from_fn(extract::refuse_declared_oversize))
         .layer(CatchPanicLayer::custom(panic_response))

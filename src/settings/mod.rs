@@ -45,6 +45,7 @@ pub struct Settings {
     pub postgres_bin: Option<PathBuf>,
     pub fake_llm: bool,
     pub bind: SocketAddr,
+    pub allowed_origins: String,
     pub api_keys: Option<String>,
     pub default_model: String,
     pub max_connections: Option<u64>,
@@ -108,6 +109,7 @@ impl Default for Settings {
             postgres_bin: None,
             fake_llm: false,
             bind: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            allowed_origins: String::new(),
             api_keys: None,
             default_model: DEFAULT_MODEL.into(),
             max_connections: None,
@@ -373,6 +375,13 @@ pub const SETTINGS: &[Setting] = &[
     )
     .switch(),
     Setting::new("bind", "Address the API listens on"),
+    Setting::new(
+        "allowed_origins",
+        "Comma-separated origins (scheme://host[:port]) browsers may call /mcp, /a2a and the AG-UI endpoint \
+         from, or `*` for any; a request whose Origin header is another gets 403 (DNS-rebinding defence). \
+         Requests without Origin (clients that are not browsers) are not affected",
+    )
+    .unset("the bind's own: http(s)://localhost, 127.0.0.1 and [::1] at its port (on loopback or 0.0.0.0), or its address"),
     Setting::new(
         "api_keys",
         "Comma-separated bearer keys for /v1/*, each an admin key of the default tenant; with none (and no key \

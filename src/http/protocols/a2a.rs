@@ -17,7 +17,6 @@
 use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, StatusCode};
-use axum::response::sse::Event as SseEvent;
 use axum::response::{IntoResponse, Response};
 use chrono::SecondsFormat;
 use serde_json::{json, Map, Value};
@@ -183,7 +182,7 @@ pub async fn crew_card(
         (status = 200, description = "The response (JSON, errors included), or for the streaming methods an event stream of JSON-RPC responses",
          content((JsonRpcResponse = "application/json"), (String = "text/event-stream"))),
         (status = 202, description = "A notification or a response, accepted"),
-        (status = 403, description = "The key lacks the method's scope", content_type = "text/plain"),
+        (status = 403, description = "The key lacks the method's scope, or the request's `Origin` is not allowed (`allowed_origins`)", body = Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn crew_rpc(
@@ -205,7 +204,7 @@ pub async fn crew_rpc(
         (status = 200, description = "The response (JSON, errors included), or for the streaming methods an event stream of JSON-RPC responses",
          content((JsonRpcResponse = "application/json"), (String = "text/event-stream"))),
         (status = 202, description = "A notification or a response, accepted"),
-        (status = 403, description = "The key lacks the method's scope", content_type = "text/plain"),
+        (status = 403, description = "The key lacks the method's scope, or the request's `Origin` is not allowed (`allowed_origins`)", body = Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn agentd_rpc(
@@ -263,7 +262,7 @@ async fn rpc(
     };
     if !a2a.caller.may(needs) {
         let detail = format!("this key lacks the '{needs}' scope {method} needs");
-        return (StatusCode::FORBIDDEN, detail).into_response();
+        return crate::http::error::ApiError::Forbidden(detail).into_response();
     }
     let params = match params {
         Value::Object(params) => params,
@@ -670,7 +669,7 @@ impl A2a {
             sender,
         };
         tokio::spawn(streamer.run(after, first));
-        feed::response(receiver).into_response()
+        feed::response(receiver)
     }
 
     async fn get_task(&self, params: &Map<String, Value>) -> Answered {
@@ -923,13 +922,13 @@ fn artifact(run: &Run) -> Option<Value> {
 struct Streamer {
     a2a: A2a,
     run: Run,
-    sender: mpsc::Sender<SseEvent>,
+    sender: mpsc::Sender<feed::Event>,
 }
 
 impl Streamer {
     async fn send(&self, item: Value) -> bool {
         let message = jsonrpc::success(&self.a2a.id, item);
-        self.sender.send(SseEvent::default().data(message.to_string())).await.is_ok()
+        self.sender.send(feed::Event::data(message.to_string())).await.is_ok()
     }
 
     fn status(&self, state: &str, message: Option<Value>) -> Value {
@@ -958,7 +957,7 @@ impl Streamer {
                 Step::End => return,
                 Step::KeyEnded(why) => {
                     let message = jsonrpc::failure(&self.a2a.id, &RpcError::key_ended(why));
-                    let _ = self.sender.send(SseEvent::default().data(message.to_string())).await;
+                    let _ = self.sender.send(feed::Event::data(message.to_string())).await;
                     return;
                 }
             };

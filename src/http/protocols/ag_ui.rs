@@ -12,8 +12,7 @@
 //! connection, say, to another replica) follows the same run from its start.
 
 use axum::extract::State;
-use axum::response::sse::Event as SseEvent;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use tokio::sync::mpsc;
@@ -319,9 +318,10 @@ fn stream(
         text: None,
         texts_in_step: false,
         outputs: Map::new(),
+        results: std::collections::HashSet::new(),
     };
     tokio::spawn(mapper.run(state, after, task));
-    feed::response(receiver).into_response()
+    feed::response(receiver)
 }
 
 /// Turns a run's events into AG-UI events, keeping what is open (a step, a text message).
@@ -330,13 +330,15 @@ struct Mapper {
     run: RunId,
     /// Whom the stream is for (its key ending ends it).
     caller: Caller,
-    sender: mpsc::Sender<SseEvent>,
+    sender: mpsc::Sender<feed::Event>,
     step: Option<String>,
     /// The open text message: its key (task, iteration, attempt) and id.
     text: Option<(String, String)>,
     /// Whether a text message was sent in the open step.
     texts_in_step: bool,
     outputs: Map<String, Value>,
+    /// The tool calls whose TOOL_CALL_RESULT was sent.
+    results: std::collections::HashSet<String>,
 }
 
 /// Whether the stream goes on.
@@ -381,7 +383,7 @@ impl Mapper {
     }
 
     async fn send(&self, event: Value) -> Flow {
-        match self.sender.send(SseEvent::default().data(event.to_string())).await {
+        match self.sender.send(feed::Event::data(event.to_string())).await {
             Ok(()) => Flow::Continue,
             Err(_) => Flow::Done,
         }
@@ -484,6 +486,11 @@ impl Mapper {
                     ),
                 };
                 let call = text("tool_call_id");
+                // A rejected call is told once: the rejection (its decision), not the engine's
+                // observation of it when the run resumes.
+                if !self.results.insert(call.clone()) {
+                    return Flow::Continue;
+                }
                 let result = json!({"type": "TOOL_CALL_RESULT", "messageId": format!("{}.{call}.result", self.run.0.simple()), "toolCallId": call, "content": content, "role": "tool"});
                 self.sends(vec![result]).await
             }

@@ -18,7 +18,6 @@ use std::sync::Arc;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
-use axum::response::sse::Event as SseEvent;
 use axum::response::{IntoResponse, Response};
 use base64::Engine;
 use serde_json::{json, Map, Value};
@@ -33,6 +32,7 @@ use super::jsonrpc::{
 use crate::domain::crew::Protocol;
 use crate::domain::{Caller, EventType, Run, RunId, RunStatus, Scope};
 use crate::http::auth::{audit, Authed};
+use crate::http::error::Problem;
 use crate::http::AppState;
 use crate::service::{request_key, Envelope, ProtocolKickoff, ServiceError, Step};
 
@@ -98,8 +98,8 @@ impl Era {
          content((JsonRpcResponse = "application/json"), (String = "text/event-stream"))),
         (status = 202, description = "A notification or a response, accepted"),
         (status = 400, description = "Not one JSON-RPC message, no session (older revisions), an envelope or header that does not fit, an unsupported version", body = JsonRpcResponse, content_type = "application/json"),
-        (status = 403, description = "The key lacks the method's scope (`read` to list, `kickoff` to call)", body = JsonRpcResponse, content_type = "application/json"),
-        (status = 404, description = "An unknown method", body = JsonRpcResponse, content_type = "application/json"),
+        (status = 403, description = "The key lacks the method's scope (`read` to list, `kickoff` to call; a JSON-RPC error), or the request's `Origin` is not allowed (`allowed_origins`; a problem)",
+         content((JsonRpcResponse = "application/json"), (Problem = "application/problem+json"))),
     )
 )]
 pub async fn post_mcp(
@@ -201,7 +201,7 @@ pub async fn get_mcp(State(state): State<AppState>, Authed(caller): Authed, head
     };
     let (sender, receiver) = feed::channel();
     tokio::spawn(call.stream(position.seq, sender));
-    feed::response(receiver).into_response()
+    feed::response(receiver)
 }
 
 /// End an MCP session: sessions hold nothing on the server, so there is none to end (405).
@@ -389,8 +389,8 @@ fn ok(id: &Value, era: &Era, result: Value) -> Response {
     json_reply(StatusCode::OK, &jsonrpc::success(id, stamped(era, result)), None)
 }
 
-/// An error response, with the HTTP status the protocol gives its code (malformed requests 400,
-/// an unknown method 404, the rest 200).
+/// An error response, with the HTTP status the protocol gives its code: malformed requests 400,
+/// the rest (an unknown method included: a 404 would tell the client its session is gone) 200.
 fn err(id: &Value, error: &RpcError) -> Response {
     let status = match error.code {
         jsonrpc::PARSE_ERROR
@@ -398,7 +398,6 @@ fn err(id: &Value, error: &RpcError) -> Response {
         | INVALID_PARAMS
         | HEADER_MISMATCH
         | UNSUPPORTED_PROTOCOL_VERSION => StatusCode::BAD_REQUEST,
-        METHOD_NOT_FOUND => StatusCode::NOT_FOUND,
         _ => StatusCode::OK,
     };
     json_reply(status, &jsonrpc::failure(id, error), None)
@@ -577,7 +576,7 @@ async fn call_tool(
     let call = Call { state, caller, era, request: id, progress, run: run.id };
     let (sender, receiver) = feed::channel();
     tokio::spawn(call.stream(0, sender));
-    feed::response(receiver).into_response()
+    feed::response(receiver)
 }
 
 /// A call being answered on a response stream.
@@ -594,7 +593,7 @@ impl Call {
     /// Follow the run after `after`, sending progress and then the result. A client that closes
     /// the stream of a current-revision call cancels it (unless the server is shutting down: the
     /// run goes on, on another replica).
-    async fn stream(self, after: i64, sender: mpsc::Sender<SseEvent>) {
+    async fn stream(self, after: i64, sender: mpsc::Sender<feed::Event>) {
         let mut last = after;
         if self.era.primes() && sender.send(self.event(last, None)).await.is_err() {
             return;
@@ -636,8 +635,11 @@ impl Call {
 
     /// An SSE event: a message (or, with none, a priming event), with the position as its id in
     /// the legacy era (which resumes streams).
-    fn event(&self, seq: i64, message: Option<Value>) -> SseEvent {
-        let mut event = SseEvent::default();
+    fn event(&self, seq: i64, message: Option<Value>) -> feed::Event {
+        let mut event = match message {
+            Some(message) => feed::Event::data(message.to_string()).name("message"),
+            None => feed::Event::data("").retry(RESUME_AFTER),
+        };
         if self.era.resumes() {
             let position = Position {
                 run: self.run,
@@ -647,10 +649,7 @@ impl Call {
             };
             event = event.id(position.encode());
         }
-        match message {
-            Some(message) => event.event("message").data(message.to_string()),
-            None => event.data("").retry(RESUME_AFTER),
-        }
+        event
     }
 
     /// A progress notification for an event worth telling, when the client asked for progress.
@@ -662,7 +661,7 @@ impl Call {
     }
 
     /// The result of the ended run.
-    async fn finish(&self, seq: i64, sender: &mpsc::Sender<SseEvent>) {
+    async fn finish(&self, seq: i64, sender: &mpsc::Sender<feed::Event>) {
         let message = match self.state.services.run(&self.caller, self.run).await {
             Ok(run) => jsonrpc::success(&self.request, stamped(&self.era, call_result(&run))),
             Err(error) => jsonrpc::failure(&self.request, &rpc_error(&error)),

@@ -259,7 +259,8 @@ async fn malformed_requests_get_the_protocols_errors(pool: PgPool) {
         &[("mcp-method", "resources/list")],
     )
     .await;
-    assert_eq!(code(&unknown), (StatusCode::NOT_FOUND, Some(-32601)), "{unknown:?}");
+    // An unknown method is a JSON-RPC error with 200: a 404 tells a client its session ended.
+    assert_eq!(code(&unknown), (StatusCode::OK, Some(-32601)), "{unknown:?}");
     let discover = modern_post(
         &app,
         &request("server/discover", with_meta(json!({}))),

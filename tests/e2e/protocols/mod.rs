@@ -5,6 +5,7 @@
 
 mod a2a;
 mod ag_ui;
+mod conformance;
 mod mcp;
 
 use std::process::Stdio;
