@@ -194,6 +194,27 @@ async fn a_tool_call_awaiting_approval_is_an_interrupt_the_client_resumes(pool: 
         expect_problem(app.post_json("/v1/ag-ui/crews/calc", &stale).await, StatusCode::UNPROCESSABLE_ENTITY)
             .await;
     assert!(problem_fields(&problem).contains_key("resume[0].interruptId"), "{problem}");
+
+    // Resume: rejected. The call's result is told once, as the rejection (the engine's own
+    // observation of it when the run resumes is not a second result for the same call).
+    fake.push([
+        FakeReply::tool_calls(&[("c2", "calculator", json!({"expression": "1/0"}))]),
+        FakeReply::text("I will not compute that."),
+    ]);
+    let first = events(&lines(&app.base, "calc", None, &input("thr-reject", "r1", "1/0")).await);
+    let interrupt = first.last().expect("last")["outcome"]["interrupts"][0].clone();
+    let call = interrupt["toolCallId"].as_str().expect("a tool call id").to_owned();
+    let mut reject = input("thr-reject", "r2", "1/0");
+    reject["resume"] = json!([{"interruptId": interrupt["id"], "status": "resolved", "payload": {"approved": false, "reason": "not that"}}]);
+    let second = events(&lines(&app.base, "calc", None, &reject).await);
+    let results: Vec<&Value> = second.iter().filter(|e| e["type"] == "TOOL_CALL_RESULT").collect();
+    assert_eq!(results.len(), 1, "one result per tool call: {second:#?}");
+    assert_eq!(results[0]["toolCallId"].as_str(), Some(call.as_str()));
+    assert!(
+        results[0]["content"].as_str().is_some_and(|c| c.contains("rejected") && c.contains("not that")),
+        "{results:?}"
+    );
+    assert_eq!(second.last().expect("last")["type"], "RUN_FINISHED", "{second:#?}");
 }
 
 #[sqlx::test(migrator = "agentd::store::MIGRATOR")]
