@@ -18,7 +18,9 @@ use crate::store::{Audit, Outcome};
 /// reveal whether they exist), the MCP server and the A2A agents: the protocols act for the key's
 /// tenant with its scopes (each method checks its own).
 fn is_protected(path: &str) -> bool {
-    path.starts_with("/v1/") || path == "/mcp" || path == "/a2a" || path.starts_with("/a2a/")
+    // A crew's agent card is open: without a key it is the public card (it shows more to a key).
+    let card = path.starts_with("/a2a/") && path.ends_with("/.well-known/agent-card.json");
+    path.starts_with("/v1/") || path == "/mcp" || path == "/a2a" || (path.starts_with("/a2a/") && !card)
 }
 
 /// Who is calling, for the handlers of `/v1/*` (resolved by [`require_api_key`]).

@@ -150,7 +150,9 @@ fn protocol_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(mcp::post_mcp, mcp::get_mcp, mcp::delete_mcp))
         .routes(routes!(a2a::discovery_card))
         .routes(routes!(a2a::agentd_rpc))
+        .routes(routes!(a2a::agentd_rpc_slash))
         .routes(routes!(a2a::crew_rpc))
+        .routes(routes!(a2a::crew_rpc_slash))
         .routes(routes!(a2a::crew_card))
 }
 
@@ -221,7 +223,8 @@ fn add_edge_responses(document: &mut OpenApiDoc) {
             let mut add = |status: &str, description: &str| {
                 responses.entry(status.to_owned()).or_insert_with(|| problem(description).into());
             };
-            let keyed = path.starts_with("/v1/") || path == "/mcp" || path.starts_with("/a2a");
+            let card = path.ends_with("/.well-known/agent-card.json");
+            let keyed = path.starts_with("/v1/") || path == "/mcp" || (path.starts_with("/a2a") && !card);
             if keyed {
                 add("401", "Missing or invalid API key (when the server has API keys)");
             }

@@ -16,9 +16,9 @@
 
 use axum::body::Bytes;
 use axum::extract::{Path, State};
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use chrono::SecondsFormat;
+use chrono::{SecondsFormat, Timelike};
 use serde_json::{json, Map, Value};
 use tokio::sync::mpsc;
 use uuid::Uuid;
@@ -40,7 +40,6 @@ const TASK_NOT_FOUND: i64 = -32001;
 const TASK_NOT_CANCELABLE: i64 = -32002;
 const PUSH_NOT_SUPPORTED: i64 = -32003;
 const UNSUPPORTED_OPERATION: i64 = -32004;
-const EXTENDED_CARD_NOT_CONFIGURED: i64 = -32007;
 const VERSION_NOT_SUPPORTED: i64 = -32009;
 /// Most tasks in a `ListTasks` page.
 const MAX_PAGE: usize = 100;
@@ -79,7 +78,7 @@ fn card(
         "version": env!("CARGO_PKG_VERSION"),
         "supportedInterfaces": [{"url": format!("{}{endpoint}", origin(headers)), "protocolBinding": "JSONRPC", "protocolVersion": PROTOCOL_VERSION}],
         "provider": {"organization": "agentd", "url": origin(headers)},
-        "capabilities": {"streaming": true, "pushNotifications": push, "extendedAgentCard": false},
+        "capabilities": {"streaming": true, "pushNotifications": push, "extendedAgentCard": true},
         "securitySchemes": {"bearer": {"httpAuthSecurityScheme": {"scheme": "Bearer", "description": "An agentd API key"}}},
         "securityRequirements": [{"schemes": {"bearer": {"list": []}}}],
         "defaultInputModes": ["text/plain", "application/json"],
@@ -106,64 +105,166 @@ fn skill(crew: &CrewSpec) -> Value {
     })
 }
 
+/// How long a client may keep a card without asking again.
+const CARD_MAX_AGE_S: u32 = 300;
+
+/// A card as an HTTP answer a client can cache: `ETag` (its body's hash), `Last-Modified` (when
+/// what it describes last changed), `Cache-Control` (`public` when it shows nothing of a key,
+/// else `private`) and `Vary: Authorization`; `304` when the client's copy is current
+/// (`If-None-Match`, else `If-Modified-Since`).
+fn cacheable_card(
+    request: &HeaderMap,
+    card: &Value,
+    modified: Option<chrono::DateTime<chrono::Utc>>,
+    public: bool,
+) -> Response {
+    use sha2::{Digest, Sha256};
+    let body = card.to_string();
+    let digest = Sha256::digest(body.as_bytes());
+    let etag = format!("\"{}\"", digest[..16].iter().map(|b| format!("{b:02x}")).collect::<String>());
+    let modified = modified.map(|at| at.with_nanosecond(0).unwrap_or(at));
+    let current = match request.get(header::IF_NONE_MATCH).and_then(|v| v.to_str().ok()) {
+        Some(tags) => {
+            tags.split(',').map(str::trim).any(|tag| tag == "*" || tag.trim_start_matches("W/") == etag)
+        }
+        None => match (modified, request.get(header::IF_MODIFIED_SINCE).and_then(|v| v.to_str().ok())) {
+            (Some(modified), Some(since)) => chrono::DateTime::parse_from_rfc2822(since)
+                .is_ok_and(|since| modified <= since.with_timezone(&chrono::Utc)),
+            _ => false,
+        },
+    };
+    let mut response = if current {
+        StatusCode::NOT_MODIFIED.into_response()
+    } else {
+        ([(header::CONTENT_TYPE, "application/json")], body).into_response()
+    };
+    let headers = response.headers_mut();
+    let scope = if public { "public" } else { "private" };
+    let values = [
+        (header::ETAG, etag),
+        (header::CACHE_CONTROL, format!("{scope}, max-age={CARD_MAX_AGE_S}")),
+        (header::VARY, "Authorization".to_owned()),
+    ];
+    for (name, value) in values {
+        if let Ok(value) = HeaderValue::from_str(&value) {
+            headers.insert(name, value);
+        }
+    }
+    if let Some(modified) = modified {
+        let text = modified.format("%a, %d %b %Y %H:%M:%S GMT").to_string();
+        if let Ok(value) = HeaderValue::from_str(&text) {
+            headers.insert(header::LAST_MODIFIED, value);
+        }
+    }
+    response
+}
+
+/// agentd's own card, with `caller`'s published crews as its skills; when they last changed.
+async fn agentd_card(
+    state: &AppState,
+    headers: &HeaderMap,
+    caller: Option<&Caller>,
+) -> Result<(Value, Option<chrono::DateTime<chrono::Utc>>), ServiceError> {
+    let crews = match caller {
+        Some(caller) if caller.may(Scope::Read) => {
+            state.services.published_crews(caller, Protocol::A2a).await?
+        }
+        _ => Vec::new(),
+    };
+    let skills = crews.iter().map(|crew| skill(&crew.spec)).collect();
+    let modified = crews.iter().map(|crew| crew.updated_at).max();
+    let description = "Runs crews of LLM agents durably. Each skill is a crew; name it in a message's `metadata.skill`, \
+                       or talk to its own agent at /a2a/{skill} (card: /a2a/{skill}/.well-known/agent-card.json).";
+    let push = state.services.webhooks_configured();
+    Ok((card(headers, "agentd", description, "/a2a", skills, push), modified))
+}
+
+/// A published crew's card for `caller`; when the crew last changed.
+async fn crew_card_of(
+    state: &AppState,
+    headers: &HeaderMap,
+    caller: &Caller,
+    name: &str,
+) -> Result<(Value, chrono::DateTime<chrono::Utc>), ServiceError> {
+    let crew = state.services.published_crew(caller, name, Protocol::A2a).await?;
+    let spec = &crew.spec;
+    let push = state.services.webhooks_configured();
+    let card = card(headers, &spec.name, &spec.summary(), &format!("/a2a/{name}"), vec![skill(spec)], push);
+    Ok((card, crew.updated_at))
+}
+
+/// The card of a crew name for a client without a key: the same for every name, published or
+/// not, so it tells nothing of any tenant's crews; it says how to authenticate, and the crew's
+/// own card is its extended card (`GetExtendedAgentCard`, with a key).
+fn public_crew_card(headers: &HeaderMap, name: &str, push: bool) -> Value {
+    let description = "An agentd crew. Authenticate (Authorization: Bearer <agentd API key>) to run it; its own card, \
+                       with its description and inputs, is the extended card (GetExtendedAgentCard) or this card \
+                       fetched with the key.";
+    let generic = json!({
+        "id": name,
+        "name": name,
+        "description": "Runs the crew with the message's text or data as its inputs.",
+        "tags": ["crew"],
+        "inputModes": ["text/plain", "application/json"],
+        "outputModes": ["text/plain", "application/json"],
+    });
+    card(headers, name, description, &format!("/a2a/{name}"), vec![generic], push)
+}
+
 /// agentd's A2A agent card.
 ///
 /// Open to anyone; with a key, its skills are the key's tenant's crews published through A2A
 /// (`publish.a2a`), and its endpoint (`POST /a2a`) runs the one a message names in
-/// `metadata.skill`.
+/// `metadata.skill`. Cacheable: `ETag`, `Last-Modified`, `Cache-Control`; `304` for a current
+/// copy.
 #[utoipa::path(
     get, path = "/.well-known/agent-card.json", tag = "protocols", security((), ("bearer" = [])),
-    responses((status = 200, description = "An A2A 1.0 agent card", body = Object))
+    responses(
+        (status = 200, description = "An A2A 1.0 agent card", body = Object),
+        (status = 304, description = "The client's copy (`If-None-Match`, `If-Modified-Since`) is current"),
+    )
 )]
 pub async fn discovery_card(State(state): State<AppState>, headers: HeaderMap) -> Response {
     let caller = match optional_caller(&state, &headers).await {
         Ok(caller) => caller,
         Err(error) => return error.into_response(),
     };
-    let skills = match caller {
-        Some(caller) if caller.may(Scope::Read) => {
-            match state.services.published_crews(&caller, Protocol::A2a).await {
-                Ok(crews) => crews.iter().map(|crew| skill(&crew.spec)).collect(),
-                Err(error) => return crate::http::error::ApiError::from(error).into_response(),
-            }
-        }
-        _ => Vec::new(),
-    };
-    let description = "Runs crews of LLM agents durably. Each skill is a crew; name it in a message's `metadata.skill`, \
-                       or talk to its own agent at /a2a/{skill} (card: /a2a/{skill}/.well-known/agent-card.json).";
-    let push = state.services.webhooks_configured();
-    axum::Json(card(&headers, "agentd", description, "/a2a", skills, push)).into_response()
+    match agentd_card(&state, &headers, caller.as_ref()).await {
+        Ok((card, modified)) => cacheable_card(&headers, &card, modified, caller.is_none()),
+        Err(error) => crate::http::error::ApiError::from(error).into_response(),
+    }
 }
 
 /// A published crew's A2A agent card.
+///
+/// Open to anyone. With a key (or on a server without keys) it is the crew's own card (404 when
+/// the key's tenant publishes no crew of that name through A2A); without one, a public card that
+/// is the same for every name (it names no tenant's crew) and says how to authenticate. Cacheable:
+/// `ETag`, `Last-Modified`, `Cache-Control`; `304` for a current copy.
 #[utoipa::path(
-    get, path = "/a2a/{name}/.well-known/agent-card.json", tag = "protocols",
+    get, path = "/a2a/{name}/.well-known/agent-card.json", tag = "protocols", security((), ("bearer" = [])),
     params(("name" = String, Path, description = "Crew name")),
     responses(
         (status = 200, description = "An A2A 1.0 agent card", body = Object),
+        (status = 304, description = "The client's copy (`If-None-Match`, `If-Modified-Since`) is current"),
         (status = 404, description = "No crew of that name is published through A2A", body = Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn crew_card(
     State(state): State<AppState>,
-    Authed(caller): Authed,
     headers: HeaderMap,
     Path(name): Path<String>,
 ) -> Response {
-    match state.services.published_crew(&caller, &name, Protocol::A2a).await {
-        Ok(crew) => {
-            let spec = &crew.spec;
-            let push = state.services.webhooks_configured();
-            axum::Json(card(
-                &headers,
-                &spec.name,
-                &spec.summary(),
-                &format!("/a2a/{name}"),
-                vec![skill(spec)],
-                push,
-            ))
-            .into_response()
-        }
+    let caller = match optional_caller(&state, &headers).await {
+        Ok(caller) => caller,
+        Err(error) => return error.into_response(),
+    };
+    let Some(caller) = caller else {
+        let card = public_crew_card(&headers, &name, state.services.webhooks_configured());
+        return cacheable_card(&headers, &card, None, true);
+    };
+    match crew_card_of(&state, &headers, &caller, &name).await {
+        Ok((card, modified)) => cacheable_card(&headers, &card, Some(modified), false),
         Err(error) => crate::http::error::ApiError::from(error).into_response(),
     }
 }
@@ -195,6 +296,28 @@ pub async fn crew_rpc(
     rpc(state, caller, headers, Some(name), body).await
 }
 
+/// A published crew's A2A endpoint, its URL with a trailing slash: the same as without.
+#[utoipa::path(
+    post, path = "/a2a/{name}/", tag = "protocols",
+    params(("name" = String, Path, description = "Crew name")),
+    request_body(content = JsonRpcMessage, content_type = "application/json"),
+    responses(
+        (status = 200, description = "As `POST /a2a/{name}`",
+         content((JsonRpcResponse = "application/json"), (String = "text/event-stream"))),
+        (status = 202, description = "A notification or a response, accepted"),
+        (status = 403, description = "The key lacks the method's scope, or the request's `Origin` is not allowed (`allowed_origins`)", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn crew_rpc_slash(
+    State(state): State<AppState>,
+    Authed(caller): Authed,
+    headers: HeaderMap,
+    Path(name): Path<String>,
+    body: Bytes,
+) -> Response {
+    rpc(state, caller, headers, Some(name), body).await
+}
+
 /// agentd's A2A endpoint: a message names its crew in `metadata.skill` (or the tenant publishes
 /// one crew).
 #[utoipa::path(
@@ -208,6 +331,26 @@ pub async fn crew_rpc(
     )
 )]
 pub async fn agentd_rpc(
+    State(state): State<AppState>,
+    Authed(caller): Authed,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    rpc(state, caller, headers, None, body).await
+}
+
+/// agentd's A2A endpoint, its URL with a trailing slash: the same as without.
+#[utoipa::path(
+    post, path = "/a2a/", tag = "protocols",
+    request_body(content = JsonRpcMessage, content_type = "application/json"),
+    responses(
+        (status = 200, description = "As `POST /a2a`",
+         content((JsonRpcResponse = "application/json"), (String = "text/event-stream"))),
+        (status = 202, description = "A notification or a response, accepted"),
+        (status = 403, description = "The key lacks the method's scope, or the request's `Origin` is not allowed (`allowed_origins`)", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn agentd_rpc_slash(
     State(state): State<AppState>,
     Authed(caller): Authed,
     headers: HeaderMap,
@@ -279,9 +422,7 @@ async fn rpc(
         "GetTaskPushNotificationConfig" => a2a.get_push(&params).await,
         "ListTaskPushNotificationConfigs" => a2a.list_push(&params).await,
         "DeleteTaskPushNotificationConfig" => a2a.delete_push(&params).await,
-        "GetExtendedAgentCard" => {
-            Err(RpcError::new(EXTENDED_CARD_NOT_CONFIGURED, "this agent has no extended card"))
-        }
+        "GetExtendedAgentCard" => a2a.extended_card(&headers).await,
         other => Err(RpcError::new(METHOD_NOT_FOUND, format!("Method not found: {other}"))),
     };
     match answer {
@@ -355,8 +496,19 @@ fn settled(status: RunStatus) -> bool {
     status.is_terminal() || status == RunStatus::AwaitingInput
 }
 
-fn agent_message(task: &Run, context: &str, parts: Vec<Value>) -> Value {
-    json!({"messageId": Uuid::now_v7().to_string(), "taskId": task.id.to_string(), "contextId": context, "role": "ROLE_AGENT", "parts": parts})
+/// An agent message of task `task`. Its id follows from what it says (and `at`, the event it
+/// tells of, if any): the same status read twice is the same message, a new one gets a new id.
+fn agent_message(task: &Run, context: &str, parts: Vec<Value>, at: Option<i64>) -> Value {
+    use sha2::{Digest, Sha256};
+    let mut hash = Sha256::new();
+    hash.update(task.id.0.as_bytes());
+    hash.update(at.unwrap_or(-1).to_be_bytes());
+    hash.update(Value::Array(parts.clone()).to_string().as_bytes());
+    let digest = hash.finalize();
+    let mut bytes = [0u8; 16];
+    bytes.copy_from_slice(&digest[..16]);
+    let id = uuid::Builder::from_custom_bytes(bytes).into_uuid();
+    json!({"messageId": id.to_string(), "taskId": task.id.to_string(), "contextId": context, "role": "ROLE_AGENT", "parts": parts})
 }
 
 fn text_part(text: impl Into<String>) -> Value {
@@ -405,9 +557,9 @@ impl A2a {
                     || format!("the run {}", run.status.as_str()),
                     |e| format!("{}: {}", e.kind.as_str(), e.message),
                 );
-                Some(agent_message(run, context, vec![text_part(text)]))
+                Some(agent_message(run, context, vec![text_part(text)], None))
             }
-            RunStatus::AwaitingInput => Some(agent_message(run, context, self.awaited(run).await)),
+            RunStatus::AwaitingInput => Some(agent_message(run, context, self.awaited(run).await, None)),
             _ => None,
         }
     }
@@ -670,6 +822,16 @@ impl A2a {
         };
         tokio::spawn(streamer.run(after, first));
         feed::response(receiver)
+    }
+
+    /// `GetExtendedAgentCard`: the card the key sees (the crew's own, or agentd's with the
+    /// tenant's crews as skills).
+    async fn extended_card(&self, headers: &HeaderMap) -> Answered {
+        let card = match &self.crew {
+            Some(name) => crew_card_of(&self.state, headers, &self.caller, name).await.map(|(card, _)| card),
+            None => agentd_card(&self.state, headers, Some(&self.caller)).await.map(|(card, _)| card),
+        };
+        card.map(Answer::Result).map_err(|e| service_error(&e))
     }
 
     async fn get_task(&self, params: &Map<String, Value>) -> Answered {
@@ -968,8 +1130,12 @@ impl Streamer {
                     Some(self.status("TASK_STATE_WORKING", None))
                 }
                 EventType::TaskStarted => {
-                    let message =
-                        agent_message(&self.run, &context, vec![text_part(format!("task '{task}' started"))]);
+                    let message = agent_message(
+                        &self.run,
+                        &context,
+                        vec![text_part(format!("task '{task}' started"))],
+                        Some(event.seq),
+                    );
                     Some(self.status("TASK_STATE_WORKING", Some(message)))
                 }
                 EventType::TaskCompleted => {
@@ -977,6 +1143,7 @@ impl Streamer {
                         &self.run,
                         &context,
                         vec![text_part(format!("task '{task}' completed"))],
+                        Some(event.seq),
                     );
                     Some(self.status("TASK_STATE_WORKING", Some(message)))
                 }
@@ -1005,7 +1172,7 @@ impl Streamer {
                     let message = self.a2a.status_message(&run, &context).await;
                     let message = match (state, message) {
                         ("TASK_STATE_INPUT_REQUIRED", None) => {
-                            Some(agent_message(&run, &context, self.a2a.awaited(&run).await))
+                            Some(agent_message(&run, &context, self.a2a.awaited(&run).await, None))
                         }
                         (_, message) => message,
                     };
