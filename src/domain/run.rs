@@ -318,6 +318,27 @@ pub struct RunPage {
     pub next_before: Option<RunId>,
 }
 
+/// Which runs a protocol lists as its own (A2A's tasks): those whose metadata has `tag` (the
+/// protocol's conversation key), optionally of one crew, with one value of the tag, in some
+/// statuses, whose status changed at or after a time.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaggedRuns {
+    pub tag: &'static str,
+    pub crew: Option<String>,
+    pub value: Option<String>,
+    /// `None`: any status; `Some(empty)`: none matches.
+    pub statuses: Option<Vec<RunStatus>>,
+    /// Runs whose last change of status (finish, else start, else creation) is at or after this.
+    pub changed_since: Option<DateTime<Utc>>,
+}
+
+/// A page of [`TaggedRuns`] and how many there are in all.
+#[derive(Debug)]
+pub struct TaggedPage {
+    pub page: RunPage,
+    pub total: i64,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,7 +6,7 @@ use crate::domain::journal::{Message, ToolCall};
 use crate::domain::{Caller, Event, Run, RunId, RunStatus, TaskRun};
 use crate::store::{Audit, CancelOutcome, Deleted, ResumeOutcome};
 
-use crate::domain::run::RunPage;
+use crate::domain::run::{RunPage, TaggedPage, TaggedRuns};
 
 impl Services {
     /// Run `id`, if the caller may see it (another tenant's run does not exist, to it).
@@ -57,6 +57,17 @@ impl Services {
         limit: i64,
     ) -> ServiceResult<RunPage> {
         Ok(self.store.list_runs(caller.visible_tenant(), status, before, limit).await?)
+    }
+
+    /// A page of the caller's runs `filter` selects (a protocol's own, say), with their count.
+    pub async fn tagged_runs(
+        &self,
+        caller: &Caller,
+        filter: &TaggedRuns,
+        before: Option<RunId>,
+        limit: i64,
+    ) -> ServiceResult<TaggedPage> {
+        Ok(self.store.list_tagged_runs(caller.visible_tenant(), filter, before, limit).await?)
     }
 
     /// A run's messages in conversation order.

@@ -97,13 +97,15 @@ impl Services {
         self.webhook_settings.key.is_some()
     }
 
-    /// Add an endpoint to a run that has not ended (an A2A push notification config): it receives
-    /// the run's events from now on, signed with the server's secret as a kickoff's webhooks are.
+    /// Add an endpoint to a run that has not ended (an A2A push notification config, which
+    /// `description` names): it receives the run's events from now on, signed with the server's
+    /// secret as a kickoff's webhooks are.
     pub async fn add_run_webhook(
         &self,
         caller: &Caller,
         run: RunId,
         url: &str,
+        description: &str,
         audit: &Audit,
     ) -> ServiceResult<WebhookEndpoint> {
         self.signing_key()?;
@@ -127,7 +129,7 @@ impl Services {
             events: every_event(),
             crew: None,
             run_id: Some(run),
-            description: "A2A push notifications".to_owned(),
+            description: description.to_owned(),
             salt: None,
         };
         Ok(self.store.create_webhook(&found.tenant, &endpoint, audit).await?)

@@ -13,7 +13,7 @@ use super::tenants::{admit_kickoffs, hold_queue};
 use super::{decode, parse, Store, StoreError, StoreResult};
 use crate::domain::fork::ForkedFrom;
 use crate::domain::kickoff::NewRun;
-use crate::domain::run::RunPage;
+use crate::domain::run::{RunPage, TaggedPage, TaggedRuns};
 use crate::domain::TenantId;
 use crate::domain::{EventType, QueueFull, Run, RunId, RunStatus, RunTrace, TaskRun, Usage, UsageLine};
 
@@ -380,6 +380,64 @@ impl Store {
         let next_before = has_more.then(|| rows.last().map(|r| RunId(r.id))).flatten();
         let runs = self.attach_tasks(rows).await?;
         Ok(RunPage { runs, next_before })
+    }
+
+    /// A page of the runs `filter` selects (of `tenant`, or every tenant's), newest first and
+    /// strictly older than `before`, with how many it selects in all.
+    #[tracing::instrument(skip_all, err)]
+    pub async fn list_tagged_runs(
+        &self,
+        tenant: Option<&TenantId>,
+        filter: &TaggedRuns,
+        before: Option<RunId>,
+        limit: i64,
+    ) -> StoreResult<TaggedPage> {
+        let statuses: Option<Vec<String>> =
+            filter.statuses.as_ref().map(|s| s.iter().map(|s| s.as_str().to_owned()).collect());
+        let tenant = tenant.map(TenantId::as_str);
+        let total = sqlx::query_scalar!(
+            r#"SELECT count(*) AS "count!" FROM runs
+               WHERE ($1::text IS NULL OR tenant = $1) AND metadata ? $2
+                 AND ($3::text IS NULL OR crew_name = $3) AND ($4::text IS NULL OR metadata->>$2 = $4)
+                 AND ($5::text[] IS NULL OR status = ANY($5))
+                 AND ($6::timestamptz IS NULL OR coalesce(finished_at, started_at, created_at) >= $6)"#,
+            tenant,
+            filter.tag,
+            filter.crew.as_deref(),
+            filter.value.as_deref(),
+            statuses.as_deref(),
+            filter.changed_since,
+        )
+        .fetch_one(&self.pool)
+        .await?;
+        let mut rows = sqlx::query_as!(
+            RunRow,
+            r#"SELECT id, tenant, status, crew_name, inputs, metadata, attempt, output, error, llm_calls,
+                      prompt_tokens, completion_tokens, cached_tokens, estimated_tokens, tool_calls, cost_usd, created_at, started_at, finished_at,
+                      fake_llm, trace_id, thread_id, forked_from, forked_at
+               FROM runs
+               WHERE ($1::text IS NULL OR tenant = $1) AND metadata ? $2
+                 AND ($3::text IS NULL OR crew_name = $3) AND ($4::text IS NULL OR metadata->>$2 = $4)
+                 AND ($5::text[] IS NULL OR status = ANY($5))
+                 AND ($6::timestamptz IS NULL OR coalesce(finished_at, started_at, created_at) >= $6)
+                 AND id < $7
+               ORDER BY id DESC LIMIT $8"#,
+            tenant,
+            filter.tag,
+            filter.crew.as_deref(),
+            filter.value.as_deref(),
+            statuses.as_deref(),
+            filter.changed_since,
+            before.map_or(Uuid::max(), |id| id.0),
+            limit + 1,
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        let has_more = rows.len() as i64 > limit;
+        rows.truncate(limit.max(0) as usize);
+        let next_before = has_more.then(|| rows.last().map(|r| RunId(r.id))).flatten();
+        let runs = self.attach_tasks(rows).await?;
+        Ok(TaggedPage { page: RunPage { runs, next_before }, total })
     }
 
     /// How many runs are in each status.

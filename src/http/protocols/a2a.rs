@@ -27,8 +27,8 @@ use super::feed;
 use super::jsonrpc::{self, Incoming, JsonRpcMessage, JsonRpcResponse, RpcError, METHOD_NOT_FOUND};
 use crate::domain::crew::Protocol;
 use crate::domain::journal::Approval;
+use crate::domain::run::TaggedRuns;
 use crate::domain::webhook::WebhookEndpoint;
-use crate::domain::WebhookId;
 use crate::domain::{Caller, CrewSpec, EventType, Run, RunId, RunStatus, Scope};
 use crate::http::auth::{audit, optional_caller, Authed};
 use crate::http::error::Problem;
@@ -40,11 +40,10 @@ const TASK_NOT_FOUND: i64 = -32001;
 const TASK_NOT_CANCELABLE: i64 = -32002;
 const PUSH_NOT_SUPPORTED: i64 = -32003;
 const UNSUPPORTED_OPERATION: i64 = -32004;
+const CONTENT_TYPE_NOT_SUPPORTED: i64 = -32005;
 const VERSION_NOT_SUPPORTED: i64 = -32009;
 /// Most tasks in a `ListTasks` page.
 const MAX_PAGE: usize = 100;
-/// Runs looked at for one `ListTasks` page (newest first).
-const LIST_SCAN: i64 = 1000;
 
 /// The origin clients reach this server at: the forwarded host and scheme a proxy sets, or the
 /// request's `Host`.
@@ -384,7 +383,7 @@ async fn rpc(
         Ok(Incoming::Notification { .. } | Incoming::Response) => {
             return StatusCode::ACCEPTED.into_response();
         }
-        Err((id, error)) => return reply(jsonrpc::failure(&id, &error)),
+        Err((id, error)) => return reply(failure(&id, &error)),
     };
     if let Some(version) = headers.get("a2a-version").and_then(|v| v.to_str().ok()) {
         if !version.trim().starts_with("1.") && version.trim() != "1" {
@@ -392,7 +391,7 @@ async fn rpc(
                 VERSION_NOT_SUPPORTED,
                 format!("A2A version '{version}' is not supported; this agent speaks {PROTOCOL_VERSION}"),
             );
-            return reply(jsonrpc::failure(&id, &error));
+            return reply(failure(&id, &error));
         }
     }
     state.metrics.observe_protocol("a2a", served(&method));
@@ -411,6 +410,10 @@ async fn rpc(
         Value::Object(params) => params,
         _ => Map::new(),
     };
+    let params = match checked_params(&method, params) {
+        Ok(params) => params,
+        Err(error) => return reply(failure(&a2a.id, &error)),
+    };
     let answer = match method.as_str() {
         "SendMessage" => a2a.send(params, false).await,
         "SendStreamingMessage" => a2a.send(params, true).await,
@@ -428,8 +431,150 @@ async fn rpc(
     match answer {
         Ok(Answer::Result(result)) => reply(jsonrpc::success(&a2a.id, result)),
         Ok(Answer::Stream(response)) => response,
-        Err(error) => reply(jsonrpc::failure(&a2a.id, &error)),
+        Err(error) => reply(failure(&a2a.id, &error)),
     }
+}
+
+/// The fields of each method's params (A2A 1.0's request messages), by their JSON names.
+fn fields_of(method: &str) -> Option<&'static [&'static str]> {
+    Some(match method {
+        "SendMessage" | "SendStreamingMessage" => &["tenant", "message", "configuration", "metadata"],
+        "GetTask" => &["tenant", "id", "historyLength"],
+        "ListTasks" => &[
+            "tenant",
+            "contextId",
+            "status",
+            "pageSize",
+            "pageToken",
+            "historyLength",
+            "statusTimestampAfter",
+            "includeArtifacts",
+        ],
+        "CancelTask" => &["tenant", "id", "metadata"],
+        "SubscribeToTask" => &["tenant", "id"],
+        "CreateTaskPushNotificationConfig" => &["tenant", "id", "taskId", "url", "token", "authentication"],
+        "GetTaskPushNotificationConfig" | "DeleteTaskPushNotificationConfig" => &["tenant", "taskId", "id"],
+        "ListTaskPushNotificationConfigs" => &["tenant", "taskId", "pageSize", "pageToken"],
+        "GetExtendedAgentCard" => &["tenant"],
+        _ => return None,
+    })
+}
+
+/// The fields of a `SendMessageConfiguration`.
+const CONFIGURATION_FIELDS: [&str; 4] =
+    ["acceptedOutputModes", "taskPushNotificationConfig", "historyLength", "returnImmediately"];
+
+/// `name`'s proto field name (`contextId` → `context_id`), which ProtoJSON parsers accept too.
+fn proto_name(name: &str) -> String {
+    let mut out = String::with_capacity(name.len() + 4);
+    for c in name.chars() {
+        if c.is_ascii_uppercase() {
+            out.push('_');
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// `given` with each field under its JSON name, or the error that names a field the message does
+/// not have (a misspelt filter must not silently match everything) or one given twice.
+fn known_fields(
+    given: Map<String, Value>,
+    fields: &[&str],
+    of: &str,
+) -> Result<Map<String, Value>, RpcError> {
+    let mut known = Map::new();
+    for (name, value) in given {
+        let field = fields.iter().find(|f| **f == name || proto_name(f) == name).ok_or_else(|| {
+            RpcError::invalid_params(format!(
+                "unknown field `{name}` in {of} (it has: {})",
+                fields.join(", ")
+            ))
+        })?;
+        if known.insert((*field).to_owned(), value).is_some() {
+            return Err(RpcError::invalid_params(format!("`{field}` is given twice in {of}")));
+        }
+    }
+    Ok(known)
+}
+
+/// A method's params as the handlers read them: known fields only, under their JSON names, and
+/// a message's configuration likewise; `historyLength` a count (not negative).
+fn checked_params(method: &str, params: Map<String, Value>) -> Result<Map<String, Value>, RpcError> {
+    let Some(fields) = fields_of(method) else { return Ok(params) };
+    let mut params = known_fields(params, fields, "params")?;
+    if let Some(configuration) = params.remove("configuration") {
+        let Value::Object(configuration) = configuration else {
+            return Err(RpcError::invalid_params("`configuration` must be an object"));
+        };
+        let configuration = known_fields(configuration, &CONFIGURATION_FIELDS, "configuration")?;
+        history_length(&configuration)?;
+        params.insert("configuration".into(), Value::Object(configuration));
+    }
+    history_length(&params)?;
+    Ok(params)
+}
+
+/// `historyLength`, when given: a count of messages (tasks keep no history here, so any count
+/// gives none; a negative one is an error).
+fn history_length(params: &Map<String, Value>) -> Result<(), RpcError> {
+    match params.get("historyLength") {
+        None | Some(Value::Null) => Ok(()),
+        Some(value) if value.as_u64().is_some_and(|n| n <= i32::MAX as u64) => Ok(()),
+        Some(value) => Err(RpcError::invalid_params(format!(
+            "`historyLength` must be a count of messages, 0 or more (got {value})"
+        ))),
+    }
+}
+
+/// A2A's name of an error (`google.rpc.ErrorInfo.reason`) and the domain that names it.
+fn error_reason(code: i64) -> (&'static str, &'static str) {
+    const A2A: &str = "a2a-protocol.org";
+    match code {
+        TASK_NOT_FOUND => ("TASK_NOT_FOUND", A2A),
+        TASK_NOT_CANCELABLE => ("TASK_NOT_CANCELABLE", A2A),
+        PUSH_NOT_SUPPORTED => ("PUSH_NOTIFICATION_NOT_SUPPORTED", A2A),
+        UNSUPPORTED_OPERATION => ("UNSUPPORTED_OPERATION", A2A),
+        CONTENT_TYPE_NOT_SUPPORTED => ("CONTENT_TYPE_NOT_SUPPORTED", A2A),
+        VERSION_NOT_SUPPORTED => ("VERSION_NOT_SUPPORTED", A2A),
+        jsonrpc::PARSE_ERROR => ("PARSE_ERROR", A2A),
+        jsonrpc::INVALID_REQUEST => ("INVALID_REQUEST", A2A),
+        METHOD_NOT_FOUND => ("METHOD_NOT_FOUND", A2A),
+        jsonrpc::INVALID_PARAMS => ("INVALID_PARAMS", A2A),
+        jsonrpc::KEY_ENDED => ("KEY_ENDED", "agentd"),
+        _ => ("INTERNAL_ERROR", A2A),
+    }
+}
+
+/// An error response as A2A 1.0 gives it: `error.data` is a list of typed details led by a
+/// `google.rpc.ErrorInfo` (reason, domain, and what the error carries as string metadata); an
+/// invalid-params error naming fields adds a `google.rpc.BadRequest` with their violations.
+fn failure(id: &Value, error: &RpcError) -> Value {
+    let (reason, domain) = error_reason(error.code);
+    let mut metadata = Map::new();
+    let mut details = Vec::new();
+    if let Some(Value::Object(data)) = &error.data {
+        for (key, value) in data {
+            let text = match value {
+                Value::String(text) => text.clone(),
+                other => other.to_string(),
+            };
+            metadata.insert(key.clone(), Value::String(text));
+        }
+        if let Some(Value::Array(errors)) = data.get("errors") {
+            let violations: Vec<Value> =
+                errors.iter().map(|e| json!({"field": e["field"], "description": e["message"]})).collect();
+            details.push(
+                json!({"@type": "type.googleapis.com/google.rpc.BadRequest", "fieldViolations": violations}),
+            );
+        }
+    }
+    let info = json!({"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": reason, "domain": domain, "metadata": metadata});
+    details.insert(0, info);
+    let error = RpcError { data: Some(Value::Array(details)), ..error.clone() };
+    jsonrpc::failure(id, &error)
 }
 
 /// The method as a metrics label: one this server serves, or `other`.
@@ -489,6 +634,21 @@ fn state_of(status: RunStatus) -> &'static str {
         RunStatus::Failed => "TASK_STATE_FAILED",
         RunStatus::Cancelled => "TASK_STATE_CANCELED",
     }
+}
+
+/// The run statuses of a task state (none for the states no run is in: rejected, auth
+/// required); `None` for a text that is no task state.
+fn run_statuses(state: &str) -> Option<Vec<RunStatus>> {
+    Some(match state {
+        "TASK_STATE_SUBMITTED" => vec![RunStatus::Queued, RunStatus::Waiting],
+        "TASK_STATE_WORKING" => vec![RunStatus::Running, RunStatus::Cancelling],
+        "TASK_STATE_INPUT_REQUIRED" => vec![RunStatus::AwaitingInput],
+        "TASK_STATE_COMPLETED" => vec![RunStatus::Completed],
+        "TASK_STATE_FAILED" => vec![RunStatus::Failed],
+        "TASK_STATE_CANCELED" => vec![RunStatus::Cancelled],
+        "TASK_STATE_REJECTED" | "TASK_STATE_AUTH_REQUIRED" => Vec::new(),
+        _ => return None,
+    })
 }
 
 /// Does the stream of a task end at this state?
@@ -672,7 +832,10 @@ impl A2a {
             } else if let Some(text) = part.get("text").and_then(Value::as_str) {
                 texts.push(text);
             } else if part.get("raw").is_some() || part.get("url").is_some() {
-                return Err(RpcError::new(-32005, "file parts are not supported: send text or data parts"));
+                return Err(RpcError::new(
+                    CONTENT_TYPE_NOT_SUPPORTED,
+                    "file parts are not supported: send text or data parts",
+                ));
             }
         }
         if !texts.is_empty() {
@@ -709,9 +872,15 @@ impl A2a {
         };
         self.state.services.protocol_kickoff(&self.caller, kickoff).await.map_err(|e| match e {
             ServiceError::Invalid(errors) => {
-                let text: Vec<String> = errors.iter().map(|e| format!("{}: {}", e.field, e.message)).collect();
-                RpcError::invalid_params(format!("the message does not give the crew's inputs: {}", text.join("; ")))
-                    .with_data(json!([{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "INVALID_INPUTS", "domain": "agentd", "metadata": {"errors": text.join("; ")}}]))
+                let text: Vec<String> =
+                    errors.iter().map(|e| format!("{}: {}", e.field, e.message)).collect();
+                let fields: Vec<Value> =
+                    errors.iter().map(|e| json!({"field": e.field, "message": e.message})).collect();
+                RpcError::invalid_params(format!(
+                    "the message does not give the crew's inputs: {}",
+                    text.join("; ")
+                ))
+                .with_data(json!({"errors": fields}))
             }
             other => service_error(&other),
         })
@@ -847,9 +1016,35 @@ impl A2a {
                 _ => return Err(RpcError::invalid_params(format!("`pageSize` must be 1 to {MAX_PAGE}"))),
             },
         };
-        let context = params.get("contextId").and_then(Value::as_str);
-        let status = params.get("status").and_then(Value::as_str);
-        let mut before = match params.get("pageToken").and_then(Value::as_str).filter(|t| !t.is_empty()) {
+        let text = |name: &str| match params.get(name) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(text)) => Ok(Some(text.as_str())),
+            Some(_) => Err(RpcError::invalid_params(format!("`{name}` must be a string"))),
+        };
+        let statuses = match text("status")? {
+            None | Some("" | "TASK_STATE_UNSPECIFIED") => None,
+            Some(state) => Some(run_statuses(state).ok_or_else(|| {
+                RpcError::invalid_params(format!("`status` '{state}' is not a task state (TASK_STATE_…)"))
+            })?),
+        };
+        let changed_since = match text("statusTimestampAfter")? {
+            None => None,
+            Some(at) => Some(
+                chrono::DateTime::parse_from_rfc3339(at)
+                    .map_err(|_| {
+                        RpcError::invalid_params(format!(
+                            "`statusTimestampAfter` '{at}' is not an RFC 3339 timestamp"
+                        ))
+                    })?
+                    .with_timezone(&chrono::Utc),
+            ),
+        };
+        let include_artifacts = match params.get("includeArtifacts") {
+            None | Some(Value::Null) => false,
+            Some(Value::Bool(include)) => *include,
+            Some(_) => return Err(RpcError::invalid_params("`includeArtifacts` must be a boolean")),
+        };
+        let before = match text("pageToken")?.filter(|t| !t.is_empty()) {
             Some(token) => Some(RunId(
                 token
                     .parse()
@@ -857,53 +1052,32 @@ impl A2a {
             )),
             None => None,
         };
-        let mut tasks = Vec::new();
-        let mut scanned = 0;
-        let mut next = None;
-        'pages: while scanned < LIST_SCAN {
-            let page = self
-                .state
-                .services
-                .runs(&self.caller, None, before, 100)
-                .await
-                .map_err(|e| service_error(&e))?;
-            scanned += page.runs.len() as i64;
-            for run in &page.runs {
-                let ours = run.metadata.contains_key("a2a_context")
-                    && self.crew.as_ref().is_none_or(|crew| *crew == run.crew_name)
-                    && context
-                        .is_none_or(|c| run.metadata.get("a2a_context").and_then(Value::as_str) == Some(c))
-                    && status.is_none_or(|s| s == state_of(run.status));
-                if !ours {
-                    continue;
+        let filter = TaggedRuns {
+            tag: "a2a_context",
+            crew: self.crew.clone(),
+            value: text("contextId")?.map(str::to_owned),
+            statuses,
+            changed_since,
+        };
+        let found = self
+            .state
+            .services
+            .tagged_runs(&self.caller, &filter, before, page_size as i64)
+            .await
+            .map_err(|e| service_error(&e))?;
+        let mut tasks = Vec::with_capacity(found.page.runs.len());
+        for run in &found.page.runs {
+            let mut task = self.task(run).await;
+            if !include_artifacts {
+                if let Some(task) = task.as_object_mut() {
+                    task.remove("artifacts");
                 }
-                if tasks.len() == page_size {
-                    next = tasks.last().map(|task: &(RunId, Value)| task.0);
-                    break 'pages;
-                }
-                tasks.push((run.id, self.task(run).await));
             }
-            match page.next_before {
-                Some(cursor) => before = Some(cursor),
-                None => break,
-            }
+            tasks.push(task);
         }
-        let include_artifacts = params.get("includeArtifacts").and_then(Value::as_bool).unwrap_or(false);
-        let tasks: Vec<Value> = tasks
-            .into_iter()
-            .map(|(_, mut task)| {
-                if !include_artifacts {
-                    if let Some(task) = task.as_object_mut() {
-                        task.remove("artifacts");
-                    }
-                }
-                task
-            })
-            .collect();
-        let token = next.map(|id| id.to_string()).unwrap_or_default();
-        let count = tasks.len();
+        let token = found.page.next_before.map(|id| id.to_string()).unwrap_or_default();
         Ok(Answer::Result(
-            json!({"tasks": tasks, "nextPageToken": token, "pageSize": page_size, "totalSize": count}),
+            json!({"tasks": tasks, "nextPageToken": token, "pageSize": page_size, "totalSize": found.total}),
         ))
     }
 
@@ -975,14 +1149,43 @@ impl A2a {
             ));
         }
         let url = str_param(config, "url")?;
+        // The client's id for the config, kept as its name; a config of the same id is replaced.
+        let id = match config.get("id") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(id)) if id.is_empty() => None,
+            Some(Value::String(id))
+                if id.chars().count() <= MAX_PUSH_ID_CHARS && !id.chars().any(char::is_control) =>
+            {
+                Some(id.as_str())
+            }
+            Some(_) => {
+                return Err(RpcError::invalid_params(format!(
+                    "`id` must be a text of at most {MAX_PUSH_ID_CHARS} characters, no control characters"
+                )))
+            }
+        };
+        let description = id.map_or_else(|| PUSH_NAMELESS.to_owned(), |id| format!("{PUSH_NAMED}{id}"));
+        if let Some(id) = id {
+            if let Some(old) = self.push_configs(run).await?.into_iter().find(|e| push_id(e) == id) {
+                let audit = audit(&self.caller, "webhook.delete", "/a2a");
+                self.state
+                    .services
+                    .delete_webhook(&self.caller, old.id, &audit)
+                    .await
+                    .map_err(|e| service_error(&e))?;
+            }
+        }
         let audit = audit(&self.caller, "webhook.create", "/a2a");
-        let endpoint = self.state.services.add_run_webhook(&self.caller, run.id, url, &audit).await.map_err(
-            |e| match e {
+        let endpoint = self
+            .state
+            .services
+            .add_run_webhook(&self.caller, run.id, url, &description, &audit)
+            .await
+            .map_err(|e| match e {
                 ServiceError::Conflict(message) => RpcError::new(UNSUPPORTED_OPERATION, message),
                 other => service_error(&other),
-            },
-        )?;
-        Ok(json!({"id": endpoint.id.to_string(), "taskId": run.id.to_string(), "url": endpoint.url}))
+            })?;
+        Ok(push_json(run, &endpoint))
     }
 
     async fn create_push(&self, params: &Map<String, Value>) -> Answered {
@@ -991,38 +1194,33 @@ impl A2a {
         Ok(Answer::Result(self.add_push(&run, params).await?))
     }
 
-    /// A push config (a webhook) of task `taskId`.
+    /// The push configs (webhooks) of a task.
+    async fn push_configs(&self, run: &Run) -> Result<Vec<WebhookEndpoint>, RpcError> {
+        self.state.services.webhooks(&self.caller, Some(run.id)).await.map_err(|e| service_error(&e))
+    }
+
+    /// A push config (a webhook) of task `taskId`, by its id.
     async fn push_config(&self, params: &Map<String, Value>) -> Result<(Run, WebhookEndpoint), RpcError> {
         self.push_supported()?;
         let run = self.task_run(str_param(params, "taskId")?).await?;
         let id = str_param(params, "id")?;
-        let missing = || RpcError::invalid_params(format!("the task has no push notification config {id}"));
-        let config = id.parse::<Uuid>().map_err(|_| missing())?;
-        let endpoint =
-            self.state.services.webhook(&self.caller, WebhookId(config)).await.map_err(|_| missing())?;
-        if endpoint.run_id != Some(run.id) {
-            return Err(missing());
-        }
+        let endpoint = self.push_configs(&run).await?.into_iter().find(|e| push_id(e) == id);
+        let endpoint = endpoint.ok_or_else(|| {
+            RpcError::invalid_params(format!("the task has no push notification config {id}"))
+        })?;
         Ok((run, endpoint))
     }
 
     async fn get_push(&self, params: &Map<String, Value>) -> Answered {
         let (run, endpoint) = self.push_config(params).await?;
-        Ok(Answer::Result(
-            json!({"id": endpoint.id.to_string(), "taskId": run.id.to_string(), "url": endpoint.url}),
-        ))
+        Ok(Answer::Result(push_json(&run, &endpoint)))
     }
 
     async fn list_push(&self, params: &Map<String, Value>) -> Answered {
         self.push_supported()?;
         let run = self.task_run(str_param(params, "taskId")?).await?;
-        let endpoints =
-            self.state.services.webhooks(&self.caller, Some(run.id)).await.map_err(|e| service_error(&e))?;
-        let configs: Vec<Value> = endpoints
-            .iter()
-            .map(|e| json!({"id": e.id.to_string(), "taskId": run.id.to_string(), "url": e.url}))
-            .collect();
-        Ok(Answer::Result(json!({"configs": configs})))
+        let configs: Vec<Value> = self.push_configs(&run).await?.iter().map(|e| push_json(&run, e)).collect();
+        Ok(Answer::Result(json!({"configs": configs, "nextPageToken": ""})))
     }
 
     async fn delete_push(&self, params: &Map<String, Value>) -> Answered {
@@ -1035,6 +1233,23 @@ impl A2a {
             .map_err(|e| service_error(&e))?;
         Ok(Answer::Result(Value::Null))
     }
+}
+
+/// Longest client-given push config id.
+const MAX_PUSH_ID_CHARS: usize = 200;
+/// The name of a push config's webhook: this, then the client's id for it.
+const PUSH_NAMED: &str = "A2A push notification config ";
+/// The name of a push config's webhook the client gave no id (its id is the webhook's).
+const PUSH_NAMELESS: &str = "A2A push notifications";
+
+/// A push config's id: the client's (kept in its webhook's name), else its webhook's.
+fn push_id(endpoint: &WebhookEndpoint) -> String {
+    endpoint.description.strip_prefix(PUSH_NAMED).map_or_else(|| endpoint.id.to_string(), str::to_owned)
+}
+
+/// A push config as A2A shows it (`TaskPushNotificationConfig`).
+fn push_json(run: &Run, endpoint: &WebhookEndpoint) -> Value {
+    json!({"id": push_id(endpoint), "taskId": run.id.to_string(), "url": endpoint.url})
 }
 
 /// A follow-up's decision: a data part `{"approve": bool, "reason"|"feedback"?}`, or a text
@@ -1118,7 +1333,7 @@ impl Streamer {
                 Step::Delta(_) => continue,
                 Step::End => return,
                 Step::KeyEnded(why) => {
-                    let message = jsonrpc::failure(&self.a2a.id, &RpcError::key_ended(why));
+                    let message = failure(&self.a2a.id, &RpcError::key_ended(why));
                     let _ = self.sender.send(feed::Event::data(message.to_string())).await;
                     return;
                 }

@@ -168,7 +168,14 @@ async fn the_sdk_sends_streams_gets_lists_and_cancels_tasks(pool: PgPool) {
     );
     assert_eq!(last(&card_url(&root.base, "hidden"), Some(&key), &["card"]).await["http_error"], 404);
     assert_eq!(last(&card, Some(&other), &["card"]).await["http_error"], 404);
-    assert_eq!(last(&card, None, &["card"]).await["http_error"], 401);
+    // Without a key: the public card, the same for any name (it tells nothing of the tenant's
+    // crews), saying how to authenticate.
+    let public = last(&card, None, &["card"]).await;
+    assert_eq!(public["card"]["name"], "research", "{public}");
+    assert!(public["card"]["description"].as_str().is_some_and(|d| d.contains("Authenticate")), "{public}");
+    assert!(!public.to_string().contains("Answers a question"), "{public}");
+    let unknown = last(&card_url(&root.base, "no-such-crew"), None, &["card"]).await;
+    assert_eq!(unknown["card"]["name"], "no-such-crew", "{unknown}");
     let theirs = format!("{}/.well-known/agent-card.json", root.base);
     let discovery = last(&theirs, Some(&other), &["card"]).await;
     // (ProtoJSON leaves an empty list out.)
@@ -339,16 +346,17 @@ async fn malformed_requests_get_the_protocols_errors(pool: PgPool) {
     assert_eq!(code(answer(rpc(no_inputs).await.expect("POST")).await), Some(-32602));
     let file = r#"{"jsonrpc":"2.0","id":"1","method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"url":"http://127.0.0.1:9/y.png"}]}}}"#;
     assert_eq!(code(answer(rpc(file).await.expect("POST")).await), Some(-32005));
+    // The extended card is the crew's own card (the public one, to a client without a key, names
+    // no crew).
+    let extended = answer(
+        rpc(r#"{"jsonrpc":"2.0","id":"1","method":"GetExtendedAgentCard","params":{}}"#).await.expect("POST"),
+    )
+    .await;
+    assert_eq!(extended["result"]["name"], "research", "{extended}");
     assert_eq!(
-        code(
-            answer(
-                rpc(r#"{"jsonrpc":"2.0","id":"1","method":"GetExtendedAgentCard","params":{}}"#)
-                    .await
-                    .expect("POST")
-            )
-            .await
-        ),
-        Some(-32007)
+        extended["result"]["skills"][0]["description"],
+        "Answers a question (research). Inputs (a data part, or the text as `message`): question.",
+        "{extended}"
     );
     assert_eq!(
         code(
