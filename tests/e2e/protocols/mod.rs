@@ -4,6 +4,7 @@
 //! small script printing JSON lines; these tests spawn it and read them.
 
 mod a2a;
+mod a2a_core;
 mod ag_ui;
 mod conformance;
 mod mcp;
