@@ -332,10 +332,20 @@ pub struct TaggedRuns {
     pub changed_since: Option<DateTime<Utc>>,
 }
 
-/// A page of [`TaggedRuns`] and how many there are in all.
+/// Where a run stands in a list ordered by its last change of status, newest first: that time,
+/// then the run's id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StatusCursor {
+    pub at: DateTime<Utc>,
+    pub id: RunId,
+}
+
+/// A page of [`TaggedRuns`], newest change of status first, and how many there are in all.
 #[derive(Debug)]
 pub struct TaggedPage {
-    pub page: RunPage,
+    pub runs: Vec<Run>,
+    /// Where the next page starts (after this); `None` on the last page.
+    pub next: Option<StatusCursor>,
     pub total: i64,
 }
 

@@ -6,7 +6,7 @@ use crate::domain::journal::{Message, ToolCall};
 use crate::domain::{Caller, Event, Run, RunId, RunStatus, TaskRun};
 use crate::store::{Audit, CancelOutcome, Deleted, ResumeOutcome};
 
-use crate::domain::run::{RunPage, TaggedPage, TaggedRuns};
+use crate::domain::run::{RunPage, StatusCursor, TaggedPage, TaggedRuns};
 
 impl Services {
     /// Run `id`, if the caller may see it (another tenant's run does not exist, to it).
@@ -64,10 +64,10 @@ impl Services {
         &self,
         caller: &Caller,
         filter: &TaggedRuns,
-        before: Option<RunId>,
+        after: Option<StatusCursor>,
         limit: i64,
     ) -> ServiceResult<TaggedPage> {
-        Ok(self.store.list_tagged_runs(caller.visible_tenant(), filter, before, limit).await?)
+        Ok(self.store.list_tagged_runs(caller.visible_tenant(), filter, after, limit).await?)
     }
 
     /// A run's messages in conversation order.

@@ -13,7 +13,7 @@ use super::tenants::{admit_kickoffs, hold_queue};
 use super::{decode, parse, Store, StoreError, StoreResult};
 use crate::domain::fork::ForkedFrom;
 use crate::domain::kickoff::NewRun;
-use crate::domain::run::{RunPage, TaggedPage, TaggedRuns};
+use crate::domain::run::{RunPage, StatusCursor, TaggedPage, TaggedRuns};
 use crate::domain::TenantId;
 use crate::domain::{EventType, QueueFull, Run, RunId, RunStatus, RunTrace, TaskRun, Usage, UsageLine};
 
@@ -382,14 +382,14 @@ impl Store {
         Ok(RunPage { runs, next_before })
     }
 
-    /// A page of the runs `filter` selects (of `tenant`, or every tenant's), newest first and
-    /// strictly older than `before`, with how many it selects in all.
+    /// A page of the runs `filter` selects (of `tenant`, or every tenant's), the newest change of
+    /// status first, after `after`; with how many it selects in all.
     #[tracing::instrument(skip_all, err)]
     pub async fn list_tagged_runs(
         &self,
         tenant: Option<&TenantId>,
         filter: &TaggedRuns,
-        before: Option<RunId>,
+        after: Option<StatusCursor>,
         limit: i64,
     ) -> StoreResult<TaggedPage> {
         let statuses: Option<Vec<String>> =
@@ -420,24 +420,28 @@ impl Store {
                  AND ($3::text IS NULL OR crew_name = $3) AND ($4::text IS NULL OR metadata->>$2 = $4)
                  AND ($5::text[] IS NULL OR status = ANY($5))
                  AND ($6::timestamptz IS NULL OR coalesce(finished_at, started_at, created_at) >= $6)
-                 AND id < $7
-               ORDER BY id DESC LIMIT $8"#,
+                 AND ($7::timestamptz IS NULL OR (coalesce(finished_at, started_at, created_at), id) < ($7, $8))
+               ORDER BY coalesce(finished_at, started_at, created_at) DESC, id DESC LIMIT $9"#,
             tenant,
             filter.tag,
             filter.crew.as_deref(),
             filter.value.as_deref(),
             statuses.as_deref(),
             filter.changed_since,
-            before.map_or(Uuid::max(), |id| id.0),
+            after.map(|cursor| cursor.at),
+            after.map_or(Uuid::nil(), |cursor| cursor.id.0),
             limit + 1,
         )
         .fetch_all(&self.pool)
         .await?;
         let has_more = rows.len() as i64 > limit;
         rows.truncate(limit.max(0) as usize);
-        let next_before = has_more.then(|| rows.last().map(|r| RunId(r.id))).flatten();
+        let next = rows.last().filter(|_| has_more).map(|r| StatusCursor {
+            at: r.finished_at.or(r.started_at).unwrap_or(r.created_at),
+            id: RunId(r.id),
+        });
         let runs = self.attach_tasks(rows).await?;
-        Ok(TaggedPage { page: RunPage { runs, next_before }, total })
+        Ok(TaggedPage { runs, next, total })
     }
 
     /// How many runs are in each status.

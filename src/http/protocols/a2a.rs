@@ -27,7 +27,7 @@ use super::feed;
 use super::jsonrpc::{self, Incoming, JsonRpcMessage, JsonRpcResponse, RpcError, METHOD_NOT_FOUND};
 use crate::domain::crew::Protocol;
 use crate::domain::journal::Approval;
-use crate::domain::run::TaggedRuns;
+use crate::domain::run::{StatusCursor, TaggedRuns};
 use crate::domain::webhook::WebhookEndpoint;
 use crate::domain::{Caller, CrewSpec, EventType, Run, RunId, RunStatus, Scope};
 use crate::http::auth::{audit, optional_caller, Authed};
@@ -478,21 +478,25 @@ fn proto_name(name: &str) -> String {
     out
 }
 
-/// `given` with each field under its JSON name, or the error that names a field the message does
-/// not have (a misspelt filter must not silently match everything) or one given twice.
+/// `given` with each field under its JSON name (a field given twice, by both names, is an
+/// error). A field the message does not have is left out ("Implementations SHOULD ignore
+/// unrecognized fields", A2A 1.0 §5.7), unless `strict`: a filter's (ListTasks), where a
+/// misspelt field ignored would silently widen what is listed.
 fn known_fields(
     given: Map<String, Value>,
     fields: &[&str],
     of: &str,
+    strict: bool,
 ) -> Result<Map<String, Value>, RpcError> {
     let mut known = Map::new();
     for (name, value) in given {
-        let field = fields.iter().find(|f| **f == name || proto_name(f) == name).ok_or_else(|| {
-            RpcError::invalid_params(format!(
-                "unknown field `{name}` in {of} (it has: {})",
-                fields.join(", ")
-            ))
-        })?;
+        let Some(field) = fields.iter().find(|f| **f == name || proto_name(f) == name) else {
+            if strict {
+                let message = format!("unknown field `{name}` in {of} (it has: {})", fields.join(", "));
+                return Err(RpcError::invalid_params(message));
+            }
+            continue;
+        };
         if known.insert((*field).to_owned(), value).is_some() {
             return Err(RpcError::invalid_params(format!("`{field}` is given twice in {of}")));
         }
@@ -500,16 +504,16 @@ fn known_fields(
     Ok(known)
 }
 
-/// A method's params as the handlers read them: known fields only, under their JSON names, and
-/// a message's configuration likewise; `historyLength` a count (not negative).
+/// A method's params as the handlers read them: its fields under their JSON names, and a
+/// message's configuration likewise; `historyLength` a count (not negative).
 fn checked_params(method: &str, params: Map<String, Value>) -> Result<Map<String, Value>, RpcError> {
     let Some(fields) = fields_of(method) else { return Ok(params) };
-    let mut params = known_fields(params, fields, "params")?;
+    let mut params = known_fields(params, fields, "params", method == "ListTasks")?;
     if let Some(configuration) = params.remove("configuration") {
         let Value::Object(configuration) = configuration else {
             return Err(RpcError::invalid_params("`configuration` must be an object"));
         };
-        let configuration = known_fields(configuration, &CONFIGURATION_FIELDS, "configuration")?;
+        let configuration = known_fields(configuration, &CONFIGURATION_FIELDS, "configuration", false)?;
         history_length(&configuration)?;
         params.insert("configuration".into(), Value::Object(configuration));
     }
@@ -634,6 +638,18 @@ fn state_of(status: RunStatus) -> &'static str {
         RunStatus::Failed => "TASK_STATE_FAILED",
         RunStatus::Cancelled => "TASK_STATE_CANCELED",
     }
+}
+
+/// A `ListTasks` page token: where the next page starts (status time in microseconds, run id).
+fn page_token(cursor: StatusCursor) -> String {
+    format!("{}.{}", cursor.at.timestamp_micros(), cursor.id)
+}
+
+/// The cursor of a page token this server gave.
+fn page_cursor(token: &str) -> Option<StatusCursor> {
+    let (micros, id) = token.split_once('.')?;
+    let at = chrono::DateTime::from_timestamp_micros(micros.parse().ok()?)?;
+    Some(StatusCursor { at, id: RunId(id.parse().ok()?) })
 }
 
 /// The run statuses of a task state (none for the states no run is in: rejected, auth
@@ -1044,12 +1060,11 @@ impl A2a {
             Some(Value::Bool(include)) => *include,
             Some(_) => return Err(RpcError::invalid_params("`includeArtifacts` must be a boolean")),
         };
-        let before = match text("pageToken")?.filter(|t| !t.is_empty()) {
-            Some(token) => Some(RunId(
-                token
-                    .parse()
-                    .map_err(|_| RpcError::invalid_params("`pageToken` is not one of this server's"))?,
-            )),
+        let after = match text("pageToken")?.filter(|t| !t.is_empty()) {
+            Some(token) => Some(
+                page_cursor(token)
+                    .ok_or_else(|| RpcError::invalid_params("`pageToken` is not one of this server's"))?,
+            ),
             None => None,
         };
         let filter = TaggedRuns {
@@ -1062,11 +1077,11 @@ impl A2a {
         let found = self
             .state
             .services
-            .tagged_runs(&self.caller, &filter, before, page_size as i64)
+            .tagged_runs(&self.caller, &filter, after, page_size as i64)
             .await
             .map_err(|e| service_error(&e))?;
-        let mut tasks = Vec::with_capacity(found.page.runs.len());
-        for run in &found.page.runs {
+        let mut tasks = Vec::with_capacity(found.runs.len());
+        for run in &found.runs {
             let mut task = self.task(run).await;
             if !include_artifacts {
                 if let Some(task) = task.as_object_mut() {
@@ -1075,7 +1090,7 @@ impl A2a {
             }
             tasks.push(task);
         }
-        let token = found.page.next_before.map(|id| id.to_string()).unwrap_or_default();
+        let token = found.next.map(page_token).unwrap_or_default();
         Ok(Answer::Result(
             json!({"tasks": tasks, "nextPageToken": token, "pageSize": page_size, "totalSize": found.total}),
         ))
@@ -1223,15 +1238,21 @@ impl A2a {
         Ok(Answer::Result(json!({"configs": configs, "nextPageToken": ""})))
     }
 
+    /// Deleting a config that is not there (any more) succeeds: the outcome is the same.
     async fn delete_push(&self, params: &Map<String, Value>) -> Answered {
-        let (_, endpoint) = self.push_config(params).await?;
+        self.push_supported()?;
+        let run = self.task_run(str_param(params, "taskId")?).await?;
+        let id = str_param(params, "id")?;
+        let Some(endpoint) = self.push_configs(&run).await?.into_iter().find(|e| push_id(e) == id) else {
+            return Ok(Answer::Result(json!({})));
+        };
         let audit = audit(&self.caller, "webhook.delete", "/a2a");
         self.state
             .services
             .delete_webhook(&self.caller, endpoint.id, &audit)
             .await
             .map_err(|e| service_error(&e))?;
-        Ok(Answer::Result(Value::Null))
+        Ok(Answer::Result(json!({})))
     }
 }
 
