@@ -35,6 +35,16 @@ EXCEPTIONS = {
     ("tests/e2e/local_embeddings.rs", "example.com"):
         "text the local embedding model tokenises (and the reference implementation too), never "
         "requested",
+    ("tests/e2e/protocols/conformance.rs", "json-schema.org"):
+        "the identifier of JSON Schema draft 2020-12 in a crew's inputs_schema (`$schema`), as the "
+        "MCP conformance suite wants it kept; the validator has the draft built in and fetches "
+        "nothing",
+    ("tests/e2e/protocols/conformance.rs", "evil.example.com"):
+        "an Origin header's value (a page of another site) sent to agentd on loopback, which "
+        "refuses it; nothing connects to or resolves it",
+    ("tests/e2e/protocols/conformance.rs", "agents.example.com"):
+        "an Origin header's value and an allowed_origins entry, sent to agentd on loopback; nothing "
+        "connects to or resolves it",
     ("tests/e2e/fakes/azure.rs", "aka.ms"):
         "text of the fake Azure OpenAI's error message, as Azure words it; nothing requests it",
 }
