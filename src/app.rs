@@ -277,6 +277,10 @@ impl App {
                 bus,
                 metrics: metrics.clone(),
                 shutdown: shutdown.clone(),
+                origins: Arc::new(crate::http::origin::Origins {
+                    policy: config.allowed_origins.clone(),
+                    local: config.bind,
+                }),
             }
         });
         Ok(Self { config, store, metrics, shutdown, api, workers, deliverer, ingester, scheduler, knowledge })

@@ -72,6 +72,9 @@ pub async fn require_api_key(
     mut request: Request,
     next: Next,
 ) -> Result<Response, ApiError> {
+    if let Some(refused) = crate::http::origin::refusal(&state.origins, &request) {
+        return Ok(refused);
+    }
     if !is_protected(request.uri().path()) {
         return Ok(next.run(request).await);
     }

@@ -255,10 +255,10 @@ pub struct OpenApiJson(pub Bytes);
 
 /// The whole HTTP application, served on `local` (the protocols' default allowed origins are
 /// its own).
-pub fn router(state: AppState, local: std::net::SocketAddr) -> Router {
+pub fn router(mut state: AppState, local: std::net::SocketAddr) -> Router {
     let (router, document) = routes_and_document();
     let body_timeout = server::BodyTimeout(state.config.connections.body_timeout);
-    let origins =
+    state.origins =
         std::sync::Arc::new(origin::Origins { policy: state.config.allowed_origins.clone(), local });
     let json = document.to_pretty_json().unwrap_or_else(|e| {
         tracing::error!(error = %e, "the OpenAPI document does not serialize");
@@ -268,7 +268,6 @@ pub fn router(state: AppState, local: std::net::SocketAddr) -> Router {
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(middleware::from_fn_with_state(state.clone(), auth::require_api_key))
-        .layer(middleware::from_fn_with_state(origins, origin::check))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(middleware::from_fn(extract::refuse_declared_oversize))
         .layer(CatchPanicLayer::custom(panic_response))

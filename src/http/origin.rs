@@ -5,11 +5,9 @@
 //! header is present and invalid, servers MUST respond with HTTP 403 Forbidden."
 
 use std::net::SocketAddr;
-use std::sync::Arc;
 
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::header;
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use crate::http::error::ApiError;
@@ -27,19 +25,18 @@ pub fn guarded(path: &str) -> bool {
     path == "/mcp" || path == "/a2a" || path.starts_with("/a2a/") || path.starts_with("/v1/ag-ui/")
 }
 
-/// Refuse a guarded request whose `Origin` is not allowed (403, problem+json).
-pub async fn check(State(origins): State<Arc<Origins>>, request: Request, next: Next) -> Response {
-    if guarded(request.uri().path()) {
-        if let Some(origin) = request.headers().get(header::ORIGIN) {
-            let allowed = origin.to_str().is_ok_and(|origin| origins.policy.allows(origin, origins.local));
-            if !allowed {
-                let shown = String::from_utf8_lossy(origin.as_bytes()).chars().take(200).collect::<String>();
-                return ApiError::Forbidden(format!(
-                    "the Origin '{shown}' is not allowed here (the allowed_origins setting)"
-                ))
-                .into_response();
-            }
-        }
+/// The refusal of a guarded request whose `Origin` is not allowed (403), if it is one. Called
+/// first by the key check ([`crate::http::auth::require_api_key`]), which every request passes:
+/// no layer of its own.
+pub fn refusal(origins: &Origins, request: &Request) -> Option<Response> {
+    if !guarded(request.uri().path()) {
+        return None;
     }
-    next.run(request).await
+    let origin = request.headers().get(header::ORIGIN)?;
+    if origin.to_str().is_ok_and(|origin| origins.policy.allows(origin, origins.local)) {
+        return None;
+    }
+    let shown = String::from_utf8_lossy(origin.as_bytes()).chars().take(200).collect::<String>();
+    let detail = format!("the Origin '{shown}' is not allowed here (the allowed_origins setting)");
+    Some(ApiError::Forbidden(detail).into_response())
 }

@@ -27,4 +27,7 @@ pub struct AppState {
     pub metrics: Arc<Metrics>,
     /// Cancelled when the service shuts down.
     pub shutdown: CancellationToken,
+    /// The browser origins the protocols' endpoints accept, judged against the listener's own
+    /// address (set by [`crate::http::router`]).
+    pub origins: Arc<crate::http::origin::Origins>,
 }

@@ -174,8 +174,9 @@ async fn served_openapi_matches_the_committed_file(pool: PgPool) {
         for (method, operation) in item.as_object().expect("path item") {
             let responses = operation["responses"].as_object().expect("responses");
             let has = |status: &str| responses.contains_key(status);
-            // Behind the key: `/v1`, the MCP server and the A2A agents (not agentd's open card).
-            let keyed = path.starts_with("/v1/") || path == "/mcp" || path.starts_with("/a2a");
+            // Behind the key: `/v1`, the MCP server and the A2A agents (not the open cards).
+            let card = path.ends_with("/.well-known/agent-card.json");
+            let keyed = path.starts_with("/v1/") || path == "/mcp" || (path.starts_with("/a2a") && !card);
             assert_eq!(has("401"), keyed, "{method} {path}: 401");
             if operation.get("requestBody").is_some() {
                 for status in ["400", "408", "413", "415"] {
