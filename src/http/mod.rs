@@ -150,9 +150,7 @@ fn protocol_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(mcp::post_mcp, mcp::get_mcp, mcp::delete_mcp))
         .routes(routes!(a2a::discovery_card))
         .routes(routes!(a2a::agentd_rpc))
-        .routes(routes!(a2a::agentd_rpc_slash))
         .routes(routes!(a2a::crew_rpc))
-        .routes(routes!(a2a::crew_rpc_slash))
         .routes(routes!(a2a::crew_card))
 }
 
@@ -163,9 +161,27 @@ fn routes_and_document() -> (Router<AppState>, OpenApiDoc) {
         .merge(service_routes())
         .merge(protocol_routes())
         .split_for_parts();
+    let router = with_trailing_slashes(router, &mut document);
     add_edge_responses(&mut document);
     examples::add(&mut document);
     (router, document)
+}
+
+/// The A2A endpoints answer at their URL with a trailing slash too (an HTTP client with the
+/// interface URL as its base posts to `url/`): the same handlers, and in the document the same
+/// operations under their own ids.
+fn with_trailing_slashes(router: Router<AppState>, document: &mut OpenApiDoc) -> Router<AppState> {
+    for path in ["/a2a", "/a2a/{name}"] {
+        let Some(mut item) = document.paths.paths.get(path).cloned() else { continue };
+        if let Some(operation) = item.post.as_mut() {
+            operation.operation_id = operation.operation_id.as_ref().map(|id| format!("{id}_slash"));
+            operation.summary = Some(format!("As `POST {path}` (the URL with a trailing slash)"));
+        }
+        document.paths.paths.insert(format!("{path}/"), item);
+    }
+    router
+        .route("/a2a/", axum::routing::post(a2a::agentd_rpc))
+        .route("/a2a/{name}/", axum::routing::post(a2a::crew_rpc))
 }
 
 /// Declare on every operation the answers the layers around the handlers give: 401 from the API

@@ -295,28 +295,6 @@ pub async fn crew_rpc(
     rpc(state, caller, headers, Some(name), body).await
 }
 
-/// A published crew's A2A endpoint, its URL with a trailing slash: the same as without.
-#[utoipa::path(
-    post, path = "/a2a/{name}/", tag = "protocols",
-    params(("name" = String, Path, description = "Crew name")),
-    request_body(content = JsonRpcMessage, content_type = "application/json"),
-    responses(
-        (status = 200, description = "As `POST /a2a/{name}`",
-         content((JsonRpcResponse = "application/json"), (String = "text/event-stream"))),
-        (status = 202, description = "A notification or a response, accepted"),
-        (status = 403, description = "The key lacks the method's scope, or the request's `Origin` is not allowed (`allowed_origins`)", body = Problem, content_type = "application/problem+json"),
-    )
-)]
-pub async fn crew_rpc_slash(
-    State(state): State<AppState>,
-    Authed(caller): Authed,
-    headers: HeaderMap,
-    Path(name): Path<String>,
-    body: Bytes,
-) -> Response {
-    rpc(state, caller, headers, Some(name), body).await
-}
-
 /// agentd's A2A endpoint: a message names its crew in `metadata.skill` (or the tenant publishes
 /// one crew).
 #[utoipa::path(
@@ -330,26 +308,6 @@ pub async fn crew_rpc_slash(
     )
 )]
 pub async fn agentd_rpc(
-    State(state): State<AppState>,
-    Authed(caller): Authed,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    rpc(state, caller, headers, None, body).await
-}
-
-/// agentd's A2A endpoint, its URL with a trailing slash: the same as without.
-#[utoipa::path(
-    post, path = "/a2a/", tag = "protocols",
-    request_body(content = JsonRpcMessage, content_type = "application/json"),
-    responses(
-        (status = 200, description = "As `POST /a2a`",
-         content((JsonRpcResponse = "application/json"), (String = "text/event-stream"))),
-        (status = 202, description = "A notification or a response, accepted"),
-        (status = 403, description = "The key lacks the method's scope, or the request's `Origin` is not allowed (`allowed_origins`)", body = Problem, content_type = "application/problem+json"),
-    )
-)]
-pub async fn agentd_rpc_slash(
     State(state): State<AppState>,
     Authed(caller): Authed,
     headers: HeaderMap,
