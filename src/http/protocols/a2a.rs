@@ -1139,14 +1139,7 @@ impl A2a {
         };
         let description = id.map_or_else(|| PUSH_NAMELESS.to_owned(), |id| format!("{PUSH_NAMED}{id}"));
         if let Some(id) = id {
-            if let Some(old) = self.push_configs(run).await?.into_iter().find(|e| push_id(e) == id) {
-                let audit = audit(&self.caller, "webhook.delete", "/a2a");
-                self.state
-                    .services
-                    .delete_webhook(&self.caller, old.id, &audit)
-                    .await
-                    .map_err(|e| service_error(&e))?;
-            }
+            self.remove_push(run, id).await?;
         }
         let audit = audit(&self.caller, "webhook.create", "/a2a");
         let endpoint = self
@@ -1201,16 +1194,18 @@ impl A2a {
         self.push_supported()?;
         let run = self.task_run(str_param(params, "taskId")?).await?;
         let id = str_param(params, "id")?;
-        let Some(endpoint) = self.push_configs(&run).await?.into_iter().find(|e| push_id(e) == id) else {
-            return Ok(Answer::Result(json!({})));
+        self.remove_push(&run, id).await?;
+        Ok(Answer::Result(json!({})))
+    }
+
+    /// Remove the push config `id` of a task, if it has one.
+    async fn remove_push(&self, run: &Run, id: &str) -> Result<(), RpcError> {
+        let Some(endpoint) = self.push_configs(run).await?.into_iter().find(|e| push_id(e) == id) else {
+            return Ok(());
         };
         let audit = audit(&self.caller, "webhook.delete", "/a2a");
-        self.state
-            .services
-            .delete_webhook(&self.caller, endpoint.id, &audit)
-            .await
-            .map_err(|e| service_error(&e))?;
-        Ok(Answer::Result(json!({})))
+        let deleted = self.state.services.delete_webhook(&self.caller, endpoint.id, &audit).await;
+        deleted.map(|_| ()).map_err(|e| service_error(&e))
     }
 }
 
