@@ -37,6 +37,33 @@ fn baseline() -> BTreeSet<String> {
         .collect()
 }
 
+/// The scenario of a result folder: `server-<scenario>-<YYYY-MM-DD>T<time>`.
+fn scenario_of(folder: &str) -> Option<String> {
+    let rest = folder.strip_prefix("server-")?;
+    let bytes = rest.as_bytes();
+    // The first `-` followed by a date (`dddd-dd-ddT`) ends the scenario's name.
+    let shape = b"-0000-00-00T";
+    let at = (0..bytes.len().saturating_sub(shape.len() - 1)).find(|&i| {
+        shape.iter().enumerate().all(|(k, &c)| {
+            let b = bytes[i + k];
+            if c == b'0' {
+                b.is_ascii_digit()
+            } else {
+                b == c
+            }
+        })
+    })?;
+    Some(rest[..at].to_owned())
+}
+
+#[test]
+fn result_folders_name_their_scenario() {
+    let folder = "server-tools-call-embedded-resource-2026-12-06T00-30-02-208Z";
+    assert_eq!(scenario_of(folder).as_deref(), Some("tools-call-embedded-resource"));
+    assert_eq!(scenario_of("server-ping-2026-12-06T00-20-20-200Z").as_deref(), Some("ping"));
+    assert_eq!(scenario_of("ping-2026"), None);
+}
+
 /// A crew the suite calls by its tool name: one task, published through MCP.
 fn scenario_crew(name: &str, task: &str) -> Value {
     json!({
@@ -108,10 +135,7 @@ async fn the_mcp_conformance_suite_passes_every_scenario_agentd_serves(pool: PgP
     for entry in std::fs::read_dir(&results).expect("results") {
         let dir = entry.expect("entry").path();
         let name = dir.file_name().and_then(|n| n.to_str()).expect("name").to_owned();
-        let scenario = name
-            .strip_prefix("server-")
-            .and_then(|rest| rest.rsplit_once("-20").map(|(scenario, _)| scenario.to_owned()))
-            .unwrap_or_else(|| panic!("unexpected result folder {name}"));
+        let scenario = scenario_of(&name).unwrap_or_else(|| panic!("unexpected result folder {name}"));
         let checks: Vec<Value> =
             serde_json::from_str(&std::fs::read_to_string(dir.join("checks.json")).expect("checks.json"))
                 .expect("checks are JSON");
