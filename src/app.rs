@@ -263,6 +263,11 @@ impl App {
             knowledge.clone(),
         )
         .with_clock(clock);
+        // A kickoff answered here starts its run in a free slot here, when nothing is queued.
+        let services = match &workers {
+            Some(pool) => services.with_local_workers(pool.slots()),
+            None => services,
+        };
         let scheduler = config
             .role
             .runs_workers()

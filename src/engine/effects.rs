@@ -46,7 +46,8 @@ use crate::llm::{
 use crate::ratelimit::Limit;
 use crate::tools::CallInfo;
 
-/// How long idempotent calls may take and still be journaled in one commit with their starts.
+/// How long idempotent tool calls may take and still be journaled in one commit with their starts,
+/// and a model call its replayable step (a task's start, `llm.started`) in one commit with its reply.
 pub const FOLD_WINDOW: Duration = Duration::from_millis(10);
 
 /// Why a model is asked.
@@ -184,6 +185,26 @@ impl Context<'_> {
         }
     }
 
+    /// A model call whose pending step is replayable ([`Step::is_replayable`]): a reply within
+    /// [`FOLD_WINDOW`] leaves the step pending, to be committed with the reply; a slower call
+    /// has the step committed while it goes on ([`Context::commit_alongside`]).
+    async fn fold_or_commit_alongside<F: Future>(
+        &self,
+        pending: &mut Step,
+        work: F,
+    ) -> Result<F::Output, EngineError> {
+        tokio::pin!(work);
+        let quick = tokio::select! {
+            biased;
+            output = &mut work => Some(output),
+            () = tokio::time::sleep(FOLD_WINDOW) => None,
+        };
+        match quick {
+            Some(output) => Ok(output),
+            None => self.commit_alongside(pending, work).await,
+        }
+    }
+
     /// Await `future` unless the run is cancelled first (`None`).
     pub async fn guarded<F: Future>(&self, future: F) -> Option<F::Output> {
         tokio::select! {
@@ -244,7 +265,7 @@ impl Context<'_> {
         let started = Instant::now();
         let span = traced.as_ref().and_then(|t| t.1.as_ref());
         let chat = self.guarded(crate::telemetry::within(span, model.client.chat(&request)));
-        let response = if alongside { self.commit_alongside(pending, chat).await? } else { chat.await };
+        let response = if alongside { self.fold_or_commit_alongside(pending, chat).await? } else { chat.await };
         let response = response.ok_or(EngineError::Cancelled)?;
         if let Some(traced) = traced {
             end_traced_call(*traced, &request, &response, started.elapsed());

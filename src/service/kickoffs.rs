@@ -16,7 +16,8 @@ use crate::domain::validate::parse_json;
 use crate::domain::validate::FieldError;
 use crate::domain::TenantId;
 use crate::domain::{Caller, CrewSpec, Run, RunId, RunTrace};
-use crate::store::{Created, IdempotencyKey, StoreError, ThreadKickoff};
+use crate::store::{ClaimedRun, Created, IdempotencyKey, Reservation, StoreError, ThreadKickoff};
+use chrono::SubsecRound;
 
 /// What a kickoff did.
 #[derive(Debug)]
@@ -100,6 +101,10 @@ impl Services {
                 let mut run = self.prepare_kickoff(tenant, body, trace).await?;
                 self.admit(tenant, std::slice::from_mut(&mut run)).await?;
                 match &run.thread {
+                    None if key.is_none() => match self.local_slot(tenant).await? {
+                        Some(slot) => return self.kickoff_here(run, slot).await,
+                        None => self.store.create_runs(std::slice::from_ref(&run), None).await?,
+                    },
                     None => self.store.create_runs(std::slice::from_ref(&run), key.as_ref()).await?,
                     Some(join) => self.kickoff_in_thread(&run, join, key.as_ref()).await?,
                 }
@@ -112,6 +117,34 @@ impl Services {
             Kicked::Created(runs) => Kicked::Created(one(runs)?),
             Kicked::Replayed(runs) => Kicked::Replayed(one(runs)?),
         })
+    }
+
+    /// A slot of this replica's worker pool for a kickoff of `tenant`, when one is free and no
+    /// quota of the tenant binds its runs (those are claimed by `agentd_claim_runs`, which counts
+    /// them).
+    async fn local_slot(&self, tenant: &TenantId) -> ServiceResult<Option<Box<dyn Reservation>>> {
+        let Some(local) = &self.local else { return Ok(None) };
+        let quotas = self.quotas_of(tenant).await?;
+        if quotas.binds_kickoffs() || quotas.max_running.is_some() {
+            return Ok(None);
+        }
+        Ok(local.reserve())
+    }
+
+    /// Store `run` and, unless a run is queued, start it in `slot` at once
+    /// ([`Store::create_run_claimed`](crate::store::Store::create_run_claimed)). The answer is the
+    /// run as it was kicked off (queued), as for any kickoff: it may be running by then.
+    async fn kickoff_here(&self, run: NewRun, slot: Box<dyn Reservation>) -> ServiceResult<Kicked<Run>> {
+        let created_at = chrono::Utc::now().trunc_subsecs(6);
+        let claimed = match self.store.create_run_claimed(&run, created_at, slot.claim()).await? {
+            Ok(claimed) => claimed,
+            Err(full) => return Err(queue_full(&full)),
+        };
+        let answer = run.queued(created_at);
+        if claimed {
+            slot.start(ClaimedRun::kicked_off(run, created_at));
+        }
+        Ok(Kicked::Created(answer))
     }
 
     /// The run a kickoff body asks for, ready to store: parsed and validated, its crew resolved

@@ -41,7 +41,7 @@ use crate::domain::{Caller, FieldError, ValidationContext};
 use crate::knowledge::Knowledge;
 use crate::outbound::egress::EgressPolicy;
 use crate::secrets::Vault;
-use crate::store::{Store, StoreError};
+use crate::store::{LocalWorkers, Store, StoreError};
 use crate::webhooks::WebhookSettings;
 
 /// The use cases, over the store and what crew specs are checked against. Cheap to clone.
@@ -67,6 +67,8 @@ pub struct Services {
     clock: Arc<dyn Clock>,
     /// Told when a schedule is created or changed here (this replica's scheduler waits on it).
     schedules_changed: Arc<tokio::sync::Notify>,
+    /// This replica's worker slots, where a kickoff may start its run at once.
+    local: Option<Arc<dyn LocalWorkers>>,
 }
 
 impl Services {
@@ -94,7 +96,13 @@ impl Services {
             tool_egress,
             clock,
             schedules_changed,
+            local: None,
         }
+    }
+
+    /// The same services starting kickoffs in `workers` when a slot there is free.
+    pub fn with_local_workers(self, workers: Arc<dyn LocalWorkers>) -> Self {
+        Self { local: Some(workers), ..self }
     }
 
     /// The same services on another clock (a test's).

@@ -14,6 +14,7 @@ use super::{decode_text, Store, StoreResult};
 use crate::domain::event::RunStarted;
 use crate::domain::TenantId;
 use crate::domain::{CrewSpec, EventData, Quotas, RunId, RunTrace};
+use super::runs::KickoffClaim;
 
 /// A run a worker now holds the lease of, with what it needs to execute it.
 #[derive(Debug, Clone, PartialEq)]
@@ -48,6 +49,52 @@ pub struct ClaimedRun {
     /// The run it was forked from: its journal holds the tasks taken over, so even its first
     /// attempt reads it.
     pub forked_from: Option<RunId>,
+}
+
+// This replica's worker slots as the kickoff use case sees them. A kickoff that finds a slot free
+// here (and no run queued anywhere) stores its run already claimed and starts it in that slot:
+// no notification, no claim statement and no transaction of its own between the kickoff and the
+// run's first step. The worker pool implements `LocalWorkers`; the composition root hands it to
+// the use cases.
+
+/// The slots of this replica's worker pool.
+pub trait LocalWorkers: Send + Sync {
+    /// A slot held for one kickoff, if one is free now and the pool takes work (not before it
+    /// started, not once it drains).
+    fn reserve(&self) -> Option<Box<dyn Reservation>>;
+}
+
+/// A held slot: dropped, it is free again.
+pub trait Reservation: Send {
+    /// The claim a run stored for this slot carries.
+    fn claim(&self) -> &KickoffClaim;
+
+    /// Execute `run`, stored claimed for [`Reservation::claim`], in this slot.
+    fn start(self: Box<Self>, run: ClaimedRun);
+}
+
+impl ClaimedRun {
+    /// A run its kickoff stored claimed ([`Store::create_run_claimed`]), from what the kickoff
+    /// had: nothing is read back or decoded. Its tenant has no quotas that bind a claimed run
+    /// (the kickoff claims only for such a tenant).
+    pub fn kicked_off(run: crate::domain::kickoff::NewRun, created_at: DateTime<Utc>) -> Self {
+        Self {
+            id: run.id,
+            tenant: run.tenant,
+            attempt: 1,
+            crew: Box::new(run.crew),
+            inputs: run.inputs,
+            created_at,
+            started_at: created_at,
+            timeout: run.timeout_s.map(|s| Duration::from_secs(u64::from(s))),
+            paused: Duration::ZERO,
+            quotas: None,
+            trace: run.trace,
+            thread_id: None,
+            thread_history: None,
+            forked_from: None,
+        }
+    }
 }
 
 /// A claimed row; the spec and inputs as JSON text, decoded straight into their types.

@@ -38,7 +38,7 @@ use sqlx::PgPool;
 
 pub use approval::{DecideOutcome, PendingCall};
 pub use audit::{Audit, AuditFilter, Outcome, Owner};
-pub use claim::ClaimedRun;
+pub use claim::{ClaimedRun, LocalWorkers, Reservation};
 pub use events::LoggedEvent;
 pub use forks::{ForkSource, Forked, Retried};
 use group::Group;
@@ -51,7 +51,7 @@ pub use listen::{
 pub use retention::{Deleted, Pruned};
 pub use review::ResumeOutcome;
 pub use run_journal::RunJournal;
-pub use runs::{Created, IdempotencyKey};
+pub use runs::{Created, IdempotencyKey, KickoffClaim};
 pub use schedules::{DueSchedule, ScheduleFields, TickAction};
 pub use secrets::SealedSecret;
 pub use tenants::{KeyCandidate, KeyStanding, NewKey, TenantLoad};

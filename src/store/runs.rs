@@ -188,6 +188,24 @@ impl Store {
         Ok(Created::New(runs.iter().map(|run| run.queued(created_at)).collect()))
     }
 
+    /// Store one run (no idempotency key, no thread) as [`Store::create_runs`] does, and claim it
+    /// for `claim` in the same transaction when no run is queued: it is stored `running` (its
+    /// first attempt, leased to `claim.owner`, `run.started` logged after `run.queued`) and is
+    /// not announced to other replicas. `true` when it was claimed; the caller then executes it
+    /// ([`ClaimedRun::kicked_off`]). A queued run is waiting for a claimer, so it is never
+    /// overtaken: while any is queued the run is stored queued like any other.
+    #[tracing::instrument(skip_all, err)]
+    pub async fn create_run_claimed(
+        &self,
+        run: &NewRun,
+        created_at: DateTime<Utc>,
+        claim: &KickoffClaim,
+    ) -> StoreResult<Result<bool, QueueFull>> {
+        let mut row = QueuedRun::new(run, created_at)?;
+        row.claim = Some(claim.clone());
+        Ok(self.kickoff_group().submit(vec![row]).await?.map(|claimed| !claimed.is_empty()))
+    }
+
     /// What an idempotency key already stands for: the runs it made when it was used with the
     /// same request in the last 24 hours, a conflict when with another; `None` when it is free.
     #[tracing::instrument(skip_all, err)]
@@ -523,6 +541,8 @@ pub(super) struct QueuedRun {
     trace: Option<RunTrace>,
     /// Its tenant's `max_queued`, when the kickoff is counted against one.
     max_queued: Option<u32>,
+    /// The replica that may start it at once ([`KickoffClaim`]).
+    claim: Option<KickoffClaim>,
 }
 
 impl QueuedRun {
@@ -541,6 +561,7 @@ impl QueuedRun {
             webhooks: run.webhooks.clone(),
             trace: run.trace.clone(),
             max_queued: run.max_queued,
+            claim: None,
         })
     }
 
@@ -560,8 +581,9 @@ pub(super) struct KickoffWrite;
 impl GroupWrite for KickoffWrite {
     /// The runs of one kickoff (several for a batch kickoff: all or none).
     type Item = Vec<QueuedRun>;
-    /// Stored, or refused by its tenant's `max_queued`.
-    type Output = StoreResult<Result<(), QueueFull>>;
+    /// Stored (with the ids of the runs claimed as they were stored), or refused by its
+    /// tenant's `max_queued`.
+    type Output = StoreResult<Result<Vec<Uuid>, QueueFull>>;
     const MAX_BATCH: usize = 512;
 
     fn key(_: &Self::Item) -> Option<Uuid> {
@@ -586,9 +608,15 @@ impl GroupWrite for KickoffWrite {
             .filter(|(_, admitted)| admitted.is_ok())
             .flat_map(|(runs, _)| runs)
             .collect();
-        insert_runs(&mut tx, &runs).await?;
+        let claimed = insert_runs(&mut tx, &runs).await?;
         tx.commit().await?;
-        Ok(admitted.into_iter().map(Ok).collect())
+        Ok(kickoffs
+            .iter()
+            .zip(admitted)
+            .map(|(runs, admitted)| {
+                Ok(admitted.map(|()| runs.iter().map(|r| r.id).filter(|id| claimed.contains(id)).collect()))
+            })
+            .collect())
     }
 
     fn failed(error: StoreError) -> Self::Output {
@@ -596,19 +624,36 @@ impl GroupWrite for KickoffWrite {
     }
 }
 
+/// A claim a kickoff takes for the replica answering it, when a slot of its is free.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KickoffClaim {
+    /// The replica's `lease_owner`.
+    pub owner: String,
+    /// How long the lease holds without a heartbeat.
+    pub lease: std::time::Duration,
+}
+
 /// Insert queued runs, their pending tasks and their `run.queued` events (each run's first, so
-/// `last_seq` starts at 1), and announce them to idle workers with one notification.
+/// `last_seq` starts at 1), and announce them to idle workers with one notification. A run with
+/// a [`KickoffClaim`] is stored claimed instead when no run is queued (`running`, attempt 1,
+/// `run.started` second; see [`Store::create_run_claimed`]): the ids of those are returned, and
+/// when every run was claimed nothing is announced.
 pub(super) async fn insert_runs<R: std::borrow::Borrow<QueuedRun>>(
     tx: &mut Transaction<'_, Postgres>,
     runs: &[R],
-) -> StoreResult<()> {
-    let Some(first) = runs.first() else { return Ok(()) };
+) -> StoreResult<Vec<Uuid>> {
+    if runs.is_empty() {
+        return Ok(Vec::new());
+    }
     let (mut ids, mut tenants, mut names, mut specs, mut inputs) = (vec![], vec![], vec![], vec![], vec![]);
     let (mut metadata, mut timeouts, mut created, mut fakes) = (vec![], vec![], vec![], vec![]);
     let (mut trace_ids, mut traceparents, mut tracestates) = (vec![], vec![], vec![]);
     let (mut task_runs, mut positions, mut task_names, mut agents) = (vec![], vec![], vec![], vec![]);
+    let (mut owners, mut leases) = (vec![], vec![]);
     for run in runs {
         let run = run.borrow();
+        owners.push(run.claim.as_ref().map(|c| c.owner.as_str()));
+        leases.push(run.claim.as_ref().map(|c| c.lease.as_secs_f64()));
         ids.push(run.id);
         tenants.push(run.tenant.as_str());
         names.push(run.crew_name.as_str());
@@ -628,15 +673,26 @@ pub(super) async fn insert_runs<R: std::borrow::Borrow<QueuedRun>>(
             agents.push(agent.as_deref());
         }
     }
-    sqlx::query!(
+    // A claimed run: only when nothing is queued (the partial index answers at once), so a
+    // kickoff never overtakes a run waiting for a claimer.
+    let claimed = sqlx::query_scalar!(
         r#"INSERT INTO runs (id, crew_name, crew_spec, inputs, metadata, timeout_s, created_at, fake_llm, last_seq, tenant,
-                            trace_id, traceparent, tracestate)
+                            trace_id, traceparent, tracestate, status, attempt, lease_owner, lease_expires_at,
+                            started_at)
            SELECT r.id, r.crew_name, r.crew_spec::jsonb, r.inputs::jsonb, r.metadata::jsonb, r.timeout_s,
-                  r.created_at, r.fake_llm, 1, r.tenant, r.trace_id, r.traceparent, r.tracestate
+                  r.created_at, r.fake_llm, CASE WHEN c.claimed THEN 2 ELSE 1 END, r.tenant, r.trace_id,
+                  r.traceparent, r.tracestate, CASE WHEN c.claimed THEN 'running' ELSE 'queued' END,
+                  CASE WHEN c.claimed THEN 1 ELSE 0 END, CASE WHEN c.claimed THEN r.owner END,
+                  CASE WHEN c.claimed THEN now() + make_interval(secs => r.lease) END,
+                  CASE WHEN c.claimed THEN r.created_at END
              FROM UNNEST($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::int4[],
-                         $7::timestamptz[], $8::bool[], $9::text[], $10::text[], $11::text[], $12::text[])
+                         $7::timestamptz[], $8::bool[], $9::text[], $10::text[], $11::text[], $12::text[],
+                         $13::text[], $14::float8[])
                   AS r(id, crew_name, crew_spec, inputs, metadata, timeout_s, created_at, fake_llm, tenant,
-                       trace_id, traceparent, tracestate)"#,
+                       trace_id, traceparent, tracestate, owner, lease),
+                  LATERAL (SELECT r.owner IS NOT NULL
+                                  AND NOT EXISTS (SELECT 1 FROM runs AS q WHERE q.status = 'queued') AS claimed) AS c
+           RETURNING CASE WHEN status = 'running' THEN id END"#,
         &ids,
         &names as &[&str],
         &specs as &[&str],
@@ -649,9 +705,12 @@ pub(super) async fn insert_runs<R: std::borrow::Borrow<QueuedRun>>(
         &trace_ids as &[Option<&str>],
         &traceparents as &[Option<String>],
         &tracestates as &[Option<&str>],
+        &owners as &[Option<&str>],
+        &leases as &[Option<f64>],
     )
-    .execute(&mut **tx)
+    .fetch_all(&mut **tx)
     .await?;
+    let claimed: Vec<Uuid> = claimed.into_iter().flatten().collect();
     sqlx::query!(
         r#"INSERT INTO run_tasks (run_id, position, name, agent)
            SELECT * FROM UNNEST($1::uuid[], $2::int4[], $3::text[], $4::text[])"#,
@@ -674,6 +733,24 @@ pub(super) async fn insert_runs<R: std::borrow::Borrow<QueuedRun>>(
     )
     .execute(&mut **tx)
     .await?;
-    notify(tx, RUNS_CHANNEL, RunId(first.borrow().id)).await?;
-    Ok(())
+    if !claimed.is_empty() {
+        // `run.started` as the claim logs it (`agentd_claim_runs`).
+        sqlx::query!(
+            r#"INSERT INTO events (run_id, seq, type, data)
+               SELECT r.id, 2, $2, jsonb_build_object('attempt', 1, 'worker', r.lease_owner)
+                        || CASE WHEN r.trace_id IS NULL THEN '{}'::jsonb
+                                ELSE jsonb_build_object('trace_id', r.trace_id) END
+                 FROM UNNEST($1::uuid[]) WITH ORDINALITY AS c(id, n) JOIN runs AS r ON r.id = c.id
+                WHERE r.id = ANY($1)
+                ORDER BY c.n"#,
+            &claimed,
+            EventType::RunStarted.as_str(),
+        )
+        .execute(&mut **tx)
+        .await?;
+    }
+    if let Some(queued) = ids.iter().find(|id| !claimed.contains(id)) {
+        notify(tx, RUNS_CHANNEL, RunId(*queued)).await?;
+    }
+    Ok(claimed)
 }

@@ -8,6 +8,7 @@ mod execute;
 mod listener;
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -17,7 +18,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::domain::RunId;
 use crate::engine::Engine;
-use crate::store::Store;
+use crate::store::{KickoffClaim, LocalWorkers, Reservation, Store};
 
 /// Runs claimed per statement at most.
 const CLAIM_BATCH: usize = 256;
@@ -106,6 +107,14 @@ struct Shared {
     settings: WorkerSettings,
     active: Mutex<HashMap<RunId, Active>>,
     wake: Notify,
+    /// The slots: a run holds one while it executes.
+    slots: Arc<Semaphore>,
+    /// The executing runs' tasks.
+    tracker: TaskTracker,
+    /// Whether kickoffs may start runs here ([`Slots`]): from the pool's start until it drains.
+    accepting: AtomicBool,
+    /// What a run a kickoff stores claimed for this replica carries.
+    claim: KickoffClaim,
 }
 
 impl Shared {
@@ -128,9 +137,24 @@ pub struct WorkerPool {
 
 impl WorkerPool {
     pub fn new(store: Store, engine: Arc<Engine>, settings: WorkerSettings) -> Self {
-        let shared =
-            Shared { store, engine, settings, active: Mutex::new(HashMap::new()), wake: Notify::new() };
+        let claim = KickoffClaim { owner: settings.owner.clone(), lease: settings.lease };
+        let shared = Shared {
+            store,
+            engine,
+            slots: Arc::new(Semaphore::new(settings.slots.max(1))),
+            settings,
+            active: Mutex::new(HashMap::new()),
+            wake: Notify::new(),
+            tracker: TaskTracker::new(),
+            accepting: AtomicBool::new(false),
+            claim,
+        };
         Self { shared: Arc::new(shared) }
+    }
+
+    /// The pool's slots, for kickoffs on this replica to start their runs in.
+    pub fn slots(&self) -> Arc<dyn LocalWorkers> {
+        Arc::new(Slots { shared: self.shared.clone() })
     }
 
     /// Claim and execute runs until `shutdown` is cancelled; then stop claiming, give in-flight
@@ -140,11 +164,12 @@ impl WorkerPool {
         let background = CancellationToken::new();
         tokio::spawn(listener::listen(shared.clone(), background.clone()));
         tokio::spawn(recover_periodically(shared.clone(), background.clone()));
-        let tracker = TaskTracker::new();
-        let slots = Arc::new(Semaphore::new(shared.settings.slots.max(1)));
+        let (tracker, slots) = (&shared.tracker, &shared.slots);
+        shared.accepting.store(true, Ordering::Release);
         // Only the first claimer polls an idle queue; the others wait to be woken.
-        let claimers = (0..CLAIMERS).map(|i| claim_loop(&shared, &tracker, &shutdown, &slots, i == 0));
+        let claimers = (0..CLAIMERS).map(|i| claim_loop(&shared, tracker, &shutdown, slots, i == 0));
         futures_util::future::join_all(claimers).await;
+        shared.accepting.store(false, Ordering::Release);
         tracker.close();
         tracing::info!(in_flight = tracker.len(), "worker pool draining");
         if tokio::time::timeout(shared.settings.grace, tracker.wait()).await.is_err() {
@@ -157,6 +182,39 @@ impl WorkerPool {
         }
         background.cancel();
         tracing::info!("worker pool stopped");
+    }
+}
+
+/// The pool's slots as kickoffs see them: a free one is held for a kickoff, which stores its run
+/// claimed for this replica and hands it over to execute.
+struct Slots {
+    shared: Arc<Shared>,
+}
+
+impl LocalWorkers for Slots {
+    fn reserve(&self) -> Option<Box<dyn Reservation>> {
+        if !self.shared.accepting.load(Ordering::Acquire) {
+            return None;
+        }
+        let permit = self.shared.slots.clone().try_acquire_owned().ok()?;
+        Some(Box::new(Held { shared: self.shared.clone(), permit }))
+    }
+}
+
+/// A slot held for a kickoff.
+struct Held {
+    shared: Arc<Shared>,
+    permit: tokio::sync::OwnedSemaphorePermit,
+}
+
+impl Reservation for Held {
+    fn claim(&self) -> &KickoffClaim {
+        &self.shared.claim
+    }
+
+    fn start(self: Box<Self>, run: crate::store::ClaimedRun) {
+        let Held { shared, permit } = *self;
+        start_run(&shared, &shared.tracker, Ok(run), permit);
     }
 }
 
