@@ -89,11 +89,11 @@ async fn bench() -> Result<(), BoxError> {
     let run = |name: &str| wanted.is_empty() || wanted.iter().any(|w| w == name);
     let mut rows = Vec::new();
     for scenario in
-        ["latency", "throughput", "inflight", "inflight_batch", "dbcost", "webhooks", "fairness", "mcp"]
+        ["latency", "throughput", "inflight", "inflight_batch", "dbcost", "webhooks", "fairness", "mcp", "budget"]
     {
-        // The webhook and fairness scenarios only when asked for: the others are the
-        // before/after guard.
-        let on_request = ["webhooks", "fairness", "mcp"].contains(&scenario);
+        // The webhook, fairness, MCP and budget scenarios only when asked for: the others are
+        // the before/after guard.
+        let on_request = ["webhooks", "fairness", "mcp", "budget"].contains(&scenario);
         if (!on_request && run(scenario)) || wanted.iter().any(|w| w == scenario) {
             let bench = Bench::start(&admin_url, scenario).await?;
             let result = bench.scenario(scenario).await;
@@ -215,6 +215,9 @@ impl Bench {
             }
             _ => None,
         };
+        if scenario == "budget" {
+            command.env("AGENTD_LATENCY_BUDGET", "true");
+        }
         if scenario == "webhooks" {
             command
                 .env("AGENTD_WEBHOOK_SECRET", "whsec_KioqKioqKioqKioqKioqKioqKioqKioqKioqKio=")
@@ -351,6 +354,7 @@ impl Bench {
     async fn scenario(&self, name: &str) -> Result<Vec<Row>, BoxError> {
         match name {
             "latency" => self.latency().await,
+            "budget" => self.budget().await,
             "throughput" => self.throughput().await,
             "inflight" => self.inflight(1).await,
             // The same runs kicked off by the batch endpoint, 1,000 per request.
@@ -390,6 +394,72 @@ impl Bench {
             },
             Row { scenario: "latency", metric: "p99".into(), value: ms(0.99), unit: "ms", target: "" },
         ])
+    }
+
+    /// The latency budget: the `latency` scenario's sequential runs with agentd's
+    /// `latency_budget` on, and where each run's time went by stage (agentd's
+    /// `agentd_latency_budget_*` totals divided by the runs), against the time the client saw.
+    /// The rest, client-observed time less the stages, is HTTP and the client: the requests on the
+    /// wire, hyper, and the harness's own reading of the answers.
+    async fn budget(&self) -> Result<Vec<Row>, BoxError> {
+        self.model(Duration::ZERO);
+        for _ in 0..20 {
+            self.one_run().await?;
+        }
+        let before = self.budget_totals().await?;
+        let runs = setting("LATENCY_RUNS", 200);
+        let mut times = Vec::new();
+        for _ in 0..runs {
+            times.push(self.one_run().await?);
+        }
+        let after = self.budget_totals().await?;
+        let client_ms = times.iter().map(Duration::as_secs_f64).sum::<f64>() * 1e3 / runs as f64;
+        let mut rows = Vec::new();
+        let mut staged = 0.0;
+        eprintln!("budget: mean ms per run by stage (marks per run), over {runs} sequential runs");
+        for (stage, (seconds, marks)) in &after {
+            let (seconds_before, marks_before) = before.get(stage).copied().unwrap_or_default();
+            let ms = (seconds - seconds_before) * 1e3 / runs as f64;
+            let per_run = (marks - marks_before) / runs as f64;
+            staged += ms;
+            eprintln!("budget:   {stage:<16} {ms:6.3} ms  ({per_run:.1})");
+            rows.push(Row { scenario: "budget", metric: stage.clone(), value: ms, unit: "ms", target: "" });
+        }
+        eprintln!("budget:   {:<16} {:6.3} ms", "http and client", client_ms - staged);
+        eprintln!("budget:   {:<16} {:6.3} ms", "client saw", client_ms);
+        rows.push(Row {
+            scenario: "budget",
+            metric: "http and client".into(),
+            value: client_ms - staged,
+            unit: "ms",
+            target: "",
+        });
+        rows.push(Row { scenario: "budget", metric: "client saw (mean)".into(), value: client_ms, unit: "ms", target: "" });
+        Ok(rows)
+    }
+
+    /// agentd's latency budget totals so far: seconds and marks by stage, in the order shown.
+    async fn budget_totals(&self) -> Result<indexmap::IndexMap<String, (f64, f64)>, BoxError> {
+        let text = self.handle.client.get(format!("{}/metrics", self.handle.base)).send().await?.text().await?;
+        let mut totals: indexmap::IndexMap<String, (f64, f64)> = indexmap::IndexMap::new();
+        for line in text.lines() {
+            let (family, rest) = match line.split_once("{stage=\"") {
+                Some(parts) => parts,
+                None => continue,
+            };
+            let Some((stage, value)) = rest.split_once("\"} ") else { continue };
+            let value: f64 = value.trim().parse()?;
+            let entry = totals.entry(stage.to_owned()).or_default();
+            match family {
+                "agentd_latency_budget_seconds_total" => entry.0 = value,
+                "agentd_latency_budget_marks_total" => entry.1 = value,
+                _ => {}
+            }
+        }
+        if totals.is_empty() {
+            return Err("agentd reported no latency budget (is `latency_budget` on?)".into());
+        }
+        Ok(totals)
     }
 
     /// What the MCP server adds to a run: `MCP_CALLS` (200) `tools/call`s of the bench crew,
@@ -571,16 +641,34 @@ impl Bench {
     async fn throughput(&self) -> Result<Vec<Row>, BoxError> {
         self.model(Duration::ZERO);
         let (runs, clients) = (setting("THROUGHPUT_RUNS", 2000), 64);
+        let (cpu_before, postgres_before) = (self.cpu_seconds(), postgres_cpu_seconds());
         let started = Instant::now();
         self.run_many(runs, clients).await?;
         let per_second = runs as f64 / started.elapsed().as_secs_f64();
-        Ok(vec![Row {
+        // CPU per run: agentd's process, and every Postgres process (the postmaster's children
+        // that ended included).
+        let agentd_ms = (self.cpu_seconds()[0] - cpu_before[0]) * 1e3 / runs as f64;
+        let postgres_ms = (postgres_cpu_seconds() - postgres_before) * 1e3 / runs as f64;
+        eprintln!("throughput: CPU ms per run: agentd {agentd_ms:.3}, Postgres {postgres_ms:.3}");
+        let cpu = |metric: &str, value: f64| Row {
             scenario: "throughput",
-            metric: format!("{runs} runs, {clients} clients"),
-            value: per_second,
-            unit: "runs/s",
-            target: "≥ 300",
-        }])
+            metric: metric.into(),
+            value,
+            unit: "ms",
+            target: "",
+        };
+        Ok(vec![
+            Row {
+                scenario: "throughput",
+                metric: format!("{runs} runs, {clients} clients"),
+                value: per_second,
+                unit: "runs/s",
+                target: "≥ 300",
+            },
+            cpu("CPU per run, agentd + Postgres", agentd_ms + postgres_ms),
+            cpu("CPU per run, agentd", agentd_ms),
+            cpu("CPU per run, Postgres", postgres_ms),
+        ])
     }
 
     /// Kick off `runs` at once (one per request, or `batch` per batch request) against a model
@@ -786,6 +874,23 @@ impl Handle {
         }
         Ok(())
     }
+}
+
+/// CPU seconds used so far by every Postgres process of this machine (Linux: `/proc`), with what
+/// the postmaster counted for its children that have ended (connections closed).
+fn postgres_cpu_seconds() -> f64 {
+    let mut ticks = 0.0;
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        let Some((name, rest)) = stat.split_once(" (").and_then(|(_, r)| r.rsplit_once(')')) else { continue };
+        if !name.starts_with("postgres") {
+            continue;
+        }
+        // utime, stime, cutime and cstime: fields 14 to 17, counted after the command name.
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        ticks += fields.get(11..15).map_or(0.0, |f| f.iter().filter_map(|v| v.parse::<f64>().ok()).sum());
+    }
+    ticks / 100.0
 }
 
 /// The URL of `database` on the server of `admin_url`. The connection is plain TCP unless

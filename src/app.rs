@@ -209,6 +209,9 @@ impl App {
         clock: Arc<dyn Clock>,
     ) -> Result<Self, ServeError> {
         let config = Arc::new(config);
+        if config.latency_budget {
+            crate::probe::enable();
+        }
         let metrics = Arc::new(Metrics::default());
         let vault = Arc::new(Vault::new(store.clone(), config.secrets_key.clone()));
         // One set of providers: the engine's model calls, and the embeddings of the API's

@@ -130,6 +130,8 @@ pub struct Config {
     pub extraction: crate::knowledge::Extraction,
     /// Deaths of the replicas working on a run or document after which it is quarantined.
     pub quarantine_after_deaths: u32,
+    /// Measure the latency budget (`crate::probe`).
+    pub latency_budget: bool,
     /// Time allowed for one LLM request.
     pub llm_timeout: std::time::Duration,
     /// Attempts per LLM call (transient failures are retried).
@@ -221,6 +223,7 @@ impl Config {
                 timeout: secs(s.extract_timeout_s),
             },
             quarantine_after_deaths: s.quarantine_after_deaths,
+            latency_budget: s.latency_budget,
             llm_timeout: secs(s.llm_timeout_s),
             llm_max_attempts: s.llm_max_attempts,
             role: s.role,

@@ -17,6 +17,7 @@ pub mod local_postgres;
 pub mod metrics;
 pub mod net;
 pub mod outbound;
+pub mod probe;
 pub mod ratelimit;
 pub mod retention;
 pub mod scheduler;

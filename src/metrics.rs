@@ -273,7 +273,24 @@ impl Metrics {
         for ((provider, model), cost) in costs {
             series(&mut out, LLM_COST, &[("provider", &provider), ("model", &model)], cost);
         }
+        if crate::probe::is_on() {
+            render_latency_budget(&mut out);
+        }
         out
+    }
+}
+
+/// The latency budget's totals by stage (setting `latency_budget`; see `crate::probe`).
+fn render_latency_budget(out: &mut String) {
+    let totals = crate::probe::totals();
+    let (seconds, marks) = ("agentd_latency_budget_seconds_total", "agentd_latency_budget_marks_total");
+    header(out, seconds, "counter", "Time runs spent in each stage of the latency budget.");
+    for (stage, _, total) in &totals {
+        series(out, seconds, &[("stage", stage)], total);
+    }
+    header(out, marks, "counter", "Times a run passed through each stage of the latency budget.");
+    for (stage, count, _) in &totals {
+        series(out, marks, &[("stage", stage)], count);
     }
 }
 

@@ -263,9 +263,12 @@ impl Context<'_> {
             self.commit(pending).await?;
         }
         let started = Instant::now();
+        let run = self.journal.run_id().0;
+        crate::probe::mark(run, "engine.work");
         let span = traced.as_ref().and_then(|t| t.1.as_ref());
         let chat = self.guarded(crate::telemetry::within(span, model.client.chat(&request)));
         let response = if alongside { self.fold_or_commit_alongside(pending, chat).await? } else { chat.await };
+        crate::probe::mark(run, "llm.request");
         let response = response.ok_or(EngineError::Cancelled)?;
         if let Some(traced) = traced {
             end_traced_call(*traced, &request, &response, started.elapsed());
@@ -456,10 +459,15 @@ impl Context<'_> {
         calls: &[Option<ToolEffect<'_>>],
         pending: &mut Step,
     ) -> Result<Outcomes, EngineError> {
+        let run = self.journal.run_id().0;
         if !calls.iter().flatten().all(ToolEffect::foldable) {
             self.commit(pending).await?;
-            return self.execute_tools(task, calls).await;
+            crate::probe::mark(run, "engine.work");
+            let outcomes = self.execute_tools(task, calls).await;
+            crate::probe::mark(run, "tool.call");
+            return outcomes;
         }
+        crate::probe::mark(run, "engine.work");
         let execution = self.execute_tools(task, calls);
         tokio::pin!(execution);
         let quick = tokio::select! {
@@ -467,10 +475,12 @@ impl Context<'_> {
             outcomes = &mut execution => Some(outcomes),
             () = tokio::time::sleep(FOLD_WINDOW) => None,
         };
-        if let Some(outcomes) = quick {
-            return outcomes;
-        }
-        self.commit_alongside(pending, execution).await?
+        let outcomes = match quick {
+            Some(outcomes) => outcomes,
+            None => self.commit_alongside(pending, execution).await?,
+        };
+        crate::probe::mark(run, "tool.call");
+        outcomes
     }
 
     async fn execute_tools(

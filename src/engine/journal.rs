@@ -168,6 +168,16 @@ impl Step {
         *self == Step::default()
     }
 
+    /// May the step end the run or stop it for human input (a change of the run, or an event
+    /// that settles a wait)?
+    pub fn may_settle(&self) -> bool {
+        self.run.is_some()
+            || self.events.iter().any(|e| {
+                e.event_type.is_terminal()
+                    || matches!(e.event_type, EventType::RunAwaitingInput | EventType::ToolApprovalRequested)
+            })
+    }
+
     /// Replace every NUL character in the step's text (Postgres stores none). The engine scrubs
     /// what enters a run (replies, tool results) as it arrives; a journal that stores steps calls
     /// this before writing, so no text from any path can fail a commit.

@@ -25,11 +25,18 @@ pub async fn wait_for_run(
     // Subscribe before reading, so a change between the read and the subscription is not missed.
     let mut subscription = bus.watch_run(id);
     let deadline = tokio::time::Instant::now() + timeout;
+    // A run executing here that cannot have settled yet is not read first (`LocalRuns`): its
+    // settling events are announced after this subscription.
+    let mut read = store.local_runs().open(id).is_none();
     loop {
-        let Some(run) = store.get_run(id).await? else { return Ok(None) };
-        if settled(run.status) {
-            return Ok(Some(run));
+        if read {
+            let Some(run) = store.get_run(id).await? else { return Ok(None) };
+            if settled(run.status) {
+                crate::probe::end(id.0, "wait.read");
+                return Ok(Some(run));
+            }
         }
+        read = true;
         loop {
             let item = tokio::select! {
                 item = subscription.receiver.recv() => item,
@@ -43,6 +50,7 @@ pub async fn wait_for_run(
                 _ => break,
             }
         }
+        crate::probe::mark(id.0, "wait.wakeup");
     }
 }
 

@@ -93,6 +93,7 @@ impl Services {
         idempotency_key: Option<&str>,
         trace: Option<RunTrace>,
     ) -> ServiceResult<Kicked<Run>> {
+        let arrived = std::time::Instant::now();
         let tenant = &caller.tenant;
         let key = idempotency_key.map(|key| key_for(tenant, key, "kickoff", &body));
         let created = match self.earlier(key.as_ref()).await? {
@@ -100,6 +101,8 @@ impl Services {
             None => {
                 let mut run = self.prepare_kickoff(tenant, body, trace).await?;
                 self.admit(tenant, std::slice::from_mut(&mut run)).await?;
+                crate::probe::begin(run.id.0, arrived);
+                crate::probe::mark(run.id.0, "kickoff.prepare");
                 match &run.thread {
                     None if key.is_none() => match self.local_slot(tenant).await? {
                         Some(slot) => return self.kickoff_here(run, slot).await,
@@ -110,6 +113,11 @@ impl Services {
                 }
             }
         };
+        if let Created::New(runs) = &created {
+            for run in runs {
+                crate::probe::mark(run.id.0, "kickoff.insert");
+            }
+        }
         let one = |runs: Vec<Run>| {
             runs.into_iter().next().ok_or_else(|| StoreError::Corrupt("a kickoff's run vanished".into()))
         };
@@ -140,6 +148,7 @@ impl Services {
             Ok(claimed) => claimed,
             Err(full) => return Err(queue_full(&full)),
         };
+        crate::probe::mark(run.id.0, "kickoff.insert");
         let answer = run.queued(created_at);
         if claimed {
             slot.start(ClaimedRun::kicked_off(run, created_at));

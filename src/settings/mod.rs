@@ -58,6 +58,7 @@ pub struct Settings {
     pub workers: u32,
     pub lease_s: u64,
     pub quarantine_after_deaths: u32,
+    pub latency_budget: bool,
     pub run_timeout_s: u64,
     pub llm_timeout_s: u64,
     pub llm_max_attempts: u32,
@@ -122,6 +123,7 @@ impl Default for Settings {
             workers: 64,
             lease_s: 30,
             quarantine_after_deaths: 2,
+            latency_budget: false,
             run_timeout_s: 3600,
             llm_timeout_s: 120,
             llm_max_attempts: 4,
@@ -421,6 +423,13 @@ pub const SETTINGS: &[Setting] = &[
         "Times the replica working on a run or a document may die (its lease expire) before the item is failed as quarantined instead of handed to another replica",
     )
     .range(1, 100),
+    Setting::new(
+        "latency_budget",
+        "Measure where each run's time goes between its kickoff and the answer of its `/wait` (the stages of \
+         docs/performance.md's latency budget), shown in `/metrics` as `agentd_latency_budget_*`. For benchmarks: \
+         it takes a lock at each stage",
+    )
+    .switch(),
     Setting::new("run_timeout_s", "Time limit of a run in seconds when its kickoff sets none (0: none)")
         .range(0, 31_536_000),
     Setting::new("llm_timeout_s", "Seconds one LLM request may take").range(1, 3600),

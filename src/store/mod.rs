@@ -15,6 +15,7 @@ mod journal;
 mod knowledge;
 mod lease;
 mod listen;
+mod local;
 mod memory;
 mod pause;
 mod rate;
@@ -39,6 +40,7 @@ use sqlx::PgPool;
 pub use approval::{DecideOutcome, PendingCall};
 pub use audit::{Audit, AuditFilter, Outcome, Owner};
 pub use claim::{ClaimedRun, LocalWorkers, Reservation};
+pub use local::{Executes, LocalRuns};
 pub use events::LoggedEvent;
 pub use forks::{ForkSource, Forked, Retried};
 use group::Group;
@@ -133,6 +135,8 @@ struct Groups {
     journal: OnceLock<Group<run_journal::JournalWrite>>,
     kickoffs: OnceLock<Group<runs::KickoffWrite>>,
     leases: OnceLock<Group<lease::RenewWrite>>,
+    /// The runs executing in this process.
+    local: Arc<LocalRuns>,
 }
 
 /// Writer tasks per kind of grouped write: two, so one batch's round trips overlap another's.
@@ -155,6 +159,11 @@ impl Store {
         let mut tx = self.pool.begin().await?;
         let removed = delete.execute(&mut *tx).await?.rows_affected() > 0;
         audit.settle(tx, removed.then_some(tenant)).await
+    }
+
+    /// The runs executing in this process ([`LocalRuns`]).
+    pub fn local_runs(&self) -> &Arc<LocalRuns> {
+        &self.groups.local
     }
 
     fn journal_group(&self) -> &Group<run_journal::JournalWrite> {

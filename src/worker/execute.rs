@@ -34,6 +34,8 @@ pub(super) async fn execute(shared: &Arc<Shared>, run: ClaimedRun) {
     let reason = Arc::new(Mutex::new(None));
     let active = Active { stop: stop.clone(), reason: reason.clone() };
     shared.active().insert(run.id, active.clone());
+    // Waiters here follow the run without reading it until it may settle.
+    let executes = shared.store.local_runs().enter(run.id, run.tenant.clone(), run.attempt);
     let watchdog = tokio::spawn(watch(shared.clone(), active, run.attempt, run.id, deadline(shared, &run)));
     let _stop_watchdog = AbortOnDrop(watchdog);
     let journal = shared.store.claimed_journal(&run);
@@ -68,6 +70,8 @@ pub(super) async fn execute(shared: &Arc<Shared>, run: ClaimedRun) {
             active.remove(&run.id);
         }
     }
+    // Whatever ends the attempt now (the engine's end, a stop, a failure) is read by waiters.
+    drop(executes);
     let reason = *reason.lock().unwrap_or_else(|p| p.into_inner());
     if let Some(span) = span {
         end_attempt_span(span, &result, reason);

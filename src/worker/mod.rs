@@ -214,6 +214,7 @@ impl Reservation for Held {
 
     fn start(self: Box<Self>, run: crate::store::ClaimedRun) {
         let Held { shared, permit } = *self;
+        crate::probe::mark(run.id.0, "queue.handoff");
         start_run(&shared, &shared.tracker, Ok(run), permit);
     }
 }
@@ -252,6 +253,9 @@ async fn claim_loop(
                 failures = 0;
                 let full = claimed.len() == permits.len();
                 for (run, permit) in claimed.into_iter().zip(permits.drain(..)) {
+                    if let Ok(run) = &run {
+                        crate::probe::mark(run.id.0, "queue.claim");
+                    }
                     start_run(shared, tracker, run, permit);
                 }
                 if full {
