@@ -88,9 +88,17 @@ async fn bench() -> Result<(), BoxError> {
     let wanted: Vec<String> = std::env::args().skip(1).collect();
     let run = |name: &str| wanted.is_empty() || wanted.iter().any(|w| w == name);
     let mut rows = Vec::new();
-    for scenario in
-        ["latency", "throughput", "inflight", "inflight_batch", "dbcost", "webhooks", "fairness", "mcp", "budget"]
-    {
+    for scenario in [
+        "latency",
+        "throughput",
+        "inflight",
+        "inflight_batch",
+        "dbcost",
+        "webhooks",
+        "fairness",
+        "mcp",
+        "budget",
+    ] {
         // The webhook, fairness, MCP and budget scenarios only when asked for: the others are
         // the before/after guard.
         let on_request = ["webhooks", "fairness", "mcp", "budget"].contains(&scenario);
@@ -434,13 +442,20 @@ impl Bench {
             unit: "ms",
             target: "",
         });
-        rows.push(Row { scenario: "budget", metric: "client saw (mean)".into(), value: client_ms, unit: "ms", target: "" });
+        rows.push(Row {
+            scenario: "budget",
+            metric: "client saw (mean)".into(),
+            value: client_ms,
+            unit: "ms",
+            target: "",
+        });
         Ok(rows)
     }
 
     /// agentd's latency budget totals so far: seconds and marks by stage, in the order shown.
     async fn budget_totals(&self) -> Result<indexmap::IndexMap<String, (f64, f64)>, BoxError> {
-        let text = self.handle.client.get(format!("{}/metrics", self.handle.base)).send().await?.text().await?;
+        let text =
+            self.handle.client.get(format!("{}/metrics", self.handle.base)).send().await?.text().await?;
         let mut totals: indexmap::IndexMap<String, (f64, f64)> = indexmap::IndexMap::new();
         for line in text.lines() {
             let (family, rest) = match line.split_once("{stage=\"") {
@@ -882,7 +897,9 @@ fn postgres_cpu_seconds() -> f64 {
     let mut ticks = 0.0;
     for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
         let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
-        let Some((name, rest)) = stat.split_once(" (").and_then(|(_, r)| r.rsplit_once(')')) else { continue };
+        let Some((name, rest)) = stat.split_once(" (").and_then(|(_, r)| r.rsplit_once(')')) else {
+            continue;
+        };
         if !name.starts_with("postgres") {
             continue;
         }

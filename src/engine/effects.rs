@@ -267,7 +267,8 @@ impl Context<'_> {
         crate::probe::mark(run, "engine.work");
         let span = traced.as_ref().and_then(|t| t.1.as_ref());
         let chat = self.guarded(crate::telemetry::within(span, model.client.chat(&request)));
-        let response = if alongside { self.fold_or_commit_alongside(pending, chat).await? } else { chat.await };
+        let response =
+            if alongside { self.fold_or_commit_alongside(pending, chat).await? } else { chat.await };
         crate::probe::mark(run, "llm.request");
         let response = response.ok_or(EngineError::Cancelled)?;
         if let Some(traced) = traced {

@@ -26,8 +26,10 @@ pub async fn wait_for_run(
     let mut subscription = bus.watch_run(id);
     let deadline = tokio::time::Instant::now() + timeout;
     // A run executing here that cannot have settled yet is not read first (`LocalRuns`): its
-    // settling events are announced after this subscription.
-    let mut read = store.local_runs().open(id).is_none();
+    // settling events are announced after this subscription, and its worker says when the step
+    // that may settle it is committed, before Postgres's notification of it comes back.
+    let mut local = store.local_runs().open(id).map(|open| open.settled);
+    let mut read = local.is_none();
     loop {
         if read {
             let Some(run) = store.get_run(id).await? else { return Ok(None) };
@@ -40,6 +42,10 @@ pub async fn wait_for_run(
         loop {
             let item = tokio::select! {
                 item = subscription.receiver.recv() => item,
+                () = settled_here(&mut local) => {
+                    local = None;
+                    break;
+                }
                 () = tokio::time::sleep_until(deadline) => return store.get_run(id).await,
             };
             match item {
@@ -52,6 +58,17 @@ pub async fn wait_for_run(
         }
         crate::probe::mark(id.0, "wait.wakeup");
     }
+}
+
+/// Resolves when the worker here has committed a step that may settle the run; never when there
+/// is no such worker, or its attempt ended without one (the run's events tell then).
+async fn settled_here(local: &mut Option<tokio::sync::watch::Receiver<bool>>) {
+    if let Some(settled) = local {
+        if settled.wait_for(|settled| *settled).await.is_ok() {
+            return;
+        }
+    }
+    std::future::pending().await
 }
 
 /// Does this event announce a settled run?

@@ -25,8 +25,8 @@ impl Services {
             return Ok(());
         }
         // A run executing here names its tenant without a read.
-        if let Some(tenant) = self.store.local_runs().open(id) {
-            if caller.sees(&tenant) {
+        if let Some(open) = self.store.local_runs().open(id) {
+            if caller.sees(&open.tenant) {
                 return Ok(());
             }
         }

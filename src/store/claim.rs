@@ -10,11 +10,11 @@ use sqlx::{Postgres, Transaction};
 use uuid::Uuid;
 
 use super::events::append_event_tx;
+use super::runs::KickoffClaim;
 use super::{decode_text, Store, StoreResult};
 use crate::domain::event::RunStarted;
 use crate::domain::TenantId;
 use crate::domain::{CrewSpec, EventData, Quotas, RunId, RunTrace};
-use super::runs::KickoffClaim;
 
 /// A run a worker now holds the lease of, with what it needs to execute it.
 #[derive(Debug, Clone, PartialEq)]

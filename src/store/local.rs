@@ -4,9 +4,13 @@
 //! the run once they say it settled. A run enters when its attempt starts here and leaves when
 //! the attempt ends; before the journal writes a step that may settle the run, the run is marked
 //! settling, so a waiter that found it open is subscribed before any such event is announced.
+//! Once that step is committed the waiters that found it open are told at once ([`OpenRun`]),
+//! without waiting for the commit's notification to come back from Postgres.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+
+use tokio::sync::watch;
 
 use crate::domain::{RunId, TenantId};
 
@@ -21,6 +25,17 @@ struct Executing {
     tenant: TenantId,
     attempt: i32,
     settling: bool,
+    /// `true` once a step that may settle the run is committed.
+    settled: watch::Sender<bool>,
+}
+
+/// A run executing here that cannot have settled yet: its tenant, and a signal that turns `true`
+/// when a step that may settle it has been committed (the sender is dropped when the attempt
+/// ends without one: then only the run's events tell).
+#[derive(Debug)]
+pub struct OpenRun {
+    pub tenant: TenantId,
+    pub settled: watch::Receiver<bool>,
 }
 
 impl LocalRuns {
@@ -30,7 +45,8 @@ impl LocalRuns {
 
     /// Attempt `attempt` of run `id`, of `tenant`, executes here until the guard is dropped.
     pub fn enter(self: &Arc<Self>, id: RunId, tenant: TenantId, attempt: i32) -> Executes {
-        self.runs().insert(id, Executing { tenant, attempt, settling: false });
+        let settled = watch::Sender::new(false);
+        self.runs().insert(id, Executing { tenant, attempt, settling: false, settled });
         Executes { runs: self.clone(), id, attempt }
     }
 
@@ -41,9 +57,18 @@ impl LocalRuns {
         }
     }
 
-    /// The tenant of run `id` when it executes here and cannot have settled yet.
-    pub fn open(&self, id: RunId) -> Option<TenantId> {
-        self.runs().get(&id).filter(|run| !run.settling).map(|run| run.tenant.clone())
+    /// A step that may settle the run is committed: its waiters here may read it.
+    pub fn settled(&self, id: RunId) {
+        if let Some(run) = self.runs().get(&id) {
+            run.settled.send_replace(true);
+        }
+    }
+
+    /// Run `id` when it executes here and cannot have settled yet.
+    pub fn open(&self, id: RunId) -> Option<OpenRun> {
+        let runs = self.runs();
+        let run = runs.get(&id).filter(|run| !run.settling)?;
+        Some(OpenRun { tenant: run.tenant.clone(), settled: run.settled.subscribe() })
     }
 }
 
@@ -73,17 +98,21 @@ mod tests {
     fn a_run_is_open_while_it_executes_and_until_it_settles() {
         let local = Arc::new(LocalRuns::default());
         let (id, tenant) = (RunId::new(), TenantId::from("team-a".to_owned()));
-        assert_eq!(local.open(id), None, "not executing here");
+        assert!(local.open(id).is_none(), "not executing here");
         let first = local.enter(id, tenant.clone(), 1);
-        assert_eq!(local.open(id), Some(tenant.clone()));
+        let open = local.open(id).expect("open");
+        assert_eq!(open.tenant, tenant);
+        assert!(!*open.settled.borrow());
         local.settling(id);
-        assert_eq!(local.open(id), None, "a settling run is read, not assumed open");
+        assert!(local.open(id).is_none(), "a settling run is read, not assumed open");
+        local.settled(id);
+        assert!(*open.settled.borrow(), "a waiter that found it open is told");
         drop(first);
         let second = local.enter(id, tenant.clone(), 2);
         let stale = Executes { runs: local.clone(), id, attempt: 1 };
         drop(stale);
-        assert_eq!(local.open(id), Some(tenant), "an earlier attempt's end leaves the later one");
+        assert!(local.open(id).is_some(), "an earlier attempt's end leaves the later one");
         drop(second);
-        assert_eq!(local.open(id), None);
+        assert!(local.open(id).is_none());
     }
 }

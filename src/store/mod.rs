@@ -40,7 +40,6 @@ use sqlx::PgPool;
 pub use approval::{DecideOutcome, PendingCall};
 pub use audit::{Audit, AuditFilter, Outcome, Owner};
 pub use claim::{ClaimedRun, LocalWorkers, Reservation};
-pub use local::{Executes, LocalRuns};
 pub use events::LoggedEvent;
 pub use forks::{ForkSource, Forked, Retried};
 use group::Group;
@@ -50,6 +49,7 @@ pub use lease::{CancelOutcome, Lease, Recovered};
 pub use listen::{
     Listened, Notification, CANCEL_CHANNEL, DELTAS_CHANNEL, EVENTS_CHANNEL, RUNS_CHANNEL, WEBHOOKS_CHANNEL,
 };
+pub use local::{Executes, LocalRuns};
 pub use retention::{Deleted, Pruned};
 pub use review::ResumeOutcome;
 pub use run_journal::RunJournal;
@@ -194,7 +194,15 @@ impl Store {
 
     /// A pool that connects on first use, so the API can start (and report not-ready) while the
     /// database is still down.
+    ///
+    /// Every statement agentd prepares is planned once per connection (`plan_cache_mode =
+    /// force_generic_plan`): its parameters are ids, arrays of rows and limits, whose values
+    /// would not change a plan, and Postgres otherwise plans each of the first five executions
+    /// of a statement on every connection anew, which with a pool of many connections is
+    /// nearly every execution (a journal commit's statements spent more time in planning than
+    /// in executing).
     pub fn connect_lazy(options: PgConnectOptions, settings: &PoolSettings) -> Self {
+        let options = options.options([("plan_cache_mode", "force_generic_plan")]);
         let pool = PgPoolOptions::new()
             .max_connections(settings.max_connections)
             .acquire_timeout(settings.acquire_timeout)

@@ -80,12 +80,16 @@ impl RunJournal {
     #[tracing::instrument(skip_all, fields(run_id = %self.run_id, attempt = self.attempt))]
     async fn commit_step(&self, mut step: Step) -> Result<(), JournalError> {
         step.scrub_nul();
-        if step.may_settle() {
+        let settles = step.may_settle();
+        if settles {
             self.store.local_runs().settling(self.run_id);
         }
         crate::probe::mark(self.run_id.0, "engine.work");
         let committed = self.try_commit(step).await;
         crate::probe::mark(self.run_id.0, "journal.commit");
+        if settles && committed.is_ok() {
+            self.store.local_runs().settled(self.run_id);
+        }
         committed.map_err(|e| match e {
             CommitError::Fenced => {
                 tracing::warn!("journal commit fenced: the run is no longer this attempt's");

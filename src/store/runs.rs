@@ -673,26 +673,33 @@ pub(super) async fn insert_runs<R: std::borrow::Borrow<QueuedRun>>(
             agents.push(agent.as_deref());
         }
     }
-    // A claimed run: only when nothing is queued (the partial index answers at once), so a
-    // kickoff never overtakes a run waiting for a claimer.
+    // One statement for the runs and their tasks. A claimed run: only when nothing is queued
+    // (the partial index answers at once), so a kickoff never overtakes a run waiting for a
+    // claimer.
     let claimed = sqlx::query_scalar!(
-        r#"INSERT INTO runs (id, crew_name, crew_spec, inputs, metadata, timeout_s, created_at, fake_llm, last_seq, tenant,
-                            trace_id, traceparent, tracestate, status, attempt, lease_owner, lease_expires_at,
-                            started_at)
-           SELECT r.id, r.crew_name, r.crew_spec::jsonb, r.inputs::jsonb, r.metadata::jsonb, r.timeout_s,
-                  r.created_at, r.fake_llm, CASE WHEN c.claimed THEN 2 ELSE 1 END, r.tenant, r.trace_id,
-                  r.traceparent, r.tracestate, CASE WHEN c.claimed THEN 'running' ELSE 'queued' END,
-                  CASE WHEN c.claimed THEN 1 ELSE 0 END, CASE WHEN c.claimed THEN r.owner END,
-                  CASE WHEN c.claimed THEN now() + make_interval(secs => r.lease) END,
-                  CASE WHEN c.claimed THEN r.created_at END
-             FROM UNNEST($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::int4[],
-                         $7::timestamptz[], $8::bool[], $9::text[], $10::text[], $11::text[], $12::text[],
-                         $13::text[], $14::float8[])
-                  AS r(id, crew_name, crew_spec, inputs, metadata, timeout_s, created_at, fake_llm, tenant,
-                       trace_id, traceparent, tracestate, owner, lease),
-                  LATERAL (SELECT r.owner IS NOT NULL
-                                  AND NOT EXISTS (SELECT 1 FROM runs AS q WHERE q.status = 'queued') AS claimed) AS c
-           RETURNING CASE WHEN status = 'running' THEN id END"#,
+        r#"WITH inserted AS (
+               INSERT INTO runs (id, crew_name, crew_spec, inputs, metadata, timeout_s, created_at, fake_llm, last_seq,
+                                 tenant, trace_id, traceparent, tracestate, status, attempt, lease_owner,
+                                 lease_expires_at, started_at)
+               SELECT r.id, r.crew_name, r.crew_spec::jsonb, r.inputs::jsonb, r.metadata::jsonb, r.timeout_s,
+                      r.created_at, r.fake_llm, CASE WHEN c.claimed THEN 2 ELSE 1 END, r.tenant, r.trace_id,
+                      r.traceparent, r.tracestate, CASE WHEN c.claimed THEN 'running' ELSE 'queued' END,
+                      CASE WHEN c.claimed THEN 1 ELSE 0 END, CASE WHEN c.claimed THEN r.owner END,
+                      CASE WHEN c.claimed THEN now() + make_interval(secs => r.lease) END,
+                      CASE WHEN c.claimed THEN r.created_at END
+                 FROM UNNEST($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::int4[],
+                             $7::timestamptz[], $8::bool[], $9::text[], $10::text[], $11::text[], $12::text[],
+                             $13::text[], $14::float8[])
+                      AS r(id, crew_name, crew_spec, inputs, metadata, timeout_s, created_at, fake_llm, tenant,
+                           trace_id, traceparent, tracestate, owner, lease),
+                      LATERAL (SELECT r.owner IS NOT NULL
+                                      AND NOT EXISTS (SELECT 1 FROM runs AS q WHERE q.status = 'queued') AS claimed) AS c
+               RETURNING id, status
+           ), tasks AS (
+               INSERT INTO run_tasks (run_id, position, name, agent)
+               SELECT * FROM UNNEST($15::uuid[], $16::int4[], $17::text[], $18::text[])
+           )
+           SELECT id AS "id!" FROM inserted WHERE status = 'running'"#,
         &ids,
         &names as &[&str],
         &specs as &[&str],
@@ -707,48 +714,47 @@ pub(super) async fn insert_runs<R: std::borrow::Borrow<QueuedRun>>(
         &tracestates as &[Option<&str>],
         &owners as &[Option<&str>],
         &leases as &[Option<f64>],
-    )
-    .fetch_all(&mut **tx)
-    .await?;
-    let claimed: Vec<Uuid> = claimed.into_iter().flatten().collect();
-    sqlx::query!(
-        r#"INSERT INTO run_tasks (run_id, position, name, agent)
-           SELECT * FROM UNNEST($1::uuid[], $2::int4[], $3::text[], $4::text[])"#,
         &task_runs,
         &positions,
         &task_names as &[&str],
         &agents as &[Option<&str>],
     )
-    .execute(&mut **tx)
+    .fetch_all(&mut **tx)
     .await?;
     // Before the first events, which the webhooks may take.
     let webhooks: Vec<(RunId, &crate::domain::kickoff::RunWebhook)> =
         runs.iter().flat_map(|r| r.borrow().webhooks.iter().map(|w| (RunId(r.borrow().id), w))).collect();
     super::webhooks::insert_run_webhooks(tx, &webhooks).await?;
+    // Every run's `run.queued`, then the claimed ones' `run.started` as the claim logs it
+    // (`agentd_claim_runs`), in one statement.
+    let started: Vec<&QueuedRun> =
+        runs.iter().map(|r| r.borrow()).filter(|r| claimed.contains(&r.id)).collect();
+    let started_ids: Vec<Uuid> = started.iter().map(|r| r.id).collect();
+    let started_owners: Vec<&str> =
+        started.iter().map(|r| r.claim.as_ref().map_or("", |c| c.owner.as_str())).collect();
+    let started_traces: Vec<Option<&str>> =
+        started.iter().map(|r| r.trace.as_ref().map(|t| t.trace_id.as_str())).collect();
     sqlx::query!(
         r#"INSERT INTO events (run_id, seq, type, data)
-           SELECT id, 1, $2, '{}' FROM UNNEST($1::uuid[]) WITH ORDINALITY AS r(id, n) ORDER BY n"#,
+           SELECT e.run_id, e.seq, e.type, e.data
+             FROM (SELECT q.id AS run_id, 1::int8 AS seq, $2::text AS type, '{}'::jsonb AS data, q.n
+                     FROM UNNEST($1::uuid[]) WITH ORDINALITY AS q(id, n)
+                   UNION ALL
+                   SELECT s.id, 2, $3, jsonb_build_object('attempt', 1, 'worker', s.owner)
+                            || CASE WHEN s.trace_id IS NULL THEN '{}'::jsonb
+                                    ELSE jsonb_build_object('trace_id', s.trace_id) END, s.n
+                     FROM UNNEST($4::uuid[], $5::text[], $6::text[]) WITH ORDINALITY AS s(id, owner, trace_id, n))
+                  AS e
+            ORDER BY e.seq, e.n"#,
         &ids,
         EventType::RunQueued.as_str(),
+        EventType::RunStarted.as_str(),
+        &started_ids,
+        &started_owners as &[&str],
+        &started_traces as &[Option<&str>],
     )
     .execute(&mut **tx)
     .await?;
-    if !claimed.is_empty() {
-        // `run.started` as the claim logs it (`agentd_claim_runs`).
-        sqlx::query!(
-            r#"INSERT INTO events (run_id, seq, type, data)
-               SELECT r.id, 2, $2, jsonb_build_object('attempt', 1, 'worker', r.lease_owner)
-                        || CASE WHEN r.trace_id IS NULL THEN '{}'::jsonb
-                                ELSE jsonb_build_object('trace_id', r.trace_id) END
-                 FROM UNNEST($1::uuid[]) WITH ORDINALITY AS c(id, n) JOIN runs AS r ON r.id = c.id
-                WHERE r.id = ANY($1)
-                ORDER BY c.n"#,
-            &claimed,
-            EventType::RunStarted.as_str(),
-        )
-        .execute(&mut **tx)
-        .await?;
-    }
     if let Some(queued) = ids.iter().find(|id| !claimed.contains(id)) {
         notify(tx, RUNS_CHANNEL, RunId(*queued)).await?;
     }

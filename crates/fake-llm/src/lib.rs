@@ -421,7 +421,11 @@ async fn answer(reply: FakeReply, stream: bool, include_usage: bool) -> Response
     if let Some(gate) = &reply.gate {
         gate.notified().await;
     }
-    tokio::time::sleep(reply.delay).await;
+    // Not even a zero sleep: tokio's timer rounds a deadline up to its next millisecond tick,
+    // so `sleep(0)` would hold an instant reply for up to a millisecond.
+    if !reply.delay.is_zero() {
+        tokio::time::sleep(reply.delay).await;
+    }
     if stream && reply.status == 200 {
         if let Some(mut events) = stream::events(&reply.body, include_usage) {
             if let Some(cut) = reply.cut_after {
