@@ -803,18 +803,33 @@ impl Bench {
         self.one_run().await?;
         let runs = 500;
         let before = stats(&self.pool, &self.database).await?;
+        let started = Instant::now();
         for _ in 0..runs {
             self.one_run().await?;
         }
+        let busy = started.elapsed();
         let after = stats(&self.pool, &self.database).await?;
         let per = |i: usize| (after[i] - before[i]) as f64 / runs as f64;
+        // What an idle agentd commits in as long (its pollers: recovery, schedules, webhooks,
+        // documents, the key watch), which the runs did not cause.
+        tokio::time::sleep(busy).await;
+        let idle = stats(&self.pool, &self.database).await?;
+        let idle_per_run = (idle[0] - after[0]) as f64 / runs as f64;
+        eprintln!("dbcost: an idle agentd committed {idle_per_run:.2} transactions per run's time");
         Ok(vec![
             Row {
                 scenario: "dbcost",
                 metric: "committed transactions per run".into(),
                 value: per(0),
                 unit: "txn",
-                target: "≤ 8",
+                target: "≤ 4",
+            },
+            Row {
+                scenario: "dbcost",
+                metric: "committed transactions per run, less an idle agentd's".into(),
+                value: per(0) - idle_per_run,
+                unit: "txn",
+                target: "",
             },
             Row {
                 scenario: "dbcost",

@@ -1,12 +1,14 @@
 //! Waiting for a run to settle (end, or stop for human input), on the bus rather than by polling.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::broadcast;
 
 use super::{BusItem, EventBus};
 use crate::domain::{EventType, Run, RunId, RunStatus};
-use crate::store::{Store, StoreResult};
+
+use crate::store::{Settled, Store, StoreResult};
 
 /// Does this status end a wait?
 fn settled(status: RunStatus) -> bool {
@@ -42,8 +44,13 @@ pub async fn wait_for_run(
         loop {
             let item = tokio::select! {
                 item = subscription.receiver.recv() => item,
-                () = settled_here(&mut local) => {
+                step = settled_here(&mut local) => {
                     local = None;
+                    // The run as the settling step left it, read in its transaction.
+                    if let Some(run) = step.run.filter(|run| settled(run.status)) {
+                        crate::probe::end(id.0, "wait.wakeup");
+                        return Ok(Some(Arc::unwrap_or_clone(run)));
+                    }
                     break;
                 }
                 () = tokio::time::sleep_until(deadline) => return store.get_run(id).await,
@@ -62,10 +69,12 @@ pub async fn wait_for_run(
 
 /// Resolves when the worker here has committed a step that may settle the run; never when there
 /// is no such worker, or its attempt ended without one (the run's events tell then).
-async fn settled_here(local: &mut Option<tokio::sync::watch::Receiver<bool>>) {
-    if let Some(settled) = local {
-        if settled.wait_for(|settled| *settled).await.is_ok() {
-            return;
+async fn settled_here(local: &mut Option<tokio::sync::watch::Receiver<Option<Settled>>>) -> Settled {
+    if let Some(receiver) = local {
+        if let Ok(settled) = receiver.wait_for(Option::is_some).await {
+            if let Some(settled) = settled.clone() {
+                return settled;
+            }
         }
     }
     std::future::pending().await

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::watch;
 
-use crate::domain::{RunId, TenantId};
+use crate::domain::{Run, RunId, TenantId};
 
 /// This replica's executing runs (see the module's header).
 #[derive(Debug, Default)]
@@ -25,17 +25,25 @@ struct Executing {
     tenant: TenantId,
     attempt: i32,
     settling: bool,
-    /// `true` once a step that may settle the run is committed.
-    settled: watch::Sender<bool>,
+    /// Set once a step that may settle the run is committed: with the run as that step left it
+    /// when a waiter here was following the run (read in the step's transaction).
+    settled: watch::Sender<Option<Settled>>,
 }
 
-/// A run executing here that cannot have settled yet: its tenant, and a signal that turns `true`
-/// when a step that may settle it has been committed (the sender is dropped when the attempt
+/// A committed step that may have settled a run.
+#[derive(Debug, Clone)]
+pub struct Settled {
+    /// The run as the step left it, read in its transaction; `None` when nobody here waited.
+    pub run: Option<Arc<Run>>,
+}
+
+/// A run executing here that cannot have settled yet: its tenant, and a signal set when a step
+/// that may settle it has been committed (the sender is dropped when the attempt
 /// ends without one: then only the run's events tell).
 #[derive(Debug)]
 pub struct OpenRun {
     pub tenant: TenantId,
-    pub settled: watch::Receiver<bool>,
+    pub settled: watch::Receiver<Option<Settled>>,
 }
 
 impl LocalRuns {
@@ -45,7 +53,7 @@ impl LocalRuns {
 
     /// Attempt `attempt` of run `id`, of `tenant`, executes here until the guard is dropped.
     pub fn enter(self: &Arc<Self>, id: RunId, tenant: TenantId, attempt: i32) -> Executes {
-        let settled = watch::Sender::new(false);
+        let settled = watch::Sender::new(None);
         self.runs().insert(id, Executing { tenant, attempt, settling: false, settled });
         Executes { runs: self.clone(), id, attempt }
     }
@@ -57,10 +65,16 @@ impl LocalRuns {
         }
     }
 
-    /// A step that may settle the run is committed: its waiters here may read it.
-    pub fn settled(&self, id: RunId) {
-        if let Some(run) = self.runs().get(&id) {
-            run.settled.send_replace(true);
+    /// Does a waiter here follow run `id` (so a settling step should read the run back)?
+    pub fn is_awaited(&self, id: RunId) -> bool {
+        self.runs().get(&id).is_some_and(|run| run.settled.receiver_count() > 0)
+    }
+
+    /// A step that may settle the run is committed (`run`: the run as it left it, if read back):
+    /// its waiters here are told.
+    pub fn settled(&self, id: RunId, run: Option<Box<Run>>) {
+        if let Some(executing) = self.runs().get(&id) {
+            executing.settled.send_replace(Some(Settled { run: run.map(Arc::from) }));
         }
     }
 
@@ -102,11 +116,12 @@ mod tests {
         let first = local.enter(id, tenant.clone(), 1);
         let open = local.open(id).expect("open");
         assert_eq!(open.tenant, tenant);
-        assert!(!*open.settled.borrow());
+        assert!(open.settled.borrow().is_none());
+        assert!(local.is_awaited(id));
         local.settling(id);
         assert!(local.open(id).is_none(), "a settling run is read, not assumed open");
-        local.settled(id);
-        assert!(*open.settled.borrow(), "a waiter that found it open is told");
+        local.settled(id, None);
+        assert!(open.settled.borrow().is_some(), "a waiter that found it open is told");
         drop(first);
         let second = local.enter(id, tenant.clone(), 2);
         let stale = Executes { runs: local.clone(), id, attempt: 1 };

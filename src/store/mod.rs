@@ -49,7 +49,7 @@ pub use lease::{CancelOutcome, Lease, Recovered};
 pub use listen::{
     Listened, Notification, CANCEL_CHANNEL, DELTAS_CHANNEL, EVENTS_CHANNEL, RUNS_CHANNEL, WEBHOOKS_CHANNEL,
 };
-pub use local::{Executes, LocalRuns};
+pub use local::{Executes, LocalRuns, Settled};
 pub use retention::{Deleted, Pruned};
 pub use review::ResumeOutcome;
 pub use run_journal::RunJournal;

@@ -84,12 +84,17 @@ impl RunJournal {
         if settles {
             self.store.local_runs().settling(self.run_id);
         }
+        // A waiter here for the run is answered with the run as this step leaves it, read in the
+        // step's transaction (no read of its own after).
+        let read_back = settles && self.store.local_runs().is_awaited(self.run_id);
         crate::probe::mark(self.run_id.0, "engine.work");
-        let committed = self.try_commit(step).await;
+        let committed = self.try_commit(step, read_back).await;
         crate::probe::mark(self.run_id.0, "journal.commit");
-        if settles && committed.is_ok() {
-            self.store.local_runs().settled(self.run_id);
-        }
+        let committed = committed.map(|run| {
+            if settles {
+                self.store.local_runs().settled(self.run_id, run);
+            }
+        });
         committed.map_err(|e| match e {
             CommitError::Fenced => {
                 tracing::warn!("journal commit fenced: the run is no longer this attempt's");
@@ -106,8 +111,8 @@ impl RunJournal {
         })
     }
 
-    async fn try_commit(&self, step: Step) -> Answer {
-        let commit = Commit { run_id: self.run_id, attempt: self.attempt, step };
+    async fn try_commit(&self, step: Step, read_back: bool) -> Answer {
+        let commit = Commit { run_id: self.run_id, attempt: self.attempt, step, read_back };
         self.store.journal_group().submit(commit).await
     }
 }
@@ -117,10 +122,12 @@ pub(super) struct Commit {
     run_id: RunId,
     attempt: i32,
     step: Step,
+    /// Read the run back (as the API shows it) in the step's transaction, after the step.
+    read_back: bool,
 }
 
-/// How a commit ended.
-pub(super) type Answer = Result<(), CommitError>;
+/// How a commit ended: with the run as the step left it, when it was to be read back.
+pub(super) type Answer = Result<Option<Box<crate::domain::Run>>, CommitError>;
 
 /// The journal's group commit: the steps of a batch (at most one per run) are fenced together,
 /// then each part of them is written with one statement, in one transaction.
@@ -154,8 +161,24 @@ impl GroupWrite for JournalWrite {
             write::runs_and_events(&mut tx, &live).await?;
             write::memories(&mut tx, &live).await?;
         }
+        let wanted: Vec<uuid::Uuid> =
+            live.iter().filter(|(_, c)| c.read_back).map(|(_, c)| c.run_id.0).collect();
+        let mut read = match wanted.is_empty() {
+            true => Vec::new(),
+            false => super::runs::runs_as_shown(&mut tx, &wanted).await?,
+        };
         tx.commit().await?;
-        Ok(holds.into_iter().map(|held| if held { Ok(()) } else { Err(CommitError::Fenced) }).collect())
+        Ok(commits
+            .iter()
+            .zip(holds)
+            .map(|(commit, held)| match held {
+                false => Err(CommitError::Fenced),
+                true => Ok(read
+                    .iter()
+                    .position(|run| run.id == commit.run_id && commit.read_back)
+                    .map(|at| Box::new(read.swap_remove(at)))),
+            })
+            .collect())
     }
 
     fn failed(error: StoreError) -> Answer {

@@ -284,59 +284,8 @@ impl Store {
     /// The run with this id, with its tasks.
     #[tracing::instrument(skip_all, fields(run_id = %id), err)]
     pub async fn get_run(&self, id: RunId) -> StoreResult<Option<Run>> {
-        // One statement (the tasks as a JSON array), so the run and its tasks are one snapshot.
-        let row = sqlx::query!(
-            r#"SELECT id, tenant, status, crew_name, inputs, metadata, attempt, output, error, llm_calls,
-                      prompt_tokens, completion_tokens, cached_tokens, estimated_tokens, tool_calls, cost_usd, created_at, started_at, finished_at,
-                      fake_llm, trace_id, thread_id, forked_from, forked_at,
-                      (SELECT coalesce(jsonb_agg(jsonb_build_object(
-                                  'name', t.name, 'agent', t.agent, 'status', t.status, 'output', t.output,
-                                  'started_at', t.started_at, 'finished_at', t.finished_at) ORDER BY t.position),
-                              '[]')
-                         FROM run_tasks AS t WHERE t.run_id = runs.id) AS "tasks!",
-                      (SELECT coalesce(jsonb_agg(jsonb_build_object(
-                                  'task', u.task, 'agent', u.agent, 'model', u.model, 'llm_calls', u.llm_calls,
-                                  'prompt_tokens', u.prompt_tokens, 'completion_tokens', u.completion_tokens,
-                                  'cached_tokens', u.cached_tokens, 'cost_usd', u.cost_usd)
-                                  ORDER BY u.task, u.agent, u.model), '[]')
-                         FROM run_usage AS u WHERE u.run_id = runs.id) AS "usage_breakdown!"
-               FROM runs WHERE id = $1"#,
-            id.0
-        )
-        .fetch_optional(&self.pool)
-        .await?;
-        let Some(row) = row else { return Ok(None) };
-        let tasks: Vec<TaskRow> = decode(row.tasks, "run_tasks of a run")?;
-        let tasks = tasks.into_iter().map(TaskRow::into_task).collect::<StoreResult<Vec<_>>>()?;
-        let run = RunRow {
-            id: row.id,
-            tenant: row.tenant,
-            status: row.status,
-            crew_name: row.crew_name,
-            inputs: row.inputs,
-            metadata: row.metadata,
-            attempt: row.attempt,
-            output: row.output,
-            error: row.error,
-            llm_calls: row.llm_calls,
-            prompt_tokens: row.prompt_tokens,
-            completion_tokens: row.completion_tokens,
-            cached_tokens: row.cached_tokens,
-            estimated_tokens: row.estimated_tokens,
-            tool_calls: row.tool_calls,
-            cost_usd: row.cost_usd,
-            created_at: row.created_at,
-            started_at: row.started_at,
-            finished_at: row.finished_at,
-            fake_llm: row.fake_llm,
-            trace_id: row.trace_id,
-            thread_id: row.thread_id,
-            forked_from: row.forked_from,
-            forked_at: row.forked_at,
-        };
-        let mut run = run.into_run(tasks)?;
-        run.usage_breakdown = Some(decode(row.usage_breakdown, "run_usage of a run")?);
-        Ok(Some(run))
+        let mut connection = self.pool.acquire().await?;
+        Ok(runs_as_shown(&mut connection, &[id.0]).await?.pop())
     }
 
     /// The tenant of a run; `None` when there is no such run.
@@ -521,6 +470,69 @@ pub(super) async fn claim_idempotency_key(
     .fetch_optional(&mut **tx)
     .await?;
     Ok(claimed.is_some())
+}
+
+/// Runs `ids` as the API shows them (their tasks and usage breakdown included), each read in one
+/// statement with its tasks, so a run and its tasks are one snapshot; missing ones left out.
+pub(super) async fn runs_as_shown(
+    connection: &mut sqlx::PgConnection,
+    ids: &[Uuid],
+) -> StoreResult<Vec<Run>> {
+    let rows = sqlx::query!(
+        r#"SELECT id, tenant, status, crew_name, inputs, metadata, attempt, output, error, llm_calls,
+                  prompt_tokens, completion_tokens, cached_tokens, estimated_tokens, tool_calls, cost_usd, created_at, started_at, finished_at,
+                  fake_llm, trace_id, thread_id, forked_from, forked_at,
+                  (SELECT coalesce(jsonb_agg(jsonb_build_object(
+                              'name', t.name, 'agent', t.agent, 'status', t.status, 'output', t.output,
+                              'started_at', t.started_at, 'finished_at', t.finished_at) ORDER BY t.position),
+                          '[]')
+                     FROM run_tasks AS t WHERE t.run_id = runs.id) AS "tasks!",
+                  (SELECT coalesce(jsonb_agg(jsonb_build_object(
+                              'task', u.task, 'agent', u.agent, 'model', u.model, 'llm_calls', u.llm_calls,
+                              'prompt_tokens', u.prompt_tokens, 'completion_tokens', u.completion_tokens,
+                              'cached_tokens', u.cached_tokens, 'cost_usd', u.cost_usd)
+                              ORDER BY u.task, u.agent, u.model), '[]')
+                     FROM run_usage AS u WHERE u.run_id = runs.id) AS "usage_breakdown!"
+           FROM runs WHERE id = ANY($1)"#,
+        ids
+    )
+    .fetch_all(&mut *connection)
+    .await?;
+    let mut runs = Vec::with_capacity(rows.len());
+    for row in rows {
+        let tasks: Vec<TaskRow> = decode(row.tasks, "run_tasks of a run")?;
+        let tasks = tasks.into_iter().map(TaskRow::into_task).collect::<StoreResult<Vec<_>>>()?;
+        let run = RunRow {
+            id: row.id,
+            tenant: row.tenant,
+            status: row.status,
+            crew_name: row.crew_name,
+            inputs: row.inputs,
+            metadata: row.metadata,
+            attempt: row.attempt,
+            output: row.output,
+            error: row.error,
+            llm_calls: row.llm_calls,
+            prompt_tokens: row.prompt_tokens,
+            completion_tokens: row.completion_tokens,
+            cached_tokens: row.cached_tokens,
+            estimated_tokens: row.estimated_tokens,
+            tool_calls: row.tool_calls,
+            cost_usd: row.cost_usd,
+            created_at: row.created_at,
+            started_at: row.started_at,
+            finished_at: row.finished_at,
+            fake_llm: row.fake_llm,
+            trace_id: row.trace_id,
+            thread_id: row.thread_id,
+            forked_from: row.forked_from,
+            forked_at: row.forked_at,
+        };
+        let mut run = run.into_run(tasks)?;
+        run.usage_breakdown = Some(decode(row.usage_breakdown, "run_usage of a run")?);
+        runs.push(run);
+    }
+    Ok(runs)
 }
 
 /// A run to store as queued, its crew spec, inputs and metadata serialised to JSON once.
