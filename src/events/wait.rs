@@ -46,12 +46,10 @@ pub async fn wait_for_run(
                 item = subscription.receiver.recv() => item,
                 step = settled_here(&mut local) => {
                     local = None;
-                    // The run as the settling step left it, read in its transaction.
-                    if let Some(run) = step.run.filter(|run| settled(run.status)) {
-                        crate::probe::end(id.0, "wait.wakeup");
-                        return Ok(Some(Arc::unwrap_or_clone(run)));
+                    match answer(id, step) {
+                        Some(run) => return Ok(Some(run)),
+                        None => break,
                     }
-                    break;
                 }
                 () = tokio::time::sleep_until(deadline) => return store.get_run(id).await,
             };
@@ -60,11 +58,34 @@ pub async fn wait_for_run(
                 Ok(BusItem::Notice { event_type, .. }) if !settles(event_type) => continue,
                 Ok(BusItem::Delta { .. }) => continue,
                 Err(broadcast::error::RecvError::Closed) => return store.get_run(id).await,
-                _ => break,
+                _ => {
+                    // Postgres's notification may come back before the worker here hears that
+                    // its commit is done: its read-back is a moment away.
+                    if local.is_some() {
+                        let step = tokio::time::timeout(LOCAL_GRACE, settled_here(&mut local)).await;
+                        if let Some(run) = step.ok().and_then(|step| answer(id, step)) {
+                            return Ok(Some(run));
+                        }
+                        local = None;
+                    }
+                    break;
+                }
             }
         }
         crate::probe::mark(id.0, "wait.wakeup");
     }
+}
+
+/// How long a waiter told by the bus that its run settled waits for the worker here to hand it
+/// the run as committed, before it reads the run itself (the two arrive together, give or take
+/// the scheduling of two tasks).
+const LOCAL_GRACE: Duration = Duration::from_millis(50);
+
+/// The answer a settling step read back for this replica's waiters, if it settled the run.
+fn answer(id: RunId, step: Settled) -> Option<Run> {
+    let run = step.run.filter(|run| settled(run.status))?;
+    crate::probe::end(id.0, "wait.wakeup");
+    Some(Arc::unwrap_or_clone(run))
 }
 
 /// Resolves when the worker here has committed a step that may settle the run; never when there
