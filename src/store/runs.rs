@@ -189,7 +189,8 @@ impl Store {
     }
 
     /// Store one run (no idempotency key, no thread) as [`Store::create_runs`] does, and claim it
-    /// for `claim` in the same transaction when no run is queued: it is stored `running` (its
+    /// for `claim` in the same transaction when no run is queued and its tenant has no quota that
+    /// binds a claim (`max_running`, a daily cap): it is stored `running` (its
     /// first attempt, leased to `claim.owner`, `run.started` logged after `run.queued`) and is
     /// not announced to other replicas. `true` when it was claimed; the caller then executes it
     /// ([`ClaimedRun::kicked_off`]). A queued run is waiting for a claimer, so it is never
@@ -687,7 +688,8 @@ pub(super) async fn insert_runs<R: std::borrow::Borrow<QueuedRun>>(
     }
     // One statement for the runs and their tasks. A claimed run: only when nothing is queued
     // (the partial index answers at once), so a kickoff never overtakes a run waiting for a
-    // claimer.
+    // claimer, and only for a tenant without quotas that bind a claim (`max_running`, daily
+    // caps: `agentd_claim_runs` counts those; the kickoff's own check reads a cache).
     let claimed = sqlx::query_scalar!(
         r#"WITH inserted AS (
                INSERT INTO runs (id, crew_name, crew_spec, inputs, metadata, timeout_s, created_at, fake_llm, last_seq,
@@ -705,7 +707,13 @@ pub(super) async fn insert_runs<R: std::borrow::Borrow<QueuedRun>>(
                       AS r(id, crew_name, crew_spec, inputs, metadata, timeout_s, created_at, fake_llm, tenant,
                            trace_id, traceparent, tracestate, owner, lease),
                       LATERAL (SELECT r.owner IS NOT NULL
-                                      AND NOT EXISTS (SELECT 1 FROM runs AS q WHERE q.status = 'queued') AS claimed) AS c
+                                      AND NOT EXISTS (SELECT 1 FROM runs AS q WHERE q.status = 'queued')
+                                      AND NOT EXISTS (SELECT 1 FROM tenants AS t
+                                                       WHERE t.name = r.tenant
+                                                         AND (t.max_running IS NOT NULL
+                                                              OR t.max_tokens_per_day IS NOT NULL
+                                                              OR t.max_cost_usd_per_day IS NOT NULL))
+                                      AS claimed) AS c
                RETURNING id, status
            ), tasks AS (
                INSERT INTO run_tasks (run_id, position, name, agent)
