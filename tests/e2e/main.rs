@@ -7,6 +7,7 @@ mod cli;
 mod connections;
 mod crash;
 mod crews;
+mod critical_path;
 mod engine;
 mod events;
 mod fake_llm;
