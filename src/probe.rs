@@ -11,9 +11,9 @@
 //! its kickoff, handed to a slot here) or `queue.claim` (the notification, a claimer's wake-up
 //! and its claim statement), `engine.work` (the engine's own work before a model request, a tool
 //! call or a commit), `llm.request`, `tool.call`, `journal.commit` (from submitting a step to its
-//! commit, group commit included), `events.notify` (a settling step's commit to the bus receiving
-//! its notification), `wait.wakeup` (the bus to the waiting request) and `wait.read` (the run
-//! read for the answer).
+//! commit, group commit included), `wait.wakeup` (the last step's commit to the waiting request's
+//! answer: the run as that step left it, or the bus's news of it when the run executed
+//! elsewhere) and `wait.read` (the run read for the answer, when it was not handed over).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};

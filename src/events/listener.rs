@@ -96,13 +96,6 @@ async fn deliver<'p>(store: &Store, bus: &EventBus, payloads: impl Iterator<Item
     // Published in notification order (commit order), which ids need not follow.
     let mut bodies: HashMap<i64, LoggedEvent> =
         bodies.into_iter().map(|logged| (logged.id, logged)).collect();
-    if crate::probe::is_on() {
-        for Ref(_, run_id, _, event_type) in &followed {
-            if event_type.parse::<EventType>().is_ok_and(EventType::is_terminal) {
-                crate::probe::mark(*run_id, "events.notify");
-            }
-        }
-    }
     for Ref(id, run_id, seq, event_type) in followed {
         let item = match bodies.remove(&id) {
             Some(logged) => BusItem::Event {

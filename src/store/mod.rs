@@ -202,10 +202,16 @@ impl Store {
     /// nearly every execution (a journal commit's statements spent more time in planning than
     /// in executing).
     pub fn connect_lazy(options: PgConnectOptions, settings: &PoolSettings) -> Self {
-        let options = options.options([("plan_cache_mode", "force_generic_plan")]);
         let pool = PgPoolOptions::new()
             .max_connections(settings.max_connections)
             .acquire_timeout(settings.acquire_timeout)
+            // A statement, not a startup parameter: poolers in front of Postgres may refuse those.
+            .after_connect(|connection, _| {
+                Box::pin(async move {
+                    sqlx::query("SET plan_cache_mode = force_generic_plan").execute(connection).await?;
+                    Ok(())
+                })
+            })
             .connect_lazy_with(options);
         Self::new(pool)
     }
