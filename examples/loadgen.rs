@@ -20,7 +20,9 @@
 //! how much of A's backlog was still queued when B's last run started), `mcp` (not in the default
 //! set: `MCP_CALLS` (200) MCP `tools/call`s of a published one-call crew, interleaved one at a
 //! time with as many REST kickoffs each long-polled to completion; p50/p99 of both and the
-//! difference of the medians). The fan-out scenario is
+//! difference of the medians), `budget` (not in the default set: the `latency` runs with
+//! agentd's `latency_budget` on, and where each run's time went by stage). `throughput` also
+//! reports the CPU per run of agentd and of Postgres. The fan-out scenario is
 //! `examples/sse_fanout.rs`.
 //! `KEEP_DATABASE=1` keeps each scenario's database for a look afterwards. `PRUNE_BACKLOG=<runs>`
 //! seeds that many finished runs 40 days old and runs agentd with `AGENTD_RETENTION_DAYS=30`,

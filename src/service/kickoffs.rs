@@ -141,19 +141,32 @@ impl Services {
 
     /// Store `run` and, unless a run is queued, start it in `slot` at once
     /// ([`Store::create_run_claimed`](crate::store::Store::create_run_claimed)). The answer is the
-    /// run as it was kicked off (queued), as for any kickoff: it may be running by then.
+    /// run as it was kicked off (queued), as for any kickoff: it may be running by then. Stored
+    /// and started in a task of its own: a request given up while its run is being stored (the
+    /// client went away) must not leave the run claimed by a slot that never starts it.
     async fn kickoff_here(&self, run: NewRun, slot: Box<dyn Reservation>) -> ServiceResult<Kicked<Run>> {
-        let created_at = chrono::Utc::now().trunc_subsecs(6);
-        let claimed = match self.store.create_run_claimed(&run, created_at, slot.claim()).await? {
-            Ok(claimed) => claimed,
-            Err(full) => return Err(queue_full(&full)),
-        };
-        crate::probe::mark(run.id.0, "kickoff.insert");
-        let answer = run.queued(created_at);
-        if claimed {
-            slot.start(ClaimedRun::kicked_off(run, created_at));
+        let store = self.store.clone();
+        let stored = tokio::spawn(async move {
+            let created_at = chrono::Utc::now().trunc_subsecs(6);
+            let claimed = match store.create_run_claimed(&run, created_at, slot.claim()).await? {
+                Ok(claimed) => claimed,
+                Err(full) => return Ok(Err(full)),
+            };
+            crate::probe::mark(run.id.0, "kickoff.insert");
+            let answer = run.queued(created_at);
+            if claimed {
+                slot.start(ClaimedRun::kicked_off(run, created_at));
+            }
+            Ok::<_, StoreError>(Ok(answer))
+        });
+        match stored.await {
+            Ok(Ok(Ok(answer))) => Ok(Kicked::Created(answer)),
+            Ok(Ok(Err(full))) => Err(queue_full(&full)),
+            Ok(Err(error)) => Err(error.into()),
+            Err(_) => {
+                Err(ServiceError::Internal(StoreError::Corrupt("storing a kickoff's run panicked".into())))
+            }
         }
-        Ok(Kicked::Created(answer))
     }
 
     /// The run a kickoff body asks for, ready to store: parsed and validated, its crew resolved

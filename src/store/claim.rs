@@ -59,8 +59,8 @@ pub struct ClaimedRun {
 
 /// The slots of this replica's worker pool.
 pub trait LocalWorkers: Send + Sync {
-    /// A slot held for one kickoff, if one is free now and the pool takes work (not before it
-    /// started, not once it drains).
+    /// A slot held for one kickoff, if one is free now and the pool takes work (not once it
+    /// drains).
     fn reserve(&self) -> Option<Box<dyn Reservation>>;
 }
 

@@ -111,7 +111,8 @@ struct Shared {
     slots: Arc<Semaphore>,
     /// The executing runs' tasks.
     tracker: TaskTracker,
-    /// Whether kickoffs may start runs here ([`Slots`]): from the pool's start until it drains.
+    /// Whether kickoffs may start runs here ([`Slots`]): until the pool drains (a run handed over
+    /// before the claim loops start executes all the same: its task is tracked like theirs).
     accepting: AtomicBool,
     /// What a run a kickoff stores claimed for this replica carries.
     claim: KickoffClaim,
@@ -146,7 +147,7 @@ impl WorkerPool {
             active: Mutex::new(HashMap::new()),
             wake: Notify::new(),
             tracker: TaskTracker::new(),
-            accepting: AtomicBool::new(false),
+            accepting: AtomicBool::new(true),
             claim,
         };
         Self { shared: Arc::new(shared) }
@@ -165,7 +166,6 @@ impl WorkerPool {
         tokio::spawn(listener::listen(shared.clone(), background.clone()));
         tokio::spawn(recover_periodically(shared.clone(), background.clone()));
         let (tracker, slots) = (&shared.tracker, &shared.slots);
-        shared.accepting.store(true, Ordering::Release);
         // Only the first claimer polls an idle queue; the others wait to be woken.
         let claimers = (0..CLAIMERS).map(|i| claim_loop(&shared, tracker, &shutdown, slots, i == 0));
         futures_util::future::join_all(claimers).await;

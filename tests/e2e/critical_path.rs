@@ -157,6 +157,10 @@ async fn the_latency_budget_shows_where_a_runs_time_went_when_it_is_on(pool: PgP
         ["kickoff.prepare", "kickoff.insert", "queue.handoff", "llm.request", "tool.call", "journal.commit"]
     {
         assert!(value("agentd_latency_budget_marks_total", stage) >= 3.0, "{stage}");
+        assert!(value("agentd_latency_budget_seconds_total", stage) >= 0.0, "{stage}");
+    }
+    // Those with a round trip take time (the hand-over to a slot may take under a microsecond).
+    for stage in ["kickoff.insert", "llm.request", "journal.commit"] {
         assert!(value("agentd_latency_budget_seconds_total", stage) > 0.0, "{stage}");
     }
     // Two model calls and two commits per run.

@@ -42,8 +42,10 @@ impl Journal for GatedJournal {
 }
 
 #[tokio::test]
-async fn a_task_start_is_committed_while_the_model_is_asked() {
-    let llm = ScriptedLlm::new(vec![text("done")]);
+async fn a_task_start_is_committed_while_a_slow_model_is_asked() {
+    // Slower than the fold window: the start goes out alongside the call.
+    let slow = 3 * crate::engine::effects::FOLD_WINDOW;
+    let llm = ScriptedLlm::slow(vec![text("done")], slow);
     let gated = engine(llm.clone(), true, vec![]);
     let journal = GatedJournal {
         inner: Subject::Memory(Box::new(MemoryJournal::new(&["t"]))),
@@ -67,13 +69,36 @@ async fn a_task_start_is_committed_while_the_model_is_asked() {
     );
 
     // A start that cannot be committed (the lease is lost) stops the run, reply or not.
-    let llm = ScriptedLlm::new(vec![text("done")]);
+    let llm = ScriptedLlm::slow(vec![text("done")], slow);
     let fenced = engine(llm.clone(), true, vec![]);
     let journal =
         GatedJournal { inner: Subject::Memory(Box::new(MemoryJournal::new(&["t"]))), llm, fail: true };
     let result = fenced.run(&crew, &inputs(), &journal, &CancellationToken::new()).await;
     assert!(matches!(result, Err(EngineError::Journal(JournalError::Fenced))), "{result:?}");
     assert_eq!(journal.inner.commits(), 0);
+}
+
+#[tokio::test]
+async fn a_quick_reply_shares_its_commit_with_the_task_start() {
+    let llm = ScriptedLlm::new(vec![text("done")]);
+    let quick = engine(llm.clone(), true, vec![]);
+    let journal = Subject::Memory(Box::new(MemoryJournal::new(&["t"])));
+    let crew = crew(json!([]), "native", json!({}));
+    let output = quick.run(&crew, &inputs(), &journal, &CancellationToken::new()).await.expect("run");
+    assert_eq!(output.raw, "done");
+    assert_eq!(journal.commits(), 1, "the start, the reply and the run's end in one commit");
+    assert_eq!(
+        event_types(&journal).await,
+        [
+            "task.started",
+            "llm.started",
+            "llm.finished",
+            "agent.final_answer",
+            "task.completed",
+            "run.completed"
+        ]
+    );
+    assert_eq!(journal.usage().await.llm_calls, 1, "the call is counted in the step it went out with");
 }
 
 /// A model that types its reply through the request's delta sink, then answers it.

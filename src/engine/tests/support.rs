@@ -37,11 +37,18 @@ pub(super) struct ScriptedLlm {
     /// When each request arrived.
     pub(super) arrivals: Mutex<Vec<std::time::Instant>>,
     pub(super) hang: bool,
+    /// How long each reply takes.
+    pub(super) delay: Duration,
 }
 
 impl ScriptedLlm {
     pub(super) fn new(replies: Vec<Reply>) -> Arc<Self> {
         Arc::new(Self { replies: Mutex::new(replies.into()), ..Self::default() })
+    }
+
+    /// A model whose every reply takes `delay`.
+    pub(super) fn slow(replies: Vec<Reply>, delay: Duration) -> Arc<Self> {
+        Arc::new(Self { replies: Mutex::new(replies.into()), delay, ..Self::default() })
     }
 
     pub(super) fn requests(&self) -> Vec<ChatRequest> {
@@ -59,10 +66,13 @@ impl LlmClient for ScriptedLlm {
         self.arrivals.lock().expect("lock").push(std::time::Instant::now());
         let own = self.by_model.lock().expect("lock").get_mut(&request.model).and_then(VecDeque::pop_front);
         let reply = own.or_else(|| self.replies.lock().expect("lock").pop_front());
-        let hang = self.hang;
+        let (hang, delay) = (self.hang, self.delay);
         Box::pin(async move {
             if hang {
                 std::future::pending::<()>().await;
+            }
+            if !delay.is_zero() {
+                tokio::time::sleep(delay).await;
             }
             reply.unwrap_or_else(|| Err(LlmError::new(LlmErrorKind::Other, "script exhausted")))
         })
