@@ -230,6 +230,11 @@ async fn claim_loop(
     polls: bool,
 ) {
     let mut failures = 0u32;
+    // Runs to claim at most: one while the queue looks empty (a poll, or the first claim after
+    // a notification), a batch once a claim came back full. A claim holds the slots it may
+    // fill while its statement runs, and kickoffs here start their runs in free slots: an idle
+    // poll must not hold them all.
+    let mut batch = 1;
     loop {
         let first = tokio::select! {
             () = shutdown.cancelled() => return,
@@ -238,9 +243,9 @@ async fn claim_loop(
                 Err(_) => return,
             },
         };
-        // Claim as many runs as there are free slots, up to a batch, in one statement.
+        // Claim as many runs as there are free slots, up to `batch`, in one statement.
         let mut permits = vec![first];
-        while permits.len() < CLAIM_BATCH {
+        while permits.len() < batch {
             match slots.clone().try_acquire_owned() {
                 Ok(permit) => permits.push(permit),
                 Err(_) => break,
@@ -252,6 +257,7 @@ async fn claim_loop(
             Ok(claimed) if !claimed.is_empty() => {
                 failures = 0;
                 let full = claimed.len() == permits.len();
+                batch = if full { CLAIM_BATCH } else { 1 };
                 for (run, permit) in claimed.into_iter().zip(permits.drain(..)) {
                     if let Ok(run) = &run {
                         crate::probe::mark(run.id.0, "queue.claim");
@@ -265,7 +271,10 @@ async fn claim_loop(
                 // The queue is empty for now: new runs announce themselves.
                 poll
             }
-            Ok(_) => poll,
+            Ok(_) => {
+                batch = 1;
+                poll
+            }
             Err(error) => {
                 failures = failures.saturating_add(1);
                 tracing::error!(%error, "claiming runs failed");

@@ -41,6 +41,10 @@ impl Journal for GatedJournal {
     }
 }
 
+/// The events of a one-task run answered at once.
+const ONE_ANSWER: [&str; 6] =
+    ["task.started", "llm.started", "llm.finished", "agent.final_answer", "task.completed", "run.completed"];
+
 #[tokio::test]
 async fn a_task_start_is_committed_while_a_slow_model_is_asked() {
     // Slower than the fold window: the start goes out alongside the call.
@@ -56,17 +60,7 @@ async fn a_task_start_is_committed_while_a_slow_model_is_asked() {
     let output = gated.run(&crew, &inputs(), &journal, &CancellationToken::new()).await.expect("run");
     assert_eq!(output.raw, "done");
     assert_eq!(journal.inner.commits(), 2, "the start, then the answer with the task's end");
-    assert_eq!(
-        event_types(&journal.inner).await,
-        [
-            "task.started",
-            "llm.started",
-            "llm.finished",
-            "agent.final_answer",
-            "task.completed",
-            "run.completed"
-        ]
-    );
+    assert_eq!(event_types(&journal.inner).await, ONE_ANSWER);
 
     // A start that cannot be committed (the lease is lost) stops the run, reply or not.
     let llm = ScriptedLlm::slow(vec![text("done")], slow);
@@ -87,17 +81,7 @@ async fn a_quick_reply_shares_its_commit_with_the_task_start() {
     let output = quick.run(&crew, &inputs(), &journal, &CancellationToken::new()).await.expect("run");
     assert_eq!(output.raw, "done");
     assert_eq!(journal.commits(), 1, "the start, the reply and the run's end in one commit");
-    assert_eq!(
-        event_types(&journal).await,
-        [
-            "task.started",
-            "llm.started",
-            "llm.finished",
-            "agent.final_answer",
-            "task.completed",
-            "run.completed"
-        ]
-    );
+    assert_eq!(event_types(&journal).await, ONE_ANSWER);
     assert_eq!(journal.usage().await.llm_calls, 1, "the call is counted in the step it went out with");
 }
 
