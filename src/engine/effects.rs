@@ -185,9 +185,10 @@ impl Context<'_> {
         }
     }
 
-    /// A model call whose pending step is replayable ([`Step::is_replayable`]): a reply within
-    /// [`FOLD_WINDOW`] leaves the step pending, to be committed with the reply; a slower call
-    /// has the step committed while it goes on ([`Context::commit_alongside`]).
+    /// Work that may share the next commit with `pending` (a model call whose pending step is
+    /// replayable, [`Step::is_replayable`]; a round of foldable tool calls): done within
+    /// [`FOLD_WINDOW`], the step stays pending, to be committed with what the work gave; slower
+    /// work has the step committed while it goes on ([`Context::commit_alongside`]).
     async fn fold_or_commit_alongside<F: Future>(
         &self,
         pending: &mut Step,
@@ -469,17 +470,7 @@ impl Context<'_> {
             return outcomes;
         }
         crate::probe::mark(run, "engine.work");
-        let execution = self.execute_tools(task, calls);
-        tokio::pin!(execution);
-        let quick = tokio::select! {
-            biased;
-            outcomes = &mut execution => Some(outcomes),
-            () = tokio::time::sleep(FOLD_WINDOW) => None,
-        };
-        let outcomes = match quick {
-            Some(outcomes) => outcomes,
-            None => self.commit_alongside(pending, execution).await?,
-        };
+        let outcomes = self.fold_or_commit_alongside(pending, self.execute_tools(task, calls)).await?;
         crate::probe::mark(run, "tool.call");
         outcomes
     }

@@ -7,7 +7,6 @@ use tokio::sync::broadcast;
 
 use super::{BusItem, EventBus};
 use crate::domain::{EventType, Run, RunId, RunStatus};
-
 use crate::store::{Settled, Store, StoreResult};
 
 /// Does this status end a wait?

@@ -128,8 +128,8 @@ impl std::fmt::Debug for Store {
     }
 }
 
-/// The group-commit writers (see `group`), started on first use; they stop when the last clone
-/// of the store is dropped.
+/// What the store's clones share: the group-commit writers (see `group`), started on first use
+/// and stopped when the last clone of the store is dropped, and the runs executing here.
 #[derive(Default)]
 struct Groups {
     journal: OnceLock<Group<run_journal::JournalWrite>>,

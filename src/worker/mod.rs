@@ -165,11 +165,11 @@ impl WorkerPool {
         let background = CancellationToken::new();
         tokio::spawn(listener::listen(shared.clone(), background.clone()));
         tokio::spawn(recover_periodically(shared.clone(), background.clone()));
-        let (tracker, slots) = (&shared.tracker, &shared.slots);
         // Only the first claimer polls an idle queue; the others wait to be woken.
-        let claimers = (0..CLAIMERS).map(|i| claim_loop(&shared, tracker, &shutdown, slots, i == 0));
+        let claimers = (0..CLAIMERS).map(|i| claim_loop(&shared, &shutdown, i == 0));
         futures_util::future::join_all(claimers).await;
         shared.accepting.store(false, Ordering::Release);
+        let tracker = &shared.tracker;
         tracker.close();
         tracing::info!(in_flight = tracker.len(), "worker pool draining");
         if tokio::time::timeout(shared.settings.grace, tracker.wait()).await.is_err() {
@@ -215,20 +215,15 @@ impl Reservation for Held {
     fn start(self: Box<Self>, run: crate::store::ClaimedRun) {
         let Held { shared, permit } = *self;
         crate::probe::mark(run.id.0, "queue.handoff");
-        start_run(&shared, &shared.tracker, Ok(run), permit);
+        start_run(&shared, Ok(run), permit);
     }
 }
 
 /// Claim runs into free slots until `shutdown`. A full batch suggests more are queued: the loop
 /// goes on at once and wakes another claimer to claim alongside. An idle loop waits for a
 /// notification, and if it `polls`, at most `poll_interval`.
-async fn claim_loop(
-    shared: &Arc<Shared>,
-    tracker: &TaskTracker,
-    shutdown: &CancellationToken,
-    slots: &Arc<Semaphore>,
-    polls: bool,
-) {
+async fn claim_loop(shared: &Arc<Shared>, shutdown: &CancellationToken, polls: bool) {
+    let slots = &shared.slots;
     let mut failures = 0u32;
     // Runs to claim at most: one while the queue looks empty (a poll, or the first claim after
     // a notification), a batch once a claim came back full. A claim holds the slots it may
@@ -262,7 +257,7 @@ async fn claim_loop(
                     if let Ok(run) = &run {
                         crate::probe::mark(run.id.0, "queue.claim");
                     }
-                    start_run(shared, tracker, run, permit);
+                    start_run(shared, run, permit);
                 }
                 if full {
                     shared.wake.notify_one();
@@ -300,7 +295,6 @@ async fn claim_loop(
 /// recovery gives up on it after `max_attempts`).
 fn start_run(
     shared: &Arc<Shared>,
-    tracker: &TaskTracker,
     run: crate::store::StoreResult<crate::store::ClaimedRun>,
     permit: tokio::sync::OwnedSemaphorePermit,
 ) {
@@ -315,6 +309,7 @@ fn start_run(
         let waited = (chrono::Utc::now() - run.created_at).to_std().unwrap_or_default();
         shared.engine.metrics().observe_claim(waited);
     }
+    let tracker = shared.tracker.clone();
     let shared = shared.clone();
     tracker.spawn(async move {
         execute::execute(&shared, run).await;
