@@ -8,9 +8,9 @@
 mod load;
 mod write;
 
-use sqlx::PgPool;
+use sqlx::{Acquire, PgPool};
 
-use super::group::{Failure, GroupWrite};
+use super::group::GroupWrite;
 use super::{Store, StoreError};
 use crate::domain::RunId;
 use crate::engine::journal::{DayCaps, Journal, JournalError, JournalFuture, Snapshot, Step};
@@ -129,8 +129,8 @@ pub(super) struct Commit {
 /// How a commit ended: with the run as the step left it, when it was to be read back.
 pub(super) type Answer = Result<Option<Box<crate::domain::Run>>, CommitError>;
 
-/// The journal's group commit: the steps of a batch (at most one per run) are fenced together,
-/// then each part of them is written with one statement, in one transaction.
+/// The journal's group commit: the steps of a batch (at most one per run) are written by one
+/// statement (see [`write`]).
 pub(super) struct JournalWrite;
 
 impl GroupWrite for JournalWrite {
@@ -142,41 +142,53 @@ impl GroupWrite for JournalWrite {
         Some(commit.run_id.0)
     }
 
-    /// Lock the runs, check the fences, then write the held steps' parts in order; a failure
-    /// rolls the whole batch back (dropping the transaction).
-    async fn write(pool: &PgPool, commits: &[Commit]) -> Result<Vec<Answer>, Failure<Answer>> {
-        for (index, commit) in commits.iter().enumerate() {
-            write::check(commit).map_err(|e| Failure::Item(index, Err(e)))?;
-        }
-        let mut tx = pool.begin().await?;
-        let holds = write::fence(&mut tx, commits).await?;
-        let live: Vec<write::Live<'_>> =
-            commits.iter().enumerate().filter(|(index, _)| holds[*index]).collect();
-        if !live.is_empty() {
-            write::messages(&mut tx, &live).await?;
-            write::tool_starts(&mut tx, &live).await?;
-            write::side_records(&mut tx, &live).await?;
-            write::tool_ends(&mut tx, &live).await?;
-            write::task_changes(&mut tx, &live).await?;
-            write::runs_and_events(&mut tx, &live).await?;
-            write::memories(&mut tx, &live).await?;
-        }
-        let wanted: Vec<uuid::Uuid> =
-            live.iter().filter(|(_, c)| c.read_back).map(|(_, c)| c.run_id.0).collect();
+    /// Write the batch with one statement, committed on its own; in a transaction with the
+    /// memories when a step saves some. The runs of the steps a waiter wants are read back after.
+    async fn write(pool: &PgPool, commits: &[Commit]) -> Result<Vec<Answer>, StoreError> {
+        let live: Vec<write::Live<'_>> = commits.iter().enumerate().collect();
+        let mut connection = pool.acquire().await?;
+        let saves_memories = commits.iter().any(|c| !c.step.memories.is_empty());
+        let written = match saves_memories {
+            false => write::write(&mut connection, &live).await?,
+            true => {
+                let mut tx = connection.begin().await?;
+                let written = write::write(&mut tx, &live).await?;
+                let saved: Vec<&Commit> = written
+                    .iter()
+                    .filter(|(_, w)| *w == write::Written::Written)
+                    .map(|(index, _)| &commits[*index])
+                    .collect();
+                write::memories(&mut tx, &saved).await?;
+                tx.commit().await?;
+                written
+            }
+        };
+        let wanted: Vec<uuid::Uuid> = written
+            .iter()
+            .filter(|(index, w)| *w == write::Written::Written && commits[*index].read_back)
+            .map(|(index, _)| commits[*index].run_id.0)
+            .collect();
+        // Read after the commit: a settled run shows what the step left (a run that is still
+        // open may show a later change, as any read would).
         let mut read = match wanted.is_empty() {
             true => Vec::new(),
-            false => super::runs::runs_as_shown(&mut tx, &wanted).await?,
+            false => super::runs::runs_as_shown(&mut connection, &wanted).await.unwrap_or_else(|error| {
+                tracing::warn!(%error, "reading back settled runs failed; their waiters read them");
+                Vec::new()
+            }),
         };
-        tx.commit().await?;
-        Ok(commits
-            .iter()
-            .zip(holds)
-            .map(|(commit, held)| match held {
-                false => Err(CommitError::Fenced),
-                true => Ok(read
-                    .iter()
-                    .position(|run| run.id == commit.run_id && commit.read_back)
-                    .map(|at| Box::new(read.swap_remove(at)))),
+        Ok(written
+            .into_iter()
+            .map(|(index, written)| {
+                let commit = &commits[index];
+                match written {
+                    write::Written::Fenced => Err(CommitError::Fenced),
+                    write::Written::Refused(reason) => Err(CommitError::Rejected(reason)),
+                    write::Written::Written => Ok(read
+                        .iter()
+                        .position(|run| run.id == commit.run_id && commit.read_back)
+                        .map(|at| Box::new(read.swap_remove(at)))),
+                }
             })
             .collect())
     }

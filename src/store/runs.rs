@@ -7,7 +7,7 @@ use serde_json::Value;
 use sqlx::{PgPool, Postgres, Transaction};
 use uuid::Uuid;
 
-use super::group::{Failure, GroupWrite};
+use super::group::GroupWrite;
 use super::listen::{notify, RUNS_CHANNEL};
 use super::tenants::{admit_kickoffs, hold_queue};
 use super::{decode, parse, Store, StoreError, StoreResult};
@@ -603,26 +603,45 @@ impl GroupWrite for KickoffWrite {
         None
     }
 
-    async fn write(
-        pool: &PgPool,
-        kickoffs: &[Vec<QueuedRun>],
-    ) -> Result<Vec<Self::Output>, Failure<Self::Output>> {
-        let mut tx = pool.begin().await?;
+    async fn write(pool: &PgPool, kickoffs: &[Vec<QueuedRun>]) -> Result<Vec<Self::Output>, StoreError> {
         let limits: Vec<_> = kickoffs
             .iter()
             .map(|runs| {
                 runs.first().and_then(QueuedRun::queue_limit).map(|(tenant, max)| (tenant, max, runs.len()))
             })
             .collect();
-        let admitted = admit_kickoffs(&mut tx, &limits).await.map_err(Failure::Whole)?;
-        let runs: Vec<&QueuedRun> = kickoffs
-            .iter()
-            .zip(&admitted)
-            .filter(|(_, admitted)| admitted.is_ok())
-            .flat_map(|(runs, _)| runs)
-            .collect();
-        let claimed = insert_runs(&mut tx, &runs).await?;
-        tx.commit().await?;
+        let (claimed, admitted) = match limits.iter().all(Option::is_none) {
+            // Nothing to count against a queue: one statement, committed on its own, and the
+            // notification after it (should that fail, the claimers' poll finds the runs).
+            true => {
+                let mut connection = pool.acquire().await?;
+                let all: Vec<&QueuedRun> = kickoffs.iter().flatten().collect();
+                let stored = store_runs(&mut connection, &all).await?;
+                if let Some(queued) = stored.queued {
+                    let payload = queued.to_string();
+                    if let Err(error) = sqlx::query!("SELECT pg_notify($1, $2)", RUNS_CHANNEL, payload)
+                        .execute(&mut *connection)
+                        .await
+                    {
+                        tracing::warn!(%error, "announcing queued runs failed; the claimers' poll finds them");
+                    }
+                }
+                (stored.claimed, vec![Ok(()); kickoffs.len()])
+            }
+            false => {
+                let mut tx = pool.begin().await?;
+                let admitted = admit_kickoffs(&mut tx, &limits).await?;
+                let runs: Vec<&QueuedRun> = kickoffs
+                    .iter()
+                    .zip(&admitted)
+                    .filter(|(_, admitted)| admitted.is_ok())
+                    .flat_map(|(runs, _)| runs)
+                    .collect();
+                let claimed = insert_runs(&mut tx, &runs).await?;
+                tx.commit().await?;
+                (claimed, admitted)
+            }
+        };
         Ok(kickoffs
             .iter()
             .zip(admitted)
@@ -646,23 +665,47 @@ pub struct KickoffClaim {
     pub lease: std::time::Duration,
 }
 
-/// Insert queued runs, their pending tasks and their `run.queued` events (each run's first, so
-/// `last_seq` starts at 1), and announce them to idle workers with one notification. A run with
-/// a [`KickoffClaim`] is stored claimed instead when no run is queued (`running`, attempt 1,
-/// `run.started` second; see [`Store::create_run_claimed`]): the ids of those are returned, and
-/// when every run was claimed nothing is announced.
+/// Insert queued runs, their pending tasks and `run.queued` events (each run's first, so
+/// `last_seq` starts at 1), and announce them to idle workers with one notification: see
+/// [`store_runs`]; this takes a transaction for the notification to go with it.
 pub(super) async fn insert_runs<R: std::borrow::Borrow<QueuedRun>>(
     tx: &mut Transaction<'_, Postgres>,
     runs: &[R],
 ) -> StoreResult<Vec<Uuid>> {
+    let stored = store_runs(tx, runs).await?;
+    if let Some(queued) = stored.queued {
+        notify(tx, RUNS_CHANNEL, queued).await?;
+    }
+    Ok(stored.claimed)
+}
+
+/// What [`store_runs`] stored.
+pub(super) struct Stored {
+    /// The runs stored claimed.
+    claimed: Vec<Uuid>,
+    /// A run stored queued, if any: idle workers are to be told.
+    queued: Option<RunId>,
+}
+
+/// Store runs with one statement: each with its tasks, its webhooks (before its first event,
+/// which they may take: the events' triggers run after the statement) and its `run.queued`
+/// event. A run with a [`KickoffClaim`] is stored claimed instead when no run is queued
+/// (`running`, attempt 1, `run.started` second; see [`Store::create_run_claimed`]): the ids of
+/// those are returned. Announcing the queued ones is the caller's.
+pub(super) async fn store_runs<R: std::borrow::Borrow<QueuedRun>>(
+    connection: &mut sqlx::PgConnection,
+    runs: &[R],
+) -> StoreResult<Stored> {
     if runs.is_empty() {
-        return Ok(Vec::new());
+        return Ok(Stored { claimed: Vec::new(), queued: None });
     }
     let (mut ids, mut tenants, mut names, mut specs, mut inputs) = (vec![], vec![], vec![], vec![], vec![]);
     let (mut metadata, mut timeouts, mut created, mut fakes) = (vec![], vec![], vec![], vec![]);
     let (mut trace_ids, mut traceparents, mut tracestates) = (vec![], vec![], vec![]);
     let (mut task_runs, mut positions, mut task_names, mut agents) = (vec![], vec![], vec![], vec![]);
     let (mut owners, mut leases) = (vec![], vec![]);
+    let (mut hook_ids, mut hook_urls, mut hook_events, mut hook_runs, mut hook_tenants) =
+        (vec![], vec![], vec![], vec![], vec![]);
     for run in runs {
         let run = run.borrow();
         owners.push(run.claim.as_ref().map(|c| c.owner.as_str()));
@@ -685,12 +728,20 @@ pub(super) async fn insert_runs<R: std::borrow::Borrow<QueuedRun>>(
             task_names.push(name.as_str());
             agents.push(agent.as_deref());
         }
+        for hook in &run.webhooks {
+            hook_ids.push(hook.id);
+            hook_urls.push(hook.url.as_str());
+            hook_events.push(hook.events.as_slice());
+            hook_runs.push(run.id);
+            hook_tenants.push(run.tenant.as_str());
+        }
     }
-    // One statement for the runs and their tasks. A claimed run: only when nothing is queued
-    // (the partial index answers at once), so a kickoff never overtakes a run waiting for a
-    // claimer, and only for a tenant without quotas that bind a claim (`max_running`, daily
-    // caps: `agentd_claim_runs` counts those; the kickoff's own check reads a cache).
-    let claimed = sqlx::query_scalar!(
+    let hook_events: Vec<serde_json::Value> = hook_events.into_iter().map(serde_json::Value::from).collect();
+    // A claimed run: only when nothing is queued (the partial index answers at once), so a
+    // kickoff never overtakes a run waiting for a claimer, and only for a tenant without quotas
+    // that bind a claim (`max_running`, daily caps: `agentd_claim_runs` counts those; the
+    // kickoff's own check reads a cache). Its `run.started` is logged as the claim logs it.
+    let rows = sqlx::query!(
         r#"WITH inserted AS (
                INSERT INTO runs (id, crew_name, crew_spec, inputs, metadata, timeout_s, created_at, fake_llm, last_seq,
                                  tenant, trace_id, traceparent, tracestate, status, attempt, lease_owner,
@@ -714,12 +765,31 @@ pub(super) async fn insert_runs<R: std::borrow::Borrow<QueuedRun>>(
                                                               OR t.max_tokens_per_day IS NOT NULL
                                                               OR t.max_cost_usd_per_day IS NOT NULL))
                                       AS claimed) AS c
-               RETURNING id, status
+               RETURNING id, status, lease_owner, trace_id
            ), tasks AS (
                INSERT INTO run_tasks (run_id, position, name, agent)
                SELECT * FROM UNNEST($15::uuid[], $16::int4[], $17::text[], $18::text[])
+           ), hooks AS (
+               INSERT INTO webhook_endpoints (id, url, events, run_id, tenant)
+               SELECT w.id, w.url, ARRAY(SELECT jsonb_array_elements_text(w.events)), w.run_id, w.tenant
+                 FROM UNNEST($19::uuid[], $20::text[], $21::jsonb[], $22::uuid[], $23::text[])
+                      AS w(id, url, events, run_id, tenant)
+           ), logged AS (
+               -- Every run's `run.queued`, then the claimed ones' `run.started`.
+               INSERT INTO events (run_id, seq, type, data)
+               SELECT e.run_id, e.seq, e.type, e.data
+                 FROM (SELECT q.id AS run_id, 1::int8 AS seq, $24::text AS type, '{}'::jsonb AS data, q.n
+                         FROM UNNEST($1::uuid[]) WITH ORDINALITY AS q(id, n)
+                       UNION ALL
+                       SELECT i.id, 2, $25, jsonb_build_object('attempt', 1, 'worker', i.lease_owner)
+                                || CASE WHEN i.trace_id IS NULL THEN '{}'::jsonb
+                                        ELSE jsonb_build_object('trace_id', i.trace_id) END, q.n
+                         FROM inserted AS i JOIN UNNEST($1::uuid[]) WITH ORDINALITY AS q(id, n) ON q.id = i.id
+                        WHERE i.status = 'running')
+                      AS e
+                ORDER BY e.seq, e.n
            )
-           SELECT id AS "id!" FROM inserted WHERE status = 'running'"#,
+           SELECT id AS "id!", status = 'running' AS "claimed!" FROM inserted"#,
         &ids,
         &names as &[&str],
         &specs as &[&str],
@@ -738,45 +808,18 @@ pub(super) async fn insert_runs<R: std::borrow::Borrow<QueuedRun>>(
         &positions,
         &task_names as &[&str],
         &agents as &[Option<&str>],
-    )
-    .fetch_all(&mut **tx)
-    .await?;
-    // Before the first events, which the webhooks may take.
-    let webhooks: Vec<(RunId, &crate::domain::kickoff::RunWebhook)> =
-        runs.iter().flat_map(|r| r.borrow().webhooks.iter().map(|w| (RunId(r.borrow().id), w))).collect();
-    super::webhooks::insert_run_webhooks(tx, &webhooks).await?;
-    // Every run's `run.queued`, then the claimed ones' `run.started` as the claim logs it
-    // (`agentd_claim_runs`), in one statement.
-    let started: Vec<&QueuedRun> =
-        runs.iter().map(|r| r.borrow()).filter(|r| claimed.contains(&r.id)).collect();
-    let started_ids: Vec<Uuid> = started.iter().map(|r| r.id).collect();
-    let started_owners: Vec<&str> =
-        started.iter().map(|r| r.claim.as_ref().map_or("", |c| c.owner.as_str())).collect();
-    let started_traces: Vec<Option<&str>> =
-        started.iter().map(|r| r.trace.as_ref().map(|t| t.trace_id.as_str())).collect();
-    sqlx::query!(
-        r#"INSERT INTO events (run_id, seq, type, data)
-           SELECT e.run_id, e.seq, e.type, e.data
-             FROM (SELECT q.id AS run_id, 1::int8 AS seq, $2::text AS type, '{}'::jsonb AS data, q.n
-                     FROM UNNEST($1::uuid[]) WITH ORDINALITY AS q(id, n)
-                   UNION ALL
-                   SELECT s.id, 2, $3, jsonb_build_object('attempt', 1, 'worker', s.owner)
-                            || CASE WHEN s.trace_id IS NULL THEN '{}'::jsonb
-                                    ELSE jsonb_build_object('trace_id', s.trace_id) END, s.n
-                     FROM UNNEST($4::uuid[], $5::text[], $6::text[]) WITH ORDINALITY AS s(id, owner, trace_id, n))
-                  AS e
-            ORDER BY e.seq, e.n"#,
-        &ids,
+        &hook_ids,
+        &hook_urls as &[&str],
+        &hook_events,
+        &hook_runs,
+        &hook_tenants as &[&str],
         EventType::RunQueued.as_str(),
         EventType::RunStarted.as_str(),
-        &started_ids,
-        &started_owners as &[&str],
-        &started_traces as &[Option<&str>],
     )
-    .execute(&mut **tx)
+    .fetch_all(&mut *connection)
     .await?;
-    if let Some(queued) = ids.iter().find(|id| !claimed.contains(id)) {
-        notify(tx, RUNS_CHANNEL, RunId(*queued)).await?;
-    }
-    Ok(claimed)
+    let claimed = rows.iter().filter(|r| r.claimed).map(|r| r.id).collect();
+    // The first queued in the kickoff's order.
+    let queued = ids.iter().find(|id| rows.iter().any(|r| r.id == **id && !r.claimed)).map(|id| RunId(*id));
+    Ok(Stored { claimed, queued })
 }

@@ -4,12 +4,9 @@
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use serde_json::Value;
-use sqlx::{Postgres, Transaction};
 use uuid::Uuid;
 
 use super::{parse, Audit, Owner, Store, StoreResult};
-use crate::domain::kickoff::RunWebhook;
 use crate::domain::webhook::Delivery;
 use crate::domain::webhook::DeliveryPage;
 use crate::domain::webhook::WebhookEndpoint;
@@ -184,33 +181,6 @@ fn interval(duration: Duration) -> sqlx::postgres::types::PgInterval {
         days: 0,
         microseconds: i64::try_from(duration.as_micros()).unwrap_or(i64::MAX),
     }
-}
-
-/// Store a kickoff's webhooks with its run (before its first event, which they may take).
-pub(super) async fn insert_run_webhooks(
-    tx: &mut Transaction<'_, Postgres>,
-    webhooks: &[(RunId, &RunWebhook)],
-) -> StoreResult<()> {
-    if webhooks.is_empty() {
-        return Ok(());
-    }
-    let runs: Vec<Uuid> = webhooks.iter().map(|(run, _)| run.0).collect();
-    let ids: Vec<Uuid> = webhooks.iter().map(|(_, w)| w.id).collect();
-    let urls: Vec<&str> = webhooks.iter().map(|(_, w)| w.url.as_str()).collect();
-    let events: Vec<Value> = webhooks.iter().map(|(_, w)| Value::from(w.events.clone())).collect();
-    sqlx::query!(
-        r#"INSERT INTO webhook_endpoints (id, url, events, run_id, tenant)
-           SELECT w.id, w.url, ARRAY(SELECT jsonb_array_elements_text(w.events)), w.run_id, r.tenant
-             FROM UNNEST($1::uuid[], $2::text[], $3::jsonb[], $4::uuid[]) AS w(id, url, events, run_id)
-             JOIN runs AS r ON r.id = w.run_id"#,
-        &ids,
-        &urls as &[&str],
-        &events,
-        &runs,
-    )
-    .execute(&mut **tx)
-    .await?;
-    Ok(())
 }
 
 impl Store {
