@@ -104,9 +104,12 @@ impl Services {
                 crate::probe::begin(run.id.0, arrived);
                 crate::probe::mark(run.id.0, "kickoff.prepare");
                 match &run.thread {
-                    None if key.is_none() => match self.local_slot(tenant).await? {
-                        Some(slot) => return self.kickoff_here(run, slot).await,
-                        None => self.store.create_runs(std::slice::from_ref(&run), None).await?,
+                    None if key.is_none() => match self.local_slots(tenant, 1).await? {
+                        slots if slots.is_empty() => {
+                            self.store.create_runs(std::slice::from_ref(&run), None).await?
+                        }
+                        // Marked as stored where it is stored, before its slot starts it.
+                        slots => return first(answer(self.kickoff_here(vec![run], slots).await?)?),
                     },
                     None => self.store.create_runs(std::slice::from_ref(&run), key.as_ref()).await?,
                     Some(join) => self.kickoff_in_thread(&run, join, key.as_ref()).await?,
@@ -118,53 +121,61 @@ impl Services {
                 crate::probe::mark(run.id.0, "kickoff.insert");
             }
         }
-        let one = |runs: Vec<Run>| {
-            runs.into_iter().next().ok_or_else(|| StoreError::Corrupt("a kickoff's run vanished".into()))
-        };
-        Ok(match answer(created)? {
-            Kicked::Created(runs) => Kicked::Created(one(runs)?),
-            Kicked::Replayed(runs) => Kicked::Replayed(one(runs)?),
-        })
+        first(answer(created)?)
     }
 
-    /// A slot of this replica's worker pool for a kickoff of `tenant`, when one is free and no
-    /// quota of the tenant binds its runs (those are claimed by `agentd_claim_runs`, which counts
-    /// them).
-    async fn local_slot(&self, tenant: &TenantId) -> ServiceResult<Option<Box<dyn Reservation>>> {
-        let Some(local) = &self.local else { return Ok(None) };
+    /// Up to `runs` slots of this replica's worker pool for a kickoff of `tenant`, as many as are
+    /// free, when no quota of the tenant binds its runs (those are claimed by
+    /// `agentd_claim_runs`, which counts them).
+    async fn local_slots(&self, tenant: &TenantId, runs: usize) -> ServiceResult<Vec<Box<dyn Reservation>>> {
+        let Some(local) = &self.local else { return Ok(Vec::new()) };
         let quotas = self.quotas_of(tenant).await?;
         if quotas.binds_kickoffs() || quotas.max_running.is_some() {
-            return Ok(None);
+            return Ok(Vec::new());
         }
-        Ok(local.reserve())
+        Ok(std::iter::from_fn(|| local.reserve()).take(runs).collect())
     }
 
-    /// Store `run` and, unless a run is queued, start it in `slot` at once
-    /// ([`Store::create_run_claimed`](crate::store::Store::create_run_claimed)). The answer is the
-    /// run as it was kicked off (queued), as for any kickoff: it may be running by then. Stored
-    /// and started in a task of its own: a request given up while its run is being stored (the
-    /// client went away) must not leave the run claimed by a slot that never starts it.
-    async fn kickoff_here(&self, run: NewRun, slot: Box<dyn Reservation>) -> ServiceResult<Kicked<Run>> {
+    /// Store `runs` (one kickoff's) and, unless a run is queued, start the first of them in
+    /// `slots` at once, one each
+    /// ([`Store::create_runs_claimed`](crate::store::Store::create_runs_claimed)); the others
+    /// queue. The answer is the runs as they were kicked off (queued), as for any kickoff: they
+    /// may be running by then. Stored and started in a task of its own: a request given up while
+    /// its runs are being stored (the client went away) must not leave a run claimed by a slot
+    /// that never starts it.
+    async fn kickoff_here(
+        &self,
+        runs: Vec<NewRun>,
+        slots: Vec<Box<dyn Reservation>>,
+    ) -> ServiceResult<Created> {
         let store = self.store.clone();
         let stored = tokio::spawn(async move {
             let created_at = chrono::Utc::now().trunc_subsecs(6);
-            let claimed = match store.create_run_claimed(&run, created_at, slot.claim()).await? {
+            let claims: Vec<&crate::store::KickoffClaim> = slots.iter().map(|slot| slot.claim()).collect();
+            let claimed = match store.create_runs_claimed(&runs, created_at, &claims).await? {
                 Ok(claimed) => claimed,
-                Err(full) => return Ok(Err(full)),
+                Err(full) => return Ok(Created::QueueFull(full)),
             };
-            crate::probe::mark(run.id.0, "kickoff.insert");
-            let answer = run.queued(created_at);
-            if claimed {
-                slot.start(ClaimedRun::kicked_off(run, created_at));
+            let answer: Vec<Run> = runs.iter().map(|run| run.queued(created_at)).collect();
+            for run in &answer {
+                crate::probe::mark(run.id.0, "kickoff.insert");
             }
-            Ok::<_, StoreError>(Ok(answer))
+            let mut slots = slots.into_iter();
+            for run in runs.into_iter().filter(|run| claimed.contains(&run.id)) {
+                match slots.next() {
+                    Some(slot) => slot.start(ClaimedRun::kicked_off(run, created_at)),
+                    None => {
+                        tracing::error!(run_id = %run.id, "a run was claimed without a slot; its lease will expire and recovery will requeue it")
+                    }
+                }
+            }
+            // Slots left over (runs stored queued) are free again as they drop.
+            Ok::<_, StoreError>(Created::New(answer))
         });
         match stored.await {
-            Ok(Ok(Ok(answer))) => Ok(Kicked::Created(answer)),
-            Ok(Ok(Err(full))) => Err(queue_full(&full)),
-            Ok(Err(error)) => Err(error.into()),
+            Ok(result) => Ok(result?),
             Err(_) => {
-                Err(ServiceError::Internal(StoreError::Corrupt("storing a kickoff's run panicked".into())))
+                Err(ServiceError::Internal(StoreError::Corrupt("storing a kickoff's runs panicked".into())))
             }
         }
     }
@@ -226,6 +237,12 @@ impl Services {
             run.trace.clone_from(&trace);
         }
         self.attach_webhooks(&request.webhooks, &mut runs).await?;
+        if key.is_none() {
+            let slots = self.local_slots(tenant, runs.len()).await?;
+            if !slots.is_empty() {
+                return answer(self.kickoff_here(runs, slots).await?);
+            }
+        }
         answer(self.store.create_runs(&runs, key.as_ref()).await?)
     }
 
@@ -274,6 +291,17 @@ impl Services {
 fn key_for(tenant: &TenantId, key: &str, scope: &'static str, body: &Value) -> IdempotencyKey {
     let fingerprint = request_fingerprint(body);
     IdempotencyKey { tenant: tenant.to_owned(), key: key.to_owned(), scope, fingerprint }
+}
+
+/// A single kickoff's answer: the one run of its runs.
+fn first(kicked: Kicked<Vec<Run>>) -> ServiceResult<Kicked<Run>> {
+    let one = |runs: Vec<Run>| {
+        runs.into_iter().next().ok_or_else(|| StoreError::Corrupt("a kickoff's run vanished".into()))
+    };
+    Ok(match kicked {
+        Kicked::Created(runs) => Kicked::Created(one(runs)?),
+        Kicked::Replayed(runs) => Kicked::Replayed(one(runs)?),
+    })
 }
 
 fn answer(created: Created) -> ServiceResult<Kicked<Vec<Run>>> {

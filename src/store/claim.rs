@@ -74,7 +74,7 @@ pub trait Reservation: Send {
 }
 
 impl ClaimedRun {
-    /// A run its kickoff stored claimed ([`Store::create_run_claimed`]), from what the kickoff
+    /// A run its kickoff stored claimed ([`Store::create_runs_claimed`]), from what the kickoff
     /// had: nothing is read back or decoded. Its tenant has no quotas that bind a claimed run
     /// (the kickoff claims only for such a tenant).
     pub fn kicked_off(run: crate::domain::kickoff::NewRun, created_at: DateTime<Utc>) -> Self {

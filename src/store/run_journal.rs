@@ -155,7 +155,7 @@ impl GroupWrite for JournalWrite {
                 let written = write::write(&mut tx, &live).await?;
                 let saved: Vec<&Commit> = written
                     .iter()
-                    .filter(|(_, w)| *w == write::Written::Written)
+                    .filter(|(_, w)| *w == write::Outcome::Written)
                     .map(|(index, _)| &commits[*index])
                     .collect();
                 write::memories(&mut tx, &saved).await?;
@@ -165,7 +165,7 @@ impl GroupWrite for JournalWrite {
         };
         let wanted: Vec<uuid::Uuid> = written
             .iter()
-            .filter(|(index, w)| *w == write::Written::Written && commits[*index].read_back)
+            .filter(|(index, w)| *w == write::Outcome::Written && commits[*index].read_back)
             .map(|(index, _)| commits[*index].run_id.0)
             .collect();
         // Read after the commit: a settled run shows what the step left (a run that is still
@@ -182,9 +182,9 @@ impl GroupWrite for JournalWrite {
             .map(|(index, written)| {
                 let commit = &commits[index];
                 match written {
-                    write::Written::Fenced => Err(CommitError::Fenced),
-                    write::Written::Refused(reason) => Err(CommitError::Rejected(reason)),
-                    write::Written::Written => Ok(read
+                    write::Outcome::Fenced => Err(CommitError::Fenced),
+                    write::Outcome::Refused(reason) => Err(CommitError::Rejected(reason)),
+                    write::Outcome::Written => Ok(read
                         .iter()
                         .position(|run| run.id == commit.run_id && commit.read_back)
                         .map(|at| Box::new(read.swap_remove(at)))),

@@ -188,23 +188,27 @@ impl Store {
         Ok(Created::New(runs.iter().map(|run| run.queued(created_at)).collect()))
     }
 
-    /// Store one run (no idempotency key, no thread) as [`Store::create_runs`] does, and claim it
-    /// for `claim` in the same transaction when no run is queued and its tenant has no quota that
-    /// binds a claim (`max_running`, a daily cap): it is stored `running` (its
-    /// first attempt, leased to `claim.owner`, `run.started` logged after `run.queued`) and is
-    /// not announced to other replicas. `true` when it was claimed; the caller then executes it
-    /// ([`ClaimedRun::kicked_off`]). A queued run is waiting for a claimer, so it is never
-    /// overtaken: while any is queued the run is stored queued like any other.
-    #[tracing::instrument(skip_all, err)]
-    pub async fn create_run_claimed(
+    /// Store runs (of one kickoff: no idempotency key, no thread) as [`Store::create_runs`] does,
+    /// the first `claims.len()` of them claimed, each for its claim, in the same statement when no
+    /// run is queued and their tenant has no quota that binds a claim (`max_running`, a daily
+    /// cap): those are stored `running` (their first attempt, leased to the claim's owner,
+    /// `run.started` logged after `run.queued`) and are not announced to other replicas. Answers
+    /// the ids of the runs claimed; the caller then executes them ([`ClaimedRun::kicked_off`]). A
+    /// queued run is waiting for a claimer, so it is never overtaken: while any is queued the runs
+    /// are stored queued like any other.
+    #[tracing::instrument(skip_all, fields(runs = runs.len(), claims = claims.len()), err)]
+    pub async fn create_runs_claimed(
         &self,
-        run: &NewRun,
+        runs: &[NewRun],
         created_at: DateTime<Utc>,
-        claim: &KickoffClaim,
-    ) -> StoreResult<Result<bool, QueueFull>> {
-        let mut row = QueuedRun::new(run, created_at)?;
-        row.claim = Some(claim.clone());
-        Ok(self.kickoff_group().submit(vec![row]).await?.map(|claimed| !claimed.is_empty()))
+        claims: &[&KickoffClaim],
+    ) -> StoreResult<Result<Vec<RunId>, QueueFull>> {
+        let mut rows =
+            runs.iter().map(|run| QueuedRun::new(run, created_at)).collect::<StoreResult<Vec<_>>>()?;
+        for (row, claim) in rows.iter_mut().zip(claims) {
+            row.claim = Some((*claim).clone());
+        }
+        Ok(self.kickoff_group().submit(rows).await?.map(|claimed| claimed.into_iter().map(RunId).collect()))
     }
 
     /// What an idempotency key already stands for: the runs it made when it was used with the
@@ -690,7 +694,7 @@ pub(super) struct Stored {
 /// Store runs with one statement: each with its tasks, its webhooks (before its first event,
 /// which they may take: the events' triggers run after the statement) and its `run.queued`
 /// event. A run with a [`KickoffClaim`] is stored claimed instead when no run is queued
-/// (`running`, attempt 1, `run.started` second; see [`Store::create_run_claimed`]): the ids of
+/// (`running`, attempt 1, `run.started` second; see [`Store::create_runs_claimed`]): the ids of
 /// those are returned. Announcing the queued ones is the caller's.
 pub(super) async fn store_runs<R: std::borrow::Borrow<QueuedRun>>(
     connection: &mut sqlx::PgConnection,

@@ -1,7 +1,8 @@
 //! The critical path of a run (issue 47), through the real server with its workers: a kickoff
-//! answered by a replica with a free slot starts its run there (stored claimed in the kickoff's
-//! transaction) unless a run is queued or its tenant has a quota that binds claims; `/wait`
-//! answers with the run as its last step left it; the latency budget in `/metrics`.
+//! answered by a replica with a free slot starts its run there (stored claimed by the kickoff's
+//! statement) unless a run is queued or its tenant has a quota that binds claims, and a batch
+//! kickoff starts as many of its runs as slots are free; `/wait` answers with the run as its
+//! last step left it; the latency budget in `/metrics`.
 
 use std::sync::Arc;
 
@@ -19,10 +20,16 @@ use crate::worker::{calc_crew, fake_config};
 /// The server with its workers, on the fake model answering each run with one calculator call
 /// then `42`.
 async fn serve(pool: PgPool, fake: &FakeLlm, budget: bool) -> TestApp {
+    serve_with(pool, fake, budget, 64).await
+}
+
+/// [`serve`] with `workers` slots.
+async fn serve_with(pool: PgPool, fake: &FakeLlm, budget: bool, workers: usize) -> TestApp {
     let call = FakeReply::tool_calls(&[("c1", "calculator", json!({"expression": "6*7"}))]);
     fake.set_tool_round(Some((call, FakeReply::text("42"))));
     let mut config = fake_config(fake);
     config.latency_budget = budget;
+    config.workers = workers;
     TestApp::spawn_full(pool, config, Arc::new(SystemClock)).await
 }
 
@@ -68,7 +75,7 @@ async fn a_kickoff_starts_its_run_here_and_the_wait_answers_with_the_run_as_comm
     );
     assert!(claimed_at_kickoff(&waited), "stored claimed: {waited}");
     assert_eq!(waited["attempt"], 1);
-    // The wait's answer (the run read back in its last step's transaction) is the run as read.
+    // The wait's answer (the run read back as its last step committed) is the run as read.
     let read = expect_json(app.get(&format!("/v1/runs/{id}")).await, StatusCode::OK).await;
     assert_eq!(waited, read);
     assert_eq!(read["usage"]["llm_calls"], 2);
@@ -115,6 +122,63 @@ async fn a_kickoff_never_overtakes_a_queued_run(pool: PgPool) {
     let (_, waited) = kickoff_and_wait(&app).await;
     assert_eq!(waited["status"], "completed", "{waited}");
     assert!(claimed_at_kickoff(&waited), "{waited}");
+}
+
+/// Kick off `runs` runs of the calculator crew in one batch; wait for each; the runs as read.
+async fn batch_and_wait(app: &TestApp, runs: usize) -> Vec<Value> {
+    let inputs: Vec<Value> = (0..runs).map(|i| json!({"expr": format!("{i}*7")})).collect();
+    let body = json!({"crew": calc_crew(), "inputs": inputs});
+    let kicked = expect_json(app.post_json("/v1/kickoffs/batch", &body).await, StatusCode::ACCEPTED).await;
+    let kicked = kicked["runs"].as_array().expect("runs").clone();
+    assert_eq!(kicked.len(), runs, "{kicked:?}");
+    let mut waited = Vec::new();
+    for run in &kicked {
+        assert_eq!(run["status"], "queued", "answered as kicked off: {run}");
+        let id = run["id"].as_str().expect("id");
+        let path = format!("/v1/runs/{id}/wait?timeout_s=30");
+        let done = expect_json(app.get(&path).await, StatusCode::OK).await;
+        assert_eq!(done["status"], "completed", "{done}");
+        waited.push(done);
+    }
+    waited
+}
+
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn a_batch_kickoff_starts_every_run_here_when_slots_are_free(pool: PgPool) {
+    let fake = FakeLlm::start().await.expect("fake");
+    // Slots to spare: every run of the batch starts at once.
+    let app = serve_with(pool, &fake, false, 64).await;
+    for run in batch_and_wait(&app, 5).await {
+        assert!(claimed_at_kickoff(&run), "{run}");
+        assert_eq!(run["attempt"], 1);
+        let events = event_types(&app, run["id"].as_str().expect("id")).await;
+        assert_eq!(
+            (events[1].0, events[1].1.as_str(), &events[1].2["attempt"]),
+            (2, "run.started", &json!(1))
+        );
+    }
+}
+
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn a_batch_kickoff_larger_than_the_free_slots_starts_its_first_runs_here_and_queues_the_rest(
+    pool: PgPool,
+) {
+    // Three slots (an idle claimer may hold one of them for an instant): the batch's first runs
+    // start here, one per free slot, and the others queue for the claimers, in the batch's order.
+    let fake = FakeLlm::start().await.expect("fake");
+    let app = serve_with(pool, &fake, false, 3).await;
+    let runs = batch_and_wait(&app, 6).await;
+    let claimed: Vec<bool> = runs.iter().map(claimed_at_kickoff).collect();
+    let here = claimed.iter().take_while(|c| **c).count();
+    assert!((1..=3).contains(&here), "{claimed:?}");
+    assert!(claimed[here..].iter().all(|c| !c), "the claimed runs are the batch's first: {claimed:?}");
+    for run in &runs {
+        let events = event_types(&app, run["id"].as_str().expect("id")).await;
+        let seqs: Vec<i64> = events.iter().map(|e| e.0).collect();
+        assert_eq!(seqs, (1..=seqs.len() as i64).collect::<Vec<_>>(), "dense: {events:?}");
+        let types: Vec<&str> = events.iter().map(|e| e.1.as_str()).collect();
+        assert_eq!(types[..2], ["run.queued", "run.started"], "{types:?}");
+    }
 }
 
 #[sqlx::test(migrator = "agentd::store::MIGRATOR")]

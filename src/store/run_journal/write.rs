@@ -33,7 +33,7 @@ pub(super) type Live<'a> = (usize, &'a Commit);
 
 /// How the statement left each step of a batch.
 #[derive(Debug, PartialEq)]
-pub(super) enum Written {
+pub(super) enum Outcome {
     Written,
     /// Its attempt no longer holds the run.
     Fenced,
@@ -318,7 +318,7 @@ impl<'a> Columns<'a> {
 pub(super) async fn write(
     connection: &mut PgConnection,
     live: &[Live<'_>],
-) -> Result<Vec<(usize, Written)>, StoreError> {
+) -> Result<Vec<(usize, Outcome)>, StoreError> {
     let mut answers = Vec::with_capacity(live.len());
     let mut columns = Columns::default();
     let mut written = Vec::with_capacity(live.len());
@@ -328,8 +328,8 @@ pub(super) async fn write(
                 columns.push(commit, converted);
                 written.push((index, commit.run_id.0));
             }
-            Err(CommitError::Rejected(reason)) => answers.push((index, Written::Refused(reason))),
-            Err(_) => answers.push((index, Written::Refused("the step cannot be written".into()))),
+            Err(CommitError::Rejected(reason)) => answers.push((index, Outcome::Refused(reason))),
+            Err(_) => answers.push((index, Outcome::Refused("the step cannot be written".into()))),
         }
     }
     if written.is_empty() {
@@ -586,9 +586,9 @@ pub(super) async fn write(
     let held: HashMap<Uuid, Option<String>> = rows.into_iter().map(|row| (row.id, row.reason)).collect();
     answers.extend(written.into_iter().map(|(index, run)| {
         let answer = match held.get(&run) {
-            None => Written::Fenced,
-            Some(None) => Written::Written,
-            Some(Some(reason)) => Written::Refused(reason.clone()),
+            None => Outcome::Fenced,
+            Some(None) => Outcome::Written,
+            Some(Some(reason)) => Outcome::Refused(reason.clone()),
         };
         (index, answer)
     }));
