@@ -142,6 +142,9 @@ struct Groups {
 /// Writer tasks per kind of grouped write: two, so one batch's round trips overlap another's.
 const GROUP_WRITERS: usize = 2;
 
+/// How long a pooled connection may sit idle before it is tested as it is handed out.
+pub const TEST_IDLE_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
+
 impl Store {
     /// Wrap an existing pool (tests hand in the pool of a fresh database).
     pub fn new(pool: PgPool) -> Self {
@@ -201,10 +204,23 @@ impl Store {
     /// of a statement on every connection anew, which with a pool of many connections is
     /// nearly every execution (a journal commit's statements spent more time in planning than
     /// in executing).
+    ///
+    /// A connection is tested (a round trip) before it is handed out only when it sat idle for
+    /// [`TEST_IDLE_AFTER`] or more: one in steady use was tested as it was last released (sqlx
+    /// pings every connection it takes back, and drops one that broke), and testing it again
+    /// on every acquire cost each statement a round trip. One idle for longer may have been
+    /// closed under it (Postgres restarted, a pooler's or a firewall's idle timeout).
     pub fn connect_lazy(options: PgConnectOptions, settings: &PoolSettings) -> Self {
         let pool = PgPoolOptions::new()
             .max_connections(settings.max_connections)
             .acquire_timeout(settings.acquire_timeout)
+            .test_before_acquire(false)
+            .before_acquire(|connection, meta| {
+                Box::pin(async move {
+                    use sqlx::Connection;
+                    Ok(meta.idle_for < TEST_IDLE_AFTER || connection.ping().await.is_ok())
+                })
+            })
             // A statement, not a startup parameter: poolers in front of Postgres may refuse those.
             .after_connect(|connection, _| {
                 Box::pin(async move {
