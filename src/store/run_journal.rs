@@ -142,60 +142,61 @@ impl GroupWrite for JournalWrite {
         Some(commit.run_id.0)
     }
 
-    /// Write the batch with one statement, committed on its own; in a transaction with the
-    /// memories when a step saves some. The runs of the steps a waiter wants are read back after.
+    /// Write the batch with one statement, committed on its own; in a transaction when a step
+    /// saves memories (with them) or a waiter wants its run (read back after the step, before
+    /// the commit, so the answer is the run exactly as the step left it).
     async fn write(pool: &PgPool, commits: &[Commit]) -> Result<Vec<Answer>, StoreError> {
         let live: Vec<write::Live<'_>> = commits.iter().enumerate().collect();
         let mut connection = pool.acquire().await?;
         let saves_memories = commits.iter().any(|c| !c.step.memories.is_empty());
-        let written = match saves_memories {
-            false => write::write(&mut connection, &live).await?,
-            true => {
-                let mut tx = connection.begin().await?;
-                let written = write::write(&mut tx, &live).await?;
-                let saved: Vec<&Commit> = written
-                    .iter()
-                    .filter(|(_, w)| *w == write::Outcome::Written)
-                    .map(|(index, _)| &commits[*index])
-                    .collect();
-                write::memories(&mut tx, &saved).await?;
-                tx.commit().await?;
-                written
-            }
-        };
-        let wanted: Vec<uuid::Uuid> = written
+        if !saves_memories && !commits.iter().any(|c| c.read_back) {
+            let written = write::write(&mut connection, &live).await?;
+            return Ok(answers(commits, written, Vec::new()));
+        }
+        let mut tx = connection.begin().await?;
+        let written = write::write(&mut tx, &live).await?;
+        let saved: Vec<&Commit> = written
             .iter()
-            .filter(|(index, w)| *w == write::Outcome::Written && commits[*index].read_back)
-            .map(|(index, _)| commits[*index].run_id.0)
+            .filter(|(_, outcome)| *outcome == write::Outcome::Written)
+            .map(|(index, _)| &commits[*index])
             .collect();
-        // Read after the commit: a settled run shows what the step left (a run that is still
-        // open may show a later change, as any read would).
-        let mut read = match wanted.is_empty() {
+        if saves_memories {
+            write::memories(&mut tx, &saved).await?;
+        }
+        let wanted: Vec<uuid::Uuid> = saved.iter().filter(|c| c.read_back).map(|c| c.run_id.0).collect();
+        let read = match wanted.is_empty() {
             true => Vec::new(),
-            false => super::runs::runs_as_shown(&mut connection, &wanted).await.unwrap_or_else(|error| {
-                tracing::warn!(%error, "reading back settled runs failed; their waiters read them");
-                Vec::new()
-            }),
+            false => super::runs::runs_as_shown(&mut tx, &wanted).await?,
         };
-        Ok(written
-            .into_iter()
-            .map(|(index, written)| {
-                let commit = &commits[index];
-                match written {
-                    write::Outcome::Fenced => Err(CommitError::Fenced),
-                    write::Outcome::Refused(reason) => Err(CommitError::Rejected(reason)),
-                    write::Outcome::Written => Ok(read
-                        .iter()
-                        .position(|run| run.id == commit.run_id && commit.read_back)
-                        .map(|at| Box::new(read.swap_remove(at)))),
-                }
-            })
-            .collect())
+        tx.commit().await?;
+        Ok(answers(commits, written, read))
     }
 
     fn failed(error: StoreError) -> Answer {
         Err(CommitError::Store(error))
     }
+}
+
+/// Each commit's answer, in order, from how the statement left it and the runs read back.
+fn answers(
+    commits: &[Commit],
+    written: Vec<(usize, write::Outcome)>,
+    mut read: Vec<crate::domain::Run>,
+) -> Vec<Answer> {
+    written
+        .into_iter()
+        .map(|(index, written)| {
+            let commit = &commits[index];
+            match written {
+                write::Outcome::Fenced => Err(CommitError::Fenced),
+                write::Outcome::Refused(reason) => Err(CommitError::Rejected(reason)),
+                write::Outcome::Written => Ok(read
+                    .iter()
+                    .position(|run| run.id == commit.run_id && commit.read_back)
+                    .map(|at| Box::new(read.swap_remove(at)))),
+            }
+        })
+        .collect()
 }
 
 /// What the engine may see of a store failure: its class, never SQL text or server internals
