@@ -36,15 +36,35 @@ pub(super) trait GroupWrite: Send + Sync + 'static {
     /// The key no two items of one batch may share; `None` for items that may go with any.
     fn key(item: &Self::Item) -> Option<Uuid>;
 
-    /// Write `items` in one transaction: one output per item, in order, once it committed (an
-    /// item the write refuses alone gets its answer; an error fails the batch).
+    /// Write `items` in one transaction: one output per item, in order, once it committed.
     fn write(
         pool: &PgPool,
         items: &[Self::Item],
-    ) -> impl Future<Output = Result<Vec<Self::Output>, StoreError>> + Send;
+    ) -> impl Future<Output = Result<Vec<Self::Output>, Failure<Self::Output>>> + Send;
 
     /// An item's answer when its write failed with `error`.
     fn failed(error: StoreError) -> Self::Output;
+}
+
+/// Why a batch did not commit.
+pub(super) enum Failure<O> {
+    /// The item at this index cannot be written (the others may be): it gets this answer and the
+    /// rest are written without it.
+    Item(usize, O),
+    /// The transaction failed.
+    Whole(StoreError),
+}
+
+impl<O> From<sqlx::Error> for Failure<O> {
+    fn from(e: sqlx::Error) -> Self {
+        Failure::Whole(e.into())
+    }
+}
+
+impl<O> From<StoreError> for Failure<O> {
+    fn from(e: StoreError) -> Self {
+        Failure::Whole(e)
+    }
 }
 
 struct Job<W: GroupWrite> {
@@ -160,44 +180,56 @@ fn take_batch<W: GroupWrite>(waiting: &mut VecDeque<Job<W>>) -> Vec<Job<W>> {
 }
 
 /// Write a batch, answering every job in it.
-async fn write_batch<W: GroupWrite>(pool: &PgPool, batch: Vec<Job<W>>, counters: &Counters) {
-    if batch.is_empty() {
-        return;
-    }
-    let (items, replies): (Vec<W::Item>, Vec<_>) =
-        batch.into_iter().map(|j| (j.item, (j.key, j.reply))).unzip();
-    let started = Instant::now();
-    // A panic in a write must not take the writer (and every later write of its kind) with it.
-    let written = AssertUnwindSafe(W::write(pool, &items)).catch_unwind().await.unwrap_or_else(|_| {
-        tracing::error!(items = items.len(), "a grouped write panicked");
-        Err(StoreError::Corrupt("a grouped write panicked".into()))
-    });
-    counters.batches.fetch_add(1, Ordering::Relaxed);
-    counters.items.fetch_add(items.len() as u64, Ordering::Relaxed);
-    counters.busy_micros.fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);
-    match written {
-        Ok(outputs) => {
-            for ((_, reply), output) in replies.into_iter().zip(outputs) {
-                let _ = reply.send(output);
-            }
+async fn write_batch<W: GroupWrite>(pool: &PgPool, mut batch: Vec<Job<W>>, counters: &Counters) {
+    loop {
+        if batch.is_empty() {
+            return;
         }
-        Err(error) if items.len() > 1 && !error.is_unavailable() => {
-            tracing::warn!(%error, items = items.len(), "a grouped write failed; writing its items one by one");
-            for job in rejoin(items, replies) {
-                Box::pin(write_batch::<W>(pool, vec![job], counters)).await;
-            }
-        }
-        Err(error) => {
-            // A lone item gets the error itself; several share it.
-            if let [(_, _)] = replies.as_slice() {
-                if let Some((_, reply)) = replies.into_iter().next() {
-                    let _ = reply.send(W::failed(error));
+        let (items, replies): (Vec<W::Item>, Vec<_>) =
+            batch.into_iter().map(|j| (j.item, (j.key, j.reply))).unzip();
+        let started = Instant::now();
+        // A panic in a write must not take the writer (and every later write of its kind) with it.
+        let written = AssertUnwindSafe(W::write(pool, &items)).catch_unwind().await.unwrap_or_else(|_| {
+            tracing::error!(items = items.len(), "a grouped write panicked");
+            Err(Failure::Whole(StoreError::Corrupt("a grouped write panicked".into())))
+        });
+        counters.batches.fetch_add(1, Ordering::Relaxed);
+        counters.items.fetch_add(items.len() as u64, Ordering::Relaxed);
+        counters.busy_micros.fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);
+        match written {
+            Ok(outputs) => {
+                for ((_, reply), output) in replies.into_iter().zip(outputs) {
+                    let _ = reply.send(output);
                 }
                 return;
             }
-            let error = Arc::new(error);
-            for (_, reply) in replies {
-                let _ = reply.send(W::failed(StoreError::Group(error.clone())));
+            Err(Failure::Item(index, output)) => {
+                let mut jobs: Vec<Job<W>> = rejoin(items, replies);
+                if index < jobs.len() {
+                    let _ = jobs.remove(index).reply.send(output);
+                }
+                batch = jobs;
+            }
+            Err(Failure::Whole(error)) if items.len() > 1 && !error.is_unavailable() => {
+                tracing::warn!(%error, items = items.len(), "a grouped write failed; writing its items one by one");
+                for job in rejoin(items, replies) {
+                    Box::pin(write_batch::<W>(pool, vec![job], counters)).await;
+                }
+                return;
+            }
+            Err(Failure::Whole(error)) => {
+                // A lone item gets the error itself; several share it.
+                if let [(_, _)] = replies.as_slice() {
+                    if let Some((_, reply)) = replies.into_iter().next() {
+                        let _ = reply.send(W::failed(error));
+                    }
+                    return;
+                }
+                let error = Arc::new(error);
+                for (_, reply) in replies {
+                    let _ = reply.send(W::failed(StoreError::Group(error.clone())));
+                }
+                return;
             }
         }
     }
@@ -215,7 +247,7 @@ mod tests {
 
     use super::*;
 
-    /// Items are (key, value); values 0 and up are written, -1 is answered a refusal, -2 fails its whole
+    /// Items are (key, value); values 0 and up are written, -1 is refused alone, -2 fails its whole
     /// batch, -3 panics. Every transaction's items are recorded.
     struct Recording;
 
@@ -230,15 +262,18 @@ mod tests {
             Some(Uuid::from_u128(item.0))
         }
 
-        async fn write(_: &PgPool, items: &[Self::Item]) -> Result<Vec<Self::Output>, StoreError> {
+        async fn write(_: &PgPool, items: &[Self::Item]) -> Result<Vec<Self::Output>, Failure<Self::Output>> {
             BATCHES.lock().unwrap_or_else(|p| p.into_inner()).push(items.to_vec());
+            if let Some(index) = items.iter().position(|(_, v)| *v == -1) {
+                return Err(Failure::Item(index, Err("refused".into())));
+            }
             if items.iter().any(|(_, v)| *v == -3) {
                 panic!("a bug");
             }
             if items.iter().any(|(_, v)| *v == -2) {
-                return Err(StoreError::Corrupt("bad row".into()));
+                return Err(Failure::Whole(StoreError::Corrupt("bad row".into())));
             }
-            Ok(items.iter().map(|(_, v)| if *v == -1 { Err("refused".into()) } else { Ok(*v) }).collect())
+            Ok(items.iter().map(|(_, v)| Ok(*v)).collect())
         }
 
         fn failed(error: StoreError) -> Self::Output {

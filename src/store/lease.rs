@@ -10,7 +10,7 @@ use sqlx::{PgPool, Postgres, Transaction};
 use uuid::Uuid;
 
 use super::events::append_event_tx;
-use super::group::GroupWrite;
+use super::group::{Failure, GroupWrite};
 use super::listen::{notify, CANCEL_CHANNEL, RUNS_CHANNEL};
 use super::{parse, Audit, Owner, Store, StoreError, StoreResult};
 use crate::domain::event::{Empty, RunFailed};
@@ -396,7 +396,10 @@ impl GroupWrite for RenewWrite {
     }
 
     /// The rows are locked in id order, as the journal's writers lock them (no deadlocks).
-    async fn write(pool: &PgPool, renewals: &[Renewal]) -> Result<Vec<StoreResult<Lease>>, StoreError> {
+    async fn write(
+        pool: &PgPool,
+        renewals: &[Renewal],
+    ) -> Result<Vec<StoreResult<Lease>>, Failure<StoreResult<Lease>>> {
         let ids: Vec<Uuid> = renewals.iter().map(|r| r.id.0).collect();
         let attempts: Vec<i32> = renewals.iter().map(|r| r.attempt).collect();
         let leases: Vec<f64> = renewals.iter().map(|r| r.lease.as_secs_f64()).collect();

@@ -8,9 +8,9 @@
 mod load;
 mod write;
 
-use sqlx::{Acquire, PgPool};
+use sqlx::PgPool;
 
-use super::group::GroupWrite;
+use super::group::{Failure, GroupWrite};
 use super::{Store, StoreError};
 use crate::domain::RunId;
 use crate::engine::journal::{DayCaps, Journal, JournalError, JournalFuture, Snapshot, Step};
@@ -129,8 +129,8 @@ pub(super) struct Commit {
 /// How a commit ended: with the run as the step left it, when it was to be read back.
 pub(super) type Answer = Result<Option<Box<crate::domain::Run>>, CommitError>;
 
-/// The journal's group commit: the steps of a batch (at most one per run) are written by one
-/// statement (see [`write`]).
+/// The journal's group commit: the steps of a batch (at most one per run) are fenced together,
+/// then each part of them is written with one statement, in one transaction.
 pub(super) struct JournalWrite;
 
 impl GroupWrite for JournalWrite {
@@ -142,61 +142,48 @@ impl GroupWrite for JournalWrite {
         Some(commit.run_id.0)
     }
 
-    /// Write the batch with one statement, committed on its own; in a transaction when a step
-    /// saves memories (with them) or a waiter wants its run (read back after the step, before
-    /// the commit, so the answer is the run exactly as the step left it).
-    async fn write(pool: &PgPool, commits: &[Commit]) -> Result<Vec<Answer>, StoreError> {
-        let live: Vec<write::Live<'_>> = commits.iter().enumerate().collect();
-        let mut connection = pool.acquire().await?;
-        let saves_memories = commits.iter().any(|c| !c.step.memories.is_empty());
-        if !saves_memories && !commits.iter().any(|c| c.read_back) {
-            let written = write::write(&mut connection, &live).await?;
-            return Ok(answers(commits, written, Vec::new()));
+    /// Lock the runs, check the fences, then write the held steps' parts in order; a failure
+    /// rolls the whole batch back (dropping the transaction).
+    async fn write(pool: &PgPool, commits: &[Commit]) -> Result<Vec<Answer>, Failure<Answer>> {
+        for (index, commit) in commits.iter().enumerate() {
+            write::check(commit).map_err(|e| Failure::Item(index, Err(e)))?;
         }
-        let mut tx = connection.begin().await?;
-        let written = write::write(&mut tx, &live).await?;
-        let saved: Vec<&Commit> = written
-            .iter()
-            .filter(|(_, outcome)| *outcome == write::Outcome::Written)
-            .map(|(index, _)| &commits[*index])
-            .collect();
-        if saves_memories {
-            write::memories(&mut tx, &saved).await?;
+        let mut tx = pool.begin().await?;
+        let holds = write::fence(&mut tx, commits).await?;
+        let live: Vec<write::Live<'_>> =
+            commits.iter().enumerate().filter(|(index, _)| holds[*index]).collect();
+        if !live.is_empty() {
+            write::messages(&mut tx, &live).await?;
+            write::tool_starts(&mut tx, &live).await?;
+            write::side_records(&mut tx, &live).await?;
+            write::tool_ends(&mut tx, &live).await?;
+            write::task_changes(&mut tx, &live).await?;
+            write::runs_and_events(&mut tx, &live).await?;
+            write::memories(&mut tx, &live).await?;
         }
-        let wanted: Vec<uuid::Uuid> = saved.iter().filter(|c| c.read_back).map(|c| c.run_id.0).collect();
-        let read = match wanted.is_empty() {
+        let wanted: Vec<uuid::Uuid> =
+            live.iter().filter(|(_, c)| c.read_back).map(|(_, c)| c.run_id.0).collect();
+        let mut read = match wanted.is_empty() {
             true => Vec::new(),
             false => super::runs::runs_as_shown(&mut tx, &wanted).await?,
         };
         tx.commit().await?;
-        Ok(answers(commits, written, read))
+        Ok(commits
+            .iter()
+            .zip(holds)
+            .map(|(commit, held)| match held {
+                false => Err(CommitError::Fenced),
+                true => Ok(read
+                    .iter()
+                    .position(|run| run.id == commit.run_id && commit.read_back)
+                    .map(|at| Box::new(read.swap_remove(at)))),
+            })
+            .collect())
     }
 
     fn failed(error: StoreError) -> Answer {
         Err(CommitError::Store(error))
     }
-}
-
-/// Each commit's answer, in order, from how the statement left it and the runs read back.
-fn answers(
-    commits: &[Commit],
-    written: Vec<(usize, write::Outcome)>,
-    mut read: Vec<crate::domain::Run>,
-) -> Vec<Answer> {
-    written
-        .into_iter()
-        .map(|(index, written)| {
-            let commit = &commits[index];
-            match written {
-                write::Outcome::Fenced => Err(CommitError::Fenced),
-                write::Outcome::Refused(reason) => Err(CommitError::Rejected(reason)),
-                write::Outcome::Written => Ok(read
-                    .iter()
-                    .position(|run| run.id == commit.run_id && commit.read_back)
-                    .map(|at| Box::new(read.swap_remove(at)))),
-            }
-        })
-        .collect()
 }
 
 /// What the engine may see of a store failure: its class, never SQL text or server internals

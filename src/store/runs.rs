@@ -7,7 +7,7 @@ use serde_json::Value;
 use sqlx::{PgPool, Postgres, Transaction};
 use uuid::Uuid;
 
-use super::group::GroupWrite;
+use super::group::{Failure, GroupWrite};
 use super::listen::{notify, RUNS_CHANNEL};
 use super::tenants::{admit_kickoffs, hold_queue};
 use super::{decode, parse, Store, StoreError, StoreResult};
@@ -607,7 +607,10 @@ impl GroupWrite for KickoffWrite {
         None
     }
 
-    async fn write(pool: &PgPool, kickoffs: &[Vec<QueuedRun>]) -> Result<Vec<Self::Output>, StoreError> {
+    async fn write(
+        pool: &PgPool,
+        kickoffs: &[Vec<QueuedRun>],
+    ) -> Result<Vec<Self::Output>, Failure<Self::Output>> {
         let limits: Vec<_> = kickoffs
             .iter()
             .map(|runs| {
@@ -634,7 +637,7 @@ impl GroupWrite for KickoffWrite {
             }
             false => {
                 let mut tx = pool.begin().await?;
-                let admitted = admit_kickoffs(&mut tx, &limits).await?;
+                let admitted = admit_kickoffs(&mut tx, &limits).await.map_err(Failure::Whole)?;
                 let runs: Vec<&QueuedRun> = kickoffs
                     .iter()
                     .zip(&admitted)
