@@ -160,6 +160,7 @@ impl Services {
             for run in &answer {
                 crate::probe::mark(run.id.0, "kickoff.insert");
             }
+            let claimed: std::collections::HashSet<_> = claimed.into_iter().collect();
             let mut slots = slots.into_iter();
             for run in runs.into_iter().filter(|run| claimed.contains(&run.id)) {
                 match slots.next() {

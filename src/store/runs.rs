@@ -2,6 +2,8 @@
 //! transaction), reading one, listing them newest first. Kickoffs without an idempotency key go
 //! through a group commit (see [`group`](super::group)): concurrent ones share a transaction.
 
+use std::collections::HashSet;
+
 use chrono::{DateTime, SubsecRound, Utc};
 use serde_json::Value;
 use sqlx::{PgPool, Postgres, Transaction};
@@ -678,7 +680,7 @@ pub struct KickoffClaim {
 pub(super) async fn insert_runs<R: std::borrow::Borrow<QueuedRun>>(
     tx: &mut Transaction<'_, Postgres>,
     runs: &[R],
-) -> StoreResult<Vec<Uuid>> {
+) -> StoreResult<HashSet<Uuid>> {
     let stored = store_runs(tx, runs).await?;
     if let Some(queued) = stored.queued {
         notify(tx, RUNS_CHANNEL, queued).await?;
@@ -689,7 +691,7 @@ pub(super) async fn insert_runs<R: std::borrow::Borrow<QueuedRun>>(
 /// What [`store_runs`] stored.
 pub(super) struct Stored {
     /// The runs stored claimed.
-    claimed: Vec<Uuid>,
+    claimed: HashSet<Uuid>,
     /// A run stored queued, if any: idle workers are to be told.
     queued: Option<RunId>,
 }
@@ -704,7 +706,7 @@ pub(super) async fn store_runs<R: std::borrow::Borrow<QueuedRun>>(
     runs: &[R],
 ) -> StoreResult<Stored> {
     if runs.is_empty() {
-        return Ok(Stored { claimed: Vec::new(), queued: None });
+        return Ok(Stored { claimed: HashSet::new(), queued: None });
     }
     let (mut ids, mut tenants, mut names, mut specs, mut inputs) = (vec![], vec![], vec![], vec![], vec![]);
     let (mut metadata, mut timeouts, mut created, mut fakes) = (vec![], vec![], vec![], vec![]);
@@ -825,8 +827,8 @@ pub(super) async fn store_runs<R: std::borrow::Borrow<QueuedRun>>(
     )
     .fetch_all(&mut *connection)
     .await?;
-    let claimed = rows.iter().filter(|r| r.claimed).map(|r| r.id).collect();
-    // The first queued in the kickoff's order.
-    let queued = ids.iter().find(|id| rows.iter().any(|r| r.id == **id && !r.claimed)).map(|id| RunId(*id));
+    let claimed: HashSet<Uuid> = rows.iter().filter(|r| r.claimed).map(|r| r.id).collect();
+    // The first queued in the kickoff's order (every run was stored: those not claimed queued).
+    let queued = ids.iter().find(|id| !claimed.contains(id)).map(|id| RunId(*id));
     Ok(Stored { claimed, queued })
 }
