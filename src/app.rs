@@ -357,7 +357,7 @@ impl App {
 }
 
 /// What crew specs are checked against: the built-in tools, the configured providers, the limits.
-fn validation_context(config: &Config) -> ValidationContext {
+pub(crate) fn validation_context(config: &Config) -> ValidationContext {
     ValidationContext {
         builtin_tools: builtin_tool_names(),
         providers: config.providers.keys().cloned().collect(),

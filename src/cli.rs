@@ -1,4 +1,4 @@
-//! The command line: `agentd [serve]`, `agentd migrate`, `agentd openapi`, `agentd fake-llm`, with
+//! The command line: `agentd [serve]`, `agentd migrate`, `agentd openapi`, `agentd fake-llm`, `agentd crews import`, with
 //! flags that fall back to environment variables.
 
 use std::net::SocketAddr;
@@ -7,6 +7,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Arg, ArgAction, Args, Parser, Subcommand};
+
+mod import;
 
 use crate::config::{Config, ConfigError, Secret};
 use crate::local_postgres::{LocalPostgres, LocalSettings};
@@ -35,6 +37,9 @@ enum Command {
     /// Manage API keys in the database (for bootstrapping: no key is needed).
     #[command(subcommand)]
     Keys(KeysCommand),
+    /// Work with crews: import a CrewAI project (`agentd crews import crewai PATH`).
+    #[command(subcommand)]
+    Crews(import::CrewsCommand),
     /// Print the OpenAPI document.
     Openapi,
     /// Serve a fake OpenAI-compatible LLM (for demos and curl-driven integration tests; point a
@@ -197,6 +202,7 @@ pub fn main() -> ExitCode {
         Some(Command::Keys(KeysCommand::Create(args))) => run_async(create_key(args)),
         Some(Command::Serve(args)) => run_serve(args),
         Some(Command::FakeLlm(args)) => run_async(fake_llm(args)),
+        Some(Command::Crews(command)) => start_runtime(import::run(command)),
         Some(Command::Extract(args)) => {
             crate::knowledge::extractor::child_main(&args.media_type, args.max_memory_bytes, args.cpu_seconds)
         }

@@ -32,6 +32,7 @@ pub mod audit;
 pub mod body;
 pub mod chat;
 pub mod crew;
+pub mod crewai;
 pub mod event;
 pub mod field;
 pub mod fork;

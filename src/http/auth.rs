@@ -172,6 +172,12 @@ pub fn audited_action(method: &Method, path: &str) -> Option<String> {
         // A knowledge base's documents are their own kind (`document.create`, `document.delete`).
         segments.drain(..2);
     }
+    // A custom method (`crews:import`): the resource kind, then the method's name.
+    if let [custom] = segments[..] {
+        if let Some((kind, verb)) = custom.split_once(':') {
+            return Some(format!("{}.{verb}", kind.trim_end_matches('s')));
+        }
+    }
     let kind = match *segments.first()? {
         "memories" => "memory",
         other => other.trim_end_matches('s'),
@@ -258,6 +264,7 @@ mod tests {
         assert_eq!(scope(Method::GET, "/v1/runs/{id}"), Some(Scope::Read));
         assert_eq!(scope(Method::DELETE, "/v1/runs/{id}"), Some(Scope::Kickoff));
         assert_eq!(scope(Method::POST, "/v1/kickoffs"), Some(Scope::Kickoff));
+        assert_eq!(scope(Method::POST, "/v1/crews:import"), Some(Scope::Manage));
         assert_eq!(scope(Method::POST, "/v1/runs/{id}/resume"), Some(Scope::Approve));
         assert_eq!(scope(Method::GET, "/v1/secrets"), Some(Scope::Read));
         assert_eq!(scope(Method::PUT, "/v1/secrets/{name}"), Some(Scope::Manage));
@@ -308,6 +315,7 @@ mod tests {
             Some("run.approval")
         );
         assert_eq!(action(Method::POST, "/v1/webhooks").as_deref(), Some("webhook.create"));
+        assert_eq!(action(Method::POST, "/v1/crews:import").as_deref(), Some("crew.import"));
         assert_eq!(action(Method::POST, "/v1/kickoffs"), None);
         assert_eq!(action(Method::POST, "/v1/ag-ui/crews/{name}"), None);
         assert_eq!(action(Method::GET, "/v1/secrets"), None);

@@ -13,6 +13,7 @@ use super::extract::{ApiJson, ApiPath};
 use super::wire::CrewBody;
 use super::AppState;
 use crate::domain::crew::UpsertOutcome;
+use crate::domain::crewai::{CrewImport, ImportWarning};
 use crate::domain::interpolate::required_inputs;
 use crate::domain::validate::check_crew_name;
 use crate::domain::CrewSpec;
@@ -72,6 +73,53 @@ impl ToSchema for CrewPutBody {
     fn schemas(schemas: &mut Vec<(String, utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>)>) {
         <CrewSpec as ToSchema>::schemas(schemas);
     }
+}
+
+/// Import a CrewAI project as a crew.
+///
+/// Takes the project's `config/agents.yaml` and `config/tasks.yaml` as text, with a mapping for
+/// what only its `crew.py` says, and stores the crew (replacing any crew of that name). The
+/// answer lists, as warnings, every field of the project the crew does not honour. The crew's
+/// `inputs_schema` declares each `{placeholder}` of the YAML as a required string unless the
+/// mapping gives one. See docs/guides/moving-a-crewai-project.md.
+#[utoipa::path(
+    post, path = "/crews:import", tag = "crews",
+    request_body(content = CrewImport, example = json!({
+        "name": "latest-ai",
+        "agents_yaml": "researcher:\n  role: >\n    {topic} Senior Data Researcher\n  goal: >\n    Uncover cutting-edge developments in {topic}\n  backstory: >\n    You're a seasoned researcher.\n",
+        "tasks_yaml": "research_task:\n  description: >\n    Conduct a thorough research about {topic}\n  expected_output: >\n    A list with 10 bullet points\n  agent: researcher\n",
+        "mapping": {"process": "sequential"}
+    })),
+    responses(
+        (status = 201, description = "Created", body = ImportedCrew),
+        (status = 200, description = "Replaced a crew of that name", body = ImportedCrew),
+        (status = 400, description = "Malformed JSON", body = Problem, content_type = "application/problem+json"),
+        (status = 413, description = "Body too large", body = Problem, content_type = "application/problem+json"),
+        (status = 415, description = "Not JSON", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid YAML, mapping or crew: each error names `agents_yaml.<agent>.<field>`, `tasks_yaml.<task>.<field>` or `mapping.<field>`", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "The database is unavailable (retry later)", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn import_crew(
+    State(state): State<AppState>,
+    Authed(caller): Authed,
+    Audited(audit): Audited,
+    ApiJson(import): ApiJson<CrewImport>,
+) -> ApiResult<(StatusCode, Json<ImportedCrew>)> {
+    let (record, outcome, warnings) = state.services.import_crew(&caller, &import, &audit).await?;
+    let status = match outcome {
+        UpsertOutcome::Created => StatusCode::CREATED,
+        UpsertOutcome::Replaced => StatusCode::OK,
+    };
+    Ok((status, Json(ImportedCrew { crew: record.into(), warnings })))
+}
+
+/// An imported crew, as stored, and what it does not do as the project would under CrewAI.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ImportedCrew {
+    pub crew: CrewBody,
+    /// Every field of the project the crew does not honour, with what agentd does instead.
+    pub warnings: Vec<ImportWarning>,
 }
 
 /// Every registered crew.

@@ -101,6 +101,7 @@ fn v1_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(runs::resume_run))
         .routes(routes!(runs::approve_tool_call))
         .routes(routes!(crews::list_crews))
+        .routes(routes!(crews::import_crew))
         .routes(routes!(crews::put_crew, crews::get_crew, crews::delete_crew))
         .routes(routes!(crews::crew_inputs))
         .routes(routes!(tools::list_tools))

@@ -6,6 +6,7 @@ use serde_json::Value;
 use super::{invalid, ServiceError, ServiceResult, Services};
 use crate::domain::crew::Protocol;
 use crate::domain::crew::{CrewRecord, UpsertOutcome};
+use crate::domain::crewai::{import_crewai, CrewImport, ImportWarning, Imported};
 use crate::domain::validate::validate_crew;
 use crate::domain::{Caller, CrewSpec};
 use crate::store::Audit;
@@ -37,6 +38,21 @@ impl Services {
         validate_crew(&spec, &self.validation).map_err(ServiceError::Invalid)?;
         self.check_secrets_usable(&spec, "")?;
         Ok(self.store.upsert_crew(&caller.tenant, &spec, audit).await?)
+    }
+
+    /// Store a CrewAI project as the crew `import.name` (replacing any crew of that name): its
+    /// record, whether it is new, and what the crew does not do as CrewAI would.
+    pub async fn import_crew(
+        &self,
+        caller: &Caller,
+        import: &CrewImport,
+        audit: &Audit,
+    ) -> ServiceResult<(CrewRecord, UpsertOutcome, Vec<ImportWarning>)> {
+        let Imported { spec, warnings } =
+            import_crewai(import, &self.validation).map_err(ServiceError::Invalid)?;
+        self.check_secrets_usable(&spec, "mapping.")?;
+        let (record, outcome) = self.store.upsert_crew(&caller.tenant, &spec, audit).await?;
+        Ok((record, outcome, warnings))
     }
 
     /// Every crew the caller's tenant registered, by name.

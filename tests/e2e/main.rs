@@ -4,8 +4,10 @@
 mod audit;
 mod claim;
 mod cli;
+mod clients;
 mod connections;
 mod crash;
+mod crewai;
 mod crews;
 mod critical_path;
 mod engine;

@@ -1,0 +1,204 @@
+from http import HTTPStatus
+from typing import Any
+from urllib.parse import quote
+from uuid import UUID
+
+import httpx
+
+from ... import errors
+from ...client import AuthenticatedClient, Client
+from ...models.problem import Problem
+from ...models.task_run import TaskRun
+from ...types import Response
+
+
+def _get_kwargs(
+    id: UUID,
+    name: str,
+) -> dict[str, Any]:
+
+    _kwargs: dict[str, Any] = {
+        "method": "get",
+        "url": "/v1/runs/{id}/tasks/{name}".format(
+            id=quote(str(id), safe=""),
+            name=quote(str(name), safe=""),
+        ),
+    }
+
+    return _kwargs
+
+
+def _parse_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Problem | TaskRun | None:
+    if response.status_code == 200:
+        response_200 = TaskRun.from_dict(response.json())
+
+        return response_200
+
+    if response.status_code == 400:
+        response_400 = Problem.from_dict(response.json())
+
+        return response_400
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+        return response_403
+
+    if response.status_code == 404:
+        response_404 = Problem.from_dict(response.json())
+
+        return response_404
+
+    if response.status_code == 503:
+        response_503 = Problem.from_dict(response.json())
+
+        return response_503
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Response[Problem | TaskRun]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    id: UUID,
+    name: str,
+    *,
+    client: AuthenticatedClient | Client,
+) -> Response[Problem | TaskRun]:
+    """One task of a run, with its output whole (a run's own resource cuts long outputs).
+
+     Needs a key with the `read` scope (or `admin`).
+
+    Args:
+        id (UUID):
+        name (str):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Problem | TaskRun]
+    """
+
+    kwargs = _get_kwargs(
+        id=id,
+        name=name,
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+
+def sync(
+    id: UUID,
+    name: str,
+    *,
+    client: AuthenticatedClient | Client,
+) -> Problem | TaskRun | None:
+    """One task of a run, with its output whole (a run's own resource cuts long outputs).
+
+     Needs a key with the `read` scope (or `admin`).
+
+    Args:
+        id (UUID):
+        name (str):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Problem | TaskRun
+    """
+
+    return sync_detailed(
+        id=id,
+        name=name,
+        client=client,
+    ).parsed
+
+
+async def asyncio_detailed(
+    id: UUID,
+    name: str,
+    *,
+    client: AuthenticatedClient | Client,
+) -> Response[Problem | TaskRun]:
+    """One task of a run, with its output whole (a run's own resource cuts long outputs).
+
+     Needs a key with the `read` scope (or `admin`).
+
+    Args:
+        id (UUID):
+        name (str):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Problem | TaskRun]
+    """
+
+    kwargs = _get_kwargs(
+        id=id,
+        name=name,
+    )
+
+    response = await client.get_async_httpx_client().request(**kwargs)
+
+    return _build_response(client=client, response=response)
+
+
+async def asyncio(
+    id: UUID,
+    name: str,
+    *,
+    client: AuthenticatedClient | Client,
+) -> Problem | TaskRun | None:
+    """One task of a run, with its output whole (a run's own resource cuts long outputs).
+
+     Needs a key with the `read` scope (or `admin`).
+
+    Args:
+        id (UUID):
+        name (str):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Problem | TaskRun
+    """
+
+    return (
+        await asyncio_detailed(
+            id=id,
+            name=name,
+            client=client,
+        )
+    ).parsed

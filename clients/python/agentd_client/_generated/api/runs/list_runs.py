@@ -1,0 +1,232 @@
+from http import HTTPStatus
+from typing import Any
+from uuid import UUID
+
+import httpx
+
+from ... import errors
+from ...client import AuthenticatedClient, Client
+from ...models.problem import Problem
+from ...models.run_list import RunList
+from ...models.run_status import RunStatus
+from ...types import UNSET, Response, Unset
+
+
+def _get_kwargs(
+    *,
+    status: RunStatus | Unset = UNSET,
+    limit: int | Unset = UNSET,
+    cursor: UUID | Unset = UNSET,
+) -> dict[str, Any]:
+
+    params: dict[str, Any] = {}
+
+    json_status: str | Unset = UNSET
+    if not isinstance(status, Unset):
+        json_status = status.value
+
+    params["status"] = json_status
+
+    params["limit"] = limit
+
+    json_cursor: str | Unset = UNSET
+    if not isinstance(cursor, Unset):
+        json_cursor = str(cursor)
+    params["cursor"] = json_cursor
+
+    params = {k: v for k, v in params.items() if v is not UNSET and v is not None}
+
+    _kwargs: dict[str, Any] = {
+        "method": "get",
+        "url": "/v1/runs",
+        "params": params,
+    }
+
+    return _kwargs
+
+
+def _parse_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Problem | RunList | None:
+    if response.status_code == 200:
+        response_200 = RunList.from_dict(response.json())
+
+        return response_200
+
+    if response.status_code == 400:
+        response_400 = Problem.from_dict(response.json())
+
+        return response_400
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+        return response_403
+
+    if response.status_code == 503:
+        response_503 = Problem.from_dict(response.json())
+
+        return response_503
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Response[Problem | RunList]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    *,
+    client: AuthenticatedClient | Client,
+    status: RunStatus | Unset = UNSET,
+    limit: int | Unset = UNSET,
+    cursor: UUID | Unset = UNSET,
+) -> Response[Problem | RunList]:
+    """List runs, newest first.
+
+     Needs a key with the `read` scope (or `admin`).
+
+    Args:
+        status (RunStatus | Unset): Where a run is in its life. Mirrors the `runs.status` CHECK
+            constraint.
+        limit (int | Unset):
+        cursor (UUID | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Problem | RunList]
+    """
+
+    kwargs = _get_kwargs(
+        status=status,
+        limit=limit,
+        cursor=cursor,
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+
+def sync(
+    *,
+    client: AuthenticatedClient | Client,
+    status: RunStatus | Unset = UNSET,
+    limit: int | Unset = UNSET,
+    cursor: UUID | Unset = UNSET,
+) -> Problem | RunList | None:
+    """List runs, newest first.
+
+     Needs a key with the `read` scope (or `admin`).
+
+    Args:
+        status (RunStatus | Unset): Where a run is in its life. Mirrors the `runs.status` CHECK
+            constraint.
+        limit (int | Unset):
+        cursor (UUID | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Problem | RunList
+    """
+
+    return sync_detailed(
+        client=client,
+        status=status,
+        limit=limit,
+        cursor=cursor,
+    ).parsed
+
+
+async def asyncio_detailed(
+    *,
+    client: AuthenticatedClient | Client,
+    status: RunStatus | Unset = UNSET,
+    limit: int | Unset = UNSET,
+    cursor: UUID | Unset = UNSET,
+) -> Response[Problem | RunList]:
+    """List runs, newest first.
+
+     Needs a key with the `read` scope (or `admin`).
+
+    Args:
+        status (RunStatus | Unset): Where a run is in its life. Mirrors the `runs.status` CHECK
+            constraint.
+        limit (int | Unset):
+        cursor (UUID | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Problem | RunList]
+    """
+
+    kwargs = _get_kwargs(
+        status=status,
+        limit=limit,
+        cursor=cursor,
+    )
+
+    response = await client.get_async_httpx_client().request(**kwargs)
+
+    return _build_response(client=client, response=response)
+
+
+async def asyncio(
+    *,
+    client: AuthenticatedClient | Client,
+    status: RunStatus | Unset = UNSET,
+    limit: int | Unset = UNSET,
+    cursor: UUID | Unset = UNSET,
+) -> Problem | RunList | None:
+    """List runs, newest first.
+
+     Needs a key with the `read` scope (or `admin`).
+
+    Args:
+        status (RunStatus | Unset): Where a run is in its life. Mirrors the `runs.status` CHECK
+            constraint.
+        limit (int | Unset):
+        cursor (UUID | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Problem | RunList
+    """
+
+    return (
+        await asyncio_detailed(
+            client=client,
+            status=status,
+            limit=limit,
+            cursor=cursor,
+        )
+    ).parsed

@@ -1,0 +1,223 @@
+from http import HTTPStatus
+from typing import Any
+from urllib.parse import quote
+from uuid import UUID
+
+import httpx
+
+from ... import errors
+from ...client import AuthenticatedClient, Client
+from ...models.problem import Problem
+from ...models.run import Run
+from ...types import UNSET, Response, Unset
+
+
+def _get_kwargs(
+    id: UUID,
+    *,
+    timeout_s: int | Unset = UNSET,
+) -> dict[str, Any]:
+
+    params: dict[str, Any] = {}
+
+    params["timeout_s"] = timeout_s
+
+    params = {k: v for k, v in params.items() if v is not UNSET and v is not None}
+
+    _kwargs: dict[str, Any] = {
+        "method": "get",
+        "url": "/v1/runs/{id}/wait".format(
+            id=quote(str(id), safe=""),
+        ),
+        "params": params,
+    }
+
+    return _kwargs
+
+
+def _parse_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Problem | Run | None:
+    if response.status_code == 200:
+        response_200 = Run.from_dict(response.json())
+
+        return response_200
+
+    if response.status_code == 400:
+        response_400 = Problem.from_dict(response.json())
+
+        return response_400
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+        return response_403
+
+    if response.status_code == 404:
+        response_404 = Problem.from_dict(response.json())
+
+        return response_404
+
+    if response.status_code == 503:
+        response_503 = Problem.from_dict(response.json())
+
+        return response_503
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Response[Problem | Run]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    id: UUID,
+    *,
+    client: AuthenticatedClient | Client,
+    timeout_s: int | Unset = UNSET,
+) -> Response[Problem | Run]:
+    """The run once it is terminal or awaiting input, or as it stands when the timeout passes.
+
+     A key that is revoked, expires or loses its tenant while it waits is answered 401 within about
+    a second.
+
+    Needs a key with the `read` scope (or `admin`).
+
+    Args:
+        id (UUID):
+        timeout_s (int | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Problem | Run]
+    """
+
+    kwargs = _get_kwargs(
+        id=id,
+        timeout_s=timeout_s,
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+
+def sync(
+    id: UUID,
+    *,
+    client: AuthenticatedClient | Client,
+    timeout_s: int | Unset = UNSET,
+) -> Problem | Run | None:
+    """The run once it is terminal or awaiting input, or as it stands when the timeout passes.
+
+     A key that is revoked, expires or loses its tenant while it waits is answered 401 within about
+    a second.
+
+    Needs a key with the `read` scope (or `admin`).
+
+    Args:
+        id (UUID):
+        timeout_s (int | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Problem | Run
+    """
+
+    return sync_detailed(
+        id=id,
+        client=client,
+        timeout_s=timeout_s,
+    ).parsed
+
+
+async def asyncio_detailed(
+    id: UUID,
+    *,
+    client: AuthenticatedClient | Client,
+    timeout_s: int | Unset = UNSET,
+) -> Response[Problem | Run]:
+    """The run once it is terminal or awaiting input, or as it stands when the timeout passes.
+
+     A key that is revoked, expires or loses its tenant while it waits is answered 401 within about
+    a second.
+
+    Needs a key with the `read` scope (or `admin`).
+
+    Args:
+        id (UUID):
+        timeout_s (int | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Problem | Run]
+    """
+
+    kwargs = _get_kwargs(
+        id=id,
+        timeout_s=timeout_s,
+    )
+
+    response = await client.get_async_httpx_client().request(**kwargs)
+
+    return _build_response(client=client, response=response)
+
+
+async def asyncio(
+    id: UUID,
+    *,
+    client: AuthenticatedClient | Client,
+    timeout_s: int | Unset = UNSET,
+) -> Problem | Run | None:
+    """The run once it is terminal or awaiting input, or as it stands when the timeout passes.
+
+     A key that is revoked, expires or loses its tenant while it waits is answered 401 within about
+    a second.
+
+    Needs a key with the `read` scope (or `admin`).
+
+    Args:
+        id (UUID):
+        timeout_s (int | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Problem | Run
+    """
+
+    return (
+        await asyncio_detailed(
+            id=id,
+            client=client,
+            timeout_s=timeout_s,
+        )
+    ).parsed

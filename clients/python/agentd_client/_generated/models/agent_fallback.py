@@ -1,0 +1,77 @@
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Self, TypeVar
+
+from attrs import define as _attrs_define
+from attrs import field as _attrs_field
+
+T = TypeVar("T", bound="AgentFallback")
+
+
+@_attrs_define
+class AgentFallback:
+    """
+    Attributes:
+        from_ (str): `native` (tool calling) or `native_schema` (structured output).
+        reason (str):
+        to (str): `react` or `prompt`.
+    """
+
+    from_: str
+    reason: str
+    to: str
+    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        from_ = self.from_
+
+        reason = self.reason
+
+        to = self.to
+
+        field_dict: dict[str, Any] = {}
+        field_dict.update(self.additional_properties)
+        field_dict.update(
+            {
+                "from": from_,
+                "reason": reason,
+                "to": to,
+            }
+        )
+
+        return field_dict
+
+    @classmethod
+    def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        d = dict(src_dict)
+        from_ = d.pop("from")
+
+        reason = d.pop("reason")
+
+        to = d.pop("to")
+
+        agent_fallback = cls(
+            from_=from_,
+            reason=reason,
+            to=to,
+        )
+
+        agent_fallback.additional_properties = d
+        return agent_fallback
+
+    @property
+    def additional_keys(self) -> list[str]:
+        return list(self.additional_properties.keys())
+
+    def __getitem__(self, key: str) -> Any:
+        return self.additional_properties[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.additional_properties[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self.additional_properties[key]
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.additional_properties

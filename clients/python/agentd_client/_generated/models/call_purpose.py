@@ -1,0 +1,11 @@
+from enum import StrEnum
+
+
+class CallPurpose(StrEnum):
+    GUARDRAIL = "guardrail"
+    MEMORY = "memory"
+    PLANNER = "planner"
+    SUMMARIZER = "summarizer"
+
+    def __str__(self) -> str:
+        return str(self.value)

@@ -1,0 +1,54 @@
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Self, TypeVar
+
+from attrs import define as _attrs_define
+from attrs import field as _attrs_field
+
+T = TypeVar("T", bound="CrewImportMappingType0")
+
+
+@_attrs_define
+class CrewImportMappingType0:
+    """What the project's `crew.py` says, which the YAML cannot: any crew-level field of a crew
+    spec (`process`, `manager_llm`, `planning`, `planning_llm`, `memory`, `knowledge`,
+    `tools`, `mcp_servers`, `requires_approval`, `max_rpm`, `inputs_schema`, `publish`…), and
+    `tool_names` (a CrewAI tool's name → an agentd tool's name, or null to drop it), `models`
+    (a CrewAI `llm` → an agentd model; `"*"` for every agent), `agents` and `tasks` (fields of
+    an agent or a task of the crew spec, by name, set over what the YAML says).
+
+    """
+
+    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+
+        field_dict: dict[str, Any] = {}
+        field_dict.update(self.additional_properties)
+
+        return field_dict
+
+    @classmethod
+    def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        d = dict(src_dict)
+        crew_import_mapping_type_0 = cls()
+
+        crew_import_mapping_type_0.additional_properties = d
+        return crew_import_mapping_type_0
+
+    @property
+    def additional_keys(self) -> list[str]:
+        return list(self.additional_properties.keys())
+
+    def __getitem__(self, key: str) -> Any:
+        return self.additional_properties[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.additional_properties[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self.additional_properties[key]
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.additional_properties

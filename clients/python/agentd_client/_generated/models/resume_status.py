@@ -1,0 +1,9 @@
+from enum import StrEnum
+
+
+class ResumeStatus(StrEnum):
+    CANCELLED = "cancelled"
+    RESOLVED = "resolved"
+
+    def __str__(self) -> str:
+        return str(self.value)

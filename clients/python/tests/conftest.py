@@ -1,0 +1,6 @@
+"""Makes the tests' helpers (stub.py) importable."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
