@@ -41,10 +41,12 @@ pub struct CrewImport {
     pub name: String,
     /// The text of the project's `config/agents.yaml`: agents by name, with CrewAI's fields
     /// (`role`, `goal`, `backstory`, `llm`, `tools`, `max_iter`, `max_rpm`, `allow_delegation`…).
+    #[schema(min_length = 1)]
     pub agents_yaml: String,
     /// The text of the project's `config/tasks.yaml`: tasks by name, in the order they run, with
     /// CrewAI's fields (`description`, `expected_output`, `agent`, `context`, `tools`,
     /// `async_execution`, `human_input`, `guardrail`…).
+    #[schema(min_length = 1)]
     pub tasks_yaml: String,
     /// What the project's `crew.py` says, which the YAML cannot: any crew-level field of a crew
     /// spec (`process`, `manager_llm`, `planning`, `planning_llm`, `memory`, `knowledge`,

@@ -1,5 +1,5 @@
 """Fail unless schemathesis's run created what the valid examples describe: a kickoff (202), a
-batch (202), a crew (201 or 200) and an API key (201), as the NDJSON report of `run.sh` records them."""
+batch (202), a crew (201 or 200), an API key (201) and a CrewAI import (201 or 200), as the NDJSON report of `run.sh` records them."""
 
 import json
 import sys
@@ -9,6 +9,7 @@ WANTED = {
     ("POST", "/v1/kickoffs/batch"): {202},
     ("PUT", "/v1/crews/{name}"): {200, 201},
     ("POST", "/v1/keys"): {201},
+    ("POST", "/v1/crews:import"): {200, 201},
 }
 
 

@@ -3,8 +3,8 @@
 # positive and negative data (tests/schemathesis/schemathesis.toml says how). Installs the pinned
 # schemathesis into target/schemathesis-venv, starts `agentd serve` on a fresh database with an
 # API key and the built-in fake model (runs complete; nothing leaves the machine), and fails
-# unless schemathesis finds nothing and the valid examples were accepted (a kickoff, a batch and
-# a crew created).
+# unless schemathesis finds nothing and the valid examples were accepted (a kickoff, a batch, a
+# crew and a key created, a CrewAI project imported).
 #
 # Needs DATABASE_URL (a server where it may create a database) and python3.
 # AGENTD_ST_SEED picks the seed (default 1, so that CI is repeatable).
