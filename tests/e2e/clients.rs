@@ -41,6 +41,20 @@ impl Driver {
         }
     }
 
+    fn typescript() -> Self {
+        let built = format!("{ROOT}/clients/typescript/dist");
+        assert!(
+            std::path::Path::new(&built).exists(),
+            "{built} is missing: run clients/typescript/setup.sh (scripts/test.sh does)"
+        );
+        Self {
+            name: "typescript",
+            program: "node".into(),
+            script: format!("{ROOT}/clients/typescript/test/driver.mjs"),
+            setup: "clients/typescript/setup.sh",
+        }
+    }
+
     fn args(&self, url: &str, command: &[&str]) -> Vec<String> {
         let mut args = vec![self.script.clone(), "--url".into(), url.into()];
         args.extend(command.iter().map(|s| (*s).to_owned()));
@@ -275,4 +289,9 @@ async fn a_client_does_what_callers_need(pool: PgPool, driver: Driver) {
 #[sqlx::test(migrations = false)]
 async fn the_python_client_does_what_callers_need(pool: PgPool) {
     a_client_does_what_callers_need(pool, Driver::python()).await;
+}
+
+#[sqlx::test(migrations = false)]
+async fn the_typescript_client_does_what_callers_need(pool: PgPool) {
+    a_client_does_what_callers_need(pool, Driver::typescript()).await;
 }
