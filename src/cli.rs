@@ -14,8 +14,13 @@ use crate::config::{Config, ConfigError, Secret};
 use crate::local_postgres::{LocalPostgres, LocalSettings};
 use crate::settings::{Loaded, LogFormat, Settings, SettingsError, Sources, SETTINGS};
 
+/// What `agentd --version` says: the release and the schema this binary knows.
+static VERSION: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!("{} (schema {})", crate::release::RELEASE, crate::store::schema_version())
+});
+
 #[derive(Debug, Parser)]
-#[command(name = "agentd", version, about = "Runs CrewAI-style crews of LLM agents, durably, on Postgres")]
+#[command(name = "agentd", version = VERSION.as_str(), about = "Runs CrewAI-style crews of LLM agents, durably, on Postgres")]
 #[command(args_conflicts_with_subcommands = true)]
 pub struct Cli {
     #[command(subcommand)]

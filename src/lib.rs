@@ -19,6 +19,7 @@ pub mod net;
 pub mod outbound;
 pub mod probe;
 pub mod ratelimit;
+pub mod release;
 pub mod retention;
 pub mod scheduler;
 pub mod secrets;

@@ -106,6 +106,8 @@ pub struct Gauges {
     /// Webhook deliveries waiting, and the age of the oldest (seconds).
     pub webhook_pending: i64,
     pub webhook_oldest_pending_s: f64,
+    /// The schema this binary knows (the version of its newest migration).
+    pub schema: i64,
 }
 
 impl Default for Metrics {
@@ -296,6 +298,10 @@ fn render_latency_budget(out: &mut String) {
 
 /// The values read at scrape time.
 fn render_gauges(gauges: &Gauges, out: &mut String) {
+    // One series per replica: during a rolling upgrade, the scrapes show which release each runs.
+    header(out, "agentd_build_info", "gauge", "This replica's release and the schema it knows (always 1).");
+    let schema = gauges.schema.to_string();
+    series(out, "agentd_build_info", &[("release", crate::release::RELEASE), ("schema", &schema)], 1);
     header(out, "agentd_runs", "gauge", "Runs by status.");
     for (status, count) in &gauges.runs_by_status {
         series(out, "agentd_runs", &[("status", status)], count);
@@ -376,6 +382,7 @@ mod tests {
             group_commits: vec![("journal", journal)],
             webhook_pending: 4,
             webhook_oldest_pending_s: 1.5,
+            schema: 20261206000028,
         };
         metrics.observe_webhook("delivered", Some(Duration::from_millis(20)));
         metrics.observe_webhook("retrying", None);

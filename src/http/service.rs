@@ -21,16 +21,29 @@ use crate::metrics::{Gauges, GroupCommits};
 /// How long readiness waits for the database.
 const READY_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// The state of the service.
+/// The state of the service, and what this replica is.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Health {
     pub status: &'static str,
+    /// This replica's release (`0.2.0`, or `0.2.0-dev` between releases).
+    #[schema(example = "0.2.0")]
+    pub release: &'static str,
+    /// The schema this replica knows: the version of its newest migration. During a rolling
+    /// upgrade, replicas of two releases serve one database and answer different values.
+    #[schema(example = 20261206000028_i64)]
+    pub schema: i64,
+}
+
+impl Health {
+    fn of(status: &'static str) -> Self {
+        Health { status, release: crate::release::RELEASE, schema: crate::store::schema_version() }
+    }
 }
 
 /// Liveness: 200 while the process runs.
 #[utoipa::path(get, path = "/healthz", tag = "service", security(()), responses((status = 200, body = Health)))]
 pub async fn healthz() -> Json<Health> {
-    Json(Health { status: "ok" })
+    Json(Health::of("ok"))
 }
 
 /// Readiness: 200 when the database answers and every migration is applied, 503 otherwise.
@@ -43,7 +56,7 @@ pub async fn healthz() -> Json<Health> {
 )]
 pub async fn readyz(State(state): State<AppState>) -> ApiResult<Json<Health>> {
     match tokio::time::timeout(READY_TIMEOUT, state.services.ready()).await {
-        Ok(Ok(true)) => Ok(Json(Health { status: "ready" })),
+        Ok(Ok(true)) => Ok(Json(Health::of("ready"))),
         Ok(Ok(false)) => Err(ApiError::Unavailable("database migrations are pending".into())),
         Ok(Err(error)) => {
             tracing::warn!(%error, "readiness check failed");
@@ -68,6 +81,7 @@ pub async fn metrics(State(state): State<AppState>) -> ApiResult<Response> {
         runs_by_status,
         webhook_pending: outbox.pending,
         webhook_oldest_pending_s: outbox.oldest_pending_s,
+        schema: crate::store::schema_version(),
         sse_subscribers: state.bus.subscribers(),
         events_published: state.bus.published(),
         group_commits: state

@@ -11,7 +11,7 @@ use uuid::Uuid;
 
 use super::events::append_event_tx;
 use super::runs::KickoffClaim;
-use super::{decode_text, Store, StoreResult};
+use super::{decode_text, Store, StoreResult, RECORD_FORMAT};
 use crate::domain::event::RunStarted;
 use crate::domain::TenantId;
 use crate::domain::{CrewSpec, EventData, Quotas, RunId, RunTrace};
@@ -146,10 +146,11 @@ impl Store {
                       inputs AS "inputs!", created_at AS "created_at!", started_at, timeout_s,
                       paused_s AS "paused_s!", max_running, max_tokens_per_day, max_cost_usd_per_day,
                       trace_id, traceparent, tracestate, thread_id, thread_history, forked_from
-                 FROM agentd_claim_runs($1, $2, $3)"#,
+                 FROM agentd_claim_runs($1, $2, $3, $4)"#,
             owner,
             lease.as_secs_f64(),
             i32::try_from(limit).unwrap_or(i32::MAX),
+            RECORD_FORMAT,
         )
         .fetch_all(&self.pool)
         .await?;
@@ -172,8 +173,9 @@ impl Store {
             r#"UPDATE runs
                   SET status = 'running', attempt = attempt + 1, lease_owner = $2,
                       lease_expires_at = now() + make_interval(secs => $3),
-                      started_at = coalesce(started_at, now()), updated_at = now()
-                WHERE id = $1 AND status = 'queued'
+                      started_at = coalesce(started_at, now()), updated_at = now(),
+                      record_format = greatest(record_format, $4)
+                WHERE id = $1 AND status = 'queued' AND record_format <= $4
             RETURNING id, attempt, crew_spec::text AS "crew_spec!", inputs::text AS "inputs!", created_at,
                       started_at, timeout_s, paused_s, tenant,
                       (SELECT max_running FROM tenants WHERE name = runs.tenant),
@@ -183,6 +185,7 @@ impl Store {
             id.0,
             owner,
             lease.as_secs_f64(),
+            RECORD_FORMAT,
         )
         .fetch_optional(&mut *tx)
         .await?;

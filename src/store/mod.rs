@@ -82,6 +82,9 @@ pub enum StoreError {
     /// The store is shutting down: its writers are gone.
     #[error("the store has stopped")]
     Stopped,
+    /// The database was migrated by a newer release, beyond what this binary may serve.
+    #[error("{}", schema_too_new(*.binary, *.database, *.oldest))]
+    SchemaTooNew { binary: i64, database: i64, oldest: Option<i64> },
 }
 
 impl StoreError {
@@ -235,27 +238,99 @@ impl Store {
     /// Apply pending migrations. Safe when several replicas start at once: sqlx holds a Postgres
     /// advisory lock while it migrates, so one replica migrates and the others wait, then find
     /// nothing left to do.
+    ///
+    /// A database a newer release has migrated (it holds migrations this binary does not know) is
+    /// served when it is within the compatibility window: when no migration in `schema_window`
+    /// says binaries of this one's schema may no longer serve it (docs/operations.md, "Rolling
+    /// upgrades"). Otherwise [`StoreError::SchemaTooNew`] names both schemas.
     #[tracing::instrument(skip_all, err)]
     pub async fn migrate(&self) -> StoreResult<()> {
-        MIGRATOR.run(&self.pool).await?;
-        Ok(())
+        let known = schema_version();
+        let newer: Vec<i64> =
+            sqlx::query_scalar("SELECT version FROM _sqlx_migrations WHERE version > $1 ORDER BY version")
+                .bind(known)
+                .fetch_all(&self.pool)
+                .await
+                .or_else(|e| if is_undefined_table(&e) { Ok(Vec::new()) } else { Err(e) })?;
+        let Some(&database) = newer.last() else {
+            MIGRATOR.run(&self.pool).await?;
+            return Ok(());
+        };
+        let oldest: Option<i64> = sqlx::query_scalar("SELECT max(oldest_schema) FROM schema_window")
+            .fetch_one(&self.pool)
+            .await
+            .or_else(|e| if is_undefined_table(&e) { Ok(None) } else { Err(e) })?;
+        match oldest {
+            Some(oldest) if oldest <= known => {
+                tracing::warn!(
+                    binary_schema = known,
+                    database_schema = database,
+                    oldest_schema = oldest,
+                    "the database's schema is newer than this binary's and within the compatibility window: serving it"
+                );
+                // The binary's own migrations are all applied already (the newer release has
+                // them); the run checks that, with their checksums.
+                let window = Migrator {
+                    migrations: std::borrow::Cow::Borrowed(MIGRATOR.migrations.as_ref()),
+                    ignore_missing: true,
+                    locking: MIGRATOR.locking,
+                    no_tx: MIGRATOR.no_tx,
+                };
+                window.run(&self.pool).await?;
+                Ok(())
+            }
+            oldest => Err(StoreError::SchemaTooNew { binary: known, database, oldest }),
+        }
+    }
+
+    /// The newest migration the database has applied (`None`: none yet).
+    pub async fn database_schema(&self) -> StoreResult<Option<i64>> {
+        let applied = sqlx::query_scalar("SELECT max(version) FROM _sqlx_migrations WHERE success")
+            .fetch_one(&self.pool)
+            .await
+            .or_else(|e| if is_undefined_table(&e) { Ok(None) } else { Err(e) })?;
+        Ok(applied)
     }
 
     /// Does the database answer, with every embedded migration applied?
     #[tracing::instrument(skip_all, err)]
     pub async fn check_ready(&self) -> StoreResult<bool> {
-        let applied: Option<i64> =
-            sqlx::query_scalar("SELECT max(version) FROM _sqlx_migrations WHERE success")
-                .fetch_one(&self.pool)
-                .await
-                .or_else(|e| match &e {
-                    // The table does not exist yet: nothing is migrated.
-                    sqlx::Error::Database(db) if db.code().as_deref() == Some("42P01") => Ok(None),
-                    _ => Err(e),
-                })?;
-        let latest = MIGRATOR.iter().map(|m| m.version).max();
-        Ok(applied >= latest)
+        // A database without the table has nothing migrated; one a newer release migrated
+        // further is ready for this binary too (`migrate` refused it when outside the window).
+        let applied = self.database_schema().await?;
+        Ok(applied >= Some(schema_version()))
     }
+}
+
+/// The format of the journal and event records this binary writes, and the newest it reads.
+/// Each run keeps the newest format written into it (`runs.record_format`); a replica claims only
+/// runs of a format it reads and raises a run's format to its own when it claims it, so during a
+/// rolling upgrade an older replica leaves a run a newer one has written to for a replica that
+/// can read it. A release that changes a record's shape raises this (and reads every older
+/// format: docs/operations.md, "Rolling upgrades").
+pub const RECORD_FORMAT: i16 = 1;
+
+/// The schema this binary knows: the version of its newest migration.
+pub fn schema_version() -> i64 {
+    MIGRATOR.iter().map(|m| m.version).max().unwrap_or(0)
+}
+
+/// What a replica says when the database is beyond its compatibility window.
+fn schema_too_new(binary: i64, database: i64, oldest: Option<i64>) -> String {
+    let window = match oldest {
+        Some(oldest) => format!("its migrations need binaries of schema {oldest} or later"),
+        None => "its migrations declare no window".to_owned(),
+    };
+    format!(
+        "the database's schema ({database}) is newer than this binary's ({binary}) and outside the \
+         compatibility window ({window}): run a release that knows schema {database} \
+         (docs/operations.md, \"Rolling upgrades\")"
+    )
+}
+
+/// Is `error` Postgres's "relation does not exist" (42P01)?
+fn is_undefined_table(error: &sqlx::Error) -> bool {
+    matches!(error, sqlx::Error::Database(db) if db.code().as_deref() == Some("42P01"))
 }
 
 /// Decode a JSON column into a domain type, or report the row as corrupt.

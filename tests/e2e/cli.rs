@@ -9,7 +9,7 @@ use reqwest::StatusCode;
 use serde_json::{json, Value};
 use sqlx::PgPool;
 
-const BIN: &str = env!("CARGO_BIN_EXE_agentd");
+pub const BIN: &str = env!("CARGO_BIN_EXE_agentd");
 
 /// The URL of the database behind `pool` (a `#[sqlx::test]` database), built from `DATABASE_URL`.
 async fn database_url(pool: &PgPool) -> String {
@@ -189,7 +189,22 @@ impl Agentd {
 
     /// Start `agentd serve`, with `DATABASE_URL` or without one.
     pub fn start_with(database_url: Option<&str>, env: &[(&str, &str)]) -> Self {
-        let mut command = Command::new(BIN);
+        Self::start_program(BIN, database_url, env)
+    }
+
+    /// Start `program serve` (another release's `agentd`), as [`Agentd::start_with`].
+    pub fn start_program(program: &str, database_url: Option<&str>, env: &[(&str, &str)]) -> Self {
+        Self::spawn(program, database_url, env, false)
+    }
+
+    /// Start `program serve` with `AGENTD_ROLE=worker` in `env`: no HTTP (`base` is empty);
+    /// answers once its worker pool has started.
+    pub fn start_worker(program: &str, database_url: &str, env: &[(&str, &str)]) -> Self {
+        Self::spawn(program, Some(database_url), env, true)
+    }
+
+    fn spawn(program: &str, database_url: Option<&str>, env: &[(&str, &str)], worker_only: bool) -> Self {
+        let mut command = Command::new(program);
         command.args(["serve", "--bind", "127.0.0.1:0"]);
         match database_url {
             Some(url) => command.env("DATABASE_URL", url),
@@ -228,6 +243,9 @@ impl Agentd {
                 panic!("agentd logs its address ({error}); it logged:\n{}", seen.join("\n"))
             });
             seen.push(line.clone());
+            if worker_only && line.contains("worker pool started") {
+                break String::new();
+            }
             if let Some(at) = line.find("addr=") {
                 break line[at + 5..].split_whitespace().next().expect("address").to_owned();
             }
@@ -236,7 +254,8 @@ impl Agentd {
                 break line[at + 8..].split('"').next().expect("address").to_owned();
             }
         };
-        Self { child, base: format!("http://{addr}"), logs: rx, seen: std::sync::Mutex::new(seen) }
+        let base = if addr.is_empty() { String::new() } else { format!("http://{addr}") };
+        Self { child, base, logs: rx, seen: std::sync::Mutex::new(seen) }
     }
 
     /// Every line logged so far.
@@ -493,4 +512,86 @@ async fn fake_llm_has_a_default_reply() {
     assert_eq!(body["choices"][0]["message"]["content"], "Hello from the fake LLM.");
     let _ = child.kill();
     let _ = child.wait();
+}
+
+#[test]
+fn version_names_the_release_and_the_schema() {
+    let output = Command::new(BIN).arg("--version").output().expect("agentd --version");
+    assert!(output.status.success());
+    let wanted =
+        format!("agentd {} (schema {})\n", agentd::release::RELEASE, agentd::store::schema_version());
+    assert_eq!(String::from_utf8_lossy(&output.stdout), wanted);
+}
+
+/// A database a later release migrated: served while its `schema_window` admits this binary's
+/// schema (a rolling upgrade's old replicas), refused with both schemas named once it does not.
+#[sqlx::test(migrations = false)]
+async fn a_newer_schema_is_served_within_the_window_and_refused_beyond_it(pool: PgPool) {
+    let url = database_url(&pool).await;
+    let migrate = || {
+        let output = Command::new(BIN)
+            .arg("migrate")
+            .env("DATABASE_URL", &url)
+            .env("RUST_LOG", "info")
+            .env("NO_COLOR", "1")
+            .output()
+            .expect("agentd migrate");
+        (output.status, String::from_utf8_lossy(&output.stderr).into_owned())
+    };
+    let (status, stderr) = migrate();
+    assert!(status.success(), "{stderr}");
+    let db = PgPool::connect(&url).await.expect("connect");
+    let ours = agentd::store::schema_version();
+    let later = 99_990_101_000_001_i64;
+    sqlx::query(
+        "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) \
+         VALUES ($1, 'a later release''s', true, '\\x00'::bytea, 0)",
+    )
+    .bind(later)
+    .execute(&db)
+    .await
+    .expect("a later migration");
+    sqlx::query("INSERT INTO schema_window VALUES ($1, $2, '9.9.9', 'additive: a column')")
+        .bind(later)
+        .bind(ours)
+        .execute(&db)
+        .await
+        .expect("its window");
+
+    let (status, stderr) = migrate();
+    assert!(status.success(), "{stderr}");
+    assert!(stderr.contains("within the compatibility window"), "{stderr}");
+    let agentd = Agentd::start(&url, &[]);
+    let health = reqwest::get(format!("{}/healthz", agentd.base)).await.expect("GET");
+    let health: Value = health.json().await.expect("JSON");
+    assert_eq!(health, json!({"status": "ok", "release": agentd::release::RELEASE, "schema": ours}));
+    let ready = reqwest::get(format!("{}/readyz", agentd.base)).await.expect("GET");
+    assert_eq!(ready.status(), StatusCode::OK);
+    agentd.stop("-TERM").await;
+
+    // A contraction: binaries older than the later schema may no longer serve the database.
+    sqlx::query("UPDATE schema_window SET oldest_schema = $1 WHERE version = $1")
+        .bind(later)
+        .execute(&db)
+        .await
+        .expect("contract");
+    let (status, stderr) = migrate();
+    assert!(!status.success(), "{stderr}");
+    let named = format!("the database's schema ({later}) is newer than this binary's ({ours})");
+    assert!(stderr.contains(&named), "{stderr}");
+    assert!(stderr.contains(&format!("binaries of schema {later} or later")), "{stderr}");
+    let served = Command::new(BIN)
+        .args(["serve", "--bind", "127.0.0.1:0"])
+        .env("DATABASE_URL", &url)
+        .env("AGENTD_API_KEYS", "")
+        .output()
+        .expect("agentd serve");
+    assert!(!served.status.success());
+    assert!(String::from_utf8_lossy(&served.stderr).contains(&named), "{served:?}");
+    let applied: i64 = sqlx::query_scalar("SELECT count(*) FROM _sqlx_migrations WHERE version = $1")
+        .bind(later)
+        .fetch_one(&db)
+        .await
+        .expect("count");
+    assert_eq!(applied, 1, "the refusal changed nothing");
 }

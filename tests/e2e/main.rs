@@ -37,6 +37,7 @@ mod support;
 mod tenants;
 mod threads;
 mod traces;
+mod upgrade;
 mod vectors;
 mod webhooks;
 mod worker;

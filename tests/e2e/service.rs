@@ -12,8 +12,15 @@ use crate::support::{expect_json, expect_problem, sample_crew, sample_inputs, te
 #[sqlx::test(migrator = "agentd::store::MIGRATOR")]
 async fn health_and_readiness(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
-    assert_eq!(expect_json(app.get("/healthz").await, StatusCode::OK).await, json!({"status": "ok"}));
-    assert_eq!(expect_json(app.get("/readyz").await, StatusCode::OK).await, json!({"status": "ready"}));
+    let (release, schema) = (agentd::release::RELEASE, agentd::store::schema_version());
+    assert_eq!(
+        expect_json(app.get("/healthz").await, StatusCode::OK).await,
+        json!({"status": "ok", "release": release, "schema": schema})
+    );
+    assert_eq!(
+        expect_json(app.get("/readyz").await, StatusCode::OK).await,
+        json!({"status": "ready", "release": release, "schema": schema})
+    );
 }
 
 #[tokio::test]

@@ -274,6 +274,37 @@ fn audit() -> agentd::store::Audit {
     agentd::store::Audit::new(None, &agentd::domain::DEFAULT_TENANT_ID, "test.change", "/test")
 }
 
+/// The compatibility window (docs/operations.md, "Rolling upgrades") is declared migration by
+/// migration: each from `schema_window`'s own on adds its row, naming a schema that existed
+/// before it (a replica's schema is the version of one of its migrations).
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn every_migration_declares_its_compatibility_window(pool: PgPool) {
+    let first = 20_261_206_000_028_i64;
+    let undeclared: Vec<i64> = sqlx::query_scalar(
+        "SELECT m.version FROM _sqlx_migrations AS m LEFT JOIN schema_window AS w USING (version) \
+         WHERE m.version >= $1 AND w.version IS NULL ORDER BY 1",
+    )
+    .bind(first)
+    .fetch_all(&pool)
+    .await
+    .expect("migrations");
+    assert_eq!(undeclared, Vec::<i64>::new(), "add each migration's row to schema_window (CONTRIBUTING.md)");
+    let wrong: Vec<(i64, i64)> = sqlx::query_as(
+        "SELECT w.version, w.oldest_schema FROM schema_window AS w \
+         WHERE w.oldest_schema > w.version \
+            OR NOT EXISTS (SELECT 1 FROM _sqlx_migrations AS m WHERE m.version = w.oldest_schema)",
+    )
+    .fetch_all(&pool)
+    .await
+    .expect("windows");
+    assert_eq!(wrong, Vec::new(), "oldest_schema must name an earlier migration");
+    let releases: Vec<String> = sqlx::query_scalar("SELECT DISTINCT release FROM schema_window")
+        .fetch_all(&pool)
+        .await
+        .expect("releases");
+    assert!(releases.iter().all(|r| r.split('.').count() == 3), "{releases:?}");
+}
+
 /// `src/store/sql/` holds the current definition of every function of the database (and names
 /// every trigger): replacing each function with its file's definition, in a migrated database,
 /// changes nothing; every function has its file and every file its function.

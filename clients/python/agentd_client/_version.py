@@ -1,3 +1,3 @@
 """The client's version: always the version of the agentd server it was generated for."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0-dev"

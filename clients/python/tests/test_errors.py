@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 import uuid
+from pathlib import Path
 
 import pytest
 from stub import Reply, StubServer, json_reply, problem
@@ -96,4 +98,7 @@ def test_the_key_is_sent_but_never_shown() -> None:
 
 
 def test_the_version_is_the_servers() -> None:
-    assert agentd_client.__version__ == "0.1.0"
+    cargo = (Path(__file__).resolve().parents[3] / "Cargo.toml").read_text()
+    server = re.search(r'^\[package\][^[]*?^version\s*=\s*"([^"]+)"', cargo, re.M | re.S)
+    assert server is not None
+    assert agentd_client.__version__ == server.group(1)

@@ -1,8 +1,8 @@
--- The current definition of agentd_claim_runs(), as migrations/20261204000025_threads_forks_schedules.sql left it.
+-- The current definition of agentd_claim_runs(), as migrations/20261206000028_schema_window.sql left it.
 -- A migration that changes it also changes this file: the test
 -- `the_sql_definitions_in_src_are_the_databases` (tests/e2e/store.rs) holds the two together.
 --
-CREATE OR REPLACE FUNCTION agentd_claim_runs(claimer text, lease float8, wanted integer)
+CREATE OR REPLACE FUNCTION agentd_claim_runs(claimer text, lease float8, wanted integer, reader smallint DEFAULT 1)
 RETURNS TABLE (id uuid, tenant text, attempt integer, crew_spec text, inputs text,
                created_at timestamptz, started_at timestamptz, timeout_s integer, paused_s float8,
                max_running integer, max_tokens_per_day int8, max_cost_usd_per_day float8,
@@ -57,7 +57,7 @@ BEGIN
                    q.running + row_number() OVER (PARTITION BY q.name ORDER BY c.created_at, c.id) AS turn
               FROM unnest(queued, rooms, runnings) AS q(name, room, running),
                    LATERAL (SELECT r.id, r.created_at FROM runs AS r
-                             WHERE r.status = 'queued' AND r.tenant = q.name
+                             WHERE r.status = 'queued' AND r.tenant = q.name AND r.record_format <= reader
                              ORDER BY r.created_at, r.id
                              LIMIT least(q.room, share)
                              FOR UPDATE SKIP LOCKED) AS c
@@ -72,6 +72,7 @@ BEGIN
                       FROM unnest(queued, rooms) AS q(name, room),
                            LATERAL (SELECT r.id, r.created_at FROM runs AS r
                                      WHERE r.status = 'queued' AND r.tenant = q.name AND r.id <> ALL (picked)
+                                       AND r.record_format <= reader
                                      ORDER BY r.created_at, r.id
                                      LIMIT least(q.room - share, wanted - taken)
                                      FOR UPDATE SKIP LOCKED) AS c
@@ -88,7 +89,7 @@ BEGIN
            SET status = 'running', attempt = r.attempt + 1, lease_owner = claimer,
                lease_expires_at = now() + make_interval(secs => lease),
                started_at = coalesce(r.started_at, now()), updated_at = now(),
-               last_seq = r.last_seq + 1
+               last_seq = r.last_seq + 1, record_format = greatest(r.record_format, reader)
          WHERE r.id = ANY (picked)
         RETURNING r.id, r.tenant, r.attempt, r.last_seq, r.crew_spec, r.inputs, r.created_at,
                   r.started_at, r.timeout_s, r.paused_s, r.trace_id, r.traceparent, r.tracestate,

@@ -2066,8 +2066,20 @@ export interface components {
             reason: string;
             task: string;
         };
-        /** @description The state of the service. */
+        /** @description The state of the service, and what this replica is. */
         Health: {
+            /**
+             * @description This replica's release (`0.2.0`, or `0.2.0-dev` between releases).
+             * @example 0.2.0
+             */
+            release: string;
+            /**
+             * Format: int64
+             * @description The schema this replica knows: the version of its newest migration. During a rolling
+             *     upgrade, replicas of two releases serve one database and answer different values.
+             * @example 20261206000028
+             */
+            schema: number;
             status: string;
         };
         /**
