@@ -21,9 +21,9 @@ use sqlx::PgPool;
 use crate::cli::{child_database_url, Agentd, BIN};
 use crate::support::WebhookSink;
 
-/// How long each model answer takes: a two-task run takes four of them, longer than the old
-/// replicas' shutdown grace (`AGENTD_SHUTDOWN_GRACE_S`), so runs are under way when they stop.
-const MODEL_MS: u64 = 700;
+/// How long each model answer takes (a two-task run takes four of them), so that runs overlap
+/// the replicas' starts and stops.
+const MODEL_MS: u64 = 500;
 
 /// The previous release's `agentd`.
 fn previous_release() -> String {
@@ -217,7 +217,8 @@ async fn a_rolling_upgrade_carries_every_run_stream_and_tick_across(pool: PgPool
     // a while, so runs are in flight when replicas stop.
     let call = FakeReply::tool_calls(&[("c1", "calculator", json!({"expression": "6*7"}))])
         .with_delay(Duration::from_millis(MODEL_MS));
-    fake.set_tool_round(Some((call, FakeReply::text("42").with_delay(Duration::from_millis(MODEL_MS)))));
+    let answer = FakeReply::text("42").with_delay(Duration::from_millis(MODEL_MS));
+    fake.set_tool_round(Some((call.clone(), answer.clone())));
     let sink = WebhookSink::start().await;
     let fake_url = fake.base_url();
     let env = [
@@ -336,9 +337,12 @@ async fn a_rolling_upgrade_carries_every_run_stream_and_tick_across(pool: PgPool
     }
 
     // The new release takes over. Runs start on the old replicas (the only ones running workers
-    // yet); once they are under way a full new replica starts, and the old ones stop, the first
-    // with SIGTERM (its grace is shorter than a run: it hands its runs back), the second with
-    // kill -9 (its runs come back when their leases expire).
+    // yet), and the model holds its answers, so they are under way when a full new replica
+    // starts and the old ones stop: the first with SIGTERM (its 1 s grace runs out: it hands its
+    // runs back), the second with kill -9 (its runs come back when their leases expire). Then
+    // the model answers again.
+    let gate = Arc::new(tokio::sync::Notify::new());
+    fake.set_tool_round(Some((call.clone().after(gate.clone()), answer.clone().after(gate.clone()))));
     let mut last_batch = Vec::new();
     for (id, follower) in
         kick(old_a.base.clone(), 3).await.into_iter().chain(kick(old_b.base.clone(), 3).await)
@@ -369,6 +373,8 @@ async fn a_rolling_upgrade_carries_every_run_stream_and_tick_across(pool: PgPool
     assert!(exited.success(), "the old replica drained: {exited:?}");
     live.remove(&old_b.base);
     assert!(!old_b.signal("-KILL").await.success());
+    fake.set_tool_round(Some((call, answer)));
+    gate.notify_waiters();
 
     let body = json!({"crew": small_crew(), "inputs": {"expr": "2+1"}, "thread_id": thread});
     thread_runs.push(kickoff(&new_full.base, &body).await);
