@@ -315,7 +315,19 @@ async fn migration_27_moves_the_fake_tool_call_rows_into_side_records(pool: PgPo
     };
     old.run(&pool).await.expect("migrations up to 26");
     let store = Store::new(pool.clone());
-    let (claimed, _) = claimed_run(&store).await;
+    // Created, then claimed as the releases of that schema claimed (today's claim reads a column
+    // a later migration added).
+    let run = new_run();
+    store.create_run(&run).await.expect("create");
+    sqlx::query(
+        "UPDATE runs SET status = 'running', attempt = 1, lease_owner = 'worker-1', \
+         lease_expires_at = now() + interval '30 seconds', started_at = now() WHERE id = $1",
+    )
+    .bind(run.id.0)
+    .execute(&pool)
+    .await
+    .expect("claim");
+    let (run_id, attempt) = (run.id, 1);
     let insert = "INSERT INTO tool_calls (run_id, id, conversation, task, agent, tool, arguments, status, result, attempt, finished_at)
                   VALUES ($1, $2, $3, $3, 'researcher', $4, $5, 'succeeded', $6, 1, now())";
     for (id, task, tool, arguments, result) in [
@@ -330,7 +342,7 @@ async fn migration_27_moves_the_fake_tool_call_rows_into_side_records(pool: PgPo
         ("research#1/call_1", "research", "calculator", json!({"e": "2+2"}), "4"),
     ] {
         sqlx::query(insert)
-            .bind(claimed.id.0)
+            .bind(run_id.0)
             .bind(id)
             .bind(task)
             .bind(tool)
@@ -342,23 +354,23 @@ async fn migration_27_moves_the_fake_tool_call_rows_into_side_records(pool: PgPo
     }
     agentd::store::MIGRATOR.run(&pool).await.expect("migration 27");
     let tools: Vec<String> = sqlx::query_scalar("SELECT tool FROM tool_calls WHERE run_id = $1")
-        .bind(claimed.id.0)
+        .bind(run_id.0)
         .fetch_all(&pool)
         .await
         .expect("calls");
     assert_eq!(tools, ["calculator"], "only the real call stays a tool call");
-    let loaded = store.journal(claimed.id, claimed.attempt).load().await.expect("load");
+    let loaded = store.journal(run_id, attempt).load().await.expect("load");
     let knowledge: Option<serde_json::Value> =
         loaded.recorded(SideKind::Knowledge, "research").expect("readable");
     assert_eq!(knowledge, Some(json!([{"base": "docs", "hits": []}])));
     let recall: Option<serde_json::Value> = loaded.recorded(SideKind::Recall, "research").expect("readable");
     assert_eq!(recall, Some(json!([])));
     let listed: Vec<String> =
-        store.list_tool_calls(claimed.id).await.expect("list").into_iter().map(|c| c.id).collect();
+        store.list_tool_calls(run_id).await.expect("list").into_iter().map(|c| c.id).collect();
     assert_eq!(listed.len(), 3, "{listed:?}");
     // Removing the run removes its side records with it.
     let removed: i64 = sqlx::query_scalar("SELECT agentd_remove_runs($1)")
-        .bind(vec![claimed.id.0])
+        .bind(vec![run_id.0])
         .fetch_one(&pool)
         .await
         .expect("remove");
