@@ -7,6 +7,7 @@ import {
   AgentdConnectionError,
   RateLimitedError,
   UnavailableError,
+  VERSION,
 } from "../dist/index.js";
 import { HANG_UP, NO_ANSWER, jsonReply, problem, runDocument, withStub } from "./stub.mjs";
 
@@ -141,7 +142,8 @@ test("the generated layer shares the retries and the key", async () => {
       server.requests.map((r) => r.headers["authorization"]),
       ["Bearer agd_secret", "Bearer agd_secret"],
     );
-    assert.match(server.requests[0].headers["user-agent"], /^agentd-client-typescript\/0\.1\.0$/);
+    assert.equal(server.requests[0].headers["user-agent"], `agentd-client-typescript/${VERSION}`);
+    assert.match(VERSION, /^\d+\.\d+\.\d+(-dev)?$/);
   });
 });
 
