@@ -19,6 +19,7 @@ use serde_json::{json, Value};
 use sqlx::PgPool;
 
 use crate::cli::{child_database_url, Agentd, BIN};
+use crate::crash::wait_done;
 use crate::support::WebhookSink;
 
 /// How long each model answer takes (a two-task run takes four of them), so that runs overlap
@@ -190,18 +191,6 @@ async fn stored_events(base: &str, run: &str) -> Vec<(i64, String)> {
 async fn kickoff(base: &str, body: &Value) -> String {
     let run = expect(base, Method::POST, "/v1/kickoffs", Some(body), StatusCode::ACCEPTED).await;
     run["id"].as_str().expect("id").to_owned()
-}
-
-async fn wait_ended(base: &str, run: &str) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(90);
-    loop {
-        let found = expect(base, Method::GET, &format!("/v1/runs/{run}"), None, StatusCode::OK).await;
-        if ["completed", "failed", "cancelled"].contains(&found["status"].as_str().unwrap_or_default()) {
-            return found;
-        }
-        assert!(Instant::now() < deadline, "run {run} never ended: {found}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
 }
 
 fn time_of(value: &Value) -> DateTime<Utc> {
@@ -387,7 +376,7 @@ async fn a_rolling_upgrade_carries_every_run_stream_and_tick_across(pool: PgPool
     let base = new_full.base.clone();
     let mut carried = 0;
     for id in runs.iter().chain(&thread_runs) {
-        let run = wait_ended(&base, id).await;
+        let run = wait_done(&base, id).await;
         assert_eq!(run["status"], "completed", "{run}");
         carried += usize::from(run["attempt"].as_i64().unwrap_or(1) > 1);
         let tasks = run["tasks"].as_array().expect("tasks").len();
@@ -428,7 +417,7 @@ async fn a_rolling_upgrade_carries_every_run_stream_and_tick_across(pool: PgPool
     // The thread's runs ran one at a time, in order.
     let mut ended = Vec::new();
     for id in &thread_runs {
-        let run = wait_ended(&base, id).await;
+        let run = wait_done(&base, id).await;
         ended.push((time_of(&run["started_at"]), time_of(&run["finished_at"])));
     }
     assert!(ended.windows(2).all(|pair| pair[0].1 <= pair[1].0), "{ended:?}");
@@ -453,7 +442,7 @@ async fn a_rolling_upgrade_carries_every_run_stream_and_tick_across(pool: PgPool
     }
     assert!(tick_runs.values().all(|n| *n == 1), "one run per tick: {tick_runs:?}");
     for run in tick_runs.keys() {
-        let run = wait_ended(&base, run).await;
+        let run = wait_done(&base, run).await;
         assert_eq!(run["status"], "completed", "{run}");
     }
     eprintln!(
@@ -514,12 +503,12 @@ async fn a_run_of_a_later_record_format_waits_for_a_replica_that_reads_it(pool: 
     // release's workers run alone first.
     for _ in 0..2 {
         let run = kickoff(&old_api.base, &body).await;
-        assert_eq!(wait_ended(&old_api.base, &run).await["status"], "completed");
+        assert_eq!(wait_done(&old_api.base, &run).await["status"], "completed");
     }
     let new = Agentd::start_program(BIN, Some(&url), &env);
     for base in [&old_api.base, &new.base] {
         let run = kickoff(base, &body).await;
-        assert_eq!(wait_ended(base, &run).await["status"], "completed");
+        assert_eq!(wait_done(base, &run).await["status"], "completed");
     }
     tokio::time::sleep(Duration::from_millis(2_500)).await;
     let waiting = expect(&new.base, Method::GET, &format!("/v1/runs/{later}"), None, StatusCode::OK).await;
@@ -539,7 +528,7 @@ async fn a_run_of_a_later_record_format_waits_for_a_replica_that_reads_it(pool: 
         .execute(&db)
         .await
         .expect("back");
-    let done = wait_ended(&new.base, &later).await;
+    let done = wait_done(&new.base, &later).await;
     assert_eq!((done["status"].as_str(), done["attempt"].as_i64()), (Some("completed"), Some(1)), "{done}");
     new.stop("-TERM").await;
     old.stop("-TERM").await;
