@@ -255,6 +255,11 @@ pub const MODEL_PATTERN: &str = "[^/\\s]\\s*$";
 /// A crew name's pattern: letters, digits, `-`, `_`, `.`, not dots only (with length 1 to 100).
 pub const CREW_NAME_PATTERN: &str = "^[A-Za-z0-9._-]*[A-Za-z0-9_-][A-Za-z0-9._-]*$";
 
+/// The pattern of a reference to a registered crew: its name, then optionally `@` and a version
+/// number, `latest` or an alias ([`CrewSelector`]).
+pub const CREW_REFERENCE_PATTERN: &str =
+    "^[A-Za-z0-9._-]*[A-Za-z0-9_-][A-Za-z0-9._-]*(@[A-Za-z0-9._-]*[A-Za-z0-9_-][A-Za-z0-9._-]*)?$";
+
 /// A string schema with `pattern` (and a length of 1 to `max_length`, when given).
 pub fn string_schema(pattern: &str, max_length: Option<usize>) -> utoipa::openapi::schema::Object {
     use utoipa::openapi::schema::{ObjectBuilder, Type};
@@ -670,13 +675,114 @@ impl CrewSpec {
     }
 }
 
-/// A registered crew.
+/// A registered crew: its newest version, and where its aliases point.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CrewRecord {
     pub name: String,
     pub spec: CrewSpec,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+    /// The number of its newest version (the one `spec` is).
+    pub version: i32,
+    /// sha256 of the newest version's canonical JSON, hex.
+    pub content_hash: String,
+    /// Its aliases, by name, and the versions they name.
+    pub aliases: std::collections::BTreeMap<String, i32>,
+}
+
+/// One immutable version of a registered crew.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CrewVersion {
+    pub name: String,
+    pub version: i32,
+    pub spec: CrewSpec,
+    pub content_hash: String,
+    /// The id of the key that stored it, `operator`, or `None` (stored by a release before
+    /// versions).
+    pub stored_by: Option<String>,
+    pub created_at: DateTime<Utc>,
+    /// The aliases that name it, sorted.
+    pub aliases: Vec<String>,
+}
+
+/// An alias of a crew: a name for one of its versions, moved by the tenant.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CrewAlias {
+    pub alias: String,
+    pub version: i32,
+    pub updated_by: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// The alias a crew's bare name follows when the crew has it (else its newest version).
+pub const SERVING_ALIAS: &str = "production";
+
+/// Which version of a registered crew a reference means.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum VersionPick {
+    /// `name`: the `production` alias's version when there is one, else the newest.
+    Serving,
+    /// `name@latest`: the newest version.
+    Latest,
+    /// `name@3`.
+    Number(i32),
+    /// `name@staging`.
+    Alias(String),
+}
+
+/// A reference to a registered crew: `name`, `name@<version>`, `name@latest` or `name@<alias>`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CrewSelector {
+    pub name: String,
+    pub pick: VersionPick,
+}
+
+impl CrewSelector {
+    /// Read a reference; the error says what is wrong with it.
+    pub fn parse(reference: &str) -> Result<Self, String> {
+        let (name, pick) = match reference.split_once('@') {
+            None => (reference, VersionPick::Serving),
+            Some((name, "latest")) => (name, VersionPick::Latest),
+            Some((name, after)) if !after.is_empty() && after.bytes().all(|b| b.is_ascii_digit()) => {
+                let number =
+                    after.parse::<i32>().ok().filter(|n| *n >= 1).ok_or_else(|| {
+                        format!("version '{after}' must be a number from 1 to {}", i32::MAX)
+                    })?;
+                (name, VersionPick::Number(number))
+            }
+            Some((name, alias)) => {
+                check_alias_name(alias).map_err(|message| format!("alias '{alias}': {message}"))?;
+                (name, VersionPick::Alias(alias.to_owned()))
+            }
+        };
+        super::field::check_crew_name(name)?;
+        Ok(Self { name: name.to_owned(), pick })
+    }
+}
+
+impl std::fmt::Display for CrewSelector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.pick {
+            VersionPick::Serving => write!(f, "{}", self.name),
+            VersionPick::Latest => write!(f, "{}@latest", self.name),
+            VersionPick::Number(n) => write!(f, "{}@{n}", self.name),
+            VersionPick::Alias(alias) => write!(f, "{}@{alias}", self.name),
+        }
+    }
+}
+
+/// Is `alias` a valid alias name? A crew name's characters, not all digits (that is a version
+/// number) and not `latest` (the newest version's built-in name).
+pub fn check_alias_name(alias: &str) -> Result<(), String> {
+    super::field::check_crew_name(alias)?;
+    if alias.bytes().all(|b| b.is_ascii_digit()) {
+        return Err("must not be all digits (that names a version)".to_owned());
+    }
+    if alias == "latest" {
+        return Err("'latest' always names the newest version and cannot be set".to_owned());
+    }
+    Ok(())
 }
 
 /// Whether a `PUT` made a new crew or replaced one.
@@ -684,4 +790,50 @@ pub struct CrewRecord {
 pub enum UpsertOutcome {
     Created,
     Replaced,
+}
+
+#[cfg(test)]
+mod selector_tests {
+    use super::{check_alias_name, CrewSelector, VersionPick};
+
+    fn pick(reference: &str) -> Result<VersionPick, String> {
+        CrewSelector::parse(reference).map(|selector| selector.pick)
+    }
+
+    #[test]
+    fn references_name_the_serving_latest_numbered_or_aliased_version() {
+        assert_eq!(pick("research"), Ok(VersionPick::Serving));
+        assert_eq!(pick("research@latest"), Ok(VersionPick::Latest));
+        assert_eq!(pick("research@12"), Ok(VersionPick::Number(12)));
+        assert_eq!(pick("research@staging"), Ok(VersionPick::Alias("staging".into())));
+        assert_eq!(pick("re.search@v2"), Ok(VersionPick::Alias("v2".into())));
+        let selector = CrewSelector::parse("research@staging").expect("selector");
+        assert_eq!(selector.name, "research");
+        assert_eq!(selector.to_string(), "research@staging");
+    }
+
+    #[test]
+    fn bad_references_say_what_is_wrong() {
+        for (reference, says) in [
+            ("research@0", "from 1"),
+            ("research@99999999999", "from 1"),
+            ("research@", "1 to 100"),
+            ("@staging", "1 to 100"),
+            ("research@a@b", "letters"),
+            ("research@sta ging", "letters"),
+            ("bad name@1", "letters"),
+        ] {
+            let error = CrewSelector::parse(reference).expect_err(reference);
+            assert!(error.contains(says), "{reference}: {error}");
+        }
+    }
+
+    #[test]
+    fn aliases_are_names_that_are_not_versions() {
+        assert!(check_alias_name("production").is_ok());
+        assert!(check_alias_name("canary-2").is_ok());
+        assert!(check_alias_name("42").is_err());
+        assert!(check_alias_name("latest").is_err());
+        assert!(check_alias_name("..").is_err());
+    }
 }

@@ -1,15 +1,13 @@
 //! A kickoff request: which crew (inline spec or registered name), its inputs and metadata, and
 //! turning it into a validated new run.
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 use utoipa::ToSchema;
 
-use super::crew::{string_schema, CrewSpec, CREW_NAME_PATTERN};
-use super::validate::{
-    check_crew_name, validate_crew, validate_inputs, FieldError, ValidationContext, MAX_NAME_LEN,
-};
+use super::crew::{string_schema, CrewSelector, CrewSpec, CREW_REFERENCE_PATTERN};
+use super::validate::{validate_crew, validate_inputs, FieldError, ValidationContext, MAX_NAME_LEN};
 use super::{Run, RunId, RunStatus, TaskRun, TaskStatus, Usage};
 use crate::domain::TenantId;
 
@@ -216,6 +214,7 @@ pub fn prepare_batch(
             id: RunId::new(),
             tenant: tenant.to_owned(),
             crew: crew.clone(),
+            crew_version: None,
             inputs,
             metadata: metadata.clone(),
             timeout_s,
@@ -229,11 +228,11 @@ pub fn prepare_batch(
     Ok(runs)
 }
 
-/// The `crew` of a kickoff: a spec or a registered crew's name.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(untagged)]
+/// The `crew` of a kickoff: a spec, or a registered crew's name with the version it means
+/// (`name`, `name@3`, `name@latest`, `name@staging`).
+#[derive(Debug, Clone, PartialEq)]
 pub enum CrewRef {
-    Name(String),
+    Named(CrewSelector),
     Spec(Box<CrewSpec>),
 }
 
@@ -241,9 +240,11 @@ impl utoipa::PartialSchema for CrewRef {
     fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
         use utoipa::openapi::schema::{OneOfBuilder, Ref};
         OneOfBuilder::new()
-            .item(string_schema(CREW_NAME_PATTERN, Some(MAX_NAME_LEN)))
+            .item(string_schema(CREW_REFERENCE_PATTERN, Some(2 * MAX_NAME_LEN + 1)))
             .item(Ref::from_schema_name("CrewSpec"))
-            .description(Some("The `crew` of a kickoff: a spec or a registered crew's name."))
+            .description(Some(
+                "The `crew` of a kickoff: a spec, or a registered crew as `name` (its `production` alias's version when it has one, else its newest), `name@<version>`, `name@latest` or `name@<alias>`.",
+            ))
             .into()
     }
 }
@@ -284,8 +285,8 @@ impl CrewRef {
     /// Read the `crew` field, reporting errors under `crew`.
     pub fn parse(value: Value) -> Result<Self, Vec<FieldError>> {
         match value {
-            Value::String(name) => match check_crew_name(&name) {
-                Ok(()) => Ok(CrewRef::Name(name)),
+            Value::String(reference) => match CrewSelector::parse(&reference) {
+                Ok(selector) => Ok(CrewRef::Named(selector)),
                 Err(message) => Err(vec![FieldError::new("crew", message)]),
             },
             Value::Object(_) => CrewSpec::from_json(value)
@@ -293,7 +294,7 @@ impl CrewRef {
                 .map_err(|errors| errors.into_iter().map(|e| e.under("crew")).collect()),
             _ => Err(vec![FieldError::new(
                 "crew",
-                "must be a crew spec object or the name of a registered crew",
+                "must be a crew spec object or a registered crew's name (name, name@version, name@alias)",
             )]),
         }
     }
@@ -313,6 +314,8 @@ pub struct NewRun {
     /// The tenant that owns it.
     pub tenant: TenantId,
     pub crew: CrewSpec,
+    /// The registered crew's version it runs (`None`: a crew given inline).
+    pub crew_version: Option<i32>,
     pub inputs: Map<String, Value>,
     pub metadata: Map<String, Value>,
     pub timeout_s: Option<u32>,
@@ -353,6 +356,7 @@ impl NewRun {
             tenant: self.tenant.clone(),
             status: RunStatus::Queued,
             crew_name: self.crew.name.clone(),
+            crew_version: self.crew_version,
             inputs: self.inputs.clone(),
             metadata: self.metadata.clone(),
             created_at,
@@ -402,6 +406,7 @@ pub fn prepare_run(
             id: RunId::new(),
             tenant,
             crew,
+            crew_version: None,
             inputs,
             metadata,
             timeout_s,

@@ -237,6 +237,10 @@ pub struct Run {
     pub tenant: TenantId,
     pub status: RunStatus,
     pub crew_name: String,
+    /// The version of the registered crew the run runs (a kickoff naming `name`, `name@3` or
+    /// `name@alias` records the version it resolved to); absent for a crew given inline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub crew_version: Option<i32>,
     #[schema(value_type = Object)]
     pub inputs: Map<String, Value>,
     #[schema(value_type = Object)]

@@ -168,8 +168,9 @@ pub fn audited_action(method: &Method, path: &str) -> Option<String> {
         return None;
     }
     let mut segments: Vec<&str> = path.split('/').collect();
-    if segments.get(2) == Some(&"documents") {
-        // A knowledge base's documents are their own kind (`document.create`, `document.delete`).
+    if matches!(segments.get(2), Some(&"documents" | &"aliases")) {
+        // A knowledge base's documents and a crew's aliases are their own kinds
+        // (`document.create`, `alias.put`, `alias.delete`).
         segments.drain(..2);
     }
     // A custom method (`crews:import`): the resource kind, then the method's name.
@@ -180,6 +181,7 @@ pub fn audited_action(method: &Method, path: &str) -> Option<String> {
     }
     let kind = match *segments.first()? {
         "memories" => "memory",
+        "aliases" => "alias",
         other => other.trim_end_matches('s'),
     };
     let verb = match segments.last() {
@@ -316,6 +318,11 @@ mod tests {
         );
         assert_eq!(action(Method::POST, "/v1/webhooks").as_deref(), Some("webhook.create"));
         assert_eq!(action(Method::POST, "/v1/crews:import").as_deref(), Some("crew.import"));
+        assert_eq!(action(Method::PUT, "/v1/crews/{name}/aliases/{alias}").as_deref(), Some("alias.put"));
+        assert_eq!(
+            action(Method::DELETE, "/v1/crews/{name}/aliases/{alias}").as_deref(),
+            Some("alias.delete")
+        );
         assert_eq!(action(Method::POST, "/v1/kickoffs"), None);
         assert_eq!(action(Method::POST, "/v1/ag-ui/crews/{name}"), None);
         assert_eq!(action(Method::GET, "/v1/secrets"), None);

@@ -161,14 +161,25 @@ impl From<ToolCall> for ToolCallBody {
 #[schema(as = CrewRecord)]
 pub struct CrewBody {
     pub name: String,
+    /// The spec of its newest version.
     pub spec: CrewSpec,
     pub created_at: DateTime<Utc>,
+    /// When its newest version was stored (a store of the same content changes nothing).
     pub updated_at: DateTime<Utc>,
+    /// Its newest version's number (versions count from 1).
+    #[schema(minimum = 1)]
+    pub version: i32,
+    /// sha256 of the newest version's canonical JSON, hex.
+    #[schema(pattern = "^[0-9a-f]{64}$")]
+    pub content_hash: String,
+    /// Its aliases and the versions they name. A kickoff naming the crew alone runs the
+    /// `production` alias's version when there is one, else the newest.
+    pub aliases: std::collections::BTreeMap<String, i32>,
 }
 
 impl From<CrewRecord> for CrewBody {
     fn from(r: CrewRecord) -> Self {
-        let CrewRecord { name, spec, created_at, updated_at } = r;
-        Self { name, spec, created_at, updated_at }
+        let CrewRecord { name, spec, created_at, updated_at, version, content_hash, aliases } = r;
+        Self { name, spec, created_at, updated_at, version, content_hash, aliases }
     }
 }

@@ -192,13 +192,13 @@ impl Services {
     ) -> ServiceResult<NewRun> {
         let request: KickoffRequest = parse_json(body).map_err(ServiceError::Invalid)?;
         let thread = request.thread().map_err(ServiceError::Invalid)?;
-        let mut crew = self.resolve_crew(tenant, request.crew).await?;
+        let (mut crew, crew_version) = self.resolve_crew(tenant, request.crew).await?;
         crew.stream = request.stream.unwrap_or(crew.stream);
         let mut budget = apply_budgets(&mut crew, request.max_tokens, request.max_cost_usd);
         budget.extend(apply_memory_scope(&mut crew, request.memory_scope));
         let (inputs, metadata) = (request.inputs, request.metadata);
         let run = prepare_run(crew, inputs, metadata, request.timeout_s, tenant, &self.validation);
-        let run = with_budget(budget, run).map_err(ServiceError::Invalid)?;
+        let run = NewRun { crew_version, ..with_budget(budget, run).map_err(ServiceError::Invalid)? };
         self.check_secrets_exist(tenant, &run.crew, "crew.").await?;
         self.check_knowledge_exists(tenant, &run.crew, "crew.").await?;
         let mut runs = [NewRun { trace, thread, ..run }];
@@ -222,13 +222,16 @@ impl Services {
             return answer(earlier);
         }
         let request: BatchKickoffRequest = parse_json(body).map_err(ServiceError::Invalid)?;
-        let mut crew = self.resolve_crew(tenant, request.crew).await?;
+        let (mut crew, crew_version) = self.resolve_crew(tenant, request.crew).await?;
         crew.stream = request.stream.unwrap_or(crew.stream);
         let mut budget = apply_budgets(&mut crew, request.max_tokens, request.max_cost_usd);
         budget.extend(apply_memory_scope(&mut crew, request.memory_scope));
         let (inputs, metadata) = (request.inputs, request.metadata);
         let runs = prepare_batch(crew, inputs, metadata, request.timeout_s, tenant, &self.validation);
         let mut runs: Vec<NewRun> = with_budget(budget, runs).map_err(ServiceError::Invalid)?;
+        for run in &mut runs {
+            run.crew_version = crew_version;
+        }
         if let Some(first) = runs.first() {
             self.check_secrets_exist(tenant, &first.crew, "crew.").await?;
             self.check_knowledge_exists(tenant, &first.crew, "crew.").await?;
@@ -275,14 +278,15 @@ impl Services {
         }
     }
 
-    /// The crew a kickoff names (one of its tenant's) or carries.
-    async fn resolve_crew(&self, tenant: &TenantId, crew: Value) -> ServiceResult<CrewSpec> {
+    /// The crew a kickoff carries, or the version of one of its tenant's it names, with that
+    /// version's number.
+    async fn resolve_crew(&self, tenant: &TenantId, crew: Value) -> ServiceResult<(CrewSpec, Option<i32>)> {
         match CrewRef::parse(crew).map_err(ServiceError::Invalid)? {
-            CrewRef::Spec(spec) => Ok(*spec),
-            CrewRef::Name(name) => match self.store.get_crew(tenant, &name).await? {
-                Some(record) => Ok(record.spec),
-                None => Err(ServiceError::NotFound(format!("no registered crew named '{name}'"))),
-            },
+            CrewRef::Spec(spec) => Ok((*spec, None)),
+            CrewRef::Named(selector) => {
+                let (version, spec) = self.resolve_named_crew(tenant, &selector).await?;
+                Ok((spec, Some(version)))
+            }
         }
     }
 }

@@ -40,6 +40,7 @@ use sqlx::PgPool;
 pub use approval::{DecideOutcome, PendingCall};
 pub use audit::{Audit, AuditFilter, Outcome, Owner};
 pub use claim::{ClaimedRun, LocalWorkers, Reservation};
+pub use crews::AliasMove;
 pub use events::LoggedEvent;
 pub use forks::{ForkSource, Forked, Retried};
 use group::Group;

@@ -51,6 +51,7 @@ struct RunRow {
     tenant: String,
     status: String,
     crew_name: String,
+    crew_version: Option<i32>,
     inputs: Value,
     metadata: Value,
     attempt: i32,
@@ -94,6 +95,7 @@ impl RunRow {
             tenant: TenantId::from(self.tenant),
             status: parse(&self.status)?,
             crew_name: self.crew_name,
+            crew_version: self.crew_version,
             inputs: decode(self.inputs, "runs.inputs")?,
             metadata: decode(self.metadata, "runs.metadata")?,
             created_at: self.created_at,
@@ -255,7 +257,7 @@ impl Store {
     async fn get_runs(&self, ids: &[Uuid]) -> StoreResult<Vec<Run>> {
         let rows = sqlx::query_as!(
             RunRow,
-            r#"SELECT id, tenant, status, crew_name, inputs, metadata, attempt, output, error, llm_calls,
+            r#"SELECT id, tenant, status, crew_name, crew_version, inputs, metadata, attempt, output, error, llm_calls,
                       prompt_tokens, completion_tokens, cached_tokens, estimated_tokens, tool_calls, cost_usd, created_at, started_at, finished_at,
                       fake_llm, trace_id, thread_id, forked_from, forked_at
                FROM runs WHERE id = ANY($1)"#,
@@ -321,7 +323,7 @@ impl Store {
             Some(status) => {
                 sqlx::query_as!(
                     RunRow,
-                    r#"SELECT id, tenant, status, crew_name, inputs, metadata, attempt, output, error, llm_calls,
+                    r#"SELECT id, tenant, status, crew_name, crew_version, inputs, metadata, attempt, output, error, llm_calls,
                               prompt_tokens, completion_tokens, cached_tokens, estimated_tokens, tool_calls, cost_usd, created_at, started_at, finished_at,
                               fake_llm, trace_id, thread_id, forked_from, forked_at
                        FROM runs WHERE status = $1 AND id < $2 AND ($4::text IS NULL OR tenant = $4)
@@ -337,7 +339,7 @@ impl Store {
             None => {
                 sqlx::query_as!(
                     RunRow,
-                    r#"SELECT id, tenant, status, crew_name, inputs, metadata, attempt, output, error, llm_calls,
+                    r#"SELECT id, tenant, status, crew_name, crew_version, inputs, metadata, attempt, output, error, llm_calls,
                               prompt_tokens, completion_tokens, cached_tokens, estimated_tokens, tool_calls, cost_usd, created_at, started_at, finished_at,
                               fake_llm, trace_id, thread_id, forked_from, forked_at
                        FROM runs WHERE id < $1 AND ($3::text IS NULL OR tenant = $3) ORDER BY id DESC LIMIT $2"#,
@@ -386,7 +388,7 @@ impl Store {
         .await?;
         let mut rows = sqlx::query_as!(
             RunRow,
-            r#"SELECT id, tenant, status, crew_name, inputs, metadata, attempt, output, error, llm_calls,
+            r#"SELECT id, tenant, status, crew_name, crew_version, inputs, metadata, attempt, output, error, llm_calls,
                       prompt_tokens, completion_tokens, cached_tokens, estimated_tokens, tool_calls, cost_usd, created_at, started_at, finished_at,
                       fake_llm, trace_id, thread_id, forked_from, forked_at
                FROM runs
@@ -486,7 +488,7 @@ pub(super) async fn runs_as_shown(
     ids: &[Uuid],
 ) -> StoreResult<Vec<Run>> {
     let rows = sqlx::query!(
-        r#"SELECT id, tenant, status, crew_name, inputs, metadata, attempt, output, error, llm_calls,
+        r#"SELECT id, tenant, status, crew_name, crew_version, inputs, metadata, attempt, output, error, llm_calls,
                   prompt_tokens, completion_tokens, cached_tokens, estimated_tokens, tool_calls, cost_usd, created_at, started_at, finished_at,
                   fake_llm, trace_id, thread_id, forked_from, forked_at,
                   (SELECT coalesce(jsonb_agg(jsonb_build_object(
@@ -514,6 +516,7 @@ pub(super) async fn runs_as_shown(
             tenant: row.tenant,
             status: row.status,
             crew_name: row.crew_name,
+            crew_version: row.crew_version,
             inputs: row.inputs,
             metadata: row.metadata,
             attempt: row.attempt,
@@ -547,6 +550,7 @@ pub(super) struct QueuedRun {
     id: Uuid,
     tenant: String,
     crew_name: String,
+    crew_version: Option<i32>,
     spec: String,
     inputs: String,
     metadata: String,
@@ -570,6 +574,7 @@ impl QueuedRun {
             id: run.id.0,
             tenant: run.tenant.clone().into_string(),
             crew_name: run.crew.name.clone(),
+            crew_version: run.crew_version,
             spec: to_json("crew spec", &run.crew)?,
             inputs: to_json("inputs", &run.inputs)?,
             metadata: to_json("metadata", &run.metadata)?,
@@ -712,7 +717,7 @@ pub(super) async fn store_runs<R: std::borrow::Borrow<QueuedRun>>(
     let (mut metadata, mut timeouts, mut created, mut fakes) = (vec![], vec![], vec![], vec![]);
     let (mut trace_ids, mut traceparents, mut tracestates) = (vec![], vec![], vec![]);
     let (mut task_runs, mut positions, mut task_names, mut agents) = (vec![], vec![], vec![], vec![]);
-    let (mut owners, mut leases) = (vec![], vec![]);
+    let (mut owners, mut leases, mut versions) = (vec![], vec![], vec![]);
     let (mut hook_ids, mut hook_urls, mut hook_events, mut hook_runs, mut hook_tenants) =
         (vec![], vec![], vec![], vec![], vec![]);
     for run in runs {
@@ -722,6 +727,7 @@ pub(super) async fn store_runs<R: std::borrow::Borrow<QueuedRun>>(
         ids.push(run.id);
         tenants.push(run.tenant.as_str());
         names.push(run.crew_name.as_str());
+        versions.push(run.crew_version);
         specs.push(run.spec.as_str());
         inputs.push(run.inputs.as_str());
         metadata.push(run.metadata.as_str());
@@ -752,10 +758,10 @@ pub(super) async fn store_runs<R: std::borrow::Borrow<QueuedRun>>(
     // kickoff's own check reads a cache). Its `run.started` is logged as the claim logs it.
     let rows = sqlx::query!(
         r#"WITH inserted AS (
-               INSERT INTO runs (id, crew_name, crew_spec, inputs, metadata, timeout_s, created_at, fake_llm, last_seq,
-                                 tenant, trace_id, traceparent, tracestate, status, attempt, lease_owner,
+               INSERT INTO runs (id, crew_name, crew_version, crew_spec, inputs, metadata, timeout_s, created_at, fake_llm,
+                                 last_seq, tenant, trace_id, traceparent, tracestate, status, attempt, lease_owner,
                                  lease_expires_at, started_at)
-               SELECT r.id, r.crew_name, r.crew_spec::jsonb, r.inputs::jsonb, r.metadata::jsonb, r.timeout_s,
+               SELECT r.id, r.crew_name, r.crew_version, r.crew_spec::jsonb, r.inputs::jsonb, r.metadata::jsonb, r.timeout_s,
                       r.created_at, r.fake_llm, CASE WHEN c.claimed THEN 2 ELSE 1 END, r.tenant, r.trace_id,
                       r.traceparent, r.tracestate, CASE WHEN c.claimed THEN 'running' ELSE 'queued' END,
                       CASE WHEN c.claimed THEN 1 ELSE 0 END, CASE WHEN c.claimed THEN r.owner END,
@@ -763,9 +769,9 @@ pub(super) async fn store_runs<R: std::borrow::Borrow<QueuedRun>>(
                       CASE WHEN c.claimed THEN r.created_at END
                  FROM UNNEST($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::int4[],
                              $7::timestamptz[], $8::bool[], $9::text[], $10::text[], $11::text[], $12::text[],
-                             $13::text[], $14::float8[])
+                             $13::text[], $14::float8[], $26::int4[])
                       AS r(id, crew_name, crew_spec, inputs, metadata, timeout_s, created_at, fake_llm, tenant,
-                           trace_id, traceparent, tracestate, owner, lease),
+                           trace_id, traceparent, tracestate, owner, lease, crew_version),
                       LATERAL (SELECT r.owner IS NOT NULL
                                       AND NOT EXISTS (SELECT 1 FROM runs AS q WHERE q.status = 'queued')
                                       AND NOT EXISTS (SELECT 1 FROM tenants AS t
@@ -824,6 +830,7 @@ pub(super) async fn store_runs<R: std::borrow::Borrow<QueuedRun>>(
         &hook_tenants as &[&str],
         EventType::RunQueued.as_str(),
         EventType::RunStarted.as_str(),
+        &versions as &[Option<i32>],
     )
     .fetch_all(&mut *connection)
     .await?;

@@ -315,18 +315,31 @@ async fn migration_27_moves_the_fake_tool_call_rows_into_side_records(pool: PgPo
     };
     old.run(&pool).await.expect("migrations up to 26");
     let store = Store::new(pool.clone());
-    // Created, then claimed as the releases of that schema claimed (today's claim reads a column
-    // a later migration added).
+    // Created and claimed as the releases of that schema did, by SQL (today's kickoff and claim
+    // write and read columns later migrations added).
     let run = new_run();
-    store.create_run(&run).await.expect("create");
     sqlx::query(
-        "UPDATE runs SET status = 'running', attempt = 1, lease_owner = 'worker-1', \
-         lease_expires_at = now() + interval '30 seconds', started_at = now() WHERE id = $1",
+        "INSERT INTO runs (id, crew_name, crew_spec, inputs, metadata, status, attempt, lease_owner, \
+                           lease_expires_at, started_at) \
+         VALUES ($1, $2, $3, $4, '{}', 'running', 1, 'worker-1', now() + interval '30 seconds', now())",
     )
     .bind(run.id.0)
+    .bind(&run.crew.name)
+    .bind(serde_json::to_value(&run.crew).expect("spec"))
+    .bind(serde_json::Value::Object(run.inputs.clone()))
     .execute(&pool)
     .await
-    .expect("claim");
+    .expect("create");
+    for (position, task) in run.crew.tasks.iter().enumerate() {
+        sqlx::query("INSERT INTO run_tasks (run_id, position, name, agent) VALUES ($1, $2, $3, $4)")
+            .bind(run.id.0)
+            .bind(position as i32)
+            .bind(&task.name)
+            .bind(&task.agent)
+            .execute(&pool)
+            .await
+            .expect("task");
+    }
     let (run_id, attempt) = (run.id, 1);
     let insert = "INSERT INTO tool_calls (run_id, id, conversation, task, agent, tool, arguments, status, result, attempt, finished_at)
                   VALUES ($1, $2, $3, $3, 'researcher', $4, $5, 'succeeded', $6, 1, now())";

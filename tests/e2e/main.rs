@@ -39,5 +39,6 @@ mod threads;
 mod traces;
 mod upgrade;
 mod vectors;
+mod versions;
 mod webhooks;
 mod worker;

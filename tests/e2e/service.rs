@@ -261,10 +261,7 @@ fn every_crew_name_in_the_document_has_the_pattern_the_server_checks() {
     use agentd::domain::validate::check_crew_name;
     let document: Value = serde_json::from_str(include_str!("../../openapi/openapi.json")).expect("JSON");
     // The attribute literals (utoipa takes no constants) all say the same as the constant.
-    let mut patterns = vec![
-        &document["components"]["schemas"]["CrewSpec"]["properties"]["name"]["pattern"],
-        &document["components"]["schemas"]["CrewRef"]["oneOf"][0]["pattern"],
-    ];
+    let mut patterns = vec![&document["components"]["schemas"]["CrewSpec"]["properties"]["name"]["pattern"]];
     for (path, item) in document["paths"].as_object().expect("paths") {
         if !path.starts_with("/v1/crews/{name}") {
             continue;
@@ -284,5 +281,34 @@ fn every_crew_name_in_the_document_has_the_pattern_the_server_checks() {
     for name in ["research", "a.b", "_", "-x-", ".hidden", "v1.2", ".", "..", "...", "", "a b", "é", "a/b"] {
         let documented = (1..=100).contains(&name.len()) && regex.is_match(name);
         assert_eq!(documented, check_crew_name(name).is_ok(), "{name:?}");
+    }
+    // A kickoff's reference to a registered crew: a name, then `@` and a version, `latest` or
+    // an alias. The document's pattern accepts every reference the server reads (and the server
+    // refuses, with a 422 naming why, the two kinds the pattern lets through: version 0, and
+    // versions beyond i32).
+    let reference = &document["components"]["schemas"]["CrewRef"]["oneOf"][0]["pattern"];
+    assert_eq!(reference, agentd::domain::crew::CREW_REFERENCE_PATTERN);
+    let regex = regex::Regex::new(agentd::domain::crew::CREW_REFERENCE_PATTERN).expect("regex");
+    for reference in [
+        "research",
+        "research@3",
+        "research@latest",
+        "research@staging",
+        "a.b@v1.2",
+        "research@",
+        "@x",
+        "a@b@c",
+        "a b@1",
+        "research@a b",
+    ] {
+        let read = agentd::domain::crew::CrewSelector::parse(reference).is_ok();
+        if read {
+            assert!(regex.is_match(reference), "{reference:?} is read but not documented");
+        } else {
+            assert!(!regex.is_match(reference), "{reference:?} is documented but refused");
+        }
+    }
+    for refused in ["research@0", "research@99999999999"] {
+        assert!(regex.is_match(refused) && agentd::domain::crew::CrewSelector::parse(refused).is_err());
     }
 }

@@ -110,7 +110,7 @@ async fn crews_upsert_reports_created_or_replaced(pool: PgPool) {
     let (record, outcome) =
         store.upsert_crew(&agentd::domain::DEFAULT_TENANT_ID, &spec, &audit()).await.expect("upsert");
     assert_eq!((outcome, record.spec.max_rpm), (UpsertOutcome::Replaced, Some(10)));
-    assert_eq!(store.list_crews(&agentd::domain::DEFAULT_TENANT_ID).await.expect("list").len(), 1);
+    assert_eq!(store.list_crews(&agentd::domain::DEFAULT_TENANT_ID, false).await.expect("list").len(), 1);
     assert!(store
         .delete_crew(&agentd::domain::DEFAULT_TENANT_ID, &spec.name, &audit())
         .await

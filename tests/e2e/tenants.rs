@@ -72,6 +72,7 @@ fn body_of(method: &Method, path: &str, hook_url: &str) -> Option<Value> {
         ("POST", "/v1/kickoffs") => kickoff,
         ("POST", "/v1/kickoffs/batch") => json!({"crew": sample_crew(), "inputs": [sample_inputs()]}),
         ("PUT", "/v1/crews/{name}") => sample_crew(),
+        ("PUT", "/v1/crews/{name}/aliases/{alias}") => json!({"version": 1}),
         ("PUT", "/v1/secrets/{name}") => json!({"value": "s3cret"}),
         ("POST", "/v1/webhooks") => json!({"url": hook_url, "events": ["*"]}),
         ("PATCH", "/v1/webhooks/{id}") => json!({"enabled": true}),
@@ -131,6 +132,8 @@ fn concrete(path: &str, owned: &Owned) -> String {
     path.replace("{id}", &id)
         .replace("{name}", &name)
         .replace("{tool_call_id}", "call-1")
+        .replace("{alias}", "production")
+        .replace("{version}", "1")
         .replace("{delivery_id}", "1")
 }
 
@@ -169,6 +172,8 @@ async fn the_openapi_matrix_keeps_tenants_apart_and_holds_keys_to_their_scopes(p
     a_crew["name"] = json!(A_CREW);
     a_crew["publish"] = json!({"ag_ui": true});
     expect_json(a.put_json(&format!("/v1/crews/{crew_name}"), &a_crew).await, StatusCode::CREATED).await;
+    let alias = format!("/v1/crews/{crew_name}/aliases/production");
+    expect_json(a.put_json(&alias, &json!({"version": 1})).await, StatusCode::CREATED).await;
     expect_json(a.put_json("/v1/secrets/a_secret", &json!({"value": "A-ONLY"})).await, StatusCode::CREATED)
         .await;
     let hook = json!({"url": sink.url("/hook"), "events": ["*"]});
@@ -267,9 +272,20 @@ async fn the_openapi_matrix_keeps_tenants_apart_and_holds_keys_to_their_scopes(p
     let hooks = expect_json(b.get(&format!("/v1/webhooks?run_id={}", owned.run)).await, StatusCode::OK).await;
     assert_eq!(hooks["webhooks"], json!([]), "{hooks}");
 
+    // B cannot point A's aliases anywhere, nor kick A's crew off by any of its references: to
+    // B, A's crew does not exist.
+    expect_problem(b.put_json(&alias, &json!({"version": 1})).await, StatusCode::NOT_FOUND).await;
+    for reference in
+        [format!("{crew_name}@production"), format!("{crew_name}@1"), format!("{crew_name}@latest")]
+    {
+        let body = json!({"crew": reference, "inputs": sample_inputs()});
+        expect_problem(b.post_json("/v1/kickoffs", &body).await, StatusCode::NOT_FOUND).await;
+    }
+
     // Nothing B did reached A's: everything is still there.
     let crew = expect_json(a.get(&format!("/v1/crews/{crew_name}")).await, StatusCode::OK).await;
     assert_eq!(crew["spec"]["name"], crew_name);
+    assert_eq!((crew["version"].as_i64(), crew["aliases"].clone()), (Some(1), json!({"production": 1})));
     let secrets = expect_json(a.get("/v1/secrets").await, StatusCode::OK).await;
     assert_eq!(secrets["secrets"].as_array().map(Vec::len), Some(1), "{secrets}");
     let still = expect_json(a.get(&format!("/v1/runs/{}", owned.run)).await, StatusCode::OK).await;

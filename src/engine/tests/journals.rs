@@ -39,6 +39,7 @@ impl Backend {
                     id: RunId::new(),
                     tenant: crate::domain::DEFAULT_TENANT.into(),
                     crew: crew.clone(),
+                    crew_version: None,
                     inputs: inputs.clone(),
                     metadata: Map::new(),
                     timeout_s: None,

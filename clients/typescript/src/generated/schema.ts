@@ -367,6 +367,55 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/crews/{name}/aliases": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a crew's aliases.
+         * @description Needs a key with the `read` scope (or `admin`).
+         */
+        get: operations["list_aliases"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/crews/{name}/aliases/{alias}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Point an alias at a version of the crew (create it, or move it).
+         * @description The move is one transaction: a kickoff naming `name@alias` (or the crew alone, for
+         *     `production`) runs the version before or the version after, never anything else. Rolling
+         *     back is moving the alias back.
+         *
+         *     Needs a key with the `manage` scope (or `admin`).
+         */
+        put: operations["put_alias"];
+        post?: never;
+        /**
+         * Remove an alias. Kickoffs naming it are refused from then on; a kickoff naming the crew alone
+         *     runs its newest version once `production` is gone.
+         * @description Needs a key with the `manage` scope (or `admin`).
+         */
+        delete: operations["delete_alias"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/crews/{name}/inputs": {
         parameters: {
             query?: never;
@@ -379,6 +428,49 @@ export interface paths {
          * @description Needs a key with the `read` scope (or `admin`).
          */
         get: operations["crew_inputs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/crews/{name}/versions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a crew's versions, newest first.
+         * @description Every store of a crew whose spec differs from its newest version's makes a new version;
+         *     versions never change and are removed only with the crew.
+         *
+         *     Needs a key with the `read` scope (or `admin`).
+         */
+        get: operations["list_crew_versions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/crews/{name}/versions/{version}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get one version of a crew, with its spec.
+         * @description Needs a key with the `read` scope (or `admin`).
+         */
+        get: operations["get_crew_version"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1400,6 +1492,44 @@ export interface components {
         AgentThought: {
             text: string;
         };
+        /** @description An alias of a crew: a name for one of its versions. */
+        AliasBody: {
+            alias: string;
+            /** Format: date-time */
+            created_at: string;
+            /**
+             * Format: int32
+             * @description The version it named before this move (`PUT` answers only; absent when the alias is new).
+             */
+            previous_version?: number | null;
+            /** Format: date-time */
+            updated_at: string;
+            /** @description The id of the key that last moved it, or `operator`. */
+            updated_by?: string | null;
+            /**
+             * Format: int32
+             * @description The version it names.
+             */
+            version: number;
+        };
+        /** @description A crew's aliases, by name. */
+        AliasList: {
+            aliases: components["schemas"]["AliasBody"][];
+        };
+        /** @description The body of `PUT /v1/crews/{name}/aliases/{alias}`. */
+        AliasMoveBody: {
+            /**
+             * Format: int32
+             * @description Move the alias only if it names this version now (else 409, nothing moved): a promotion
+             *     that does not undo someone else's.
+             */
+            expected_version?: number | null;
+            /**
+             * Format: int32
+             * @description The version the alias is to name.
+             */
+            version: number;
+        };
         /** @description An API key, without its text. */
         ApiKey: {
             /** Format: date-time */
@@ -1636,14 +1766,32 @@ export interface components {
         };
         /** @description A registered crew. */
         CrewRecord: {
+            /**
+             * @description Its aliases and the versions they name. A kickoff naming the crew alone runs the
+             *     `production` alias's version when there is one, else the newest.
+             */
+            aliases: {
+                [key: string]: number;
+            };
+            /** @description sha256 of the newest version's canonical JSON, hex. */
+            content_hash: string;
             /** Format: date-time */
             created_at: string;
             name: string;
+            /** @description The spec of its newest version. */
             spec: components["schemas"]["CrewSpec"];
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When its newest version was stored (a store of the same content changes nothing).
+             */
             updated_at: string;
+            /**
+             * Format: int32
+             * @description Its newest version's number (versions count from 1).
+             */
+            version: number;
         };
-        /** @description The `crew` of a kickoff: a spec or a registered crew's name. */
+        /** @description The `crew` of a kickoff: a spec, or a registered crew as `name` (its `production` alias's version when it has one, else its newest), `name@<version>`, `name@latest` or `name@<alias>`. */
         CrewRef: string | components["schemas"]["CrewSpec"];
         /** @description A crew: agents, the tasks they perform and the tools they may use. */
         CrewSpec: {
@@ -1719,6 +1867,31 @@ export interface components {
             tasks: components["schemas"]["TaskSpec"][];
             /** @description Tools declared by the crew (HTTP tools), usable beside the built-ins. */
             tools?: components["schemas"]["ToolSpec"][];
+        };
+        /** @description One version of a crew, with its spec. */
+        CrewVersionBody: components["schemas"]["CrewVersionSummary"] & {
+            spec: components["schemas"]["CrewSpec"];
+        };
+        /** @description A crew's versions, newest first. */
+        CrewVersionList: {
+            versions: components["schemas"]["CrewVersionSummary"][];
+        };
+        /** @description One version of a crew, without its spec (`GET /v1/crews/{name}/versions/{version}` has it). */
+        CrewVersionSummary: {
+            /** @description The aliases that name it. */
+            aliases: string[];
+            /** @description sha256 of the spec's canonical JSON, hex: two versions with one hash have one content. */
+            content_hash: string;
+            /** Format: date-time */
+            created_at: string;
+            name: string;
+            /**
+             * @description The id of the key that stored it, or `operator` (a key of `AGENTD_API_KEYS`, or an open
+             *     API); absent for a version stored by a release before versions.
+             */
+            stored_by?: string | null;
+            /** Format: int32 */
+            version: number;
         };
         /** @description One event's delivery to one endpoint. */
         DeliveryBody: {
@@ -2714,6 +2887,12 @@ export interface components {
             /** Format: date-time */
             created_at: string;
             crew_name: string;
+            /**
+             * Format: int32
+             * @description The version of the registered crew the run runs (a kickoff naming `name`, `name@3` or
+             *     `name@alias` records the version it resolved to); absent for a crew given inline.
+             */
+            crew_version?: number | null;
             error?: null | components["schemas"]["RunError"];
             /**
              * @description True when a model of the run's crew is served by a fake provider (`kind = "fake"` in the
@@ -4776,6 +4955,259 @@ export interface operations {
             };
         };
     };
+    list_aliases: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Crew name */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AliasList"];
+                };
+            };
+            /** @description Missing or invalid API key (when the server has API keys) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key lacks the scope this operation needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such crew */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unavailable (retry later) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    put_alias: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Crew name */
+                name: string;
+                /**
+                 * @description Alias: a crew name's characters, not all digits, not `latest`
+                 * @example production
+                 */
+                alias: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "version": 2
+                 *     }
+                 */
+                "application/json": components["schemas"]["AliasMoveBody"];
+            };
+        };
+        responses: {
+            /** @description Moved */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AliasBody"];
+                };
+            };
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AliasBody"];
+                };
+            };
+            /** @description Malformed JSON or name */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid API key (when the server has API keys) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key lacks the scope this operation needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such crew */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body did not arrive within the body timeout */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The alias does not name `expected_version` */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body larger than 2 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not JSON */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid alias, or the crew has no such version */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unavailable (retry later) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    delete_alias: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Crew name */
+                name: string;
+                /** @description Alias */
+                alias: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Missing or invalid API key (when the server has API keys) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key lacks the scope this operation needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such crew or alias */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unavailable (retry later) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     crew_inputs: {
         parameters: {
             query?: never;
@@ -4815,6 +5247,133 @@ export interface operations {
                 };
             };
             /** @description No such crew */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unavailable (retry later) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    list_crew_versions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Crew name */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrewVersionList"];
+                };
+            };
+            /** @description Missing or invalid API key (when the server has API keys) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key lacks the scope this operation needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such crew */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unavailable (retry later) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    get_crew_version: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Crew name */
+                name: string;
+                /** @description Version number */
+                version: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrewVersionBody"];
+                };
+            };
+            /** @description The version is not a number */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid API key (when the server has API keys) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key lacks the scope this operation needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such crew or version */
             404: {
                 headers: {
                     [name: string]: unknown;

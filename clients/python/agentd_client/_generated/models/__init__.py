@@ -7,6 +7,9 @@ from .agent_max_iter import AgentMaxIter
 from .agent_parse_error import AgentParseError
 from .agent_spec import AgentSpec
 from .agent_thought import AgentThought
+from .alias_body import AliasBody
+from .alias_list import AliasList
+from .alias_move_body import AliasMoveBody
 from .api_key import ApiKey
 from .api_key_list import ApiKeyList
 from .approval_request import ApprovalRequest
@@ -26,8 +29,12 @@ from .crew_list import CrewList
 from .crew_put_body import CrewPutBody
 from .crew_put_body_inputs_schema_type_0 import CrewPutBodyInputsSchemaType0
 from .crew_record import CrewRecord
+from .crew_record_aliases import CrewRecordAliases
 from .crew_spec import CrewSpec
 from .crew_spec_inputs_schema_type_0 import CrewSpecInputsSchemaType0
+from .crew_version_body import CrewVersionBody
+from .crew_version_list import CrewVersionList
+from .crew_version_summary import CrewVersionSummary
 from .delivery_body import DeliveryBody
 from .delivery_list import DeliveryList
 from .discovery_card_response_200 import DiscoveryCardResponse200
@@ -274,6 +281,9 @@ __all__ = (
     "AgentParseError",
     "AgentSpec",
     "AgentThought",
+    "AliasBody",
+    "AliasList",
+    "AliasMoveBody",
     "ApiKey",
     "ApiKeyList",
     "ApprovalRequest",
@@ -293,8 +303,12 @@ __all__ = (
     "CrewPutBody",
     "CrewPutBodyInputsSchemaType0",
     "CrewRecord",
+    "CrewRecordAliases",
     "CrewSpec",
     "CrewSpecInputsSchemaType0",
+    "CrewVersionBody",
+    "CrewVersionList",
+    "CrewVersionSummary",
     "DeliveryBody",
     "DeliveryList",
     "DiscoveryCardResponse200",

@@ -44,6 +44,9 @@ class Run:
         tenant (str): The tenant that owns the run (the kickoff's key's).
         usage (Usage): Counters of what a run consumed.
         links (RunLinks): Links to a run's resources.
+        crew_version (int | None | Unset): The version of the registered crew the run runs (a kickoff naming `name`,
+            `name@3` or
+            `name@alias` records the version it resolved to); absent for a crew given inline.
         error (None | RunError | Unset):
         finished_at (datetime.datetime | None | Unset):
         forked_from (ForkedFrom | None | Unset):
@@ -69,6 +72,7 @@ class Run:
     tenant: str
     usage: Usage
     links: RunLinks
+    crew_version: int | None | Unset = UNSET
     error: None | RunError | Unset = UNSET
     finished_at: datetime.datetime | None | Unset = UNSET
     forked_from: ForkedFrom | None | Unset = UNSET
@@ -110,6 +114,12 @@ class Run:
         usage = self.usage.to_dict()
 
         links = self.links.to_dict()
+
+        crew_version: int | None | Unset
+        if isinstance(self.crew_version, Unset):
+            crew_version = UNSET
+        else:
+            crew_version = self.crew_version
 
         error: dict[str, Any] | None | Unset
         if isinstance(self.error, Unset):
@@ -195,6 +205,8 @@ class Run:
                 "links": links,
             }
         )
+        if crew_version is not UNSET:
+            field_dict["crew_version"] = crew_version
         if error is not UNSET:
             field_dict["error"] = error
         if finished_at is not UNSET:
@@ -255,6 +267,15 @@ class Run:
         usage = Usage.from_dict(d.pop("usage"))
 
         links = RunLinks.from_dict(d.pop("links"))
+
+        def _parse_crew_version(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        crew_version = _parse_crew_version(d.pop("crew_version", UNSET))
 
         def _parse_error(data: object) -> None | RunError | Unset:
             if data is None:
@@ -404,6 +425,7 @@ class Run:
             tenant=tenant,
             usage=usage,
             links=links,
+            crew_version=crew_version,
             error=error,
             finished_at=finished_at,
             forked_from=forked_from,

@@ -42,6 +42,9 @@ class RunDetails:
         tasks (list[TaskRun]):
         tenant (str): The tenant that owns the run (the kickoff's key's).
         usage (Usage): Counters of what a run consumed.
+        crew_version (int | None | Unset): The version of the registered crew the run runs (a kickoff naming `name`,
+            `name@3` or
+            `name@alias` records the version it resolved to); absent for a crew given inline.
         error (None | RunError | Unset):
         finished_at (datetime.datetime | None | Unset):
         forked_from (ForkedFrom | None | Unset):
@@ -66,6 +69,7 @@ class RunDetails:
     tasks: list[TaskRun]
     tenant: str
     usage: Usage
+    crew_version: int | None | Unset = UNSET
     error: None | RunError | Unset = UNSET
     finished_at: datetime.datetime | None | Unset = UNSET
     forked_from: ForkedFrom | None | Unset = UNSET
@@ -105,6 +109,12 @@ class RunDetails:
         tenant = self.tenant
 
         usage = self.usage.to_dict()
+
+        crew_version: int | None | Unset
+        if isinstance(self.crew_version, Unset):
+            crew_version = UNSET
+        else:
+            crew_version = self.crew_version
 
         error: dict[str, Any] | None | Unset
         if isinstance(self.error, Unset):
@@ -189,6 +199,8 @@ class RunDetails:
                 "usage": usage,
             }
         )
+        if crew_version is not UNSET:
+            field_dict["crew_version"] = crew_version
         if error is not UNSET:
             field_dict["error"] = error
         if finished_at is not UNSET:
@@ -246,6 +258,15 @@ class RunDetails:
         tenant = d.pop("tenant")
 
         usage = Usage.from_dict(d.pop("usage"))
+
+        def _parse_crew_version(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        crew_version = _parse_crew_version(d.pop("crew_version", UNSET))
 
         def _parse_error(data: object) -> None | RunError | Unset:
             if data is None:
@@ -394,6 +415,7 @@ class RunDetails:
             tasks=tasks,
             tenant=tenant,
             usage=usage,
+            crew_version=crew_version,
             error=error,
             finished_at=finished_at,
             forked_from=forked_from,

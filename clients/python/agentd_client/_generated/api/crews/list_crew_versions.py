@@ -1,0 +1,196 @@
+from http import HTTPStatus
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from ... import errors
+from ...client import AuthenticatedClient, Client
+from ...models.crew_version_list import CrewVersionList
+from ...models.problem import Problem
+from ...types import Response
+
+
+def _get_kwargs(
+    name: str,
+) -> dict[str, Any]:
+
+    _kwargs: dict[str, Any] = {
+        "method": "get",
+        "url": "/v1/crews/{name}/versions".format(
+            name=quote(str(name), safe=""),
+        ),
+    }
+
+    return _kwargs
+
+
+def _parse_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> CrewVersionList | Problem | None:
+    if response.status_code == 200:
+        response_200 = CrewVersionList.from_dict(response.json())
+
+        return response_200
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+        return response_403
+
+    if response.status_code == 404:
+        response_404 = Problem.from_dict(response.json())
+
+        return response_404
+
+    if response.status_code == 503:
+        response_503 = Problem.from_dict(response.json())
+
+        return response_503
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Response[CrewVersionList | Problem]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    name: str,
+    *,
+    client: AuthenticatedClient | Client,
+) -> Response[CrewVersionList | Problem]:
+    """List a crew's versions, newest first.
+
+     Every store of a crew whose spec differs from its newest version's makes a new version;
+    versions never change and are removed only with the crew.
+
+    Needs a key with the `read` scope (or `admin`).
+
+    Args:
+        name (str):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[CrewVersionList | Problem]
+    """
+
+    kwargs = _get_kwargs(
+        name=name,
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+
+def sync(
+    name: str,
+    *,
+    client: AuthenticatedClient | Client,
+) -> CrewVersionList | Problem | None:
+    """List a crew's versions, newest first.
+
+     Every store of a crew whose spec differs from its newest version's makes a new version;
+    versions never change and are removed only with the crew.
+
+    Needs a key with the `read` scope (or `admin`).
+
+    Args:
+        name (str):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        CrewVersionList | Problem
+    """
+
+    return sync_detailed(
+        name=name,
+        client=client,
+    ).parsed
+
+
+async def asyncio_detailed(
+    name: str,
+    *,
+    client: AuthenticatedClient | Client,
+) -> Response[CrewVersionList | Problem]:
+    """List a crew's versions, newest first.
+
+     Every store of a crew whose spec differs from its newest version's makes a new version;
+    versions never change and are removed only with the crew.
+
+    Needs a key with the `read` scope (or `admin`).
+
+    Args:
+        name (str):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[CrewVersionList | Problem]
+    """
+
+    kwargs = _get_kwargs(
+        name=name,
+    )
+
+    response = await client.get_async_httpx_client().request(**kwargs)
+
+    return _build_response(client=client, response=response)
+
+
+async def asyncio(
+    name: str,
+    *,
+    client: AuthenticatedClient | Client,
+) -> CrewVersionList | Problem | None:
+    """List a crew's versions, newest first.
+
+     Every store of a crew whose spec differs from its newest version's makes a new version;
+    versions never change and are removed only with the crew.
+
+    Needs a key with the `read` scope (or `admin`).
+
+    Args:
+        name (str):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        CrewVersionList | Problem
+    """
+
+    return (
+        await asyncio_detailed(
+            name=name,
+            client=client,
+        )
+    ).parsed
