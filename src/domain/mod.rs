@@ -33,6 +33,7 @@ pub mod body;
 pub mod chat;
 pub mod crew;
 pub mod crewai;
+pub mod evaluation;
 pub mod event;
 pub mod field;
 pub mod fork;

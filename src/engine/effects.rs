@@ -36,6 +36,7 @@ use serde_json::Value;
 use super::journal::{DayCaps, JournalError, Step, ToolCallOutcome};
 use super::toolbox::{Runner, ToolEntry};
 use super::{Context, Delegation, EngineError, LiveDelta, RunDeltas};
+use crate::domain::evaluation::ReplayAnswer;
 use crate::domain::event::{CallPurpose, LlmFinished, LlmStarted, RunThrottled, TokenUsage};
 use crate::domain::ErrorKind;
 use crate::domain::EventData;
@@ -487,8 +488,15 @@ impl Context<'_> {
             let result = crate::telemetry::within(span.as_ref(), async {
                 Ok::<_, EngineError>(match &entry.runner {
                     Runner::Tool(tool) => {
-                        let call = CallInfo::for_call(self.journal.run_id(), key);
-                        tool.call((*arguments).clone(), call).await
+                        match self.replay.map(|replay| replay.answer(entry.name(), arguments)) {
+                            // A replay: the recorded run's outcome, or a divergence, without the tool.
+                            Some(ReplayAnswer::Recorded(outcome)) => outcome.clone(),
+                            Some(ReplayAnswer::Diverged(refusal)) => Err(refusal),
+                            Some(ReplayAnswer::Run) | None => {
+                                let call = CallInfo::for_call(self.journal.run_id(), key);
+                                tool.call((*arguments).clone(), call).await
+                            }
+                        }
                     }
                     Runner::Delegate(mode) => match self.coworkers {
                         Some(coworkers) => {

@@ -137,6 +137,8 @@ pub struct Context<'a> {
     pub budget: &'a RunBudget,
     /// Where the agents' replies are streamed to, when the run streams.
     pub deltas: Option<RunDeltas>,
+    /// The recorded calls a replayed run's tool calls are answered from.
+    pub replay: Option<&'a crate::domain::evaluation::Replay>,
 }
 
 impl Context<'_> {

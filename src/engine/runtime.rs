@@ -19,6 +19,7 @@ use super::schemas::{RunSchemas, SharedSchemas};
 use super::toolbox::RunTools;
 use super::{Context, Coworkers, DeltaPublisher, EngineError, RunBudget, RunDeltas, Spend};
 use crate::domain::crew::CrewSpec;
+use crate::domain::evaluation::Replay;
 use crate::domain::event::{RunCompleted, RunFailed};
 use crate::domain::{EventData, RunError, RunLimits, TaskOutput, TaskStatus};
 use crate::llm::LlmRegistry;
@@ -98,6 +99,8 @@ pub struct RunJob<'a> {
     pub history: Option<&'a str>,
     /// The run's first attempt: nothing can be journaled yet, so the journal is not read.
     pub first_attempt: bool,
+    /// A replay's recorded calls: its tools' calls are answered from them.
+    pub replay: Option<&'a Replay>,
 }
 
 impl Engine {
@@ -142,7 +145,12 @@ impl Engine {
         journal: &dyn Journal,
         cancel: &CancellationToken,
     ) -> Result<TaskOutput, EngineError> {
-        self.execute(&RunJob { crew, inputs, history: None, first_attempt: false }, journal, cancel).await
+        self.execute(
+            &RunJob { crew, inputs, history: None, first_attempt: false, replay: None },
+            journal,
+            cancel,
+        )
+        .await
     }
 
     /// Execute (or continue) `job` to its end, as [`Engine::run`].
@@ -215,6 +223,7 @@ impl Engine {
             limiter,
             metrics,
             budget,
+            replay: job.replay,
             deltas: self
                 .deltas
                 .clone()

@@ -211,6 +211,8 @@ pub fn required_scope(method: &Method, path: &str) -> Option<Scope> {
         "/kickoffs" | "/kickoffs/batch" | "/runs/{id}/cancel" | "/runs/{id}/fork" | "/runs/{id}/retry" => {
             Scope::Kickoff
         }
+        // An evaluation kicks a run off per case.
+        "/evaluations" if !reads => Scope::Kickoff,
         p if p.starts_with("/threads") && !reads => Scope::Kickoff,
         "/runs/{id}" if method == Method::DELETE => Scope::Kickoff,
         "/runs/{id}/resume" | "/runs/{id}/tool-calls/{tool_call_id}/approval" => Scope::Approve,
@@ -221,6 +223,7 @@ pub fn required_scope(method: &Method, path: &str) -> Option<Scope> {
         p if p.starts_with("/webhooks") => Scope::Manage,
         p if p.starts_with("/schedules") && !reads => Scope::Manage,
         p if (p.starts_with("/crews")
+            || p.starts_with("/datasets")
             || p.starts_with("/secrets")
             || p.starts_with("/knowledge")
             || p.starts_with("/memories"))
@@ -267,6 +270,10 @@ mod tests {
         assert_eq!(scope(Method::DELETE, "/v1/runs/{id}"), Some(Scope::Kickoff));
         assert_eq!(scope(Method::POST, "/v1/kickoffs"), Some(Scope::Kickoff));
         assert_eq!(scope(Method::POST, "/v1/crews:import"), Some(Scope::Manage));
+        assert_eq!(scope(Method::POST, "/v1/datasets"), Some(Scope::Manage));
+        assert_eq!(scope(Method::DELETE, "/v1/datasets/{id}"), Some(Scope::Manage));
+        assert_eq!(scope(Method::POST, "/v1/evaluations"), Some(Scope::Kickoff));
+        assert_eq!(scope(Method::GET, "/v1/evaluations/{id}"), Some(Scope::Read));
         assert_eq!(scope(Method::POST, "/v1/runs/{id}/resume"), Some(Scope::Approve));
         assert_eq!(scope(Method::GET, "/v1/secrets"), Some(Scope::Read));
         assert_eq!(scope(Method::PUT, "/v1/secrets/{name}"), Some(Scope::Manage));
@@ -318,6 +325,8 @@ mod tests {
         );
         assert_eq!(action(Method::POST, "/v1/webhooks").as_deref(), Some("webhook.create"));
         assert_eq!(action(Method::POST, "/v1/crews:import").as_deref(), Some("crew.import"));
+        assert_eq!(action(Method::POST, "/v1/datasets").as_deref(), Some("dataset.create"));
+        assert_eq!(action(Method::POST, "/v1/evaluations").as_deref(), Some("evaluation.create"));
         assert_eq!(action(Method::PUT, "/v1/crews/{name}/aliases/{alias}").as_deref(), Some("alias.put"));
         assert_eq!(
             action(Method::DELETE, "/v1/crews/{name}/aliases/{alias}").as_deref(),

@@ -7,6 +7,7 @@ pub mod audit;
 pub mod auth;
 pub mod crews;
 pub mod error;
+pub mod evaluations;
 pub mod events;
 mod examples;
 pub mod extract;
@@ -58,7 +59,8 @@ pub use state::AppState;
     tags(
         (name = "runs", description = "Kickoffs and runs"),
         (name = "events", description = "Run event logs"),
-        (name = "crews", description = "Registered crews"),
+        (name = "crews", description = "Registered crews, their versions and aliases"),
+        (name = "evaluations", description = "Datasets, and evaluations of a crew's version on them (replayed against recorded runs, or live)"),
         (name = "tools", description = "Built-in tools"),
         (name = "knowledge", description = "Knowledge bases: documents crews retrieve from"),
         (name = "memory", description = "Memories: what crews remember across kickoffs, by scope"),
@@ -108,6 +110,10 @@ fn v1_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(crews::get_crew_version))
         .routes(routes!(crews::list_aliases))
         .routes(routes!(crews::put_alias, crews::delete_alias))
+        .routes(routes!(evaluations::create_dataset, evaluations::list_datasets))
+        .routes(routes!(evaluations::get_dataset, evaluations::delete_dataset))
+        .routes(routes!(evaluations::create_evaluation, evaluations::list_evaluations))
+        .routes(routes!(evaluations::get_evaluation))
         .routes(routes!(tools::list_tools))
         .routes(routes!(knowledge::create_knowledge_base, knowledge::list_knowledge_bases))
         .routes(routes!(knowledge::get_knowledge_base, knowledge::delete_knowledge_base))

@@ -7,6 +7,7 @@
 mod access;
 mod approval;
 mod crews;
+mod evaluations;
 mod follow;
 mod forks;
 mod key_watch;
@@ -23,6 +24,7 @@ mod webhooks;
 use std::sync::Arc;
 
 pub use access::{issue_key, CreatedKey, KEY_CACHE_TTL};
+pub use evaluations::EvaluationReport;
 pub use follow::{Follow, Follower, Step};
 pub use key_watch::{KeyWatch, WatchedKey};
 pub use kickoffs::{request_key, Kicked, ProtocolKickoff};

@@ -8,6 +8,7 @@ mod approval;
 mod audit;
 mod claim;
 mod crews;
+mod evaluations;
 mod events;
 mod forks;
 mod group;
@@ -41,6 +42,7 @@ pub use approval::{DecideOutcome, PendingCall};
 pub use audit::{Audit, AuditFilter, Outcome, Owner};
 pub use claim::{ClaimedRun, LocalWorkers, Reservation};
 pub use crews::AliasMove;
+pub use evaluations::{NewEvaluation, PastRunCase};
 pub use events::LoggedEvent;
 pub use forks::{ForkSource, Forked, Retried};
 use group::Group;
@@ -309,7 +311,11 @@ impl Store {
 /// rolling upgrade an older replica leaves a run a newer one has written to for a replica that
 /// can read it. A release that changes a record's shape raises this (and reads every older
 /// format: docs/operations.md, "Rolling upgrades").
-pub const RECORD_FORMAT: i16 = 1;
+///
+/// Format 2 (0.2.0): a run may be a replay ([`crate::domain::evaluation::Replay`]), whose tool
+/// calls must be answered from a recorded run; an evaluation stores its replay runs at format 2,
+/// so a 0.1.0 replica, which would run their tools for real, never claims one.
+pub const RECORD_FORMAT: i16 = 2;
 
 /// The schema this binary knows: the version of its newest migration.
 pub fn schema_version() -> i64 {

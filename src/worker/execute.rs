@@ -52,10 +52,25 @@ pub(super) async fn execute(shared: &Arc<Shared>, run: ClaimedRun) {
             Ok(history) => history,
             Err(error) => return Err(EngineError::Journal(JournalError::Storage(error.to_string()))),
         };
+        // A replay answers its tool calls from the recorded run's (boxed: other runs' futures
+        // stay as small as they were).
+        let replay = match run.replay_of {
+            None => None,
+            Some(recorded) => match shared.store.replay_of(run.id, recorded).await {
+                Ok(replay) => Some(Box::new(replay)),
+                Err(error) => return Err(EngineError::Journal(JournalError::Storage(error.to_string()))),
+            },
+        };
         // The first claim: nothing is journaled yet (unless it is a fork), so the journal need
         // not be read.
         let first_attempt = run.attempt == 1 && run.forked_from.is_none();
-        let job = RunJob { crew: &run.crew, inputs: &run.inputs, history: history.as_deref(), first_attempt };
+        let job = RunJob {
+            crew: &run.crew,
+            inputs: &run.inputs,
+            history: history.as_deref(),
+            first_attempt,
+            replay: replay.as_deref(),
+        };
         shared.engine.execute(&job, &journal, &stop).await
     }))
     .catch_unwind();

@@ -11,6 +11,7 @@ mod crewai;
 mod crews;
 mod critical_path;
 mod engine;
+mod evaluations;
 mod events;
 mod fake_llm;
 mod fakes;

@@ -62,6 +62,8 @@ struct Owned {
     memory: String,
     thread: String,
     schedule: String,
+    dataset: String,
+    evaluation: String,
 }
 
 /// A body each operation accepts (what the server checks before or after the tenant is a
@@ -73,6 +75,10 @@ fn body_of(method: &Method, path: &str, hook_url: &str) -> Option<Value> {
         ("POST", "/v1/kickoffs/batch") => json!({"crew": sample_crew(), "inputs": [sample_inputs()]}),
         ("PUT", "/v1/crews/{name}") => sample_crew(),
         ("PUT", "/v1/crews/{name}/aliases/{alias}") => json!({"version": 1}),
+        ("POST", "/v1/datasets") => json!({"name": "B's cases", "cases": [{"inputs": sample_inputs()}]}),
+        ("POST", "/v1/evaluations") => {
+            json!({"crew": "research", "runs": [uuid::Uuid::now_v7()], "mode": "live"})
+        }
         ("PUT", "/v1/secrets/{name}") => json!({"value": "s3cret"}),
         ("POST", "/v1/webhooks") => json!({"url": hook_url, "events": ["*"]}),
         ("PATCH", "/v1/webhooks/{id}") => json!({"enabled": true}),
@@ -113,6 +119,10 @@ fn concrete(path: &str, owned: &Owned) -> String {
         owned.thread.clone()
     } else if path.starts_with("/v1/schedules") {
         owned.schedule.clone()
+    } else if path.starts_with("/v1/datasets") {
+        owned.dataset.clone()
+    } else if path.starts_with("/v1/evaluations") {
+        owned.evaluation.clone()
     } else {
         owned.run.clone()
     };
@@ -191,7 +201,13 @@ async fn the_openapi_matrix_keeps_tenants_apart_and_holds_keys_to_their_scopes(p
     let every_morning =
         json!({"cron": "0 9 * * *", "kickoff": {"crew": sample_crew(), "inputs": sample_inputs()}});
     let schedule = expect_json(a.post_json("/v1/schedules", &every_morning).await, StatusCode::CREATED).await;
+    let cases = json!({"name": "A's cases", "cases": [{"inputs": sample_inputs()}]});
+    let dataset = expect_json(a.post_json("/v1/datasets", &cases).await, StatusCode::CREATED).await;
+    let evaluate = json!({"crew": A_CREW, "dataset": dataset["id"], "mode": "live"});
+    let evaluation = expect_json(a.post_json("/v1/evaluations", &evaluate).await, StatusCode::ACCEPTED).await;
     let owned = Owned {
+        dataset: dataset["id"].as_str().expect("id").to_owned(),
+        evaluation: evaluation["id"].as_str().expect("id").to_owned(),
         schedule: schedule["id"].as_str().expect("id").to_owned(),
         thread: thread["id"].as_str().expect("id").to_owned(),
         memory: memory["id"].as_str().expect("id").to_owned(),
@@ -209,6 +225,8 @@ async fn the_openapi_matrix_keeps_tenants_apart_and_holds_keys_to_their_scopes(p
         A_SCOPE,
         owned.thread.as_str(),
         owned.schedule.as_str(),
+        owned.dataset.as_str(),
+        owned.evaluation.as_str(),
     ];
 
     let document = expect_json(root.get("/openapi.json").await, StatusCode::OK).await;

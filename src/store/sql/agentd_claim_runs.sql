@@ -1,4 +1,4 @@
--- The current definition of agentd_claim_runs(), as migrations/20261206000028_schema_window.sql left it.
+-- The current definition of agentd_claim_runs(), as migrations/20261207000030_evaluations.sql left it.
 -- A migration that changes it also changes this file: the test
 -- `the_sql_definitions_in_src_are_the_databases` (tests/e2e/store.rs) holds the two together.
 --
@@ -6,7 +6,8 @@ CREATE OR REPLACE FUNCTION agentd_claim_runs(claimer text, lease float8, wanted 
 RETURNS TABLE (id uuid, tenant text, attempt integer, crew_spec text, inputs text,
                created_at timestamptz, started_at timestamptz, timeout_s integer, paused_s float8,
                max_running integer, max_tokens_per_day int8, max_cost_usd_per_day float8,
-               trace_id text, traceparent text, tracestate text, thread_id uuid, thread_history text, forked_from uuid)
+               trace_id text, traceparent text, tracestate text, thread_id uuid, thread_history text, forked_from uuid,
+               replay_of uuid)
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
@@ -93,7 +94,7 @@ BEGIN
          WHERE r.id = ANY (picked)
         RETURNING r.id, r.tenant, r.attempt, r.last_seq, r.crew_spec, r.inputs, r.created_at,
                   r.started_at, r.timeout_s, r.paused_s, r.trace_id, r.traceparent, r.tracestate,
-                  r.thread_id, r.thread_history, r.forked_from
+                  r.thread_id, r.thread_history, r.forked_from, r.replay_of
     ), started AS (
         INSERT INTO events (run_id, seq, type, data)
         SELECT c.id, c.last_seq, 'run.started',
@@ -103,7 +104,8 @@ BEGIN
     )
     SELECT c.id, c.tenant, c.attempt, c.crew_spec::text, c.inputs::text, c.created_at, c.started_at,
            c.timeout_s, c.paused_s, n.max_running, n.max_tokens_per_day, n.max_cost_usd_per_day,
-           c.trace_id, c.traceparent, c.tracestate, c.thread_id, c.thread_history, c.forked_from
+           c.trace_id, c.traceparent, c.tracestate, c.thread_id, c.thread_history, c.forked_from,
+           c.replay_of
       FROM claimed AS c LEFT JOIN tenants AS n ON n.name = c.tenant;
 END
 $$;

@@ -505,6 +505,105 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/datasets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the tenant's datasets, newest first.
+         * @description Needs a key with the `read` scope (or `admin`).
+         */
+        get: operations["list_datasets"];
+        put?: never;
+        /**
+         * Store a dataset: cases given (inputs and expectations), or made from past runs (`from_runs`:
+         *     each run's inputs, and as reference its id and output, which a replay answers tool calls from).
+         * @description Needs a key with the `manage` scope (or `admin`).
+         */
+        post: operations["create_dataset"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/datasets/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a dataset with its cases.
+         * @description Needs a key with the `read` scope (or `admin`).
+         */
+        get: operations["get_dataset"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a dataset. Evaluations that ran it keep their copy of its cases.
+         * @description Needs a key with the `manage` scope (or `admin`).
+         */
+        delete: operations["delete_dataset"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/evaluations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the tenant's evaluations, newest first (without reports).
+         * @description Needs a key with the `read` scope (or `admin`).
+         */
+        get: operations["list_evaluations"];
+        put?: never;
+        /**
+         * Start an evaluation: the crew's version named by `crew` runs each case of the dataset (or of
+         *     `runs`) as an ordinary run (tenant-fair, under the tenant's quotas, durable, streamed, traced).
+         * @description Mode `replay`: each case's tool calls are answered from its recorded run where tool and
+         *     arguments match; a call that matches none is not executed (a divergence, in the report) unless
+         *     the tool is in `safe_tools`. Model calls go to the version's models. Mode `live`: everything
+         *     real. Each case's run has `metadata` `{"evaluation_id", "case"}`.
+         *
+         *     Needs a key with the `kickoff` scope (or `admin`).
+         */
+        post: operations["create_evaluation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/evaluations/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * An evaluation with its report as of now.
+         * @description Needs a key with the `read` scope (or `admin`).
+         */
+        get: operations["get_evaluation"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/events": {
         parameters: {
             query?: never;
@@ -1632,12 +1731,40 @@ export interface components {
          * @enum {string}
          */
         CallPurpose: "guardrail" | "planner" | "summarizer" | "memory";
+        /** @description The recorded run a case was made from. */
+        CaseReference: {
+            /** @description Its final output, when it had one. */
+            output?: string | null;
+            /** Format: uuid */
+            run_id: string;
+        };
+        /** @description One case of an evaluation's report. */
+        CaseReport: {
+            case: number;
+            checks: components["schemas"]["Check"][];
+            divergences: components["schemas"]["Divergence"][];
+            inputs: Record<string, unknown>;
+            /** @description Whether the case passed: it completed, and every check held. `null` until its run has ended. */
+            passed?: boolean | null;
+            reference?: null | components["schemas"]["RunSummary"];
+            /** @description Tool calls answered from the recorded run (replay). */
+            replayed_calls: number;
+            run?: null | components["schemas"]["RunSummary"];
+        };
         /**
          * @description What happens to ticks that were missed (the service was down or behind by more than the
          *     misfire grace).
          * @enum {string}
          */
         CatchUp: "none" | "latest";
+        /** @description One check of a case's output against an expectation. */
+        Check: {
+            /** @description Why it failed. */
+            detail?: string | null;
+            /** @description `exact`, `contains` or `json_schema`. */
+            kind: string;
+            passed: boolean;
+        };
         /**
          * @description How a base's documents are cut: at most `max_tokens` per chunk (cl100k tokens), the next
          *     chunk of a section repeating the last `overlap` tokens of the one before.
@@ -1893,6 +2020,46 @@ export interface components {
             /** Format: int32 */
             version: number;
         };
+        /** @description A dataset, with its cases. */
+        DatasetBody: components["schemas"]["DatasetSummary"] & {
+            cases: components["schemas"]["DatasetCase"][];
+        };
+        /** @description One case of a dataset. */
+        DatasetCase: {
+            expect?: null | components["schemas"]["Expectations"];
+            inputs: Record<string, unknown>;
+            reference?: null | components["schemas"]["CaseReference"];
+        };
+        /** @description The tenant's datasets, newest first. */
+        DatasetList: {
+            datasets: components["schemas"]["DatasetSummary"][];
+        };
+        /** @description The body of `POST /v1/datasets`: cases given, or made from past runs. */
+        DatasetRequest: {
+            /** @description The cases (at most 1,000). Give `cases` or `from_runs`. */
+            cases?: components["schemas"]["DatasetCase"][] | null;
+            description?: string | null;
+            expect?: null | components["schemas"]["Expectations"];
+            /**
+             * @description Past runs of the tenant, each made a case: its inputs, and as reference its id and output
+             *     (at most 1,000; each must have ended).
+             */
+            from_runs?: string[] | null;
+            /** @description A name for people (1 to 200 characters, one line). */
+            name: string;
+        };
+        /** @description A dataset, without its cases. */
+        DatasetSummary: {
+            case_count: number;
+            /** Format: date-time */
+            created_at: string;
+            /** @description The id of the key that made it, or `operator`. */
+            created_by?: string | null;
+            description?: string | null;
+            /** Format: uuid */
+            id: string;
+            name: string;
+        };
         /** @description One event's delivery to one endpoint. */
         DeliveryBody: {
             /** Format: int32 */
@@ -1934,6 +2101,13 @@ export interface components {
              * @description Pass as `cursor` for the next page; `null` on the last page.
              */
             next_cursor?: number | null;
+        };
+        /** @description A tool call of a replayed case that its recorded run did not make. */
+        Divergence: {
+            arguments: Record<string, unknown>;
+            /** @description Run for real anyway (the tool is in `safe_tools`). */
+            executed: boolean;
+            tool: string;
         };
         /** @description A document of a knowledge base. */
         DocumentBody: {
@@ -1989,6 +2163,70 @@ export interface components {
          * @enum {string}
          */
         ErrorKind: "llm_error" | "tool_error" | "max_iter" | "timeout" | "cancelled" | "limit" | "budget" | "quarantined" | "internal";
+        /**
+         * @description An evaluation and its report as of now: each case's run against its expectations and its
+         *     reference run, and the totals.
+         */
+        EvaluationBody: components["schemas"]["EvaluationSummary"] & {
+            cases: components["schemas"]["CaseReport"][];
+            /** @description `running` until every case's run has ended, then `completed`. */
+            status: string;
+            summary: components["schemas"]["ReportSummary"];
+        };
+        /** @description The tenant's evaluations, newest first. */
+        EvaluationList: {
+            evaluations: components["schemas"]["EvaluationSummary"][];
+        };
+        /**
+         * @description How an evaluation runs its cases.
+         * @enum {string}
+         */
+        EvaluationMode: "replay" | "live";
+        /** @description The body of `POST /v1/evaluations`. */
+        EvaluationRequest: {
+            /** @description The registered crew to evaluate: `name`, `name@version`, `name@latest` or `name@alias`. */
+            crew: string;
+            /**
+             * Format: uuid
+             * @description The dataset whose cases it runs. Give `dataset` or `runs`.
+             */
+            dataset?: string | null;
+            expect?: null | components["schemas"]["Expectations"];
+            /**
+             * @description `replay` (the default): tool calls answered from each case's recorded run, model calls
+             *     real; every case needs one. `live`: everything real.
+             */
+            mode?: components["schemas"]["EvaluationMode"];
+            /** @description Past runs to run again as cases (as a dataset `from_runs` would make them). */
+            runs?: string[] | null;
+            /**
+             * @description Tools a replay runs for real when a call diverges from the recording (by default a
+             *     divergent call is not executed).
+             */
+            safe_tools?: string[];
+        };
+        /** @description An evaluation, without its report. */
+        EvaluationSummary: {
+            case_count: number;
+            /** Format: date-time */
+            created_at: string;
+            created_by?: string | null;
+            /** @description The crew's name. */
+            crew: string;
+            /** @description The crew as the request named it (`digest@staging`). */
+            crew_ref: string;
+            /**
+             * Format: int32
+             * @description The version that reference named when the evaluation started: every case ran it.
+             */
+            crew_version: number;
+            /** Format: uuid */
+            dataset_id?: string | null;
+            /** Format: uuid */
+            id: string;
+            mode: components["schemas"]["EvaluationMode"];
+            safe_tools: string[];
+        };
         /**
          * @description One event of a run's log: its place in the log, when, the task and agent it concerns, and its
          *     type with that type's data. (The schema of [`Event`], whose `data` is the stored JSON.)
@@ -2183,6 +2421,15 @@ export interface components {
              * @description The `seq` to pass as `after` for the next slice.
              */
             next_after: number;
+        };
+        /** @description What a case's output should be. Every expectation given must hold for the case to pass. */
+        Expectations: {
+            /** @description Texts the output contains, each. */
+            contains?: string[];
+            /** @description The output, exactly (leading and trailing whitespace aside). */
+            exact?: string | null;
+            /** @description A JSON Schema the output, read as JSON, satisfies. */
+            json_schema?: Record<string, unknown> | null;
         };
         /** @description One problem with one field of a request. */
         FieldError: {
@@ -2803,6 +3050,39 @@ export interface components {
             /** Format: double */
             score: number;
         };
+        /** @description An evaluation's totals. */
+        ReportSummary: {
+            cases: number;
+            /** Format: double */
+            cost_usd: number;
+            /** @description Tool calls that diverged from the recorded runs, in all cases. */
+            divergences: number;
+            /**
+             * Format: int64
+             * @description The sum of the ended cases' durations.
+             */
+            duration_ms: number;
+            /** @description Cases whose run has ended. */
+            ended: number;
+            /**
+             * Format: double
+             * @description `passed / ended` (0 before any case ended).
+             */
+            pass_rate: number;
+            passed: number;
+            /** Format: double */
+            reference_cost_usd: number;
+            /** Format: int64 */
+            reference_duration_ms: number;
+            /**
+             * Format: int64
+             * @description The same figures of the reference runs (cases made from runs).
+             */
+            reference_tokens: number;
+            replayed_calls: number;
+            /** Format: int64 */
+            tokens: number;
+        };
         /** @description The answer to an interrupt. */
         ResumeEntry: {
             interruptId: string;
@@ -2982,6 +3262,21 @@ export interface components {
          * @enum {string}
          */
         RunStatus: "queued" | "waiting" | "running" | "awaiting_input" | "completed" | "failed" | "cancelling" | "cancelled";
+        /** @description A run as a case's report shows it. */
+        RunSummary: {
+            /** Format: double */
+            cost_usd: number;
+            /** Format: int64 */
+            duration_ms?: number | null;
+            error?: string | null;
+            output?: string | null;
+            /** Format: uuid */
+            run_id: string;
+            status: components["schemas"]["RunStatus"];
+            /** Format: int64 */
+            tokens: number;
+            tool_calls: number;
+        };
         RunThrottled: {
             /** @description The limit that binds, e.g. `provider:openai (60/min)`. */
             limit?: string | null;
@@ -5490,6 +5785,536 @@ export interface operations {
             };
             /** @description Invalid YAML, mapping or crew: each error names `agents_yaml.<agent>.<field>`, `tasks_yaml.<task>.<field>` or `mapping.<field>` */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unavailable (retry later) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    list_datasets: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DatasetList"];
+                };
+            };
+            /** @description Missing or invalid API key (when the server has API keys) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key lacks the scope this operation needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unavailable (retry later) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    create_dataset: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "cases": [
+                 *         {
+                 *           "expect": {
+                 *             "contains": [
+                 *               "high tide"
+                 *             ]
+                 *           },
+                 *           "inputs": {
+                 *             "topic": "tides"
+                 *           }
+                 *         }
+                 *       ],
+                 *       "name": "tide questions"
+                 *     }
+                 */
+                "application/json": components["schemas"]["DatasetRequest"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    /** @description The dataset's URL */
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DatasetBody"];
+                };
+            };
+            /** @description Malformed JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid API key (when the server has API keys) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key lacks the scope this operation needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body did not arrive within the body timeout */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body larger than 2 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not JSON */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid cases, a run that is not the tenant's or has not ended */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unavailable (retry later) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    get_dataset: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Dataset id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DatasetBody"];
+                };
+            };
+            /** @description A malformed id */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid API key (when the server has API keys) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key lacks the scope this operation needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such dataset */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unavailable (retry later) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    delete_dataset: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Dataset id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A malformed id */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid API key (when the server has API keys) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key lacks the scope this operation needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such dataset */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unavailable (retry later) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    list_evaluations: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EvaluationList"];
+                };
+            };
+            /** @description Missing or invalid API key (when the server has API keys) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key lacks the scope this operation needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unavailable (retry later) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    create_evaluation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "crew": "digest@staging",
+                 *       "dataset": "01936f7e-2c4b-7d2a-9c1e-0a1b2c3d4e5f",
+                 *       "mode": "replay"
+                 *     }
+                 */
+                "application/json": components["schemas"]["EvaluationRequest"];
+            };
+        };
+        responses: {
+            /** @description Started: every case's run is queued */
+            202: {
+                headers: {
+                    /** @description The evaluation's URL */
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EvaluationBody"];
+                };
+            };
+            /** @description Malformed JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid API key (when the server has API keys) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key lacks the scope this operation needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such crew, version, alias or dataset */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body did not arrive within the body timeout */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body larger than 2 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not JSON */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid request, a case the crew cannot run, a replay case without a recorded run */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The tenant's max_queued or daily caps refuse the runs */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unavailable (retry later) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    get_evaluation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Evaluation id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EvaluationBody"];
+                };
+            };
+            /** @description A malformed id */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid API key (when the server has API keys) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key lacks the scope this operation needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such evaluation */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -18,7 +18,11 @@ from .audit_entry import AuditEntry
 from .audit_list import AuditList
 from .audit_outcome import AuditOutcome
 from .call_purpose import CallPurpose
+from .case_reference import CaseReference
+from .case_report import CaseReport
+from .case_report_inputs import CaseReportInputs
 from .catch_up import CatchUp
+from .check import Check
 from .chunking import Chunking
 from .created_api_key import CreatedApiKey
 from .crew_card_response_200 import CrewCardResponse200
@@ -35,15 +39,28 @@ from .crew_spec_inputs_schema_type_0 import CrewSpecInputsSchemaType0
 from .crew_version_body import CrewVersionBody
 from .crew_version_list import CrewVersionList
 from .crew_version_summary import CrewVersionSummary
+from .dataset_body import DatasetBody
+from .dataset_case import DatasetCase
+from .dataset_case_inputs import DatasetCaseInputs
+from .dataset_list import DatasetList
+from .dataset_request import DatasetRequest
+from .dataset_summary import DatasetSummary
 from .delivery_body import DeliveryBody
 from .delivery_list import DeliveryList
 from .discovery_card_response_200 import DiscoveryCardResponse200
+from .divergence import Divergence
+from .divergence_arguments import DivergenceArguments
 from .document_body import DocumentBody
 from .document_list import DocumentList
 from .document_source import DocumentSource
 from .document_status import DocumentStatus
 from .empty import Empty
 from .error_kind import ErrorKind
+from .evaluation_body import EvaluationBody
+from .evaluation_list import EvaluationList
+from .evaluation_mode import EvaluationMode
+from .evaluation_request import EvaluationRequest
+from .evaluation_summary import EvaluationSummary
 from .event_data_type_0 import EventDataType0
 from .event_data_type_0_type import EventDataType0Type
 from .event_data_type_1 import EventDataType1
@@ -114,6 +131,8 @@ from .event_data_type_33 import EventDataType33
 from .event_data_type_33_type import EventDataType33Type
 from .event_data_type_34 import EventDataType34
 from .event_data_type_34_type import EventDataType34Type
+from .expectations import Expectations
+from .expectations_json_schema_type_0 import ExpectationsJsonSchemaType0
 from .field_error import FieldError
 from .forgotten import Forgotten
 from .fork_changes import ForkChanges
@@ -177,6 +196,7 @@ from .process import Process
 from .publish import Publish
 from .quotas import Quotas
 from .recalled_memory import RecalledMemory
+from .report_summary import ReportSummary
 from .resume_entry import ResumeEntry
 from .resume_entry_metadata_type_0 import ResumeEntryMetadataType0
 from .resume_entry_payload_type_0 import ResumeEntryPayloadType0
@@ -205,6 +225,7 @@ from .run_resumed import RunResumed
 from .run_retried import RunRetried
 from .run_started import RunStarted
 from .run_status import RunStatus
+from .run_summary import RunSummary
 from .run_throttled import RunThrottled
 from .saved_memory import SavedMemory
 from .schedule import Schedule
@@ -292,7 +313,11 @@ __all__ = (
     "AuditList",
     "AuditOutcome",
     "CallPurpose",
+    "CaseReference",
+    "CaseReport",
+    "CaseReportInputs",
     "CatchUp",
+    "Check",
     "Chunking",
     "CreatedApiKey",
     "CrewCardResponse200",
@@ -309,15 +334,28 @@ __all__ = (
     "CrewVersionBody",
     "CrewVersionList",
     "CrewVersionSummary",
+    "DatasetBody",
+    "DatasetCase",
+    "DatasetCaseInputs",
+    "DatasetList",
+    "DatasetRequest",
+    "DatasetSummary",
     "DeliveryBody",
     "DeliveryList",
     "DiscoveryCardResponse200",
+    "Divergence",
+    "DivergenceArguments",
     "DocumentBody",
     "DocumentList",
     "DocumentSource",
     "DocumentStatus",
     "Empty",
     "ErrorKind",
+    "EvaluationBody",
+    "EvaluationList",
+    "EvaluationMode",
+    "EvaluationRequest",
+    "EvaluationSummary",
     "EventDataType0",
     "EventDataType0Type",
     "EventDataType1",
@@ -388,6 +426,8 @@ __all__ = (
     "EventDataType33Type",
     "EventDataType34",
     "EventDataType34Type",
+    "Expectations",
+    "ExpectationsJsonSchemaType0",
     "FieldError",
     "Forgotten",
     "ForkChanges",
@@ -451,6 +491,7 @@ __all__ = (
     "Publish",
     "Quotas",
     "RecalledMemory",
+    "ReportSummary",
     "ResumeEntry",
     "ResumeEntryMetadataType0",
     "ResumeEntryPayloadType0",
@@ -479,6 +520,7 @@ __all__ = (
     "RunRetried",
     "RunStarted",
     "RunStatus",
+    "RunSummary",
     "RunThrottled",
     "SavedMemory",
     "Schedule",
