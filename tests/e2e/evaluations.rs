@@ -329,8 +329,19 @@ async fn a_replay_killed_mid_way_resumes_without_running_a_case_twice(pool: PgPo
     let body = json!({"crew": "tides", "runs": recorded, "mode": "replay"});
     let started = expect_json(app.post_json("/v1/evaluations", &body).await, StatusCode::ACCEPTED).await;
     let id = started["id"].as_str().expect("id").to_owned();
-    // Both calls of Brest and Cadiz, and both of Cork (the second held).
+    // Brest and Cadiz completed, and Cork's report asked for (and held).
     wait_requests(&fake, before + 6).await;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let report = expect_json(app.get(&format!("/v1/evaluations/{id}")).await, StatusCode::OK).await;
+        let ended: Vec<bool> =
+            report["cases"].as_array().expect("cases").iter().map(|c| !c["passed"].is_null()).collect();
+        if ended == [true, true, false] {
+            break;
+        }
+        assert!(Instant::now() < deadline, "Brest and Cadiz never completed: {report}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     first.signal("-KILL").await;
 
     let second = Agentd::start(&url, &env);

