@@ -15,7 +15,7 @@ use crate::domain::evaluation::{
 };
 use crate::domain::kickoff::{prepare_run, NewRun};
 use crate::domain::validate::{parse_json, FieldError};
-use crate::domain::{Caller, RunId, RunStatus, TenantId};
+use crate::domain::{Caller, RunId, TenantId};
 use crate::store::{Audit, NewEvaluation};
 
 /// An evaluation with its report as of now.
@@ -103,10 +103,7 @@ impl Services {
                 errors.push(FieldError::new(format!("{field}[{i}]"), format!("no run {id}")));
                 continue;
             };
-            let status: RunStatus = run
-                .status
-                .parse()
-                .map_err(|e: String| ServiceError::Invalid(vec![FieldError::new(field, e)]))?;
+            let status = run.status;
             if !status.is_terminal() {
                 errors.push(FieldError::new(
                     format!("{field}[{i}]"),

@@ -13,7 +13,7 @@ use super::tenants::hold_queue;
 use super::{decode, parse, Audit, Store, StoreError, StoreResult};
 use crate::domain::evaluation::{Dataset, DatasetCase, Evaluation, RecordedCall, Replay, RunFacts};
 use crate::domain::kickoff::NewRun;
-use crate::domain::{QueueFull, RunId, TaskOutput, TenantId};
+use crate::domain::{QueueFull, RunId, RunStatus, TaskOutput, TenantId};
 
 struct DatasetRow {
     id: Uuid,
@@ -71,7 +71,7 @@ impl EvaluationRow {
 #[derive(Debug, Clone)]
 pub struct PastRunCase {
     pub id: RunId,
-    pub status: String,
+    pub status: RunStatus,
     pub inputs: serde_json::Map<String, Value>,
     pub output: Option<TaskOutput>,
 }
@@ -174,7 +174,7 @@ impl Store {
             .map(|row| {
                 Ok(PastRunCase {
                     id: RunId(row.id),
-                    status: row.status,
+                    status: parse(&row.status)?,
                     inputs: decode(row.inputs, "runs.inputs")?,
                     output: row.output.map(|o| decode(o, "runs.output")).transpose()?,
                 })
