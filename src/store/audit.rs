@@ -63,6 +63,12 @@ impl Audit {
         }
     }
 
+    /// Who makes the change, as records that keep it say: the key's id, or `operator` (a key
+    /// of `AGENTD_API_KEYS`, or an open API).
+    pub fn actor(&self) -> String {
+        self.key_id.map_or_else(|| "operator".to_owned(), |key| key.to_string())
+    }
+
     /// Record the change as succeeded, on `tenant`'s resource (`resource` when the change made
     /// it and only now knows its path), in the change's own transaction.
     pub async fn record_in(

@@ -77,11 +77,6 @@ pub enum AliasMove {
     Stale { current: Option<i32> },
 }
 
-/// Who stored a version or moved an alias: the key's id, or `operator`.
-fn actor(audit: &Audit) -> String {
-    audit.key_id.map_or_else(|| "operator".to_owned(), |key| key.to_string())
-}
-
 impl Store {
     /// Store `spec` as the crew `spec.name`: its new version when the spec differs from its
     /// newest version's (the same content makes none). The record shows the newest version.
@@ -96,7 +91,7 @@ impl Store {
             .map_err(|e| super::StoreError::Corrupt(format!("crew spec does not serialize: {e}")))?;
         let mut tx = self.pool.begin().await?;
         // The trigger that makes the version reads who stores it from this transaction's setting.
-        sqlx::query_scalar!("SELECT set_config('agentd.actor', $1, true)", actor(audit))
+        sqlx::query_scalar!("SELECT set_config('agentd.actor', $1, true)", audit.actor())
             .fetch_one(&mut *tx)
             .await?;
         // `xmax = 0` holds for a freshly inserted row and not for one the upsert updated.
@@ -308,7 +303,7 @@ impl Store {
             name,
             alias,
             version,
-            actor(audit)
+            audit.actor()
         )
         .fetch_one(&mut *tx)
         .await?;

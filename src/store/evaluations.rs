@@ -84,11 +84,6 @@ pub struct NewEvaluation<'a> {
     pub replay_of: &'a [Option<RunId>],
 }
 
-/// Who made a dataset or an evaluation: the key's id, or `operator`.
-fn actor(audit: &Audit) -> String {
-    audit.key_id.map_or_else(|| "operator".to_owned(), |key| key.to_string())
-}
-
 impl Store {
     /// Store a dataset.
     #[tracing::instrument(skip_all, fields(dataset = %name), err)]
@@ -112,7 +107,7 @@ impl Store {
             name,
             description,
             cases,
-            actor(audit)
+            audit.actor()
         )
         .fetch_one(&mut *tx)
         .await?;
@@ -214,7 +209,7 @@ impl Store {
             &evaluation.safe_tools,
             evaluation.dataset_id,
             cases,
-            actor(audit)
+            audit.actor()
         )
         .execute(&mut *tx)
         .await?;
