@@ -2,7 +2,9 @@
 //! Each stream is a task that subscribes first, replays from the database, then follows the bus,
 //! feeding a small bounded channel the HTTP layer drains. When the client is slow the task waits on
 //! that channel, its bus receiver falls behind, and it reads the database again when it goes on:
-//! memory stays bounded and no event is lost, duplicated or reordered.
+//! memory stays bounded and no event is lost, duplicated or reordered. A live delta that comes
+//! after its reply's `llm.finished` (it was on its way while the stream read that event from the
+//! database) is dropped: a client never sees a reply's text after the reply ended.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -10,8 +12,7 @@ use std::sync::Arc;
 use tokio::sync::{broadcast, mpsc};
 
 use super::{BusItem, Envelope, EventBus, RunSubscription, SubscriberGuard};
-use crate::domain::RunId;
-use crate::domain::TenantId;
+use crate::domain::{EventType, RunId, TenantId};
 use crate::store::{Store, StoreResult};
 
 /// Frames buffered between a stream's task and its HTTP response.
@@ -42,7 +43,7 @@ pub fn run_stream(store: Store, bus: &EventBus, run_id: RunId, after: i64) -> Fr
     let subscription = bus.subscribe_run(run_id);
     let (sender, frames) = mpsc::channel(FRAME_BUFFER);
     tokio::spawn(async move {
-        let mut pump = RunPump { store, run_id, last: after, sender };
+        let mut pump = RunPump { store, run_id, last: after, sender, ended: HashSet::new() };
         if let Err(error) = pump.run(subscription).await {
             tracing::warn!(%error, %run_id, "event stream stopped on a database error");
         }
@@ -90,6 +91,44 @@ struct RunPump {
     /// The last `seq` sent.
     last: i64,
     sender: mpsc::Sender<Frame>,
+    /// The agent turns whose `llm.finished` was sent (and no `llm.started` since): a delta of one
+    /// of them is late.
+    ended: HashSet<Reply>,
+}
+
+/// An agent's turn, as its `llm.*` events and its deltas name it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct Reply {
+    task: String,
+    agent: String,
+    iteration: u64,
+}
+
+impl Reply {
+    /// The turn an `llm.started` or `llm.finished` event is of (`None` for a side call).
+    fn of_event(event: &crate::domain::Event) -> Option<Self> {
+        Some(Self {
+            task: event.task.clone()?,
+            agent: event.agent.clone()?,
+            iteration: event.data.get("iteration")?.as_u64()?,
+        })
+    }
+
+    /// The turn a delta's data is of.
+    fn of_delta(json: &str) -> Option<Self> {
+        #[derive(serde::Deserialize)]
+        struct Delta {
+            task: String,
+            agent: String,
+            data: Data,
+        }
+        #[derive(serde::Deserialize)]
+        struct Data {
+            iteration: u64,
+        }
+        let delta: Delta = serde_json::from_str(json).ok()?;
+        Some(Self { task: delta.task, agent: delta.agent, iteration: delta.data.iteration })
+    }
 }
 
 impl Pump for RunPump {
@@ -142,6 +181,9 @@ impl RunPump {
     /// A streamed reply's text, as it arrives (a stream that is catching up drops none: deltas
     /// come only live).
     async fn send_delta(&mut self, json: Arc<str>) -> Flow {
+        if !self.ended.is_empty() && Reply::of_delta(&json).is_some_and(|reply| self.ended.contains(&reply)) {
+            return Flow::Continue;
+        }
         match self.sender.send(Frame { id: self.last, event: None, delta: Some(json) }).await {
             Ok(()) => Flow::Continue,
             Err(_) => Flow::Done,
@@ -150,6 +192,15 @@ impl RunPump {
 
     async fn send(&mut self, event: Arc<Envelope>) -> Flow {
         self.last = event.event.seq;
+        match event.event.event_type {
+            EventType::LlmFinished => self.ended.extend(Reply::of_event(&event.event)),
+            EventType::LlmStarted if !self.ended.is_empty() => {
+                if let Some(reply) = Reply::of_event(&event.event) {
+                    self.ended.remove(&reply);
+                }
+            }
+            _ => {}
+        }
         let terminal = event.event.event_type.is_terminal();
         let frame = Frame { id: event.event.seq, event: Some(event), delta: None };
         if self.sender.send(frame).await.is_err() || terminal {

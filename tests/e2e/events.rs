@@ -348,6 +348,91 @@ async fn claimed_run_stream(pool: &PgPool) -> (TestApp, RunJournal, SseReader) {
     (app, journal, stream)
 }
 
+/// Live deltas and events reach a stream in the order Postgres delivers their notifications, but a
+/// stream that reads an event from the database (catching up) can hold it before a delta sent
+/// earlier arrives: a delta of a turn whose `llm.finished` the stream has sent is dropped, and the
+/// next turn's deltas still come.
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn a_delta_that_comes_after_its_turn_ended_is_not_sent(pool: PgPool) {
+    use agentd::domain::event::{LlmFinished, LlmStarted, TokenUsage};
+    let (_app, journal, mut stream) = claimed_run_stream(&pool).await;
+    for _ in 0..2 {
+        stream.next(Duration::from_secs(10)).await.expect("run.queued, run.started");
+    }
+    let store = Store::new(pool.clone());
+    let run_id = journal.run_id();
+    let delta = |iteration: u32, text: &str| {
+        json!({"run_id": run_id, "type": "llm.delta", "at": "2026-12-07T00:00:00Z", "task": "t", "agent": "a",
+               "data": {"iteration": iteration, "attempt": 1, "text": text}})
+        .to_string()
+    };
+    let commit = |data: EventData| {
+        let mut step = Step::default();
+        step.event(Some("t"), Some("a"), data);
+        journal.commit(step)
+    };
+    let started = |iteration| {
+        EventData::LlmStarted(LlmStarted {
+            model: "fake/m".into(),
+            iteration: Some(iteration),
+            purpose: None,
+        })
+    };
+    let finished = |iteration| {
+        EventData::LlmFinished(LlmFinished {
+            model: "fake/m".into(),
+            usage: TokenUsage { prompt_tokens: 1, completion_tokens: 1, cached_tokens: 0, estimated: false },
+            cost_usd: None,
+            duration_ms: 1,
+            iteration: Some(iteration),
+            purpose: None,
+            retries: 0,
+        })
+    };
+    // Each step is read before the next is sent: a notification batch relays its deltas first.
+    let notify = |payload: String| {
+        let store = store.clone();
+        async move { store.notify_all(agentd::store::DELTAS_CHANNEL, &[payload]).await.expect("notify") }
+    };
+    commit(started(1)).await.expect("commit");
+    assert_eq!(next(&mut stream).await, "llm.started");
+    notify(delta(1, "Hel")).await;
+    assert_eq!(next(&mut stream).await, "delta 1 Hel");
+    commit(finished(1)).await.expect("commit");
+    assert_eq!(next(&mut stream).await, "llm.finished");
+    // Late: turn 1 has ended for this stream. Then turn 2 streams before its llm.started is
+    // committed (the call and that commit go together).
+    notify(delta(1, "lo")).await;
+    notify(delta(2, "Bye")).await;
+    assert_eq!(next(&mut stream).await, "delta 2 Bye");
+    commit(started(2)).await.expect("commit");
+    commit(finished(2)).await.expect("commit");
+    let mut end = Step::default();
+    end.event(None, None, EventData::RunCompleted(RunCompleted { output: "Bye".into() }));
+    end.run = Some(RunChange::Completed { output: agentd::domain::TaskOutput::new("Bye", None) });
+    journal.commit(end).await.expect("commit");
+    let rest: Vec<String> = stream.drain().await.iter().map(describe).collect();
+    assert_eq!(rest, ["llm.started", "llm.finished", "run.completed"]);
+}
+
+/// An event's type, or a delta's iteration and text.
+fn describe(event: &Sse) -> String {
+    match event.event.as_deref() {
+        Some("llm.delta") => {
+            format!(
+                "delta {} {}",
+                event.data["data"]["iteration"],
+                event.data["data"]["text"].as_str().unwrap_or("?")
+            )
+        }
+        other => other.unwrap_or("?").to_owned(),
+    }
+}
+
+async fn next(stream: &mut SseReader) -> String {
+    describe(&stream.next(Duration::from_secs(10)).await.expect("an event"))
+}
+
 #[sqlx::test(migrator = "agentd::store::MIGRATOR")]
 async fn a_stalled_subscriber_gets_all_10000_events_in_order(pool: PgPool) {
     let (_app, journal, mut stream) = claimed_run_stream(&pool).await;
