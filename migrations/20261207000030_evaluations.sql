@@ -8,11 +8,13 @@
 -- that run's recorded results where tool and arguments match, and a call that matches none is
 -- not executed (a divergence) unless the evaluation names the tool in `safe_tools`.
 --
--- A replay run is written at record format 2: a replica of a release before it (0.1.0 reads
--- format 1) never claims one, so it can never execute a replayed tool call for real.
+-- An evaluation's runs are written at record format 2: a replica of a release before it (0.1.0
+-- reads format 1) never claims one, so it can never execute a replayed tool call for real, nor
+-- complete a case without judging it. `evaluations.judge_model` is the model that judges the
+-- cases with a rubric (NULL: the default model).
 INSERT INTO schema_window (version, oldest_schema, release, change)
 VALUES (20261207000030, 20261205000027, '0.2.0',
-        'additive: datasets, evaluations, runs.evaluation_id/evaluation_case/replay_of, agentd_claim_runs answers replay_of (0.1.0 names its columns)');
+        'additive: datasets, evaluations, runs.evaluation_id/evaluation_case/replay_of, agentd_claim_runs answers evaluation_id (0.1.0 names its columns)');
 
 CREATE TABLE datasets (
     id          uuid PRIMARY KEY,
@@ -35,6 +37,7 @@ CREATE TABLE evaluations (
     crew_version integer NOT NULL,
     mode         text NOT NULL CHECK (mode IN ('replay', 'live')),
     safe_tools   text[] NOT NULL DEFAULT '{}',
+    judge_model  text,
     -- The dataset it ran (NULL: made from runs, or the dataset was deleted since).
     dataset_id   uuid REFERENCES datasets (id) ON DELETE SET NULL,
     -- The cases as they were when it started (the report needs them whatever becomes of the dataset).
@@ -47,7 +50,7 @@ CREATE INDEX evaluations_tenant ON evaluations (tenant, created_at DESC, id DESC
 ALTER TABLE runs ADD COLUMN evaluation_id uuid, ADD COLUMN evaluation_case integer, ADD COLUMN replay_of uuid;
 CREATE INDEX runs_evaluation ON runs (evaluation_id, evaluation_case) WHERE evaluation_id IS NOT NULL;
 
--- The claim answers a run's `replay_of`. Dropped and created in this migration's transaction, so
+-- The claim answers a run's `evaluation_id` (the worker then reads what the case needs). Dropped and created in this migration's transaction, so
 -- no caller sees neither.
 DROP FUNCTION agentd_claim_runs(text, float8, integer, smallint);
 CREATE FUNCTION agentd_claim_runs(claimer text, lease float8, wanted integer, reader smallint DEFAULT 1)
@@ -55,7 +58,7 @@ RETURNS TABLE (id uuid, tenant text, attempt integer, crew_spec text, inputs tex
                created_at timestamptz, started_at timestamptz, timeout_s integer, paused_s float8,
                max_running integer, max_tokens_per_day int8, max_cost_usd_per_day float8,
                trace_id text, traceparent text, tracestate text, thread_id uuid, thread_history text, forked_from uuid,
-               replay_of uuid)
+               evaluation_id uuid)
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
@@ -142,7 +145,7 @@ BEGIN
          WHERE r.id = ANY (picked)
         RETURNING r.id, r.tenant, r.attempt, r.last_seq, r.crew_spec, r.inputs, r.created_at,
                   r.started_at, r.timeout_s, r.paused_s, r.trace_id, r.traceparent, r.tracestate,
-                  r.thread_id, r.thread_history, r.forked_from, r.replay_of
+                  r.thread_id, r.thread_history, r.forked_from, r.evaluation_id
     ), started AS (
         INSERT INTO events (run_id, seq, type, data)
         SELECT c.id, c.last_seq, 'run.started',
@@ -153,7 +156,7 @@ BEGIN
     SELECT c.id, c.tenant, c.attempt, c.crew_spec::text, c.inputs::text, c.created_at, c.started_at,
            c.timeout_s, c.paused_s, n.max_running, n.max_tokens_per_day, n.max_cost_usd_per_day,
            c.trace_id, c.traceparent, c.tracestate, c.thread_id, c.thread_history, c.forked_from,
-           c.replay_of
+           c.evaluation_id
       FROM claimed AS c LEFT JOIN tenants AS n ON n.name = c.tenant;
 END
 $$;

@@ -9,12 +9,15 @@ use serde_json::{Map, Value};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
+use super::event::EvaluationJudged;
 use super::field::{check_text, FieldError, TextKind};
 use super::schema::{check_schema, CompiledSchema};
 use super::{RunId, RunStatus, TaskOutput};
 
 /// The most cases a dataset (an evaluation) holds.
 pub const MAX_CASES: usize = 1_000;
+/// The longest rubric, in characters.
+pub const MAX_RUBRIC_CHARS: usize = 4_000;
 
 /// What a case's output should be. Every expectation given must hold for the case to pass.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
@@ -30,12 +33,38 @@ pub struct Expectations {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>)]
     pub json_schema: Option<Value>,
+    /// What a good output does, in words (at most 4,000 characters): a judge model reads the
+    /// case's inputs and output and decides, in the case's run (`evaluation.judged`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(max_length = 4000)]
+    pub rubric: Option<String>,
 }
 
 impl Expectations {
     fn is_empty(&self) -> bool {
-        self.exact.is_none() && self.contains.is_empty() && self.json_schema.is_none()
+        self.exact.is_none()
+            && self.contains.is_empty()
+            && self.json_schema.is_none()
+            && self.rubric.is_none()
     }
+}
+
+/// What an evaluation case's run needs beside its crew: the recorded calls a replay answers its
+/// tool calls with, and the judge of a case with a rubric.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct EvaluationCase {
+    pub replay: Option<Replay>,
+    pub judge: Option<Judge>,
+}
+
+/// An evaluation case's judge: its run's final answer is judged against `rubric` before the run
+/// completes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Judge {
+    pub rubric: String,
+    /// The judge's model (`provider/model`, or a model of the default provider); `None`: the
+    /// default model.
+    pub model: Option<String>,
 }
 
 /// The recorded run a case was made from.
@@ -84,7 +113,18 @@ pub fn check_cases(cases: &[DatasetCase], errors: &mut Vec<FieldError>) {
 pub fn check_expectations(expect: Option<&Expectations>, path: &str, errors: &mut Vec<FieldError>) {
     let Some(expect) = expect else { return };
     if expect.is_empty() {
-        errors.push(FieldError::new(path, "give at least one of exact, contains, json_schema"));
+        errors.push(FieldError::new(path, "give at least one of exact, contains, json_schema, rubric"));
+    }
+    if let Some(rubric) = &expect.rubric {
+        let path = format!("{path}.rubric");
+        if rubric.trim().is_empty() || rubric.chars().count() > MAX_RUBRIC_CHARS {
+            errors.push(FieldError::new(
+                path,
+                format!("must be 1 to {MAX_RUBRIC_CHARS} characters, not blank"),
+            ));
+        } else if let Err(error) = check_text(&path, rubric, TextKind::Lines) {
+            errors.push(error);
+        }
     }
     if let Some(exact) = &expect.exact {
         if let Err(error) = check_text(&format!("{path}.exact"), exact, TextKind::Lines) {
@@ -183,7 +223,7 @@ fn bad_mode(mode: &str) -> String {
 /// One check of a case's output against an expectation.
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
 pub struct Check {
-    /// `exact`, `contains` or `json_schema`.
+    /// `exact`, `contains`, `json_schema` or `rubric`.
     pub kind: String,
     pub passed: bool,
     /// Why it failed.
@@ -236,6 +276,8 @@ pub struct RunFacts {
     pub duration_ms: Option<i64>,
     /// Its tool calls, in order.
     pub calls: Vec<RecordedCall>,
+    /// Its judge's verdict (`evaluation.judged`), when it was judged.
+    pub judged: Option<EvaluationJudged>,
 }
 
 /// A tool call of a replayed case that its recorded run did not make.
@@ -296,6 +338,9 @@ pub struct CaseReport {
     pub replayed_calls: usize,
     pub divergences: Vec<Divergence>,
     pub checks: Vec<Check>,
+    /// The judge's verdict on the output (cases with a rubric).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub judged: Option<EvaluationJudged>,
     /// Whether the case passed: it completed, and every check held. `null` until its run has ended.
     pub passed: Option<bool>,
 }
@@ -346,10 +391,23 @@ pub fn case_report(
     }
     let ended = run.is_some_and(|run| run.status.is_terminal());
     let output = run.and_then(|run| run.output.as_ref()).map(|o| o.raw.as_str());
-    let checks = match (&case.expect, output) {
+    let mut checks = match (&case.expect, output) {
         (Some(expect), Some(output)) if ended => score(expect, output),
         _ => Vec::new(),
     };
+    let judged = run.and_then(|run| run.judged.clone());
+    if case.expect.as_ref().is_some_and(|e| e.rubric.is_some()) && output.is_some() && ended {
+        checks.push(match &judged {
+            Some(verdict) => Check {
+                kind: "rubric".into(),
+                passed: verdict.passed,
+                detail: (!verdict.passed).then(|| verdict.reason.clone()),
+            },
+            None => {
+                Check { kind: "rubric".into(), passed: false, detail: Some("the run was not judged".into()) }
+            }
+        });
+    }
     let completed = run.is_some_and(|run| run.status == RunStatus::Completed);
     let passed = ended.then(|| completed && checks.iter().all(|check| check.passed));
     CaseReport {
@@ -360,6 +418,7 @@ pub fn case_report(
         replayed_calls,
         divergences,
         checks,
+        judged,
         passed,
     }
 }
@@ -411,6 +470,8 @@ pub struct Evaluation {
     pub crew_version: i32,
     pub mode: EvaluationMode,
     pub safe_tools: Vec<String>,
+    /// The model that judges cases with a rubric (`None`: the default model).
+    pub judge_model: Option<String>,
     pub dataset_id: Option<Uuid>,
     pub cases: Vec<DatasetCase>,
     pub created_by: Option<String>,
@@ -473,6 +534,7 @@ mod tests {
             json_schema: Some(
                 json!({"type": "object", "required": ["tide"], "properties": {"tide": {"type": "integer"}}}),
             ),
+            rubric: None,
         };
         let checks = score(&expect, " {\"tide\": 6}\n");
         let passed: Vec<(&str, bool)> = checks.iter().map(|c| (c.kind.as_str(), c.passed)).collect();
@@ -509,6 +571,7 @@ mod tests {
                     outcome: Err("not executed".into()),
                 },
             ],
+            judged: None,
         };
         let replay = replay();
         let pending = case_report(0, &case, Some(&run), None, Some(&replay));
@@ -521,6 +584,43 @@ mod tests {
         let summary = summarize(&[done.clone(), pending]);
         assert_eq!((summary.cases, summary.ended, summary.passed, summary.divergences), (2, 1, 1, 2));
         assert_eq!((summary.pass_rate, summary.tokens, summary.reference_tokens), (1.0, 20, 10));
+    }
+
+    #[test]
+    fn a_rubric_is_a_check_that_holds_when_the_judge_passed_the_output() {
+        let rubric = Expectations { rubric: Some("Names the hour.".into()), ..Expectations::default() };
+        let case = DatasetCase { inputs: Map::new(), expect: Some(rubric), reference: None };
+        let mut run = RunFacts {
+            id: RunId::new(),
+            status: RunStatus::Completed,
+            output: Some(TaskOutput::new("High tide at 6am", None)),
+            error: None,
+            tokens: 10,
+            cost_usd: 0.0,
+            duration_ms: Some(5),
+            calls: Vec::new(),
+            judged: None,
+        };
+        let unjudged = case_report(0, &case, Some(&run), None, None);
+        assert_eq!(unjudged.passed, Some(false));
+        assert_eq!(unjudged.checks[0].detail.as_deref(), Some("the run was not judged"));
+        let verdict = |passed: bool| EvaluationJudged {
+            passed,
+            score: Some(if passed { 0.9 } else { 0.2 }),
+            reason: "the hour".into(),
+            model: "fake/judge".into(),
+        };
+        run.judged = Some(verdict(true));
+        let passed = case_report(0, &case, Some(&run), None, None);
+        assert_eq!((passed.passed, passed.checks.len()), (Some(true), 1));
+        assert_eq!(passed.judged.as_ref().and_then(|j| j.score), Some(0.9));
+        run.judged = Some(verdict(false));
+        let failed = case_report(0, &case, Some(&run), None, None);
+        assert_eq!((failed.passed, failed.checks[0].detail.as_deref()), (Some(false), Some("the hour")));
+        let mut errors = Vec::new();
+        let blank = Expectations { rubric: Some(" ".into()), ..Expectations::default() };
+        check_expectations(Some(&blank), "expect", &mut errors);
+        assert_eq!(errors.iter().map(|e| e.field.as_str()).collect::<Vec<_>>(), ["expect.rubric"]);
     }
 }
 
@@ -572,6 +672,22 @@ pub struct EvaluationRequest {
     /// divergent call is not executed).
     #[serde(default)]
     pub safe_tools: Vec<String>,
+    /// The model that judges the cases with a rubric (`provider/model`, or a model of the default
+    /// provider; at most 200 characters); by default the server's default model.
+    #[serde(default)]
+    #[schema(min_length = 1, max_length = 200)]
+    pub judge_model: Option<String>,
+}
+
+/// Check an evaluation's `judge_model` (the text only: a model that is not configured gives each
+/// judged case a failed verdict saying so, as an agent's model fails its run).
+pub fn check_judge_model(model: Option<&str>, errors: &mut Vec<FieldError>) {
+    let Some(model) = model else { return };
+    if model.trim().is_empty() || model.chars().count() > 200 {
+        errors.push(FieldError::new("judge_model", "must be 1 to 200 characters, not blank"));
+    } else if let Err(error) = check_text("judge_model", model, TextKind::Line) {
+        errors.push(error);
+    }
 }
 
 fn replay_mode() -> EvaluationMode {

@@ -115,6 +115,9 @@ events! {
     StepStarted(StepStarted) = "step.started",
     StepCompleted(StepCompleted) = "step.completed",
     StepFailed(StepFailed) = "step.failed",
+    /// An evaluation's judge decided whether the case's output meets its rubric (before
+    /// `run.completed`, in a case run whose case has a rubric).
+    EvaluationJudged(EvaluationJudged) = "evaluation.judged",
 }
 
 impl EventType {
@@ -223,6 +226,8 @@ pub enum CallPurpose {
     Summarizer,
     /// Extracting facts and entities of an answer for memory.
     Memory,
+    /// An evaluation's judge, scoring a case's output against its rubric.
+    Judge,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
@@ -403,6 +408,20 @@ pub struct RunFailed {
     pub error: RunError,
 }
 
+/// The judge's verdict on an evaluation case's output.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct EvaluationJudged {
+    /// Whether the output meets the rubric.
+    pub passed: bool,
+    /// The judge's score from 0 to 1, when it gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub score: Option<f64>,
+    /// Why (the judge's words, or why it could not judge).
+    pub reason: String,
+    /// The judge's model (`provider/model`).
+    pub model: String,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
 pub struct GuardrailVerdict {
     pub task: String,
@@ -474,7 +493,7 @@ mod tests {
 
     #[test]
     fn wire_names_round_trip_through_serde() {
-        assert_eq!(EventType::ALL.len(), 35, "the event table in docs/api.md");
+        assert_eq!(EventType::ALL.len(), 36, "the event table in docs/api.md");
         let names: std::collections::BTreeSet<&str> = EventType::ALL.iter().map(|t| t.as_str()).collect();
         assert_eq!(names.len(), EventType::ALL.len(), "names are unique");
         for &ty in EventType::ALL {

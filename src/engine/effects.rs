@@ -65,6 +65,8 @@ pub enum Purpose {
     Summarizer,
     /// The facts and entities of an answer, for memory.
     Memory,
+    /// An evaluation's judge of a case's output.
+    Judge,
 }
 
 impl Purpose {
@@ -77,6 +79,7 @@ impl Purpose {
             Purpose::Planner => (None, Some(CallPurpose::Planner)),
             Purpose::Summarizer => (None, Some(CallPurpose::Summarizer)),
             Purpose::Memory => (None, Some(CallPurpose::Memory)),
+            Purpose::Judge => (None, Some(CallPurpose::Judge)),
         }
     }
 
@@ -88,6 +91,7 @@ impl Purpose {
             Purpose::Planner => "planner",
             Purpose::Summarizer => "summarizer",
             Purpose::Memory => "memory",
+            Purpose::Judge => "judge",
         }
     }
 
@@ -99,6 +103,7 @@ impl Purpose {
             Purpose::Planner => "planning",
             Purpose::Summarizer => "summarising",
             Purpose::Memory => "extracting memories",
+            Purpose::Judge => "judging",
         }
     }
 }

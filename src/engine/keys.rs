@@ -10,6 +10,7 @@
 //! | `<conversation>#plan` | the planner's conversation |
 //! | `<conversation>#step-<n>` | step `n` (from 1) of a planned task |
 //! | `<task>#memory` | the conversation extracting facts and entities of the task's answer |
+//! | `#judge` | an evaluation's judge's conversation about the run's final answer |
 
 pub use crate::domain::journal::JournalKey;
 
@@ -48,6 +49,11 @@ pub fn memory(task: &str) -> JournalKey {
     format!("{task}#memory").into()
 }
 
+/// The conversation of an evaluation's judge (one per run: it judges the final answer).
+pub fn judge() -> JournalKey {
+    JournalKey::from("#judge")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -61,5 +67,6 @@ mod tests {
         assert_eq!(plan("t"), "t#plan");
         assert_eq!(step("t#2/c", 4), "t#2/c#step-4");
         assert_eq!(memory("t"), "t#memory");
+        assert_eq!(judge(), "#judge");
     }
 }

@@ -30,6 +30,7 @@ mod delegation;
 mod effects;
 pub mod guardrail;
 pub mod journal;
+mod judge;
 pub mod keys;
 pub mod knowledge;
 mod mcp;

@@ -194,6 +194,16 @@ pub fn guardrail_question(task: &str, rule: &str, answer: &str) -> String {
     format!("The task was:\n{task}\n\nThe rule the answer must satisfy:\n{rule}\n\nThe answer:\n{answer}\n\nDoes the answer satisfy the rule?")
 }
 
+/// The system prompt of an evaluation's judge.
+pub const JUDGE_SYSTEM: &str =
+    "You are a strict evaluator. You decide whether a crew's final answer meets a rubric, \
+    and reply with JSON only: {\"pass\": true|false, \"score\": a number from 0 to 1, \"reason\": \"one sentence\"}.";
+
+/// Ask an evaluation's judge about a case's final answer.
+pub fn judge_question(inputs: &str, rubric: &str, answer: &str) -> String {
+    format!("The crew's inputs were:\n{inputs}\n\nThe rubric:\n{rubric}\n\nThe crew's final answer:\n{answer}\n\nDoes the answer meet the rubric?")
+}
+
 /// Fed back when the answer failed its guardrail.
 pub fn guardrail_feedback(reason: &str) -> String {
     format!("Your final answer did not pass the required check: {reason}\nGive your Final Answer again, fixing this.")

@@ -14,12 +14,12 @@ use super::journal::{Journal, JournalError, RunChange, Snapshot, Step, TaskRecor
 use super::knowledge::KnowledgeSource;
 use super::mcp::McpRun;
 use super::memory::MemorySource;
-use super::process;
 use super::schemas::{RunSchemas, SharedSchemas};
 use super::toolbox::RunTools;
+use super::{judge, process};
 use super::{Context, Coworkers, DeltaPublisher, EngineError, RunBudget, RunDeltas, Spend};
 use crate::domain::crew::CrewSpec;
-use crate::domain::evaluation::Replay;
+use crate::domain::evaluation::{Judge, Replay};
 use crate::domain::event::{RunCompleted, RunFailed};
 use crate::domain::{EventData, RunError, RunLimits, TaskOutput, TaskStatus};
 use crate::llm::LlmRegistry;
@@ -101,6 +101,8 @@ pub struct RunJob<'a> {
     pub first_attempt: bool,
     /// A replay's recorded calls: its tools' calls are answered from them.
     pub replay: Option<&'a Replay>,
+    /// An evaluation case's rubric: the final answer is judged before the run completes.
+    pub judge: Option<&'a Judge>,
 }
 
 impl Engine {
@@ -146,7 +148,7 @@ impl Engine {
         cancel: &CancellationToken,
     ) -> Result<TaskOutput, EngineError> {
         self.execute(
-            &RunJob { crew, inputs, history: None, first_attempt: false, replay: None },
+            &RunJob { crew, inputs, history: None, first_attempt: false, replay: None, judge: None },
             journal,
             cancel,
         )
@@ -231,7 +233,13 @@ impl Engine {
                 .map(|publisher| RunDeltas { publisher, run_id: journal.run_id() }),
         };
         let mut pending = Step::default();
-        let result = process::perform_tasks(&assembler, &ctx, &mut pending).await;
+        let mut result = process::perform_tasks(&assembler, &ctx, &mut pending).await;
+        if let (Ok(output), Some(judge), Some(last)) = (&result, job.judge, crew.tasks.last()) {
+            let case = judge::Case { judge, task: &last.name, inputs, output };
+            if let Err(error) = judge::judge(case, &self.llms, &ctx, &mut pending).await {
+                result = Err(error);
+            }
+        }
         self.limiter.forget(&rate_key);
         log_end(&result);
         match &result {

@@ -145,6 +145,10 @@ pub struct EvaluationSummary {
     pub crew_version: i32,
     pub mode: EvaluationMode,
     pub safe_tools: Vec<String>,
+    /// The model that judges the cases with a rubric, when the request named one (otherwise the
+    /// default model).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub judge_model: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dataset_id: Option<Uuid>,
     pub case_count: usize,
@@ -161,6 +165,7 @@ fn evaluation_summary(evaluation: Evaluation) -> EvaluationSummary {
         crew_version,
         mode,
         safe_tools,
+        judge_model,
         dataset_id,
         cases,
         created_by,
@@ -174,6 +179,7 @@ fn evaluation_summary(evaluation: Evaluation) -> EvaluationSummary {
         crew_version,
         mode,
         safe_tools,
+        judge_model,
         dataset_id,
         case_count,
         created_by,
@@ -212,7 +218,10 @@ pub struct EvaluationList {
 /// Mode `replay`: each case's tool calls are answered from its recorded run where tool and
 /// arguments match; a call that matches none is not executed (a divergence, in the report) unless
 /// the tool is in `safe_tools`. Model calls go to the version's models. Mode `live`: everything
-/// real. Each case's run has `metadata` `{"evaluation_id", "case"}`.
+/// real. A case whose expectations have a `rubric` is judged in its run, before it completes, by
+/// `judge_model` (else the default model): the call is journaled and costed with the run's, and
+/// its verdict is the event `evaluation.judged` and the case's `rubric` check. Each case's run has
+/// `metadata` `{"evaluation_id", "case"}`.
 #[utoipa::path(
     post, path = "/evaluations", tag = "evaluations",
     request_body(content = EvaluationRequest, example = json!({"crew": "digest@staging", "dataset": "01936f7e-2c4b-7d2a-9c1e-0a1b2c3d4e5f", "mode": "replay"})),

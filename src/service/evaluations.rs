@@ -9,9 +9,9 @@ use super::access::queue_full;
 use super::{ServiceError, ServiceResult, Services};
 use crate::domain::crew::CrewSelector;
 use crate::domain::evaluation::{
-    case_report, check_cases, check_dataset_text, check_expectations, summarize, CaseReference, CaseReport,
-    Dataset, DatasetCase, DatasetRequest, Evaluation, EvaluationMode, EvaluationRequest, Expectations,
-    Replay, ReportSummary, MAX_CASES,
+    case_report, check_cases, check_dataset_text, check_expectations, check_judge_model, summarize,
+    CaseReference, CaseReport, Dataset, DatasetCase, DatasetRequest, Evaluation, EvaluationMode,
+    EvaluationRequest, Expectations, Replay, ReportSummary, MAX_CASES,
 };
 use crate::domain::kickoff::{prepare_run, NewRun};
 use crate::domain::validate::{parse_json, FieldError};
@@ -157,6 +157,7 @@ impl Services {
                 (Vec::new(), None)
             }
         };
+        check_judge_model(request.judge_model.as_deref(), &mut errors);
         for (i, tool) in request.safe_tools.iter().enumerate() {
             if let Err(message) = crate::domain::validate::check_crew_name(tool) {
                 errors.push(FieldError::new(format!("safe_tools[{i}]"), message));
@@ -207,6 +208,7 @@ impl Services {
             crew_version: version,
             mode: request.mode,
             safe_tools: request.safe_tools,
+            judge_model: request.judge_model,
             dataset_id,
             cases,
             created_by: None,

@@ -49,9 +49,9 @@ pub struct ClaimedRun {
     /// The run it was forked from: its journal holds the tasks taken over, so even its first
     /// attempt reads it.
     pub forked_from: Option<RunId>,
-    /// The recorded run it replays (an evaluation's case in mode `replay`): its tool calls are
-    /// answered from that run's.
-    pub replay_of: Option<RunId>,
+    /// The evaluation it is a case of: the worker reads what the case needs (its recorded run's
+    /// calls, in mode `replay`; its judge, when it has a rubric) with [`Store::evaluation_case`].
+    pub evaluation_id: Option<Uuid>,
 }
 
 // This replica's worker slots as the kickoff use case sees them. A kickoff that finds a slot free
@@ -96,7 +96,7 @@ impl ClaimedRun {
             thread_id: None,
             thread_history: None,
             forked_from: None,
-            replay_of: None,
+            evaluation_id: None,
         }
     }
 }
@@ -121,7 +121,7 @@ struct ClaimRow {
     thread_id: Option<Uuid>,
     thread_history: Option<String>,
     forked_from: Option<Uuid>,
-    replay_of: Option<Uuid>,
+    evaluation_id: Option<Uuid>,
 }
 
 impl Store {
@@ -150,7 +150,7 @@ impl Store {
             r#"SELECT id AS "id!", tenant AS "tenant!", attempt AS "attempt!", crew_spec AS "crew_spec!",
                       inputs AS "inputs!", created_at AS "created_at!", started_at, timeout_s,
                       paused_s AS "paused_s!", max_running, max_tokens_per_day, max_cost_usd_per_day,
-                      trace_id, traceparent, tracestate, thread_id, thread_history, forked_from, replay_of
+                      trace_id, traceparent, tracestate, thread_id, thread_history, forked_from, evaluation_id
                  FROM agentd_claim_runs($1, $2, $3, $4)"#,
             owner,
             lease.as_secs_f64(),
@@ -186,7 +186,7 @@ impl Store {
                       (SELECT max_running FROM tenants WHERE name = runs.tenant),
                       (SELECT max_tokens_per_day FROM tenants WHERE name = runs.tenant),
                       (SELECT max_cost_usd_per_day FROM tenants WHERE name = runs.tenant),
-                      trace_id, traceparent, tracestate, thread_id, thread_history, forked_from, replay_of"#,
+                      trace_id, traceparent, tracestate, thread_id, thread_history, forked_from, evaluation_id"#,
             id.0,
             owner,
             lease.as_secs_f64(),
@@ -248,6 +248,6 @@ fn claimed_run(row: ClaimRow) -> StoreResult<ClaimedRun> {
         thread_id: row.thread_id,
         thread_history: row.thread_history,
         forked_from: row.forked_from.map(RunId),
-        replay_of: row.replay_of.map(RunId),
+        evaluation_id: row.evaluation_id,
     })
 }

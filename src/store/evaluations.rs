@@ -1,6 +1,7 @@
 //! Datasets and evaluations: a tenant's cases, the evaluations that ran a crew's version on them
 //! (their runs are ordinary runs, tied to the evaluation by `runs.evaluation_id`), what the report
-//! reads of those runs, and what a replayed run answers its tool calls with.
+//! reads of those runs, and what a case's run needs: the calls a replay answers its tool calls
+//! with, and its judge.
 
 use std::collections::HashMap;
 
@@ -11,7 +12,10 @@ use uuid::Uuid;
 use super::runs::{insert_runs, QueuedRun};
 use super::tenants::hold_queue;
 use super::{decode, parse, Audit, Store, StoreError, StoreResult};
-use crate::domain::evaluation::{Dataset, DatasetCase, Evaluation, RecordedCall, Replay, RunFacts};
+use crate::domain::evaluation::{
+    Dataset, DatasetCase, Evaluation, EvaluationCase, Judge, RecordedCall, Replay, RunFacts,
+};
+use crate::domain::event::EvaluationJudged;
 use crate::domain::kickoff::NewRun;
 use crate::domain::{QueueFull, RunId, RunStatus, TaskOutput, TenantId};
 
@@ -44,6 +48,7 @@ struct EvaluationRow {
     crew_version: i32,
     mode: String,
     safe_tools: Vec<String>,
+    judge_model: Option<String>,
     dataset_id: Option<Uuid>,
     cases: Value,
     created_by: Option<String>,
@@ -60,6 +65,7 @@ impl EvaluationRow {
             crew_ref: self.crew_ref,
             crew_version: self.crew_version,
             safe_tools: self.safe_tools,
+            judge_model: self.judge_model,
             dataset_id: self.dataset_id,
             created_by: self.created_by,
             created_at: self.created_at,
@@ -179,7 +185,7 @@ impl Store {
 
     /// Store an evaluation with its runs, all or none, in one transaction (under the tenant's
     /// `max_queued`, as a batch kickoff is): the runs are queued, tied to the evaluation, and
-    /// those replaying a recorded run are written at record format 2.
+    /// written at record format 2 (a replica that reads format 1 neither replays nor judges).
     #[tracing::instrument(skip_all, fields(evaluation = %new.evaluation.id, runs = new.runs.len()), err)]
     pub async fn create_evaluation(
         &self,
@@ -198,8 +204,9 @@ impl Store {
             return Ok(Err(full));
         }
         sqlx::query!(
-            "INSERT INTO evaluations (id, tenant, crew, crew_ref, crew_version, mode, safe_tools, dataset_id, cases, created_by)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+            "INSERT INTO evaluations (id, tenant, crew, crew_ref, crew_version, mode, safe_tools, judge_model,
+                                      dataset_id, cases, created_by)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
             evaluation.id,
             tenant.as_str(),
             evaluation.crew,
@@ -207,6 +214,7 @@ impl Store {
             evaluation.crew_version,
             <&str>::from(evaluation.mode),
             &evaluation.safe_tools,
+            evaluation.judge_model,
             evaluation.dataset_id,
             cases,
             audit.actor()
@@ -219,7 +227,7 @@ impl Store {
         let replays: Vec<Option<Uuid>> = replay_of.iter().map(|r| r.map(|id| id.0)).collect();
         sqlx::query!(
             "UPDATE runs AS r SET evaluation_id = $1, evaluation_case = u.n, replay_of = u.replay,
-                    record_format = CASE WHEN u.replay IS NULL THEN r.record_format ELSE greatest(r.record_format, 2) END
+                    record_format = greatest(r.record_format, 2)
                FROM UNNEST($2::uuid[], $3::int4[], $4::uuid[]) AS u(id, n, replay)
               WHERE r.id = u.id",
             evaluation.id,
@@ -239,7 +247,8 @@ impl Store {
     pub async fn list_evaluations(&self, tenant: &TenantId) -> StoreResult<Vec<Evaluation>> {
         let rows = sqlx::query_as!(
             EvaluationRow,
-            "SELECT id, crew, crew_ref, crew_version, mode, safe_tools, dataset_id, cases, created_by, created_at
+            "SELECT id, crew, crew_ref, crew_version, mode, safe_tools, judge_model, dataset_id, cases, created_by,
+                    created_at
                FROM evaluations WHERE tenant = $1 ORDER BY created_at DESC, id DESC",
             tenant.as_str()
         )
@@ -252,7 +261,8 @@ impl Store {
     pub async fn get_evaluation(&self, tenant: &TenantId, id: Uuid) -> StoreResult<Option<Evaluation>> {
         let row = sqlx::query_as!(
             EvaluationRow,
-            "SELECT id, crew, crew_ref, crew_version, mode, safe_tools, dataset_id, cases, created_by, created_at
+            "SELECT id, crew, crew_ref, crew_version, mode, safe_tools, judge_model, dataset_id, cases, created_by,
+                    created_at
                FROM evaluations WHERE tenant = $1 AND id = $2",
             tenant.as_str(),
             id
@@ -282,6 +292,7 @@ impl Store {
         .await?;
         let ids: Vec<Uuid> = rows.iter().map(|row| row.id).collect();
         let mut calls = recorded_calls(&self.pool, &ids).await?;
+        let mut judged = verdicts(&self.pool, &ids).await?;
         let (mut cases, mut references) = (HashMap::new(), HashMap::new());
         for row in rows {
             let facts = RunFacts {
@@ -293,6 +304,7 @@ impl Store {
                 cost_usd: row.cost_usd,
                 duration_ms: row.duration_ms,
                 calls: calls.remove(&row.id).unwrap_or_default(),
+                judged: judged.remove(&row.id),
             };
             if refs.contains(&row.id) {
                 references.insert(row.id, facts.clone());
@@ -306,21 +318,46 @@ impl Store {
         Ok((cases, references))
     }
 
-    /// What replayed run `run` answers its tool calls with: the calls `recorded` made, and the
-    /// tools its evaluation lets run for real.
+    /// What evaluation case run `run` needs beside its crew: in mode `replay`, the calls its
+    /// recorded run made (and the tools it may run for real); when its case has a rubric, its
+    /// judge.
     #[tracing::instrument(skip_all, fields(run_id = %run), err)]
-    pub async fn replay_of(&self, run: RunId, recorded: RunId) -> StoreResult<Replay> {
-        let safe_tools = sqlx::query_scalar!(
-            "SELECT e.safe_tools FROM runs AS r JOIN evaluations AS e ON e.id = r.evaluation_id WHERE r.id = $1",
+    pub async fn evaluation_case(&self, run: RunId) -> StoreResult<EvaluationCase> {
+        let row = sqlx::query!(
+            r#"SELECT r.replay_of, e.safe_tools, e.judge_model,
+                      e.cases -> r.evaluation_case -> 'expect' ->> 'rubric' AS rubric
+                 FROM runs AS r JOIN evaluations AS e ON e.id = r.evaluation_id WHERE r.id = $1"#,
             run.0
         )
         .fetch_optional(&self.pool)
-        .await?
-        .unwrap_or_default();
-        let recorded =
-            recorded_calls(&self.pool, &[recorded.0]).await?.remove(&recorded.0).unwrap_or_default();
-        Ok(Replay { recorded, safe_tools })
+        .await?;
+        let Some(row) = row else { return Ok(EvaluationCase::default()) };
+        let replay = match row.replay_of {
+            None => None,
+            Some(recorded) => {
+                let calls =
+                    recorded_calls(&self.pool, &[recorded]).await?.remove(&recorded).unwrap_or_default();
+                Some(Replay { recorded: calls, safe_tools: row.safe_tools })
+            }
+        };
+        let judge = row.rubric.map(|rubric| Judge { rubric, model: row.judge_model });
+        Ok(EvaluationCase { replay, judge })
     }
+}
+
+/// The judges' verdicts on `runs` (`evaluation.judged`), the last of each run's.
+async fn verdicts(pool: &sqlx::PgPool, runs: &[Uuid]) -> StoreResult<HashMap<Uuid, EvaluationJudged>> {
+    let rows = sqlx::query!(
+        "SELECT run_id, data FROM events WHERE run_id = ANY($1) AND type = 'evaluation.judged' ORDER BY run_id, seq",
+        runs
+    )
+    .fetch_all(pool)
+    .await?;
+    let mut verdicts = HashMap::new();
+    for row in rows {
+        verdicts.insert(row.run_id, decode(row.data, "events.data of evaluation.judged")?);
+    }
+    Ok(verdicts)
 }
 
 /// The finished tool calls of `runs`, each run's in the order they started.

@@ -52,12 +52,12 @@ pub(super) async fn execute(shared: &Arc<Shared>, run: ClaimedRun) {
             Ok(history) => history,
             Err(error) => return Err(EngineError::Journal(JournalError::Storage(error.to_string()))),
         };
-        // A replay answers its tool calls from the recorded run's (boxed: other runs' futures
-        // stay as small as they were).
-        let replay = match run.replay_of {
+        // An evaluation's case: a replay answers its tool calls from the recorded run's, a case
+        // with a rubric is judged (boxed: other runs' futures stay as small as they were).
+        let case = match run.evaluation_id {
             None => None,
-            Some(recorded) => match shared.store.replay_of(run.id, recorded).await {
-                Ok(replay) => Some(Box::new(replay)),
+            Some(_) => match shared.store.evaluation_case(run.id).await {
+                Ok(case) => Some(Box::new(case)),
                 Err(error) => return Err(EngineError::Journal(JournalError::Storage(error.to_string()))),
             },
         };
@@ -69,7 +69,8 @@ pub(super) async fn execute(shared: &Arc<Shared>, run: ClaimedRun) {
             inputs: &run.inputs,
             history: history.as_deref(),
             first_attempt,
-            replay: replay.as_deref(),
+            replay: case.as_ref().and_then(|c| c.replay.as_ref()),
+            judge: case.as_ref().and_then(|c| c.judge.as_ref()),
         };
         shared.engine.execute(&job, &journal, &stop).await
     }))

@@ -1,6 +1,7 @@
 // The dashboard in a real browser (Debian's Chromium through playwright-core): the key prompt, a
 // kickoff, the live timeline with the fake LLM's final answer, the run's row turning completed, a
-// reload without duplicates, and (with AGENTD_PID_FILE) a server restart in the middle of a run.
+// reload without duplicates, two evaluations' answers side by side, and (with AGENTD_PID_FILE) a
+// server restart in the middle of a run.
 //
 // Started by tests/browser/run.sh, which provides:
 //   AGENTD_URL, AGENTD_API_KEY  the server and its key
@@ -428,6 +429,63 @@ try {
     await approval.getByTestId("approval-approve").click();
     await waitForRowStatus(id, "completed");
     await page.getByRole("button", { name: "Reset example" }).click();
+  });
+
+  await step("two versions' evaluations are compared side by side, case by case", async () => {
+    const call = async (method, path, body, status) => {
+      const response = await fetch(`${base}${path}`, {
+        method, headers: { Authorization: `Bearer ${apiKey}`, "Content-Type": "application/json" },
+        body: JSON.stringify(body),
+      });
+      check(response.status === status, `${method} ${path} answered ${response.status}: ${await response.clone().text()}`);
+      return response.json();
+    };
+    await page.getByRole("button", { name: "Reset example" }).click();
+    const example = JSON.parse(await page.getByTestId("kickoff-body").inputValue()).crew;
+    const crew = (version) => ({ ...example, name: "eval-demo",
+      tasks: [{ ...example.tasks[0], description: `EVAL-DEMO v${version}: {topic}` }] });
+    await call("PUT", "/v1/crews/eval-demo", crew(1), 201);
+    await call("PUT", "/v1/crews/eval-demo", crew(2), 200);
+    const rubric = { rubric: "Answers the question." };
+    const dataset = await call("POST", "/v1/datasets", { name: "browser cases",
+      cases: [{ inputs: { topic: "tides" }, expect: rubric }, { inputs: { topic: "harbours" }, expect: rubric }] }, 201);
+    const ids = [];
+    for (const version of [1, 2]) {
+      const started = await call("POST", "/v1/evaluations", { crew: `eval-demo@${version}`, dataset: dataset.id, mode: "live" }, 202);
+      ids.push(started.id);
+    }
+    await page.locator("[data-testid=evaluations-panel] > summary").click();
+    await page.locator(`[data-testid=evaluation][data-evaluation-id="${ids[1]}"]`).waitFor();
+    check(await page.getByTestId("evaluations-compare").isDisabled(), "Compare is offered before two are chosen");
+    await page.locator(`[data-testid=evaluation][data-evaluation-id="${ids[0]}"] [data-testid=pick-a]`).check();
+    await page.locator(`[data-testid=evaluation][data-evaluation-id="${ids[1]}"] [data-testid=pick-b]`).check();
+    await page.getByTestId("evaluations-compare").click();
+    await page.waitForFunction((wanted) => location.hash === wanted, `#compare=${ids[0]},${ids[1]}`);
+    // Read again until both have ended.
+    await page.waitForFunction(() => document.querySelectorAll("[data-testid=comparison-case] [data-testid=verdict][data-passed]").length === 4,
+      null, { timeout: WAIT * 3 }).catch(() => { throw new Error("the comparison never showed four verdicts"); });
+    const rows = await page.getByTestId("comparison-case").evaluateAll((nodes) => nodes.map((n) => ({
+      inputs: n.querySelector("[data-testid=case-inputs]").textContent,
+      differs: n.dataset.differs,
+      a: { passed: n.querySelector("[data-testid=answer-a] [data-testid=verdict]").dataset.passed,
+           output: n.querySelector("[data-testid=answer-a] [data-testid=answer-output]")?.textContent },
+      b: { passed: n.querySelector("[data-testid=answer-b] [data-testid=verdict]").dataset.passed,
+           output: n.querySelector("[data-testid=answer-b] [data-testid=answer-output]")?.textContent,
+           judge: n.querySelector("[data-testid=answer-b] [data-testid=judge]")?.textContent },
+    })));
+    check(rows.length === 2, `two cases: ${JSON.stringify(rows)}`);
+    const [tides, harbours] = [rows.find((r) => r.inputs.includes("tides")), rows.find((r) => r.inputs.includes("harbours"))];
+    check(tides && tides.differs === "false" && tides.a.passed === "true" && tides.b.passed === "true"
+      && tides.a.output === reply && tides.b.output === reply, `the tides case: ${JSON.stringify(tides)}`);
+    check(harbours && harbours.differs === "true" && harbours.a.passed === "true" && harbours.b.passed === "false"
+      && harbours.b.output === "I do not know." && harbours.b.judge.includes("does not answer"),
+      `the harbours case: ${JSON.stringify(harbours)}`);
+    const totals = await page.getByTestId("comparison-totals").innerText();
+    check(/2 of 2 ended \(100 %\)/.test(totals) && /1 of 2 ended \(50 %\)/.test(totals), `the totals: ${totals}`);
+    // A case's run opens from the comparison, with its judge's verdict in the timeline.
+    await page.getByTestId("comparison-case").filter({ hasText: "harbours" }).getByTestId("answer-b").getByRole("link", { name: "run" }).click();
+    await page.locator("[data-testid=timeline] [data-testid=judged]").filter({ hasText: "does not answer" }).waitFor({ timeout: WAIT })
+      .catch(() => { throw new Error("the case's run shows no judge's verdict"); });
   });
 
   if (pidFile) {

@@ -104,7 +104,12 @@ reply="Hello from the fake LLM, seen by the browser test."
 # Each reply waits 1.5 s, so the test can restart agentd while a run's LLM call is in flight. A task
 # saying APPROVAL-DEMO gets a calculator call first (the test's crew makes it need approval), then
 # an answer that tells whether the call ran (42) or was rejected.
+# An evaluation's judge passes an answer that is the browser test's reply; an EVAL-DEMO v2 task
+# about harbours gets an answer that fails it.
 node -e 'console.log(JSON.stringify({rules: [
+  {name: "judge passes", when: {system: "strict evaluator", message: process.argv[1]}, reply: {text: "{\"pass\": true, \"score\": 1, \"reason\": \"answers the question\"}"}},
+  {name: "judge fails", when: {system: "strict evaluator"}, reply: {text: "{\"pass\": false, \"score\": 0, \"reason\": \"does not answer\"}"}},
+  {name: "eval v2", when: {message: "EVAL-DEMO v2: harbours"}, reply: {text: "I do not know."}},
   {name: "approved", when: {tool_result: "42"}, reply: {text: "Approved: 42"}},
   {name: "rejected", when: {tool_result: "rejected"}, reply: {text: "Rejected as asked."}},
   {name: "needs approval", when: {message: "APPROVAL-DEMO"}, reply: {tool_calls: [{name: "calculator", arguments: {expression: "6*7"}}]}},

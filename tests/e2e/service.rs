@@ -247,7 +247,7 @@ fn the_openapi_document_describes_the_data_of_every_event_type() {
         .collect();
     types.sort();
     described.sort();
-    assert_eq!(types.len(), 35);
+    assert_eq!(types.len(), 36);
     assert_eq!(described, types, "one EventData variant per event type");
     // The envelope pairs them with its own fields.
     let event = &schemas["Event"]["allOf"];

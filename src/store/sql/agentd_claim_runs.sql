@@ -7,7 +7,7 @@ RETURNS TABLE (id uuid, tenant text, attempt integer, crew_spec text, inputs tex
                created_at timestamptz, started_at timestamptz, timeout_s integer, paused_s float8,
                max_running integer, max_tokens_per_day int8, max_cost_usd_per_day float8,
                trace_id text, traceparent text, tracestate text, thread_id uuid, thread_history text, forked_from uuid,
-               replay_of uuid)
+               evaluation_id uuid)
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
@@ -94,7 +94,7 @@ BEGIN
          WHERE r.id = ANY (picked)
         RETURNING r.id, r.tenant, r.attempt, r.last_seq, r.crew_spec, r.inputs, r.created_at,
                   r.started_at, r.timeout_s, r.paused_s, r.trace_id, r.traceparent, r.tracestate,
-                  r.thread_id, r.thread_history, r.forked_from, r.replay_of
+                  r.thread_id, r.thread_history, r.forked_from, r.evaluation_id
     ), started AS (
         INSERT INTO events (run_id, seq, type, data)
         SELECT c.id, c.last_seq, 'run.started',
@@ -105,7 +105,7 @@ BEGIN
     SELECT c.id, c.tenant, c.attempt, c.crew_spec::text, c.inputs::text, c.created_at, c.started_at,
            c.timeout_s, c.paused_s, n.max_running, n.max_tokens_per_day, n.max_cost_usd_per_day,
            c.trace_id, c.traceparent, c.tracestate, c.thread_id, c.thread_history, c.forked_from,
-           c.replay_of
+           c.evaluation_id
       FROM claimed AS c LEFT JOIN tenants AS n ON n.name = c.tenant;
 END
 $$;

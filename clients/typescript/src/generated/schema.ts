@@ -573,7 +573,10 @@ export interface paths {
          * @description Mode `replay`: each case's tool calls are answered from its recorded run where tool and
          *     arguments match; a call that matches none is not executed (a divergence, in the report) unless
          *     the tool is in `safe_tools`. Model calls go to the version's models. Mode `live`: everything
-         *     real. Each case's run has `metadata` `{"evaluation_id", "case"}`.
+         *     real. A case whose expectations have a `rubric` is judged in its run, before it completes, by
+         *     `judge_model` (else the default model): the call is journaled and costed with the run's, and
+         *     its verdict is the event `evaluation.judged` and the case's `rubric` check. Each case's run has
+         *     `metadata` `{"evaluation_id", "case"}`.
          *
          *     Needs a key with the `kickoff` scope (or `admin`).
          */
@@ -1730,7 +1733,7 @@ export interface components {
          * @description Why a model is asked, beside an agent's own turns.
          * @enum {string}
          */
-        CallPurpose: "guardrail" | "planner" | "summarizer" | "memory";
+        CallPurpose: "guardrail" | "planner" | "summarizer" | "memory" | "judge";
         /** @description The recorded run a case was made from. */
         CaseReference: {
             /** @description Its final output, when it had one. */
@@ -1744,6 +1747,7 @@ export interface components {
             checks: components["schemas"]["Check"][];
             divergences: components["schemas"]["Divergence"][];
             inputs: Record<string, unknown>;
+            judged?: null | components["schemas"]["EvaluationJudged"];
             /** @description Whether the case passed: it completed, and every check held. `null` until its run has ended. */
             passed?: boolean | null;
             reference?: null | components["schemas"]["RunSummary"];
@@ -1761,7 +1765,7 @@ export interface components {
         Check: {
             /** @description Why it failed. */
             detail?: string | null;
-            /** @description `exact`, `contains` or `json_schema`. */
+            /** @description `exact`, `contains`, `json_schema` or `rubric`. */
             kind: string;
             passed: boolean;
         };
@@ -2173,6 +2177,20 @@ export interface components {
             status: string;
             summary: components["schemas"]["ReportSummary"];
         };
+        /** @description The judge's verdict on an evaluation case's output. */
+        EvaluationJudged: {
+            /** @description The judge's model (`provider/model`). */
+            model: string;
+            /** @description Whether the output meets the rubric. */
+            passed: boolean;
+            /** @description Why (the judge's words, or why it could not judge). */
+            reason: string;
+            /**
+             * Format: double
+             * @description The judge's score from 0 to 1, when it gave one.
+             */
+            score?: number | null;
+        };
         /** @description The tenant's evaluations, newest first. */
         EvaluationList: {
             evaluations: components["schemas"]["EvaluationSummary"][];
@@ -2192,6 +2210,11 @@ export interface components {
              */
             dataset?: string | null;
             expect?: null | components["schemas"]["Expectations"];
+            /**
+             * @description The model that judges the cases with a rubric (`provider/model`, or a model of the default
+             *     provider; at most 200 characters); by default the server's default model.
+             */
+            judge_model?: string | null;
             /**
              * @description `replay` (the default): tool calls answered from each case's recorded run, model calls
              *     real; every case needs one. `live`: everything real.
@@ -2224,6 +2247,11 @@ export interface components {
             dataset_id?: string | null;
             /** Format: uuid */
             id: string;
+            /**
+             * @description The model that judges the cases with a rubric, when the request named one (otherwise the
+             *     default model).
+             */
+            judge_model?: string | null;
             mode: components["schemas"]["EvaluationMode"];
             safe_tools: string[];
         };
@@ -2412,6 +2440,14 @@ export interface components {
             data: components["schemas"]["StepFailed"];
             /** @enum {string} */
             type: "step.failed";
+        } | {
+            /**
+             * @description An evaluation's judge decided whether the case's output meets its rubric (before
+             *     `run.completed`, in a case run whose case has a rubric).
+             */
+            data: components["schemas"]["EvaluationJudged"];
+            /** @enum {string} */
+            type: "evaluation.judged";
         };
         /** @description A slice of a run's event log. */
         EventList: {
@@ -2430,6 +2466,11 @@ export interface components {
             exact?: string | null;
             /** @description A JSON Schema the output, read as JSON, satisfies. */
             json_schema?: Record<string, unknown> | null;
+            /**
+             * @description What a good output does, in words (at most 4,000 characters): a judge model reads the
+             *     case's inputs and output and decides, in the case's run (`evaluation.judged`).
+             */
+            rubric?: string | null;
         };
         /** @description One problem with one field of a request. */
         FieldError: {

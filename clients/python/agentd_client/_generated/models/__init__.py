@@ -57,6 +57,7 @@ from .document_status import DocumentStatus
 from .empty import Empty
 from .error_kind import ErrorKind
 from .evaluation_body import EvaluationBody
+from .evaluation_judged import EvaluationJudged
 from .evaluation_list import EvaluationList
 from .evaluation_mode import EvaluationMode
 from .evaluation_request import EvaluationRequest
@@ -131,6 +132,8 @@ from .event_data_type_33 import EventDataType33
 from .event_data_type_33_type import EventDataType33Type
 from .event_data_type_34 import EventDataType34
 from .event_data_type_34_type import EventDataType34Type
+from .event_data_type_35 import EventDataType35
+from .event_data_type_35_type import EventDataType35Type
 from .expectations import Expectations
 from .expectations_json_schema_type_0 import ExpectationsJsonSchemaType0
 from .field_error import FieldError
@@ -352,6 +355,7 @@ __all__ = (
     "Empty",
     "ErrorKind",
     "EvaluationBody",
+    "EvaluationJudged",
     "EvaluationList",
     "EvaluationMode",
     "EvaluationRequest",
@@ -426,6 +430,8 @@ __all__ = (
     "EventDataType33Type",
     "EventDataType34",
     "EventDataType34Type",
+    "EventDataType35",
+    "EventDataType35Type",
     "Expectations",
     "ExpectationsJsonSchemaType0",
     "FieldError",

@@ -3,6 +3,7 @@ from enum import StrEnum
 
 class CallPurpose(StrEnum):
     GUARDRAIL = "guardrail"
+    JUDGE = "judge"
     MEMORY = "memory"
     PLANNER = "planner"
     SUMMARIZER = "summarizer"

@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from ..models.case_report_inputs import CaseReportInputs
     from ..models.check import Check
     from ..models.divergence import Divergence
+    from ..models.evaluation_judged import EvaluationJudged
     from ..models.run_summary import RunSummary
 
 
@@ -28,6 +29,7 @@ class CaseReport:
         divergences (list[Divergence]):
         inputs (CaseReportInputs):
         replayed_calls (int): Tool calls answered from the recorded run (replay).
+        judged (EvaluationJudged | None | Unset):
         passed (bool | None | Unset): Whether the case passed: it completed, and every check held. `null` until its run
             has ended.
         reference (None | RunSummary | Unset):
@@ -39,12 +41,14 @@ class CaseReport:
     divergences: list[Divergence]
     inputs: CaseReportInputs
     replayed_calls: int
+    judged: EvaluationJudged | None | Unset = UNSET
     passed: bool | None | Unset = UNSET
     reference: None | RunSummary | Unset = UNSET
     run: None | RunSummary | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.evaluation_judged import EvaluationJudged
         from ..models.run_summary import RunSummary
 
         case = self.case
@@ -62,6 +66,14 @@ class CaseReport:
         inputs = self.inputs.to_dict()
 
         replayed_calls = self.replayed_calls
+
+        judged: dict[str, Any] | None | Unset
+        if isinstance(self.judged, Unset):
+            judged = UNSET
+        elif isinstance(self.judged, EvaluationJudged):
+            judged = self.judged.to_dict()
+        else:
+            judged = self.judged
 
         passed: bool | None | Unset
         if isinstance(self.passed, Unset):
@@ -96,6 +108,8 @@ class CaseReport:
                 "replayed_calls": replayed_calls,
             }
         )
+        if judged is not UNSET:
+            field_dict["judged"] = judged
         if passed is not UNSET:
             field_dict["passed"] = passed
         if reference is not UNSET:
@@ -110,6 +124,7 @@ class CaseReport:
         from ..models.case_report_inputs import CaseReportInputs
         from ..models.check import Check
         from ..models.divergence import Divergence
+        from ..models.evaluation_judged import EvaluationJudged
         from ..models.run_summary import RunSummary
 
         d = dict(src_dict)
@@ -132,6 +147,23 @@ class CaseReport:
         inputs = CaseReportInputs.from_dict(d.pop("inputs"))
 
         replayed_calls = d.pop("replayed_calls")
+
+        def _parse_judged(data: object) -> EvaluationJudged | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                judged_type_1 = EvaluationJudged.from_dict(data)
+
+                return judged_type_1
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(EvaluationJudged | None | Unset, data)
+
+        judged = _parse_judged(d.pop("judged", UNSET))
 
         def _parse_passed(data: object) -> bool | None | Unset:
             if data is None:
@@ -182,6 +214,7 @@ class CaseReport:
             divergences=divergences,
             inputs=inputs,
             replayed_calls=replayed_calls,
+            judged=judged,
             passed=passed,
             reference=reference,
             run=run,

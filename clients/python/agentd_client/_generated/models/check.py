@@ -16,7 +16,7 @@ class Check:
     """One check of a case's output against an expectation.
 
     Attributes:
-        kind (str): `exact`, `contains` or `json_schema`.
+        kind (str): `exact`, `contains`, `json_schema` or `rubric`.
         passed (bool):
         detail (None | str | Unset): Why it failed.
     """

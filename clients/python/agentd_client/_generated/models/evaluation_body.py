@@ -38,6 +38,9 @@ class EvaluationBody:
             summary (ReportSummary): An evaluation's totals.
             created_by (None | str | Unset):
             dataset_id (None | Unset | UUID):
+            judge_model (None | str | Unset): The model that judges the cases with a rubric, when the request named one
+                (otherwise the
+                default model).
     """
 
     case_count: int
@@ -53,6 +56,7 @@ class EvaluationBody:
     summary: ReportSummary
     created_by: None | str | Unset = UNSET
     dataset_id: None | Unset | UUID = UNSET
+    judge_model: None | str | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -95,6 +99,12 @@ class EvaluationBody:
         else:
             dataset_id = self.dataset_id
 
+        judge_model: None | str | Unset
+        if isinstance(self.judge_model, Unset):
+            judge_model = UNSET
+        else:
+            judge_model = self.judge_model
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -116,6 +126,8 @@ class EvaluationBody:
             field_dict["created_by"] = created_by
         if dataset_id is not UNSET:
             field_dict["dataset_id"] = dataset_id
+        if judge_model is not UNSET:
+            field_dict["judge_model"] = judge_model
 
         return field_dict
 
@@ -178,6 +190,15 @@ class EvaluationBody:
 
         dataset_id = _parse_dataset_id(d.pop("dataset_id", UNSET))
 
+        def _parse_judge_model(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        judge_model = _parse_judge_model(d.pop("judge_model", UNSET))
+
         evaluation_body = cls(
             case_count=case_count,
             created_at=created_at,
@@ -192,6 +213,7 @@ class EvaluationBody:
             summary=summary,
             created_by=created_by,
             dataset_id=dataset_id,
+            judge_model=judge_model,
         )
 
         evaluation_body.additional_properties = d

@@ -24,6 +24,9 @@ class EvaluationRequest:
         crew (str): The registered crew to evaluate: `name`, `name@version`, `name@latest` or `name@alias`.
         dataset (None | Unset | UUID): The dataset whose cases it runs. Give `dataset` or `runs`.
         expect (Expectations | None | Unset):
+        judge_model (None | str | Unset): The model that judges the cases with a rubric (`provider/model`, or a model of
+            the default
+            provider; at most 200 characters); by default the server's default model.
         mode (EvaluationMode | Unset): How an evaluation runs its cases.
         runs (list[str] | None | Unset): Past runs to run again as cases (as a dataset `from_runs` would make them).
         safe_tools (list[str] | Unset): Tools a replay runs for real when a call diverges from the recording (by default
@@ -34,6 +37,7 @@ class EvaluationRequest:
     crew: str
     dataset: None | Unset | UUID = UNSET
     expect: Expectations | None | Unset = UNSET
+    judge_model: None | str | Unset = UNSET
     mode: EvaluationMode | Unset = UNSET
     runs: list[str] | None | Unset = UNSET
     safe_tools: list[str] | Unset = UNSET
@@ -58,6 +62,12 @@ class EvaluationRequest:
             expect = self.expect.to_dict()
         else:
             expect = self.expect
+
+        judge_model: None | str | Unset
+        if isinstance(self.judge_model, Unset):
+            judge_model = UNSET
+        else:
+            judge_model = self.judge_model
 
         mode: str | Unset = UNSET
         if not isinstance(self.mode, Unset):
@@ -87,6 +97,8 @@ class EvaluationRequest:
             field_dict["dataset"] = dataset
         if expect is not UNSET:
             field_dict["expect"] = expect
+        if judge_model is not UNSET:
+            field_dict["judge_model"] = judge_model
         if mode is not UNSET:
             field_dict["mode"] = mode
         if runs is not UNSET:
@@ -137,6 +149,15 @@ class EvaluationRequest:
 
         expect = _parse_expect(d.pop("expect", UNSET))
 
+        def _parse_judge_model(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        judge_model = _parse_judge_model(d.pop("judge_model", UNSET))
+
         _mode = d.pop("mode", UNSET)
         mode: EvaluationMode | Unset
         if isinstance(_mode, Unset):
@@ -167,6 +188,7 @@ class EvaluationRequest:
             crew=crew,
             dataset=dataset,
             expect=expect,
+            judge_model=judge_model,
             mode=mode,
             runs=runs,
             safe_tools=safe_tools,

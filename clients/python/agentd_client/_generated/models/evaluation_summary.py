@@ -29,6 +29,9 @@ class EvaluationSummary:
         safe_tools (list[str]):
         created_by (None | str | Unset):
         dataset_id (None | Unset | UUID):
+        judge_model (None | str | Unset): The model that judges the cases with a rubric, when the request named one
+            (otherwise the
+            default model).
     """
 
     case_count: int
@@ -41,6 +44,7 @@ class EvaluationSummary:
     safe_tools: list[str]
     created_by: None | str | Unset = UNSET
     dataset_id: None | Unset | UUID = UNSET
+    judge_model: None | str | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -74,6 +78,12 @@ class EvaluationSummary:
         else:
             dataset_id = self.dataset_id
 
+        judge_model: None | str | Unset
+        if isinstance(self.judge_model, Unset):
+            judge_model = UNSET
+        else:
+            judge_model = self.judge_model
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -92,6 +102,8 @@ class EvaluationSummary:
             field_dict["created_by"] = created_by
         if dataset_id is not UNSET:
             field_dict["dataset_id"] = dataset_id
+        if judge_model is not UNSET:
+            field_dict["judge_model"] = judge_model
 
         return field_dict
 
@@ -140,6 +152,15 @@ class EvaluationSummary:
 
         dataset_id = _parse_dataset_id(d.pop("dataset_id", UNSET))
 
+        def _parse_judge_model(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        judge_model = _parse_judge_model(d.pop("judge_model", UNSET))
+
         evaluation_summary = cls(
             case_count=case_count,
             created_at=created_at,
@@ -151,6 +172,7 @@ class EvaluationSummary:
             safe_tools=safe_tools,
             created_by=created_by,
             dataset_id=dataset_id,
+            judge_model=judge_model,
         )
 
         evaluation_summary.additional_properties = d

@@ -22,11 +22,15 @@ class Expectations:
         contains (list[str] | Unset): Texts the output contains, each.
         exact (None | str | Unset): The output, exactly (leading and trailing whitespace aside).
         json_schema (ExpectationsJsonSchemaType0 | None | Unset): A JSON Schema the output, read as JSON, satisfies.
+        rubric (None | str | Unset): What a good output does, in words (at most 4,000 characters): a judge model reads
+            the
+            case's inputs and output and decides, in the case's run (`evaluation.judged`).
     """
 
     contains: list[str] | Unset = UNSET
     exact: None | str | Unset = UNSET
     json_schema: ExpectationsJsonSchemaType0 | None | Unset = UNSET
+    rubric: None | str | Unset = UNSET
 
     def to_dict(self) -> dict[str, Any]:
         from ..models.expectations_json_schema_type_0 import ExpectationsJsonSchemaType0
@@ -49,6 +53,12 @@ class Expectations:
         else:
             json_schema = self.json_schema
 
+        rubric: None | str | Unset
+        if isinstance(self.rubric, Unset):
+            rubric = UNSET
+        else:
+            rubric = self.rubric
+
         field_dict: dict[str, Any] = {}
 
         field_dict.update({})
@@ -58,6 +68,8 @@ class Expectations:
             field_dict["exact"] = exact
         if json_schema is not UNSET:
             field_dict["json_schema"] = json_schema
+        if rubric is not UNSET:
+            field_dict["rubric"] = rubric
 
         return field_dict
 
@@ -96,10 +108,20 @@ class Expectations:
 
         json_schema = _parse_json_schema(d.pop("json_schema", UNSET))
 
+        def _parse_rubric(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        rubric = _parse_rubric(d.pop("rubric", UNSET))
+
         expectations = cls(
             contains=contains,
             exact=exact,
             json_schema=json_schema,
+            rubric=rubric,
         )
 
         return expectations

@@ -116,7 +116,10 @@ def sync_detailed(
      Mode `replay`: each case's tool calls are answered from its recorded run where tool and
     arguments match; a call that matches none is not executed (a divergence, in the report) unless
     the tool is in `safe_tools`. Model calls go to the version's models. Mode `live`: everything
-    real. Each case's run has `metadata` `{"evaluation_id", "case"}`.
+    real. A case whose expectations have a `rubric` is judged in its run, before it completes, by
+    `judge_model` (else the default model): the call is journaled and costed with the run's, and
+    its verdict is the event `evaluation.judged` and the case's `rubric` check. Each case's run has
+    `metadata` `{"evaluation_id", "case"}`.
 
     Needs a key with the `kickoff` scope (or `admin`).
 
@@ -153,7 +156,10 @@ def sync(
      Mode `replay`: each case's tool calls are answered from its recorded run where tool and
     arguments match; a call that matches none is not executed (a divergence, in the report) unless
     the tool is in `safe_tools`. Model calls go to the version's models. Mode `live`: everything
-    real. Each case's run has `metadata` `{"evaluation_id", "case"}`.
+    real. A case whose expectations have a `rubric` is judged in its run, before it completes, by
+    `judge_model` (else the default model): the call is journaled and costed with the run's, and
+    its verdict is the event `evaluation.judged` and the case's `rubric` check. Each case's run has
+    `metadata` `{"evaluation_id", "case"}`.
 
     Needs a key with the `kickoff` scope (or `admin`).
 
@@ -185,7 +191,10 @@ async def asyncio_detailed(
      Mode `replay`: each case's tool calls are answered from its recorded run where tool and
     arguments match; a call that matches none is not executed (a divergence, in the report) unless
     the tool is in `safe_tools`. Model calls go to the version's models. Mode `live`: everything
-    real. Each case's run has `metadata` `{"evaluation_id", "case"}`.
+    real. A case whose expectations have a `rubric` is judged in its run, before it completes, by
+    `judge_model` (else the default model): the call is journaled and costed with the run's, and
+    its verdict is the event `evaluation.judged` and the case's `rubric` check. Each case's run has
+    `metadata` `{"evaluation_id", "case"}`.
 
     Needs a key with the `kickoff` scope (or `admin`).
 
@@ -220,7 +229,10 @@ async def asyncio(
      Mode `replay`: each case's tool calls are answered from its recorded run where tool and
     arguments match; a call that matches none is not executed (a divergence, in the report) unless
     the tool is in `safe_tools`. Model calls go to the version's models. Mode `live`: everything
-    real. Each case's run has `metadata` `{"evaluation_id", "case"}`.
+    real. A case whose expectations have a `rubric` is judged in its run, before it completes, by
+    `judge_model` (else the default model): the call is journaled and costed with the run's, and
+    its verdict is the event `evaluation.judged` and the case's `rubric` check. Each case's run has
+    `metadata` `{"evaluation_id", "case"}`.
 
     Needs a key with the `kickoff` scope (or `admin`).
 
