@@ -16,10 +16,13 @@ use crate::domain::event::GuardrailVerdict;
 use crate::domain::{ErrorKind, EventData, TaskOutput};
 use crate::llm::{ChatMessage, Role};
 
-/// The judge's decision.
-struct Verdict {
-    pass: bool,
-    reason: String,
+/// A judge's decision (a guardrail's, or an evaluation's judge's, which also scores).
+#[derive(Debug, PartialEq)]
+pub(super) struct Verdict {
+    pub pass: bool,
+    /// From 0 to 1 (clamped), when the judge gave one.
+    pub score: Option<f64>,
+    pub reason: String,
 }
 
 /// What the guardrail makes of an answer.
@@ -81,13 +84,19 @@ impl Guardrail {
     }
 }
 
-/// Read `{"pass": bool, "reason": "..."}`; anything else is a failure saying so.
-fn read_verdict(text: &str) -> Verdict {
+/// Read `{"pass": bool, "reason": "...", "score": 0..1}` (`score` optional); anything without a
+/// `pass` is a failure saying so.
+pub(super) fn read_verdict(text: &str) -> Verdict {
     let parsed = parse_lenient(text);
-    let pass = parsed.as_ref().and_then(|v| v.get("pass")).and_then(Value::as_bool);
-    let reason = parsed.as_ref().and_then(|v| v.get("reason")).and_then(Value::as_str).map(str::to_owned);
-    match pass {
-        Some(pass) => Verdict { pass, reason: reason.unwrap_or_default() },
-        None => Verdict { pass: false, reason: format!("the judge's verdict could not be read: {text}") },
+    let field = |name: &str| parsed.as_ref().and_then(|v| v.get(name));
+    let reason = field("reason").and_then(Value::as_str).unwrap_or_default().to_owned();
+    let score = field("score").and_then(Value::as_f64).filter(|s| s.is_finite()).map(|s| s.clamp(0.0, 1.0));
+    match field("pass").and_then(Value::as_bool) {
+        Some(pass) => Verdict { pass, score, reason },
+        None => Verdict {
+            pass: false,
+            score: None,
+            reason: format!("the judge's verdict could not be read: {text}"),
+        },
     }
 }

@@ -8,8 +8,8 @@
 use serde_json::{Map, Value};
 
 use super::effects::{gates_for, CallError, ModelCall, Purpose};
+use super::guardrail::{read_verdict, Verdict};
 use super::journal::{NewMessage, Step};
-use super::repair::parse_lenient;
 use super::{keys, prompts, Context, EngineError};
 use crate::domain::evaluation::Judge;
 use crate::domain::event::EvaluationJudged;
@@ -47,7 +47,7 @@ pub(super) async fn judge(
         Ok(model) => model,
         Err(error) => {
             let reason = format!("the judge could not be called: {}", error.message);
-            announce(pending, case.task, Verdict { passed: false, score: None, reason }, label);
+            announce(pending, case.task, Verdict { pass: false, score: None, reason }, label);
             return Ok(());
         }
     };
@@ -83,45 +83,18 @@ pub(super) async fn judge(
             read_verdict(&text)
         }
         Err(CallError::Stop(error)) => return Err(error),
-        Err(CallError::Llm(error)) => Verdict {
-            passed: false,
-            score: None,
-            reason: format!("the judge call failed: {}", error.message),
-        },
+        Err(CallError::Llm(error)) => {
+            Verdict { pass: false, score: None, reason: format!("the judge call failed: {}", error.message) }
+        }
     };
     announce(pending, case.task, verdict, label);
     Ok(())
 }
 
-/// The judge's decision.
-#[derive(Debug, PartialEq)]
-struct Verdict {
-    passed: bool,
-    score: Option<f64>,
-    reason: String,
-}
-
 fn announce(pending: &mut Step, task: &str, verdict: Verdict, model: String) {
-    let Verdict { passed, score, reason } = verdict;
-    let data = EvaluationJudged { passed, score, reason, model };
+    let Verdict { pass, score, reason } = verdict;
+    let data = EvaluationJudged { passed: pass, score, reason, model };
     pending.event(Some(task), Some(JUDGE_AGENT), EventData::EvaluationJudged(data));
-}
-
-/// Read `{"pass": bool, "score": number, "reason": "..."}` (a score outside 0 to 1 is clamped);
-/// anything without a `pass` is a failure saying so.
-fn read_verdict(text: &str) -> Verdict {
-    let parsed = parse_lenient(text);
-    let field = |name: &str| parsed.as_ref().and_then(|v| v.get(name));
-    let reason = field("reason").and_then(Value::as_str).unwrap_or_default().to_owned();
-    let score = field("score").and_then(Value::as_f64).filter(|s| s.is_finite()).map(|s| s.clamp(0.0, 1.0));
-    match field("pass").and_then(Value::as_bool) {
-        Some(passed) => Verdict { passed, score, reason },
-        None => Verdict {
-            passed: false,
-            score: None,
-            reason: format!("the judge's verdict could not be read: {text}"),
-        },
-    }
 }
 
 #[cfg(test)]
@@ -132,9 +105,9 @@ mod tests {
     fn verdicts_are_read_leniently_and_scores_clamped() {
         let verdict =
             read_verdict("```json\n{\"pass\": true, \"score\": 0.8, \"reason\": \"cites the tide\"}\n```");
-        assert_eq!(verdict, Verdict { passed: true, score: Some(0.8), reason: "cites the tide".into() });
+        assert_eq!(verdict, Verdict { pass: true, score: Some(0.8), reason: "cites the tide".into() });
         assert_eq!(read_verdict("{\"pass\": false, \"score\": 7}").score, Some(1.0));
         let unreadable = read_verdict("It looks fine to me.");
-        assert!(!unreadable.passed && unreadable.reason.contains("could not be read"), "{unreadable:?}");
+        assert!(!unreadable.pass && unreadable.reason.contains("could not be read"), "{unreadable:?}");
     }
 }
