@@ -142,25 +142,28 @@ impl GroupWrite for JournalWrite {
         Some(commit.run_id.0)
     }
 
-    /// Lock the runs, check the fences, then write the held steps' parts in order; a failure
-    /// rolls the whole batch back (dropping the transaction).
+    /// Fence and write the steps with one call of `agentd_journal_write`; a batch with memories
+    /// to save or a settled run to read back does those in the same transaction, after it (a
+    /// refused step rolls the whole batch back: the function raised, or the transaction is
+    /// dropped).
     async fn write(pool: &PgPool, commits: &[Commit]) -> Result<Vec<Answer>, Failure<Answer>> {
         for (index, commit) in commits.iter().enumerate() {
             write::check(commit).map_err(|e| Failure::Item(index, Err(e)))?;
         }
+        let parts = write::parts(commits)?;
+        if !commits.iter().any(|c| c.read_back || !c.step.memories.is_empty()) {
+            // The common batch: one statement, committed on its own.
+            let holds = write::write(pool, &parts).await?;
+            return Ok(holds
+                .into_iter()
+                .map(|held| if held { Ok(None) } else { Err(CommitError::Fenced) })
+                .collect());
+        }
         let mut tx = pool.begin().await?;
-        let holds = write::fence(&mut tx, commits).await?;
+        let holds = write::write(&mut *tx, &parts).await?;
         let live: Vec<write::Live<'_>> =
             commits.iter().enumerate().filter(|(index, _)| holds[*index]).collect();
-        if !live.is_empty() {
-            write::messages(&mut tx, &live).await?;
-            write::tool_starts(&mut tx, &live).await?;
-            write::side_records(&mut tx, &live).await?;
-            write::tool_ends(&mut tx, &live).await?;
-            write::task_changes(&mut tx, &live).await?;
-            write::runs_and_events(&mut tx, &live).await?;
-            write::memories(&mut tx, &live).await?;
-        }
+        write::memories(&mut tx, &live).await?;
         let wanted: Vec<uuid::Uuid> =
             live.iter().filter(|(_, c)| c.read_back).map(|(_, c)| c.run_id.0).collect();
         let mut read = match wanted.is_empty() {
