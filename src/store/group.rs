@@ -10,6 +10,11 @@
 //! its items are retried one by one, so one bad item never fails the others. An item whose future
 //! is dropped is still written: as with an acknowledgement lost in transit, the submitter cannot
 //! tell the two apart, and every writer here is fenced against stale submitters.
+//!
+//! A writer keeps a connection of its own, outside the pool ([`Held`]): taking one from the pool
+//! and giving it back cost each write an acquire and a round trip (sqlx tests every connection it
+//! takes back), on the critical path of every run. It is closed, and another taken, after a write
+//! that failed as a whole; it is closed when the pool is.
 
 use std::collections::{HashSet, VecDeque};
 use std::future::Future;
@@ -19,7 +24,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use futures_util::FutureExt;
-use sqlx::PgPool;
+use sqlx::{PgConnection, PgPool};
 use tokio::sync::{mpsc, oneshot};
 use uuid::Uuid;
 
@@ -38,7 +43,7 @@ pub(super) trait GroupWrite: Send + Sync + 'static {
 
     /// Write `items` in one transaction: one output per item, in order, once it committed.
     fn write(
-        pool: &PgPool,
+        connection: &mut Held,
         items: &[Self::Item],
     ) -> impl Future<Output = Result<Vec<Self::Output>, Failure<Self::Output>>> + Send;
 
@@ -137,16 +142,68 @@ impl<W: GroupWrite> Group<W> {
     }
 }
 
+/// A writer's connection: taken from the pool at its first write and kept, outside the pool, until
+/// the pool is closed (a new one after a write that failed as a whole).
+pub(super) struct Held {
+    pool: PgPool,
+    connection: Option<PgConnection>,
+    last_used: Instant,
+}
+
+impl Held {
+    fn new(pool: PgPool) -> Self {
+        Self { pool, connection: None, last_used: Instant::now() }
+    }
+
+    /// The connection to write with: the one kept, tested first (a round trip) when it sat
+    /// unused for [`super::TEST_IDLE_AFTER`] (Postgres may have restarted under it), else one
+    /// taken from the pool (set up as the pool sets up its own) and detached from it, so the
+    /// pool opens another for everything else.
+    pub(super) async fn get(&mut self) -> Result<&mut PgConnection, sqlx::Error> {
+        use sqlx::Connection;
+        if self.pool.is_closed() {
+            self.release();
+        }
+        let kept = match self.connection.take() {
+            Some(mut kept) if self.last_used.elapsed() >= super::TEST_IDLE_AFTER => {
+                kept.ping().await.is_ok().then_some(kept)
+            }
+            kept => kept,
+        };
+        let connection = match kept {
+            Some(kept) => kept,
+            None => self.pool.acquire().await?.detach(),
+        };
+        self.last_used = Instant::now();
+        Ok(self.connection.insert(connection))
+    }
+
+    /// Close the connection: the next write takes another.
+    fn release(&mut self) {
+        self.connection = None;
+    }
+}
+
 /// Take batches off `queue` until every sender is gone.
 async fn writer<W: GroupWrite>(
     pool: PgPool,
     mut queue: mpsc::UnboundedReceiver<Job<W>>,
     counters: Arc<Counters>,
 ) {
+    // Closing the pool closes the kept connection too (a database is not dropped while one is open).
+    let mut closed = std::pin::pin!(pool.close_event());
+    let mut held = Held::new(pool);
     let mut waiting: VecDeque<Job<W>> = VecDeque::new();
     loop {
         if waiting.is_empty() {
-            match queue.recv().await {
+            let next = tokio::select! {
+                next = queue.recv() => next,
+                () = &mut closed, if held.connection.is_some() => {
+                    held.release();
+                    queue.recv().await
+                }
+            };
+            match next {
                 Some(job) => waiting.push_back(job),
                 None => return,
             }
@@ -158,7 +215,7 @@ async fn writer<W: GroupWrite>(
             }
         }
         let batch = take_batch::<W>(&mut waiting);
-        write_batch::<W>(&pool, batch, &counters).await;
+        write_batch::<W>(&mut held, batch, &counters).await;
     }
 }
 
@@ -180,7 +237,7 @@ fn take_batch<W: GroupWrite>(waiting: &mut VecDeque<Job<W>>) -> Vec<Job<W>> {
 }
 
 /// Write a batch, answering every job in it.
-async fn write_batch<W: GroupWrite>(pool: &PgPool, mut batch: Vec<Job<W>>, counters: &Counters) {
+async fn write_batch<W: GroupWrite>(held: &mut Held, mut batch: Vec<Job<W>>, counters: &Counters) {
     loop {
         if batch.is_empty() {
             return;
@@ -189,13 +246,17 @@ async fn write_batch<W: GroupWrite>(pool: &PgPool, mut batch: Vec<Job<W>>, count
             batch.into_iter().map(|j| (j.item, (j.key, j.reply))).unzip();
         let started = Instant::now();
         // A panic in a write must not take the writer (and every later write of its kind) with it.
-        let written = AssertUnwindSafe(W::write(pool, &items)).catch_unwind().await.unwrap_or_else(|_| {
+        let written = AssertUnwindSafe(W::write(held, &items)).catch_unwind().await.unwrap_or_else(|_| {
             tracing::error!(items = items.len(), "a grouped write panicked");
             Err(Failure::Whole(StoreError::Corrupt("a grouped write panicked".into())))
         });
         counters.batches.fetch_add(1, Ordering::Relaxed);
         counters.items.fetch_add(items.len() as u64, Ordering::Relaxed);
         counters.busy_micros.fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);
+        if matches!(written, Err(Failure::Whole(_))) {
+            // Whatever failed, the connection is not trusted again.
+            held.release();
+        }
         match written {
             Ok(outputs) => {
                 for ((_, reply), output) in replies.into_iter().zip(outputs) {
@@ -213,7 +274,7 @@ async fn write_batch<W: GroupWrite>(pool: &PgPool, mut batch: Vec<Job<W>>, count
             Err(Failure::Whole(error)) if items.len() > 1 && !error.is_unavailable() => {
                 tracing::warn!(%error, items = items.len(), "a grouped write failed; writing its items one by one");
                 for job in rejoin(items, replies) {
-                    Box::pin(write_batch::<W>(pool, vec![job], counters)).await;
+                    Box::pin(write_batch::<W>(held, vec![job], counters)).await;
                 }
                 return;
             }
@@ -262,7 +323,10 @@ mod tests {
             Some(Uuid::from_u128(item.0))
         }
 
-        async fn write(_: &PgPool, items: &[Self::Item]) -> Result<Vec<Self::Output>, Failure<Self::Output>> {
+        async fn write(
+            _: &mut Held,
+            items: &[Self::Item],
+        ) -> Result<Vec<Self::Output>, Failure<Self::Output>> {
             BATCHES.lock().unwrap_or_else(|p| p.into_inner()).push(items.to_vec());
             if let Some(index) = items.iter().position(|(_, v)| *v == -1) {
                 return Err(Failure::Item(index, Err("refused".into())));

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use serde_json::json;
-use sqlx::{PgPool, Postgres, Transaction};
+use sqlx::{Postgres, Transaction};
 use uuid::Uuid;
 
 use super::events::append_event_tx;
@@ -397,7 +397,7 @@ impl GroupWrite for RenewWrite {
 
     /// The rows are locked in id order, as the journal's writers lock them (no deadlocks).
     async fn write(
-        pool: &PgPool,
+        held: &mut super::group::Held,
         renewals: &[Renewal],
     ) -> Result<Vec<StoreResult<Lease>>, Failure<StoreResult<Lease>>> {
         let ids: Vec<Uuid> = renewals.iter().map(|r| r.id.0).collect();
@@ -421,7 +421,7 @@ impl GroupWrite for RenewWrite {
             &attempts,
             &leases,
         )
-        .fetch_all(pool)
+        .fetch_all(held.get().await?)
         .await?;
         let statuses: std::collections::HashMap<Uuid, String> =
             rows.into_iter().map(|r| (r.id, r.status)).collect();

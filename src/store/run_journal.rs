@@ -8,9 +8,7 @@
 mod load;
 mod write;
 
-use sqlx::PgPool;
-
-use super::group::{Failure, GroupWrite};
+use super::group::{Failure, GroupWrite, Held};
 use super::{Store, StoreError};
 use crate::domain::RunId;
 use crate::engine::journal::{DayCaps, Journal, JournalError, JournalFuture, Snapshot, Step};
@@ -146,20 +144,21 @@ impl GroupWrite for JournalWrite {
     /// to save or a settled run to read back does those in the same transaction, after it (a
     /// refused step rolls the whole batch back: the function raised, or the transaction is
     /// dropped).
-    async fn write(pool: &PgPool, commits: &[Commit]) -> Result<Vec<Answer>, Failure<Answer>> {
+    async fn write(held: &mut Held, commits: &[Commit]) -> Result<Vec<Answer>, Failure<Answer>> {
         for (index, commit) in commits.iter().enumerate() {
             write::check(commit).map_err(|e| Failure::Item(index, Err(e)))?;
         }
         let parts = write::parts(commits)?;
+        let connection = held.get().await?;
         if !commits.iter().any(|c| c.read_back || !c.step.memories.is_empty()) {
             // The common batch: one statement, committed on its own.
-            let holds = write::write(pool, &parts).await?;
+            let holds = write::write(&mut *connection, &parts).await?;
             return Ok(holds
                 .into_iter()
                 .map(|held| if held { Ok(None) } else { Err(CommitError::Fenced) })
                 .collect());
         }
-        let mut tx = pool.begin().await?;
+        let mut tx = sqlx::Connection::begin(connection).await?;
         let holds = write::write(&mut *tx, &parts).await?;
         let live: Vec<write::Live<'_>> =
             commits.iter().enumerate().filter(|(index, _)| holds[*index]).collect();

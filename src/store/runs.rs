@@ -6,7 +6,7 @@ use std::collections::HashSet;
 
 use chrono::{DateTime, SubsecRound, Utc};
 use serde_json::Value;
-use sqlx::{PgPool, Postgres, Transaction};
+use sqlx::{Postgres, Transaction};
 use uuid::Uuid;
 
 use super::group::{Failure, GroupWrite};
@@ -615,7 +615,7 @@ impl GroupWrite for KickoffWrite {
     }
 
     async fn write(
-        pool: &PgPool,
+        held: &mut super::group::Held,
         kickoffs: &[Vec<QueuedRun>],
     ) -> Result<Vec<Self::Output>, Failure<Self::Output>> {
         let limits: Vec<_> = kickoffs
@@ -624,13 +624,13 @@ impl GroupWrite for KickoffWrite {
                 runs.first().and_then(QueuedRun::queue_limit).map(|(tenant, max)| (tenant, max, runs.len()))
             })
             .collect();
+        let connection = held.get().await?;
         let (claimed, admitted) = match limits.iter().all(Option::is_none) {
             // Nothing to count against a queue: one statement, committed on its own, and the
             // notification after it (should that fail, the claimers' poll finds the runs).
             true => {
-                let mut connection = pool.acquire().await?;
                 let all: Vec<&QueuedRun> = kickoffs.iter().flatten().collect();
-                let stored = store_runs(&mut connection, &all).await?;
+                let stored = store_runs(&mut *connection, &all).await?;
                 if let Some(queued) = stored.queued {
                     let payload = queued.to_string();
                     if let Err(error) = sqlx::query!("SELECT pg_notify($1, $2)", RUNS_CHANNEL, payload)
@@ -643,7 +643,7 @@ impl GroupWrite for KickoffWrite {
                 (stored.claimed, vec![Ok(()); kickoffs.len()])
             }
             false => {
-                let mut tx = pool.begin().await?;
+                let mut tx = sqlx::Connection::begin(connection).await?;
                 let admitted = admit_kickoffs(&mut tx, &limits).await.map_err(Failure::Whole)?;
                 let runs: Vec<&QueuedRun> = kickoffs
                     .iter()

@@ -637,3 +637,56 @@ async fn nul_characters_anywhere_in_a_step_are_stored_as_replacements(pool: PgPo
     let events = store.list_events(claimed.id, 2, 10).await.expect("events");
     assert_eq!(events[0].data, json!({"text": format!("t{r}")}));
 }
+
+/// A group writer keeps a connection of its own, outside the pool. Postgres dropping it costs at
+/// most the write that meets it: one unused for a second is tested before a write and replaced,
+/// and one that failed a write is replaced for the next.
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn a_journal_writers_dropped_connection_is_replaced(pool: PgPool) {
+    let store = Store::new(pool.clone());
+    let (claimed, journal) = claimed_run(&store).await;
+    journal.commit(llm_step()).await.expect("commit");
+    let drop_the_writers_connection = || async {
+        let pids: Vec<i32> = sqlx::query_scalar(
+            "SELECT pid FROM pg_stat_activity
+              WHERE datname = current_database() AND query LIKE 'SELECT agentd_journal_write(%'",
+        )
+        .fetch_all(&pool)
+        .await
+        .expect("writers");
+        assert_eq!(pids.len(), 1, "the run's writer has one connection: {pids:?}");
+        sqlx::query("SELECT pg_terminate_backend(pid) FROM unnest($1::int4[]) AS pid")
+            .bind(&pids)
+            .execute(&pool)
+            .await
+            .expect("terminate");
+        for _ in 0..250 {
+            let alive: i64 = sqlx::query_scalar("SELECT count(*) FROM pg_stat_activity WHERE pid = ANY($1)")
+                .bind(&pids)
+                .fetch_one(&pool)
+                .await
+                .expect("alive");
+            if alive == 0 {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        panic!("the writer's connection outlived its termination");
+    };
+
+    // Unused for more than a second: tested before the write, and replaced.
+    drop_the_writers_connection().await;
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    journal.commit(tools_step()).await.expect("written on a new connection");
+
+    // Just used, so not tested: the write that meets it fails and writes nothing, the next one
+    // takes another connection.
+    drop_the_writers_connection().await;
+    let failed = journal.commit(final_step()).await;
+    assert!(matches!(failed, Err(JournalError::Storage(_))), "{failed:?}");
+    let run = store.get_run(claimed.id).await.expect("get").expect("run");
+    assert_eq!(run.status, RunStatus::Running, "nothing of the failed write");
+    journal.commit(final_step()).await.expect("written on a new connection");
+    let run = store.get_run(claimed.id).await.expect("get").expect("run");
+    assert_eq!(run.status, RunStatus::Completed);
+}
