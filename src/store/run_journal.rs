@@ -150,26 +150,24 @@ impl GroupWrite for JournalWrite {
         }
         let parts = write::parts(commits)?;
         let connection = held.get().await?;
-        if !commits.iter().any(|c| c.read_back || !c.step.memories.is_empty()) {
+        let (holds, mut read) = if commits.iter().any(|c| c.read_back || !c.step.memories.is_empty()) {
+            let mut tx = sqlx::Connection::begin(connection).await?;
+            let holds = write::write(&mut *tx, &parts).await?;
+            let live: Vec<write::Live<'_>> =
+                commits.iter().enumerate().filter(|(index, _)| holds[*index]).collect();
+            write::memories(&mut tx, &live).await?;
+            let wanted: Vec<uuid::Uuid> =
+                live.iter().filter(|(_, c)| c.read_back).map(|(_, c)| c.run_id.0).collect();
+            let read = match wanted.is_empty() {
+                true => Vec::new(),
+                false => super::runs::runs_as_shown(&mut tx, &wanted).await?,
+            };
+            tx.commit().await?;
+            (holds, read)
+        } else {
             // The common batch: one statement, committed on its own.
-            let holds = write::write(&mut *connection, &parts).await?;
-            return Ok(holds
-                .into_iter()
-                .map(|held| if held { Ok(None) } else { Err(CommitError::Fenced) })
-                .collect());
-        }
-        let mut tx = sqlx::Connection::begin(connection).await?;
-        let holds = write::write(&mut *tx, &parts).await?;
-        let live: Vec<write::Live<'_>> =
-            commits.iter().enumerate().filter(|(index, _)| holds[*index]).collect();
-        write::memories(&mut tx, &live).await?;
-        let wanted: Vec<uuid::Uuid> =
-            live.iter().filter(|(_, c)| c.read_back).map(|(_, c)| c.run_id.0).collect();
-        let mut read = match wanted.is_empty() {
-            true => Vec::new(),
-            false => super::runs::runs_as_shown(&mut tx, &wanted).await?,
+            (write::write(&mut *connection, &parts).await?, Vec::new())
         };
-        tx.commit().await?;
         Ok(commits
             .iter()
             .zip(holds)
