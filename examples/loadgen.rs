@@ -31,6 +31,10 @@
 //! `MAX_QUEUED=<runs>` gives the tenant the scenarios run as (the open API's `default`) that
 //! `max_queued`, so every kickoff is counted against it in its transaction (set it above the
 //! scenario's runs to measure the cost without refusals).
+//! `INFLIGHT_TIMELINE=1` has the `inflight` scenarios print, per 250 ms from the first kickoff,
+//! the model requests that reached the fake (runs' first calls, second calls) and the events
+//! committed (`run.started`, `task.started`, `llm.finished`, `run.completed`): which wave of work
+//! waits on which (the fake records every request for it, which costs it some CPU).
 //! `OTLP_SINK=1` turns traces on: agentd exports its spans and GenAI metrics over OTLP/HTTP to a
 //! sink in this process that takes every request (stderr says how many requests and bytes per
 //! scenario); without it traces are off (unless `OTEL_EXPORTER_OTLP_ENDPOINT` is set for this
@@ -213,7 +217,11 @@ impl Bench {
                 .execute(&pool)
                 .await?;
         }
-        let fake = FakeLlm::start().await?;
+        // With the deep accept queue agentd's own listeners have: the inflight scenarios open
+        // 10,000 connections to the model at once, and tokio's default queue (1,024) overflowed,
+        // so a few hundred runs' first requests waited for a SYN retry (1 s, then 3 s) that says
+        // nothing about agentd (`nstat`'s `TcpExtListenOverflows`).
+        let fake = FakeLlm::serve(agentd::net::listen(([127, 0, 0, 1], 0).into())?)?;
         fake.set_recording(false);
         let bind = agentd::net::listen(([127, 0, 0, 1], 0).into())?.local_addr()?;
         let mut command = Command::new(std::env::current_exe()?);
@@ -698,8 +706,11 @@ impl Bench {
         // All kicked off at once, as a client service would: over a pool of connections (one
         // connection per run would need 10,000 sockets on each side, beyond the usual file limit).
         let connections = Arc::new(Semaphore::new(setting("KICKOFF_CONNECTIONS", 1000)));
+        let timeline = std::env::var_os("INFLIGHT_TIMELINE").is_some();
+        self.fake.set_recording(timeline);
         let cpu_before = self.cpu_seconds();
         let started = Instant::now();
+        let started_at = chrono::Utc::now();
         let mut kickoffs = Vec::new();
         for first in (0..runs).step_by(batch.max(1)) {
             let (this, connections) = (self.clone_handle(), connections.clone());
@@ -762,6 +773,9 @@ impl Bench {
             .map(|(event, p50, p99, max)| format!("{event} +{p50:.0}/{p99:.0}/{max:.0}"))
             .collect();
         eprintln!("{scenario}: ms before each event, p50/p99/max: {}", gaps.join(", "));
+        if timeline {
+            self.print_timeline(scenario, started_at).await?;
+        }
         for kind in ["kickoff", "journal", "lease"] {
             let label = format!("kind=\"{kind}\"");
             let batches =
@@ -798,6 +812,69 @@ impl Bench {
                 target: "≤ 1024",
             },
         ])
+    }
+
+    /// `INFLIGHT_TIMELINE=1`: per 250 ms since the first kickoff, the model requests that reached
+    /// the fake (a run's first call, its second) and the events committed (by the time their
+    /// transaction began), so that one can see which wave of work waits on which.
+    async fn print_timeline(
+        &self,
+        scenario: &str,
+        started_at: chrono::DateTime<chrono::Utc>,
+    ) -> Result<(), BoxError> {
+        const BUCKET_MS: i64 = 250;
+        let bucket = |at: chrono::DateTime<chrono::Utc>| {
+            ((at - started_at).num_milliseconds() / BUCKET_MS).max(0) as usize
+        };
+        let calls: Value =
+            self.handle.client.get(format!("http://{}/calls", self.fake.addr())).send().await?.json().await?;
+        let mut requests: Vec<[u64; 2]> = Vec::new();
+        for call in calls["calls"].as_array().into_iter().flatten() {
+            let Some(at) =
+                call["at"].as_str().and_then(|at| at.parse::<chrono::DateTime<chrono::Utc>>().ok())
+            else {
+                continue;
+            };
+            let (index, second) = (bucket(at), call["call"].as_u64().unwrap_or(1) > 1);
+            if requests.len() <= index {
+                requests.resize(index + 1, [0; 2]);
+            }
+            requests[index][usize::from(second)] += 1;
+        }
+        let events: Vec<(String, chrono::DateTime<chrono::Utc>, i64)> =
+            sqlx::query_as("SELECT type, at, count(*) FROM events GROUP BY type, at")
+                .fetch_all(&self.pool)
+                .await?;
+        let kinds = ["run.started", "task.started", "llm.finished", "run.completed"];
+        let mut committed: Vec<[i64; 4]> = Vec::new();
+        for (kind, at, count) in events {
+            if let Some(k) = kinds.iter().position(|k| *k == kind) {
+                let index = bucket(at);
+                if committed.len() <= index {
+                    committed.resize(index + 1, [0; 4]);
+                }
+                committed[index][k] += count;
+            }
+        }
+        eprintln!(
+            "{scenario}: timeline, per {BUCKET_MS} ms: model requests (first call, second) | events ({})",
+            kinds.join(", ")
+        );
+        for index in 0..requests.len().max(committed.len()) {
+            let r = requests.get(index).copied().unwrap_or_default();
+            let c = committed.get(index).copied().unwrap_or_default();
+            eprintln!(
+                "  {:>5} ms  {:>6} {:>6} | {:>6} {:>6} {:>6} {:>6}",
+                index as i64 * BUCKET_MS,
+                r[0],
+                r[1],
+                c[0],
+                c[1],
+                c[2],
+                c[3]
+            );
+        }
+        Ok(())
     }
 
     async fn db_cost(&self) -> Result<Vec<Row>, BoxError> {

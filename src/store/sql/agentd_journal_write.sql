@@ -1,4 +1,4 @@
--- The current definition of agentd_journal_write(), as migrations/20261207000031_journal_write.sql left it.
+-- The current definition of agentd_journal_write(), as migrations/20261207000032_journal_write_filters.sql left it.
 -- A migration that changes it also changes this file: the test
 -- `the_sql_definitions_in_src_are_the_databases` (tests/e2e/store.rs) holds the two together.
 --
@@ -31,6 +31,11 @@ LANGUAGE plpgsql AS $$
 -- SQLSTATE AJ001, the step's 1-based position in DETAIL, and its reason as the message.
 DECLARE
     held uuid[];
+    -- Every step holds its run (the usual batch): the parts' rows need not be tested against
+    -- `held` (`= ANY` of an array parameter is a linear scan: n² comparisons for n steps), and a
+    -- part's row-count check needs only its total: a held step's rows write one row each at
+    -- most, so a step that wrote fewer than its `want_*` shows in the total, and is then looked for.
+    everyone boolean;
     written uuid[];
     refused bigint;
 BEGIN
@@ -42,6 +47,7 @@ BEGIN
     IF cardinality(held) = 0 THEN
         RETURN held;
     END IF;
+    everyone := cardinality(held) = cardinality(steps);
 
     -- Messages, after each run's last one (`seq` stays dense: the runs are locked).
     IF cardinality(m_run) > 0 THEN
@@ -55,7 +61,7 @@ BEGIN
                     compacts, images)
                CROSS JOIN LATERAL (SELECT coalesce(max(x.seq), 0) AS seq FROM messages AS x
                                     WHERE x.run_id = m.run_id) AS last
-         WHERE m.run_id = ANY(held);
+         WHERE (everyone OR m.run_id = ANY(held));
     END IF;
 
     -- Tool calls started (those also ended in their step go in finished); a running call of an
@@ -71,7 +77,7 @@ BEGIN
                           s_status, s_result, s_error, s_cached, s_approval)
                    AS c(run_id, attempt, id, conversation, task, agent, tool, arguments, status, result, error,
                         cached, approval)
-             WHERE c.run_id = ANY(held)
+             WHERE (everyone OR c.run_id = ANY(held))
             ON CONFLICT (run_id, id) DO UPDATE
                SET conversation = EXCLUDED.conversation, task = EXCLUDED.task, agent = EXCLUDED.agent,
                    tool = EXCLUDED.tool, arguments = EXCLUDED.arguments, attempt = EXCLUDED.attempt,
@@ -81,8 +87,11 @@ BEGIN
              WHERE t.status = 'running'
             RETURNING t.run_id)
         SELECT coalesce(array_agg(w.run_id), '{}') INTO written FROM w;
-        SELECT min(s.i) INTO refused FROM UNNEST(steps, want_starts) WITH ORDINALITY AS s(id, n, i)
-         WHERE s.id = ANY(held) AND s.n <> (SELECT count(*) FROM UNNEST(written) AS w(id) WHERE w.id = s.id);
+        IF cardinality(written) <> (SELECT coalesce(sum(s.n), 0) FROM UNNEST(steps, want_starts) AS s(id, n)
+                                     WHERE everyone OR s.id = ANY(held)) THEN
+            SELECT min(s.i) INTO refused FROM UNNEST(steps, want_starts) WITH ORDINALITY AS s(id, n, i)
+             WHERE s.id = ANY(held) AND s.n <> (SELECT count(*) FROM UNNEST(written) AS w(id) WHERE w.id = s.id);
+        END IF;
         IF refused IS NOT NULL THEN
             RAISE EXCEPTION USING ERRCODE = 'AJ001', DETAIL = refused,
                   MESSAGE = 'a tool call id of this step belongs to a finished call';
@@ -95,12 +104,15 @@ BEGIN
             INSERT INTO side_records (run_id, attempt, kind, task, agent, arguments, value)
             SELECT * FROM UNNEST(r_run, r_attempt, r_kind, r_task, r_agent, r_arguments, r_value)
                           AS r(run_id, attempt, kind, task, agent, arguments, value)
-             WHERE r.run_id = ANY(held)
+             WHERE (everyone OR r.run_id = ANY(held))
             ON CONFLICT (run_id, task, kind) DO NOTHING
             RETURNING run_id)
         SELECT coalesce(array_agg(w.run_id), '{}') INTO written FROM w;
-        SELECT min(s.i) INTO refused FROM UNNEST(steps, want_records) WITH ORDINALITY AS s(id, n, i)
-         WHERE s.id = ANY(held) AND s.n <> (SELECT count(*) FROM UNNEST(written) AS w(id) WHERE w.id = s.id);
+        IF cardinality(written) <> (SELECT coalesce(sum(s.n), 0) FROM UNNEST(steps, want_records) AS s(id, n)
+                                     WHERE everyone OR s.id = ANY(held)) THEN
+            SELECT min(s.i) INTO refused FROM UNNEST(steps, want_records) WITH ORDINALITY AS s(id, n, i)
+             WHERE s.id = ANY(held) AND s.n <> (SELECT count(*) FROM UNNEST(written) AS w(id) WHERE w.id = s.id);
+        END IF;
         IF refused IS NOT NULL THEN
             RAISE EXCEPTION USING ERRCODE = 'AJ001', DETAIL = refused,
                   MESSAGE = 'a side record of this step was written before';
@@ -114,11 +126,14 @@ BEGIN
                SET status = e.status, result = e.result, error = e.error, cached = e.cached, finished_at = now()
               FROM UNNEST(e_run, e_id, e_status, e_result, e_error, e_cached)
                    AS e(run_id, id, status, result, error, cached)
-             WHERE t.run_id = e.run_id AND t.id = e.id AND t.run_id = ANY(held)
+             WHERE t.run_id = e.run_id AND t.id = e.id AND (everyone OR t.run_id = ANY(held))
             RETURNING t.run_id)
         SELECT coalesce(array_agg(w.run_id), '{}') INTO written FROM w;
-        SELECT min(s.i) INTO refused FROM UNNEST(steps, want_ends) WITH ORDINALITY AS s(id, n, i)
-         WHERE s.id = ANY(held) AND s.n <> (SELECT count(*) FROM UNNEST(written) AS w(id) WHERE w.id = s.id);
+        IF cardinality(written) <> (SELECT coalesce(sum(s.n), 0) FROM UNNEST(steps, want_ends) AS s(id, n)
+                                     WHERE everyone OR s.id = ANY(held)) THEN
+            SELECT min(s.i) INTO refused FROM UNNEST(steps, want_ends) WITH ORDINALITY AS s(id, n, i)
+             WHERE s.id = ANY(held) AND s.n <> (SELECT count(*) FROM UNNEST(written) AS w(id) WHERE w.id = s.id);
+        END IF;
         IF refused IS NOT NULL THEN
             RAISE EXCEPTION USING ERRCODE = 'AJ001', DETAIL = refused,
                   MESSAGE = 'a tool call of this step never started';
@@ -136,11 +151,14 @@ BEGIN
                    started_at = coalesce(t.started_at, now()),
                    finished_at = CASE WHEN c.status = 'running' THEN NULL ELSE now() END
               FROM UNNEST(t_run, t_name, t_status, t_output, t_error) AS c(run_id, name, status, output, error)
-             WHERE t.run_id = c.run_id AND t.name = c.name AND t.run_id = ANY(held)
+             WHERE t.run_id = c.run_id AND t.name = c.name AND (everyone OR t.run_id = ANY(held))
             RETURNING t.run_id)
         SELECT coalesce(array_agg(w.run_id), '{}') INTO written FROM w;
-        SELECT min(s.i) INTO refused FROM UNNEST(steps, want_tasks) WITH ORDINALITY AS s(id, n, i)
-         WHERE s.id = ANY(held) AND s.n <> (SELECT count(*) FROM UNNEST(written) AS w(id) WHERE w.id = s.id);
+        IF cardinality(written) <> (SELECT coalesce(sum(s.n), 0) FROM UNNEST(steps, want_tasks) AS s(id, n)
+                                     WHERE everyone OR s.id = ANY(held)) THEN
+            SELECT min(s.i) INTO refused FROM UNNEST(steps, want_tasks) WITH ORDINALITY AS s(id, n, i)
+             WHERE s.id = ANY(held) AND s.n <> (SELECT count(*) FROM UNNEST(written) AS w(id) WHERE w.id = s.id);
+        END IF;
         IF refused IS NOT NULL THEN
             RAISE EXCEPTION USING ERRCODE = 'AJ001', DETAIL = refused,
                   MESSAGE = 'a task of this step is not one of the run''s';
@@ -197,7 +215,7 @@ BEGIN
                              g_cached_tokens, g_cost_usd)
                       AS g(run_id, task, agent, model, llm_calls, prompt_tokens, completion_tokens,
                            cached_tokens, cost_usd)
-         WHERE g.run_id = ANY(held)
+         WHERE (everyone OR g.run_id = ANY(held))
         ON CONFLICT (run_id, task, agent, model) DO UPDATE
            SET llm_calls = s.llm_calls + excluded.llm_calls,
                prompt_tokens = s.prompt_tokens + excluded.prompt_tokens,
