@@ -708,7 +708,7 @@ impl Bench {
         let connections = Arc::new(Semaphore::new(setting("KICKOFF_CONNECTIONS", 1000)));
         let timeline = std::env::var_os("INFLIGHT_TIMELINE").is_some();
         self.fake.set_recording(timeline);
-        let cpu_before = self.cpu_seconds();
+        let (cpu_before, postgres_before) = (self.cpu_seconds(), postgres_cpu_seconds());
         let started = Instant::now();
         let started_at = chrono::Utc::now();
         let mut kickoffs = Vec::new();
@@ -742,11 +742,12 @@ impl Bench {
         let wall = started.elapsed().as_secs_f64();
         let cpu: Vec<f64> =
             self.cpu_seconds().iter().zip(cpu_before).map(|(after, before)| after - before).collect();
+        let postgres = postgres_cpu_seconds() - postgres_before;
         eprintln!(
-            "{scenario}: CPU seconds: agentd {:.1}, fake and clients {:.1}, the rest (Postgres, kernel) {:.1}, of {:.1} available",
+            "{scenario}: CPU seconds: agentd {:.1}, fake and clients {:.1}, Postgres {postgres:.1}, the rest (kernel, other processes) {:.1}, of {:.1} available",
             cpu[0],
             cpu[1],
-            cpu[2] - cpu[0] - cpu[1],
+            cpu[2] - cpu[0] - cpu[1] - postgres,
             wall * std::thread::available_parallelism().map_or(1.0, |n| n.get() as f64)
         );
         let completed: i64 =
