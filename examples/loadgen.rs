@@ -829,18 +829,22 @@ impl Bench {
         };
         let calls: Value =
             self.handle.client.get(format!("http://{}/calls", self.fake.addr())).send().await?.json().await?;
-        let mut requests: Vec<[u64; 2]> = Vec::new();
+        // Adds `n` to `column` of the row for `index`, adding rows up to it.
+        fn add<const N: usize>(rows: &mut Vec<[i64; N]>, index: usize, column: usize, n: i64) {
+            if rows.len() <= index {
+                rows.resize(index + 1, [0; N]);
+            }
+            rows[index][column] += n;
+        }
+        let mut requests: Vec<[i64; 2]> = Vec::new();
         for call in calls["calls"].as_array().into_iter().flatten() {
             let Some(at) =
                 call["at"].as_str().and_then(|at| at.parse::<chrono::DateTime<chrono::Utc>>().ok())
             else {
                 continue;
             };
-            let (index, second) = (bucket(at), call["call"].as_u64().unwrap_or(1) > 1);
-            if requests.len() <= index {
-                requests.resize(index + 1, [0; 2]);
-            }
-            requests[index][usize::from(second)] += 1;
+            let second = call["call"].as_u64().unwrap_or(1) > 1;
+            add(&mut requests, bucket(at), usize::from(second), 1);
         }
         let events: Vec<(String, chrono::DateTime<chrono::Utc>, i64)> =
             sqlx::query_as("SELECT type, at, count(*) FROM events GROUP BY type, at")
@@ -850,11 +854,7 @@ impl Bench {
         let mut committed: Vec<[i64; 4]> = Vec::new();
         for (kind, at, count) in events {
             if let Some(k) = kinds.iter().position(|k| *k == kind) {
-                let index = bucket(at);
-                if committed.len() <= index {
-                    committed.resize(index + 1, [0; 4]);
-                }
-                committed[index][k] += count;
+                add(&mut committed, bucket(at), k, count);
             }
         }
         eprintln!(
