@@ -327,7 +327,8 @@ async fn another_tenants_thread_id_starts_a_thread_of_ones_own(pool: PgPool) {
         );
         assert_eq!(
             (last["type"].as_str(), last["threadId"].as_str()),
-            (Some("RUN_FINISHED"), Some(id.as_str()))
+            (Some("RUN_FINISHED"), Some(id.as_str())),
+            "{printed:#?}"
         );
         let done = run(&b, last["result"]["run_id"].as_str().expect("run id")).await;
         let joined = done["thread_id"].as_str().expect("a thread").to_owned();
