@@ -152,11 +152,16 @@ impl Pump for RunPump {
 
 impl RunPump {
     async fn run(&mut self, mut subscription: RunSubscription) -> StoreResult<()> {
+        // The status before the events: a run's terminal event commits with its terminal status,
+        // so a run seen ended has all its events readable by the catch-up that follows. Read the
+        // other way round, a run ending between the two reads ended the stream without them.
+        let ended = self.store.run_status(self.run_id).await?.is_none_or(|status| status.is_terminal());
         if let Flow::Done = self.catch_up().await? {
             return Ok(());
         }
-        // Resumed after the terminal event of a finished run: nothing more will come.
-        if self.store.run_status(self.run_id).await?.is_none_or(|status| status.is_terminal()) {
+        // Resumed after the terminal event of a finished run: nothing more will come. A run not
+        // ended when its status was read sends the rest through the subscription, taken first.
+        if ended {
             return Ok(());
         }
         pump(self, &mut subscription.receiver).await

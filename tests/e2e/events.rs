@@ -169,6 +169,35 @@ async fn a_live_tail_follows_the_run_to_its_terminal_event(pool: PgPool) {
     workers.shutdown().await;
 }
 
+/// A stream opened while its run is ending still ends with the run's terminal event. The stream
+/// reads the run's status and its events in two statements: had the run ended between the two
+/// (events read first), the stream would have stopped without `run.completed`. Streams here open
+/// 0 to 11 ms after their kickoffs against an instant model, so some meet each run as it ends.
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn a_stream_opened_as_its_run_ends_still_ends_with_the_terminal_event(pool: PgPool) {
+    let fake = FakeLlm::start().await.expect("fake");
+    fake.set_default(Some(FakeReply::text("done")));
+    let config = fake_config(&fake);
+    let app = TestApp::spawn_with(pool.clone(), config.clone()).await;
+    let workers = start_workers(&pool, &config, fast_settings(8, Duration::from_secs(5)));
+    for round in 0..20u64 {
+        let app = &app;
+        let streams = (0..8u64).map(|n| async move {
+            let run = app.kickoff(&calc_crew(), json!({"expr": "1"})).await;
+            let id = run["id"].as_str().expect("id").to_owned();
+            tokio::time::sleep(Duration::from_millis((round * 8 + n) % 12)).await;
+            let events = SseReader::open(app, &format!("/v1/runs/{id}/events"), None).await.drain().await;
+            (id, events)
+        });
+        for (id, events) in futures_util::future::join_all(streams).await {
+            let types: Vec<&str> = events.iter().filter_map(|e| e.event.as_deref()).collect();
+            assert_eq!(types.last(), Some(&"run.completed"), "run {id}: {types:?}");
+            assert_eq!(seqs(&events), (1..=events.len() as i64).collect::<Vec<_>>(), "run {id}");
+        }
+    }
+    workers.shutdown().await;
+}
+
 #[sqlx::test(migrator = "agentd::store::MIGRATOR")]
 async fn resume_gives_exactly_the_events_after_the_last_id(pool: PgPool) {
     let fake = FakeLlm::start().await.expect("fake");
