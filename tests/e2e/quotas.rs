@@ -1,6 +1,7 @@
 //! Tenant quotas and fair claims over HTTP against the real server and workers: `max_queued`
 //! refuses kickoffs (429 with `Retry-After`) and holds under concurrent kickoffs and batches on one
-//! replica and on two, `max_running` holds across two worker pools, a run
+//! replica and on two, `max_running` holds across two worker pools (and a claim that waited for
+//! the tenant's lock is stamped as started after the run that ended meanwhile), a run
 //! that crosses its tenant's daily token cap fails with `budget` and later kickoffs are 429 until
 //! midnight UTC, and one tenant's backlog does not hold back another's runs.
 
@@ -8,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use agentd::config::{ApiKeys, Config};
 use agentd::fake_llm::{FakeLlm, FakeReply};
+use agentd::store::Store;
 use chrono::{DateTime, Utc};
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
@@ -282,6 +284,78 @@ async fn max_running_holds_across_worker_pools(pool: PgPool) {
     }
     first.shutdown().await;
     second.shutdown().await;
+}
+
+/// A claim that waits for a capped tenant's lock (another replica is claiming) and then finds the
+/// tenant's running run ended stamps its run's `started_at` after that run's `finished_at`: the
+/// runs of a tenant at `max_running = 1` never look as if they had overlapped. (The stamp was the
+/// start of the claiming statement, before the wait; `max_running_holds_across_worker_pools` saw
+/// two spans overlap by that wait once.)
+#[sqlx::test(migrator = "agentd::store::MIGRATOR")]
+async fn a_claim_that_waited_for_its_tenants_lock_starts_after_the_run_that_ended_meanwhile(pool: PgPool) {
+    const LEASE: Duration = Duration::from_secs(30);
+    // No workers: this test claims as two replicas would.
+    let root = server(pool.clone(), test_config()).await;
+    let a = tenant_with_key(&root, json!({"name": "team-a", "max_running": 1})).await;
+    let body = json!({"crew": one_task_crew(), "inputs": [{"topic": "x"}, {"topic": "y"}]});
+    expect_json(a.post_json("/v1/kickoffs/batch", &body).await, StatusCode::ACCEPTED).await;
+    let store = Store::new(pool.clone());
+    let first = store.claim_next_run("replica-1", LEASE).await.expect("claim").expect("the first run");
+    assert!(
+        store.claim_next_run("replica-1", LEASE).await.expect("claim").is_none(),
+        "team-a is at max_running"
+    );
+
+    // Another replica's claim holds team-a's lock while this one starts and waits for it.
+    let mut holder = pool.begin().await.expect("begin");
+    sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended('agentd.tenant.running:' || $1, 0))")
+        .bind("team-a")
+        .execute(&mut *holder)
+        .await
+        .expect("the tenant's lock");
+    let claiming = tokio::spawn({
+        let store = store.clone();
+        async move { store.claim_next_run("replica-2", LEASE).await }
+    });
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let (waiting,): (i64,) = sqlx::query_as(
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
+                AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
+        )
+        .fetch_one(&pool)
+        .await
+        .expect("locks");
+        if waiting > 0 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the claim never waited for team-a's lock");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // The first run ends meanwhile, as the journal ends a run (finished_at = now()).
+    sqlx::query("UPDATE runs SET status = 'completed', finished_at = now() WHERE id = $1")
+        .bind(first.id.0)
+        .execute(&pool)
+        .await
+        .expect("end the first run");
+    holder.commit().await.expect("release the lock");
+    let second =
+        claiming.await.expect("join").expect("claim").expect("the second run, now that the first ended");
+
+    let at = |run: &Value, field: &str| {
+        run[field]
+            .as_str()
+            .unwrap_or_else(|| panic!("{field}: {run}"))
+            .parse::<DateTime<Utc>>()
+            .expect("time")
+    };
+    let first = expect_json(a.get(&format!("/v1/runs/{}", first.id)).await, StatusCode::OK).await;
+    let second = expect_json(a.get(&format!("/v1/runs/{}", second.id)).await, StatusCode::OK).await;
+    assert_eq!(second["status"], "running", "{second}");
+    assert!(
+        at(&second, "started_at") >= at(&first, "finished_at"),
+        "the second run is stamped as started before the first ended: {second} {first}"
+    );
 }
 
 /// A run whose model call takes its tenant over the daily token cap fails with `budget`; the

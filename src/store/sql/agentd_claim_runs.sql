@@ -1,4 +1,4 @@
--- The current definition of agentd_claim_runs(), as migrations/20261207000030_evaluations.sql left it.
+-- The current definition of agentd_claim_runs(), as migrations/20261207000033_claim_start_time.sql left it.
 -- A migration that changes it also changes this file: the test
 -- `the_sql_definitions_in_src_are_the_databases` (tests/e2e/store.rs) holds the two together.
 --
@@ -85,11 +85,13 @@ BEGIN
         RETURN;
     END IF;
     RETURN QUERY
+    -- started_at is the claim's own time (clock_timestamp()): later than the end of every run the
+    -- counts above saw end, which now() (the statement's start) need not be.
     WITH claimed AS (
         UPDATE runs AS r
            SET status = 'running', attempt = r.attempt + 1, lease_owner = claimer,
                lease_expires_at = now() + make_interval(secs => lease),
-               started_at = coalesce(r.started_at, now()), updated_at = now(),
+               started_at = coalesce(r.started_at, clock_timestamp()), updated_at = now(),
                last_seq = r.last_seq + 1, record_format = greatest(r.record_format, reader)
          WHERE r.id = ANY (picked)
         RETURNING r.id, r.tenant, r.attempt, r.last_seq, r.crew_spec, r.inputs, r.created_at,
